@@ -1,0 +1,3 @@
+"""corun: reproduce contention-aware scheduling studies on real testbeds."""
+
+__version__ = "0.1.0"

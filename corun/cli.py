@@ -1,0 +1,117 @@
+"""corun command line: `corun run SPEC --out DIR`, `corun topology`, `corun sched ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import CorunError
+
+
+def _cmd_run(a) -> int:
+    from .runner import run_spec_file
+    out = run_spec_file(a.spec, a.out, progress=not a.quiet, allow_job_failures=a.allow_job_failures)
+    print(out)
+    return 0
+
+
+def _cmd_validate(a) -> int:
+    from .runner import Runner, load_spec
+    spec = load_spec(a.spec)
+    r = Runner(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
+    r.prepare()
+    print(f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {r.device.name}, "
+          f"scheduler {r.variant.name})")
+    return 0
+
+
+def _cmd_topology(a) -> int:
+    from . import topology
+    topo = topology.discover()
+    grouping, cmps = topology.cmp_groups(topo, a.grouping, a.cores_per_cmp, source="command line")
+    info = {**topo.as_dict(), "cmp_grouping": grouping,
+            "cmps": [topology.format_cpulist(g) for g in cmps]}
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def _cmd_sched(a) -> int:
+    from . import schedulers
+    if a.action == "list":
+        for name in schedulers.available():
+            man = schedulers.load_manifest(schedulers.find(name))
+            print(f"{name:24s} {man['kind']:12s} {man['description'].strip().splitlines()[0][:80]}")
+        return 0
+    if not a.name:
+        raise CorunError(f"corun sched {a.action}: a variant name is needed", exit_code=2)
+    v = schedulers.Variant.load(a.name, {}, source="command line")
+    if a.action == "show":
+        print(json.dumps({**v.describe(), "manifest": v.manifest}, indent=2, default=str))
+    elif a.action == "build":
+        sys.stdout.write(v.build())
+    return 0
+
+
+def _cmd_recover(a) -> int:
+    from .state import recover_stale
+    lines = recover_stale()
+    for line in lines:
+        print(line)
+    if not lines:
+        print("nothing to recover")
+    return 0
+
+
+def _cmd_metadata(a) -> int:
+    from . import metadata
+    print(json.dumps(metadata.collect(), indent=2, default=str))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="corun", description="Contention-aware scheduling experiments on real testbeds.")
+    ap.add_argument("--version", action="version", version=f"corun {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a batch workload spec and write a run folder")
+    r.add_argument("spec", help="run spec (YAML or JSON, see corun/schemas/run_spec.schema.json)")
+    r.add_argument("--out", required=True, help="run folder to create (built as OUT.incomplete, renamed when done)")
+    r.add_argument("--quiet", action="store_true", help="no progress lines")
+    r.add_argument("--allow-job-failures", action="store_true", help="exit 0 even if a job exits non-zero")
+    r.set_defaults(fn=_cmd_run)
+    v = sub.add_parser("validate", help="check a run spec against this machine without running anything")
+    v.add_argument("spec")
+    v.add_argument("--out", help="the run folder that would be written")
+    v.set_defaults(fn=_cmd_validate)
+    t = sub.add_parser("topology", help="show the CPUs and how they group into CMPs")
+    t.add_argument("--grouping", default="auto", choices=["auto", "socket", "numa", "cores"])
+    t.add_argument("--cores-per-cmp", type=int, default=None)
+    t.set_defaults(fn=_cmd_topology)
+    s = sub.add_parser("sched", help="scheduler variants: list, show NAME, build NAME")
+    s.add_argument("action", choices=["list", "show", "build"])
+    s.add_argument("name", nargs="?")
+    s.set_defaults(fn=_cmd_sched)
+    rc = sub.add_parser("recover", help="undo what an interrupted run left (caps, elevator, stopped jobs)")
+    rc.set_defaults(fn=_cmd_recover)
+    m = sub.add_parser("metadata", help="print this host's state as recorded in every run")
+    m.set_defaults(fn=_cmd_metadata)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    a = ap.parse_args(argv)
+    try:
+        return a.fn(a)
+    except CorunError as exc:
+        print(f"corun: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("corun: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

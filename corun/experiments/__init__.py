@@ -1,0 +1,1 @@
+"""Experiment helpers called by the workflow rules: data files, calibration, run specs."""

@@ -1,0 +1,545 @@
+"""Run a batch workload the way the papers do, with monitors, caps and a scheduler variant.
+
+A run spec (schemas/run_spec.schema.json) lists jobs in submit order. They are
+queued first-come-first-served, at most `slots_per_core` jobs per core, each
+confined to one CMP, never preempted by corun. Per job the runner records command,
+CMP, CPUs, submit/start/end time, runtime, exit status, CPU time and the
+/proc/<pid>/io counters (read from the exited process before it is reaped).
+
+The run directory is built as `<out>.incomplete/` and renamed to `<out>/` only
+when everything is written, so an interrupted run never looks finished.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import json
+import os
+import queue
+import shutil
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import cgroup as cg
+from . import config, device as devmod, metadata, topology
+from .errors import ConfigError, CorunError
+from .placement import Placer, Slot
+from .schedulers import Variant
+from .state import Journal, recover_stale
+from .util import atomic_write_json, proc_starttime, read_proc_io
+
+IO_KEYS = ["rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes"]
+
+
+@dataclass
+class Job:
+    job_id: str
+    name: str
+    index: int
+    copy: int
+    spec: dict
+    cmp_pin: int | None
+    slot: Slot | None = None
+    pid: int | None = None
+    starttime: int | None = None
+    start_mono: float | None = None
+    end_mono: float | None = None
+    exit_code: int | None = None
+    term_signal: int | None = None
+    timed_out: bool = False
+    killed: bool = False
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+    max_rss_kb: int | None = None
+    io: dict | None = None
+    result: dict = field(default_factory=dict)
+    result_error: str | None = None
+    journal_action: dict | None = None
+
+
+def expand_jobs(spec: dict) -> list[Job]:
+    jobs, n = [], 0
+    for i, js in enumerate(spec["jobs"]):
+        for c in range(js["repeat"]):
+            suffix = f"-{c}" if js["repeat"] > 1 else ""
+            jobs.append(Job(f"{n:04d}-{js['name']}{suffix}", js["name"], i, c, js, js.get("cmp")))
+            n += 1
+    return jobs
+
+
+def load_spec(path: str | Path) -> dict:
+    return config.load(path, "run_spec")
+
+
+class Progress:
+    def __init__(self, name: str, total: int, enabled: bool):
+        self.name, self.total, self.enabled = name, total, enabled
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def show(self, done: int, running: int, elapsed: float, runtimes: list[float], capacity: int, force=False):
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self.last < 10:
+            return
+        self.last = now
+        eta = ""
+        if runtimes and done < self.total:
+            mean = sum(runtimes) / len(runtimes)
+            left = (self.total - done) * mean / max(1, min(capacity, self.total - done))
+            eta = f", ~{left:.0f} s left"
+        line = f"corun: {self.name}: {done}/{self.total} jobs done, {running} running, {elapsed:.1f} s elapsed{eta}"
+        if self.tty:
+            print("\r" + line, end="\n" if done == self.total else "", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+
+class Runner:
+    def __init__(self, spec: dict, out_dir: str | Path, source: str = "spec", progress: bool = True,
+                 allow_job_failures: bool = False):
+        self.spec, self.source = spec, source
+        self.out = Path(out_dir)
+        self.tmp = self.out.parent / (self.out.name + ".incomplete")
+        self.progress_on = progress
+        self.allow_job_failures = allow_job_failures
+        self.events: queue.Queue = queue.Queue()
+        self.stop_reason: str | None = None
+        self.jobs: list[Job] = []
+        self.running: dict[int, Job] = {}
+        self.waiters: list[threading.Thread] = []
+        self.job_events_fh = None
+
+    # ---------------------------------------------------------------- checks
+    def prepare(self) -> None:
+        """Everything that can be wrong with the input is found here, before anything runs."""
+        spec, src = self.spec, self.source
+        self.topo = topology.discover()
+        pc = spec["placement"]["cmp"]
+        self.grouping, cmps = topology.cmp_groups(self.topo, pc["grouping"], pc.get("cores_per_cmp"),
+                                                  pc.get("groups"), src)
+        use = spec["placement"]["use_cmps"]
+        if use is not None:
+            for i, c in enumerate(use):
+                if c >= len(cmps):
+                    raise ConfigError(src, f"placement.use_cmps[{i}]", c, f"a CMP index < {len(cmps)} (this machine has {len(cmps)} CMPs)")
+            self.cmp_ids = list(use)
+        else:
+            self.cmp_ids = list(range(len(cmps)))
+        self.all_cmps = cmps
+        self.placer = Placer([cmps[i] for i in self.cmp_ids], spec["placement"]["slots_per_core"],
+                             spec["placement"]["policy"])
+        self.jobs = expand_jobs(spec)
+        for i, js in enumerate(spec["jobs"]):
+            pin = js.get("cmp")
+            if pin is not None and pin not in self.cmp_ids:
+                raise ConfigError(src, f"jobs[{i}].cmp", pin, f"one of the CMPs in use: {self.cmp_ids}")
+            local_pin = self.cmp_ids.index(pin) if pin is not None else None
+            if not self.placer.fits_anywhere(js["cores"], local_pin):
+                biggest = max(len(g) for g in self.placer.cmps)
+                raise ConfigError(src, f"jobs[{i}].cores", js["cores"], f"an integer <= {biggest} (cores of one CMP)")
+            if js.get("cwd") and not Path(js["cwd"]).is_dir():
+                raise ConfigError(src, f"jobs[{i}].cwd", js["cwd"], "an existing directory")
+            exe = js["cmd"][0]
+            if "/" in exe:
+                if not os.access(exe, os.X_OK):
+                    raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "an executable file (build it: make -C kernels)")
+            elif shutil.which(exe, path=js["env"].get("PATH", os.environ.get("PATH"))) is None:
+                raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "a program on PATH")
+        for j in self.jobs:
+            if j.cmp_pin is not None:
+                j.cmp_pin = self.cmp_ids.index(j.cmp_pin)
+        dpath = spec["device"]["path"]
+        self.device = devmod.device_of(dpath, src, "device.path")
+        thr = spec["device"]["throttle"]
+        self.cgroup = cg.RunCgroup(self._run_id())
+        if thr and not self.cgroup.available:
+            raise ConfigError(src, "device.throttle", thr,
+                              "a machine with a writable blkio (v1) or io (v2) cgroup controller (run as root)")
+        self.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], src)
+        from .monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
+        mon = spec["monitors"]
+        self.raw_dir = self.tmp / "monitors"
+        self.mon_ctx = MonitorContext(raw_dir=self.raw_dir, interval_s=mon["interval_s"],
+                                      devices=[self.device.name], perf_events=list(mon["perf_events"]))
+        self.monitors = make_monitors(list(mon["enabled"]), self.mon_ctx)
+        if (self.out / "metadata.json").exists():
+            raise CorunError(f"{self.out}: already measured (metadata.json exists); remove the folder to measure again")
+
+    def _run_id(self) -> str:
+        return f"{self.spec['name']}-{os.getpid()}-{int(time.time())}"
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> Path:
+        for line in recover_stale():
+            print(f"corun: {line}", file=sys.stderr)
+        self.prepare()
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        (self.tmp / "jobs").mkdir(parents=True)
+        self.raw_dir.mkdir(parents=True)
+        atomic_write_json(self.tmp / "status.json", {"state": "running", "pid": os.getpid()})
+        self.journal = Journal(self.cgroup.run_id)
+        old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        ok = False
+        self.meta: dict = {"run_id": self.cgroup.run_id, "spec_name": self.spec["name"],
+                           "labels": self.spec["labels"], "teardown_errors": []}
+        try:
+            self._setup_machine()
+            self._execute()
+            ok = self.stop_reason is None
+        finally:
+            self._teardown()
+            for s, h in old_handlers.items():
+                signal.signal(s, h)
+            if not ok:
+                atomic_write_json(self.tmp / "status.json",
+                                  {"state": "interrupted", "reason": self.stop_reason or "error"})
+        return self._finish()
+
+    def _on_signal(self, signum, frame):
+        self.stop_reason = signal.Signals(signum).name
+        self.events.put(("signal", signum))
+
+    def _setup_machine(self) -> None:
+        j = self.journal
+        # the cgroup: contains the jobs and carries the I/O cap
+        if self.cgroup.available:
+            self.cgroup.create()
+            j.push(self.cgroup.undo_action())
+            thr = self.spec["device"]["throttle"]
+            if thr:
+                self.cgroup.throttle(self.device.majmin, thr)
+        self.device_before = self.device.describe()
+        sched_dir = self.tmp / "sched"
+        sched_dir.mkdir()
+        self.job_events_path = sched_dir / "job_events.jsonl"
+        self.job_events_fh = open(self.job_events_path, "a", buffering=1)
+        ctx = {"state_dir": str(sched_dir / "state"), "run_dir": str(self.tmp), "device": self.device.name,
+               "device_majmin": self.device.majmin, "cgroup": str(self.cgroup.path or ""),
+               "job_events": str(self.job_events_path),
+               "cpus": topology.format_cpulist(sum(self.placer.cmps, []))}
+        self.variant.start(j, ctx)
+        self.variant.verify()
+        self.variant_verified_at_start = True
+        self.device_during = self.device.describe()
+        for m in self.monitors:
+            m.start()
+
+    def _execute(self) -> None:
+        pending = collections.deque(self.jobs)
+        prog = Progress(self.spec["name"], len(self.jobs), self.progress_on)
+        self.t0_epoch = time.time()
+        self.t0_mono = time.monotonic()
+        done_runtimes: list[float] = []
+        done = 0
+        while (pending or self.running) and self.stop_reason is None:
+            while pending:  # FCFS: the head blocks the queue
+                slot = self.placer.place(pending[0].spec["cores"], pending[0].cmp_pin)
+                if slot is None:
+                    break
+                job = pending.popleft()
+                job.slot = slot
+                self._launch(job)
+            prog.show(done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes,
+                      self.placer.capacity())
+            try:
+                kind, payload = self.events.get(timeout=self._next_timeout())
+            except queue.Empty:
+                self._check_timeouts()
+                self._check_variant()
+                continue
+            if kind == "exit":
+                job = payload
+                self.running.pop(job.pid, None)
+                self.placer.release(job.slot)
+                self._job_event("end", job)
+                self.journal.forget(job.journal_action)
+                done += 1
+                done_runtimes.append(job.end_mono - job.start_mono)
+                prog.show(done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes,
+                          self.placer.capacity(), force=True)
+        self.t_end_mono = time.monotonic()
+
+    def _next_timeout(self) -> float:
+        now = time.monotonic()
+        t = 1.0
+        for job in self.running.values():
+            to = job.spec.get("timeout_s")
+            if to:
+                t = min(t, max(0.01, job.start_mono + to - now))
+        return t
+
+    def _check_timeouts(self) -> None:
+        now = time.monotonic()
+        for job in list(self.running.values()):
+            to = job.spec.get("timeout_s")
+            if to and now - job.start_mono > to and not job.timed_out:
+                job.timed_out = True
+                _signal_group(job.pid, signal.SIGKILL)
+
+    def _check_variant(self) -> None:
+        if not self.variant.alive():
+            # a scheduler daemon that dies must not leave jobs stopped
+            self._resume_all()
+            self.variant.verify()  # raises with the daemon's exit status
+
+    def _resume_all(self) -> None:
+        for job in self.running.values():
+            _signal_group(job.pid, signal.SIGCONT)
+        for p in self.cgroup.pids():
+            try:
+                os.kill(p, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def _launch(self, job: Job) -> None:
+        js = job.spec
+        env = dict(os.environ)
+        env.update(js["env"])
+        env["CORUN_JOB_ID"] = job.job_id
+        env["CORUN_CPUS"] = topology.format_cpulist(job.slot.cpus)
+        cpus = set(job.slot.cpus)
+        procs = str(self.cgroup.procs_file) if self.cgroup.path else None
+
+        def child_setup():  # runs in the child between fork and exec: syscalls only
+            os.sched_setaffinity(0, cpus)
+            if procs:
+                with open(procs, "w") as fh:
+                    fh.write(str(os.getpid()))
+
+        out = open(self.tmp / "jobs" / f"{job.job_id}.out", "wb")
+        err = open(self.tmp / "jobs" / f"{job.job_id}.err", "wb")
+        import subprocess
+        try:
+            p = subprocess.Popen(js["cmd"], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                 cwd=js.get("cwd"), preexec_fn=child_setup, start_new_session=True)
+        except OSError as exc:
+            raise CorunError(f"job {job.job_id}: cannot start {js['cmd'][0]}: {exc.strerror}") from None
+        finally:
+            out.close()
+            err.close()
+        job.start_mono = time.monotonic()
+        job.pid = p.pid
+        job.starttime = proc_starttime(p.pid)
+        self.running[p.pid] = job
+        job.journal_action = self.journal.push({"kind": "processes", "what": f"job {job.job_id}",
+                                                "pids": {str(p.pid): job.starttime}})
+        self._job_event("start", job)
+        t = threading.Thread(target=self._wait, args=(job, p), daemon=True, name=f"wait-{job.job_id}")
+        t.start()
+        self.waiters.append(t)
+
+    def _wait(self, job: Job, p) -> None:
+        """Block until the job exits; read its counters before reaping it."""
+        while True:
+            try:
+                os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOWAIT)
+                break
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+        job.end_mono = time.monotonic()
+        job.io = read_proc_io(job.pid)
+        _, status, ru = os.wait4(job.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if os.WIFSIGNALED(status):
+            job.term_signal = os.WTERMSIG(status)
+            job.exit_code = 128 + job.term_signal
+        else:
+            job.exit_code = os.WEXITSTATUS(status)
+        job.cpu_user_s, job.cpu_sys_s, job.max_rss_kb = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
+        self.events.put(("exit", job))
+
+    def _job_event(self, event: str, job: Job) -> None:
+        rec = {"event": event, "job_id": job.job_id, "pid": job.pid, "starttime": job.starttime,
+               "cmp": self.cmp_ids[job.slot.cmp], "cpus": job.slot.cpus,
+               "t_s": round(time.monotonic() - self.t0_mono, 6)}
+        if event == "end":
+            rec["exit_code"] = job.exit_code
+        if self.job_events_fh:
+            self.job_events_fh.write(json.dumps(rec) + "\n")
+
+    # ---------------------------------------------------------------- teardown
+    def _teardown(self) -> None:
+        errors = self.meta["teardown_errors"]
+        grace = self.spec["kill_grace_s"]
+        if self.running:
+            for job in self.running.values():
+                job.killed = True
+                _signal_group(job.pid, signal.SIGCONT)
+                _signal_group(job.pid, signal.SIGTERM)
+            end = time.monotonic() + grace
+            while self.running and time.monotonic() < end:
+                try:
+                    kind, job = self.events.get(timeout=0.05)
+                    if kind == "exit":
+                        self.running.pop(job.pid, None)
+                except queue.Empty:
+                    pass
+            for job in self.running.values():
+                _signal_group(job.pid, signal.SIGKILL)
+        for t in self.waiters:
+            t.join(timeout=5)
+        if getattr(self, "t_end_mono", None) is None:
+            self.t_end_mono = time.monotonic()
+        for m in getattr(self, "monitors", []):
+            try:
+                m.stop()
+            except Exception as exc:  # noqa: BLE001 - teardown goes on
+                errors.append(f"monitor {m.name}: {exc}")
+        if hasattr(self, "variant") and hasattr(self, "journal"):
+            try:
+                if self.stop_reason is None and self.variant.alive():
+                    self.variant.verify()  # still in effect at the end of the run?
+                    self.meta["variant_verified_at_end"] = True
+            except CorunError as exc:
+                errors.append(str(exc))
+                self.meta["variant_verified_at_end"] = False
+            errors.extend(self.variant.stop(self.journal))
+        if self.job_events_fh:
+            self.job_events_fh.close()
+            self.job_events_fh = None
+        if hasattr(self, "journal"):
+            errors.extend(self.journal.unwind())
+        if hasattr(self, "device"):
+            self.device_after = self.device.describe()
+
+    def _finish(self) -> Path:
+        if self.stop_reason is not None:
+            raise CorunError(f"run {self.spec['name']} stopped by {self.stop_reason}: "
+                             f"partial data left in {self.tmp} (not a finished run)", exit_code=130)
+        t0 = self.t0_epoch
+        rows = [self._job_row(j) for j in self.jobs]
+        _write_csv(self.tmp / "jobs.csv", rows)
+        missing: list[dict] = []
+        tidy = self.tmp / "tidy"
+        tidy.mkdir(exist_ok=True)
+        for m in self.monitors:
+            try:
+                df, miss = m.parse(t0)
+                df.to_csv(tidy / f"{m.name}.csv", index=False)
+                missing.extend(miss)
+            except Exception as exc:  # noqa: BLE001 - a broken monitor file is a missing metric, not a crash
+                missing.append({"metric": m.name, "reason": f"could not parse raw output: {exc}", "source": m.name})
+        failed = [r["job_id"] for r in rows if r["exit_code"] != 0]
+        meta = metadata.collect(self.device_during)
+        meta.update(self.meta)
+        meta.update({
+            "spec": self.spec,
+            "start_epoch_s": t0,
+            "end_epoch_s": t0 + (self.t_end_mono - self.t0_mono),
+            "duration_s": self.t_end_mono - self.t0_mono,
+            "topology": {**self.topo.as_dict(), "cmp_grouping": self.grouping,
+                         "cmps": self.all_cmps, "cmps_used": self.cmp_ids},
+            "device": self.device_during,
+            "device_after": self.device_after,
+            "throttle": {**self.cgroup.describe(), **(self.spec["device"]["throttle"] or {})}
+            if self.spec["device"]["throttle"] else None,
+            "scheduler": {**self.variant.describe(), "verified": True,
+                          "verified_at_end": self.meta.get("variant_verified_at_end")},
+            "hwloc": metadata.hwloc_summary(),
+            "monitors": {"enabled": self.spec["monitors"]["enabled"], "interval_s": self.mon_ctx.interval_s},
+            "missing": missing,
+            "jobs_failed": failed,
+            "status": "ok" if not failed else "jobs_failed",
+        })
+        if self.device_after.get("elevator") != self.device_before.get("elevator"):
+            meta["teardown_errors"].append(
+                f"elevator of {self.device.name} is {self.device_after.get('elevator')} after the run, "
+                f"was {self.device_before.get('elevator')}")
+        (self.tmp / "status.json").unlink(missing_ok=True)
+        atomic_write_json(self.tmp / "metadata.json", meta)
+        if self.out.exists():
+            shutil.rmtree(self.out)
+        os.replace(self.tmp, self.out)
+        if meta["teardown_errors"]:
+            raise CorunError(f"run {self.spec['name']}: could not restore the machine: "
+                             + "; ".join(meta["teardown_errors"]))
+        if failed and not self.allow_job_failures:
+            raise CorunError(f"run {self.spec['name']}: {len(failed)} job(s) failed ({', '.join(failed[:3])}); "
+                             f"see {self.out}/jobs/*.err")
+        return self.out
+
+    def _job_row(self, j: Job) -> dict:
+        js = j.spec
+        started = j.start_mono is not None
+        rt = (j.end_mono - j.start_mono) if started and j.end_mono else None
+        row = {
+            "job_id": j.job_id, "name": j.name, "spec_index": j.index, "copy": j.copy,
+            "cmp": self.cmp_ids[j.slot.cmp] if j.slot else None,
+            "cpus": topology.format_cpulist(j.slot.cpus) if j.slot else None,
+            "pid": j.pid,
+            "submit_s": 0.0,
+            "start_s": round(j.start_mono - self.t0_mono, 6) if started else None,
+            "end_s": round(j.end_mono - self.t0_mono, 6) if started and j.end_mono else None,
+            "runtime_s": round(rt, 6) if rt is not None else None,
+            "exit_code": j.exit_code, "signal": j.term_signal, "timed_out": j.timed_out,
+            "cpu_user_s": _r6(j.cpu_user_s), "cpu_sys_s": _r6(j.cpu_sys_s),
+            "cpu_s": _r6(j.cpu_user_s + j.cpu_sys_s) if j.cpu_user_s is not None else None,
+            "max_rss_kb": j.max_rss_kb,
+        }
+        for k in IO_KEYS:
+            row[f"io_{k}"] = j.io.get(k) if j.io else None
+        row["io_read_mb_s"] = (j.io["read_bytes"] / 1e6 / rt) if j.io and rt else None
+        row["io_rchar_mb_s"] = (j.io["rchar"] / 1e6 / rt) if j.io and rt else None
+        row["cmd"] = " ".join(js["cmd"])
+        for k, v in {**self.spec["labels"], **js["labels"]}.items():
+            row[f"label_{k}"] = v
+        if js["result"] == "json":
+            res, err = _parse_result(self.tmp / "jobs" / f"{j.job_id}.out")
+            row["result_error"] = err
+            for k, v in res.items():
+                if isinstance(v, (str, int, float, bool)) or v is None:
+                    row[f"result_{k}"] = v
+        return row
+
+
+def _r6(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def _parse_result(path: Path) -> tuple[dict, str | None]:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError as exc:
+        return {}, str(exc)
+    if not lines:
+        return {}, "no output"
+    try:
+        obj = json.loads(lines[-1])
+    except ValueError as exc:
+        return {}, f"last line is not JSON: {exc}"
+    return (obj, None) if isinstance(obj, dict) else ({}, "last line is not a JSON object")
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+
+
+def run_spec_file(spec_path: str | Path, out_dir: str | Path, **kw) -> Path:
+    spec = load_spec(spec_path)
+    return Runner(spec, out_dir, source=str(spec_path), **kw).run()

@@ -1,0 +1,78 @@
+/* Shared helpers for corun's C micro-benchmark kernels.
+ *
+ * Every kernel parses numbers through corun_parse_int(), reports errors
+ * through corun_err(), and writes exactly one JSON object on one line to
+ * stdout through the corun_json_* writer, starting with corun_json_header().
+ */
+#ifndef CORUN_KERNEL_H
+#define CORUN_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes shared by all kernels (documented in kernels/README.md). */
+enum corun_exit {
+	CORUN_EXIT_OK = 0,      /* measurement done, self-check passed */
+	CORUN_EXIT_RUNTIME = 1, /* runtime error or failed self-check */
+	CORUN_EXIT_USAGE = 2,   /* bad command line */
+	CORUN_EXIT_SKIPPED = 4, /* a feature the kernel needs is missing */
+};
+
+/* One line "<prog>: <message>" on stderr. */
+void corun_err(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* corun_err(), then exit CORUN_EXIT_USAGE. */
+void corun_usage_error(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+/* Parse VALUE of option --OPT as a decimal integer in [MIN, MAX].  With
+ * ALLOW_SUFFIX, a single K, M or G suffix (case-insensitive) multiplies by
+ * 2^10, 2^20 or 2^30.  On any error prints one line
+ * "<prog>: --<opt>: '<value>' (expected ...)" and exits CORUN_EXIT_USAGE. */
+int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
+			int64_t min, int64_t max, bool allow_suffix);
+
+/* Seconds from CLOCK_MONOTONIC, for intervals. */
+double corun_monotonic_s(void);
+
+/* Seconds since the Unix epoch from CLOCK_REALTIME, for timestamps. */
+double corun_epoch_s(void);
+
+/* Write S as a JSON string literal (with quotes).  Invalid UTF-8 bytes are
+ * replaced by U+FFFD so the output is always valid JSON. */
+void corun_json_escape(FILE *out, const char *s);
+
+#define CORUN_JSON_MAX_DEPTH 8
+
+/* A streaming writer for one JSON object.  Inside objects every value has a
+ * key; inside arrays KEY must be NULL. */
+struct corun_json {
+	FILE *out;
+	int depth;
+	bool has_items[CORUN_JSON_MAX_DEPTH];
+};
+
+void corun_json_begin(struct corun_json *j, FILE *out);
+/* Closes the top-level object and ends the line. */
+void corun_json_end(struct corun_json *j);
+void corun_json_object_begin(struct corun_json *j, const char *key);
+void corun_json_object_end(struct corun_json *j);
+void corun_json_array_begin(struct corun_json *j, const char *key);
+void corun_json_array_end(struct corun_json *j);
+void corun_json_str(struct corun_json *j, const char *key, const char *value);
+void corun_json_int(struct corun_json *j, const char *key, int64_t value);
+/* Non-finite values are written as null. */
+void corun_json_double(struct corun_json *j, const char *key, double value);
+void corun_json_bool(struct corun_json *j, const char *key, bool value);
+void corun_json_null(struct corun_json *j, const char *key);
+
+/* The fields every kernel result starts with: kernel, kernel_version, host,
+ * kernel_release, cmdline, start_epoch_s.  ARGV must be the unpermuted
+ * command line (getopt_long reorders argv). */
+void corun_json_header(struct corun_json *j, const char *kernel,
+		       const char *kernel_version, int argc, char *const argv[],
+		       double start_epoch_s);
+
+#endif /* CORUN_KERNEL_H */
