@@ -35,6 +35,7 @@ from ..util import atomic_write_json, atomic_write_text, repo_root
 KERNEL = "kernels/build/sensitivity_ranking"
 MB = 1e6
 CHUNK = 4 << 20
+NOP_PROBE_READS = 32  # reads in the nop-probe file: nop time dominates there
 
 
 def kernel_path() -> Path:
@@ -89,10 +90,12 @@ def make_data(cfg: dict, data_dir: Path) -> list[Path]:
                 continue
             _write_random(f, gp["file_bytes"])
             made.append(f)
-    cal = data_dir / "calibration.dat"
-    size = cfg["sensitivity_ranking"]["calibration_bytes"]
-    if not (cal.exists() and cal.stat().st_size == size):
-        _write_random(cal, size)
+    exp = cfg["sensitivity_ranking"]
+    for name, size in (("calibration.dat", exp["calibration_bytes"]),
+                       ("calibration_nops.dat", NOP_PROBE_READS * exp["block_size"])):
+        cal = data_dir / name
+        if not (cal.exists() and cal.stat().st_size == size):
+            _write_random(cal, size)
     return made
 
 
@@ -133,7 +136,7 @@ def calibrate(cfg: dict, data_dir: Path) -> dict:
     probe_nops = exp["calibration_nops"]
     per = []
     for _ in range(3):
-        r = _run_kernel(cal, bs, probe_nops, mode)
+        r = _run_kernel(data_dir / "calibration_nops.dat", bs, probe_nops, mode)
         per.append((r["elapsed_s"] / r["reads"] - t_read) / probe_nops)
     t_nop = sorted(per)[1]
     if t_nop <= 0:

@@ -1,0 +1,36 @@
+# Shared helpers: one-line config validation, paths, the effective config file.
+import sys
+from pathlib import Path
+
+from corun.errors import CorunError
+from corun.workflow_config import validate_config
+from corun.util import atomic_write_text
+import yaml
+
+
+try:
+    config = validate_config(config, "workflow config (workflows/config/*.yaml + --config)")
+except CorunError as exc:
+    sys.exit(f"corun: {exc}")
+
+PY = sys.executable
+RESULTS = config["results_dir"]
+DATA = config["data_dir"]
+REPORT = f"{RESULTS}/report.html"
+KERNELS = "kernels/build"
+EFFECTIVE_CONFIG = f"{RESULTS}/config.yaml"
+
+
+def write_if_changed(path, text):
+    """Rewrite a file only when its content changes, so its mtime triggers reruns only then."""
+    p = Path(path)
+    if p.exists() and p.read_text() == text:
+        return
+    atomic_write_text(p, text)
+
+
+write_if_changed(EFFECTIVE_CONFIG, yaml.safe_dump(config, sort_keys=True))
+
+
+def section_files():
+    return [f"{RESULTS}/{exp}/analysis/section.json" for exp in config["experiments"]]

@@ -1,0 +1,94 @@
+# Paper 000, section 3.3.2 (Figs. 13-14): duplicated Sensitivity_RANKING kernels with rising
+# I/O demand per CMP, stacked on k = 1..K CMPs; degradation against k and the safe demand.
+from corun.experiments.sensitivity_ranking import layout as sr_layout
+
+SR = config["sensitivity_ranking"]
+SR_DIR = f"{RESULTS}/sensitivity_ranking"
+SR_DATA = f"{DATA}/sensitivity_ranking"
+SR_LAYOUT = sr_layout(config)
+SR_RUNS = [
+    f"{SR_DIR}/runs/g{g:02d}_k{k}_r{r}"
+    for r in range(SR["reps"])
+    for k in range(1, SR_LAYOUT["k_max"] + 1)
+    for g in range(len(SR["demands_mb_s"]))
+]
+
+
+rule make_sensitivity_data:
+    input:
+        config=EFFECTIVE_CONFIG,
+    output:
+        f"{SR_DATA}/layout.json",
+    log:
+        f"{SR_DIR}/logs/make_sensitivity_data.log",
+    shell:
+        "{PY} -m corun.experiments.sensitivity_ranking data --config {input.config}"
+        " --out-dir {SR_DATA} > {log} 2>&1"
+
+
+rule calibrate_sensitivity:
+    input:
+        config=EFFECTIVE_CONFIG,
+        layout=f"{SR_DATA}/layout.json",
+        kernel=f"{KERNELS}/sensitivity_ranking",
+    output:
+        f"{SR_DIR}/calibration.json",
+    log:
+        f"{SR_DIR}/logs/calibrate_sensitivity.log",
+    shell:
+        "{PY} -m corun.experiments.sensitivity_ranking calibrate --config {input.config}"
+        " --data-dir {SR_DATA} --out {output} > {log} 2>&1"
+
+
+rule make_sensitivity_spec:
+    input:
+        config=EFFECTIVE_CONFIG,
+        calibration=f"{SR_DIR}/calibration.json",
+    output:
+        f"{SR_DIR}/specs/g{{group}}_k{{k}}_r{{rep}}.yaml",
+    log:
+        f"{SR_DIR}/logs/make_sensitivity_spec_g{{group}}_k{{k}}_r{{rep}}.log",
+    shell:
+        "{PY} -m corun.experiments.sensitivity_ranking spec --config {input.config}"
+        " --calibration {input.calibration} --data-dir {SR_DATA} --group {wildcards.group}"
+        " --k {wildcards.k} --rep {wildcards.rep} --out {output} > {log} 2>&1"
+
+
+rule run_sensitivity:
+    input:
+        f"{SR_DIR}/specs/g{{group}}_k{{k}}_r{{rep}}.yaml",
+    output:
+        directory(f"{SR_DIR}/runs/g{{group}}_k{{k}}_r{{rep}}"),
+    log:
+        f"{SR_DIR}/logs/run_sensitivity_g{{group}}_k{{k}}_r{{rep}}.log",
+    resources:
+        testbed=1,
+    shell:
+        "{PY} -m corun run {input} --out {output} > {log} 2>&1"
+
+
+rule collect_sensitivity:
+    input:
+        SR_RUNS,
+    output:
+        jobs=f"{SR_DIR}/jobs.csv",
+        runs=f"{SR_DIR}/runs.csv",
+    log:
+        f"{SR_DIR}/logs/collect_sensitivity.log",
+    shell:
+        "{PY} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs} {input} > {log} 2>&1"
+
+
+rule analyze_sensitivity:
+    input:
+        jobs=f"{SR_DIR}/jobs.csv",
+        runs=f"{SR_DIR}/runs.csv",
+    output:
+        f"{SR_DIR}/analysis/section.json",
+    params:
+        tol=SR["tol_pct"],
+    log:
+        f"{SR_DIR}/logs/analyze_sensitivity.log",
+    shell:
+        "{PY} -m analysis.sensitivity --jobs {input.jobs} --runs {input.runs}"
+        " --tol-pct {params.tol} --out-dir {SR_DIR}/analysis > {log} 2>&1"
