@@ -1,0 +1,940 @@
+"""Sensitivity_RANKING (paper 000, Sec. 3.3.2 and 3.4.2, Fig. 13-14).
+
+Groups of identical file-reading kernels, each group with its own per-CMP I/O demand, are run
+on k = 1..K loaded CMPs. For every group and k we recompute the paper's average runtime
+degradation, find the per-CMP demand below which no degradation appears, and derive the
+IO_BOUND_INTERVAL the dynamic scheduler would use on this machine.
+
+Definitions (paper Sec. 2.1, eq. 1: normalized_runtime = T_k-c / T_1-c)
+  T_1-c            mean runtime_s of the group's valid k=1 jobs, all reps pooled.
+  degradation_pct  100 * (T_k-c / T_1-c - 1), T_k-c the mean runtime_s of the group's valid jobs
+                   at k, all reps pooled.
+  95% CI           t-interval over the per-rep degradations (one per rep: its jobs' mean runtime
+                   / T_1-c - 1); T_1-c is held fixed, so the interval shows rep-to-rep spread of
+                   the k-CMP runs only. NaN with fewer than 2 reps.
+  degraded         CI lower bound > tol_pct; with fewer than 2 reps, degradation_pct > tol_pct.
+  demand           the group's x-value in Fig. 14: at k=1, the sum of result_bw_mb_s over the jobs
+                   of one CMP (MB = 10^6 B), averaged over reps. A CMP with failed jobs counts as
+                   its valid jobs' mean times jobs_per_cmp.
+  valid job        exit_code == 0, result_check == 'ok' and a finite runtime_s > 0. Other jobs are
+                   left out of every mean and counted in n_failed.
+
+Threshold (`threshold`)
+  no_degradation_demand_mb_s   the highest measured demand such that every group with a demand
+                               at or below it is not degraded at any k; None when the
+                               lowest-demand group degrades. When no group degrades it is the
+                               highest demand measured and only a lower bound.
+  suggested_io_bound_interval_mb_s = no_degradation_demand_mb_s * K: the aggregate read
+                               bandwidth the machine sustained, over all K CMPs, without
+                               degradation (paper Sec. 3.4.2 derives IO_BOUND_INTERVAL from
+                               this experiment but does not give a formula).
+  expected_threshold_from_cap_mb_s = cap / K when the runs throttle the device to `cap` MB/s:
+                               the per-CMP share of an emulated device, shown beside ours.
+
+Verdict rules (`compare_with_paper`)
+  Direction claims (the paper's qualitative statements):
+    "degradation rises with demand": Spearman rank correlation between the groups' demand and
+      their degradation at k = K, one-sided permutation test (exact up to 8 groups, otherwise
+      40320 seeded resamples). rho > 0 and p < 0.05 -> "reproduced in direction"; otherwise
+      "not reproduced". "not measurable here" when K < 2 or fewer than 2 groups have a
+      degradation, or when even a perfect ranking of these groups could not reach p < 0.05
+      (e.g. 3 groups: smallest p = 1/6).
+    "degradation starts at fewer CMPs as demand rises": the same test on the onset k (a group
+      that never degrades counts as K+1), expecting rho < 0; "not measurable here" when all
+      groups share one onset, or when the attainable p is >= 0.05.
+    "low-demand groups show no degradation": "reproduced in direction" when the lowest-demand
+      group is not degraded at any k and some higher-demand group is; "not measurable here" when
+      no group degrades (no boundary inside the measured range); "not reproduced" when the
+      lowest-demand group degrades.
+  Absolute values that depend on the device, its bandwidth and the number of CMPs (the
+  threshold demand, IO_BOUND_INTERVAL, the onset k of the highest-demand group) are
+  "differs (machine-specific)" whenever we measured them, even when the number happens to
+  agree; the note gives the ratio to the paper's value and, under a throttle, cap / K.
+  They are "not measurable here" when our data do not define them (reason in the note), and
+  the highest-demand group's onset is "not reproduced" when that group never degrades.
+  Setup parameters (number of groups, demand range, K) are not results: setup.csv lists them
+  beside the paper's, without a verdict.
+
+CLI: python -m analysis.sensitivity --jobs J --runs R --tol-pct 5 --out-dir D
+  writes D/degradation.csv, D/setup.csv, D/threshold.json, D/fig14_degradation.png and
+  D/section.json (see analysis/schemas/section.schema.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from analysis import runmeta  # noqa: E402
+from analysis.common import (  # noqa: E402
+    AnalysisInputError,
+    dumps_json,
+    fmt_num,
+    validate,
+    write_atomic,
+)
+from analysis.paper import experiment_values, load_paper_values  # noqa: E402
+from corun.errors import CorunError  # noqa: E402
+
+EXPERIMENT = "sensitivity_ranking"
+PAPER_ID = "000"
+CONFIDENCE = 0.95
+ALPHA = 0.05
+N_RESAMPLES = 40320  # 8!: exact permutation tests up to 8 groups, seeded resampling beyond
+FIG_NAME = "fig14_degradation.png"
+
+VERDICT_DIRECTION = "reproduced in direction"
+VERDICT_NOT = "not reproduced"
+VERDICT_UNMEASURABLE = "not measurable here"
+VERDICT_MACHINE = "differs (machine-specific)"
+
+JOB_INT_COLUMNS = {"group": 0, "k": 1, "rep": 0, "cmp": 0, "exit_code": None, "jobs_per_cmp": 1}
+JOB_COLUMNS = [
+    "run_id",
+    "group",
+    "k",
+    "rep",
+    "cmp",
+    "job_id",
+    "runtime_s",
+    "exit_code",
+    "demand_target_mb_s",
+    "jobs_per_cmp",
+    "result_bw_mb_s",
+    "result_bytes_read",
+    "result_check",
+]
+RUN_COLUMNS = ["run_id", "group", "k", "rep", "variant", "throttle_read_bps", "metadata_path"]
+TABLE_COLUMNS = [
+    "group",
+    "k",
+    "demand_per_cmp_mb_s",
+    "demand_target_mb_s",
+    "jobs_per_cmp",
+    "n_reps",
+    "n_jobs",
+    "n_failed",
+    "mean_runtime_s",
+    "t1c_s",
+    "degradation_pct",
+    "ci95_low_pct",
+    "ci95_high_pct",
+    "degraded",
+    "reason",
+]
+
+
+# ----------------------------------------------------------------------------- input
+
+
+def _check_columns(df: pd.DataFrame, wanted: list[str], source: str) -> None:
+    absent = [c for c in wanted if c not in df.columns]
+    if absent:
+        raise AnalysisInputError(
+            f"{source}: columns: {', '.join(absent)} absent (expected columns {', '.join(wanted)})"
+        )
+
+
+def _check_ints(df: pd.DataFrame, columns: dict[str, int | None], source: str) -> pd.DataFrame:
+    df = df.copy()
+    for col, minimum in columns.items():
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() | (num != np.floor(num))
+        if minimum is not None:
+            bad |= num < minimum
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            want = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+            raise AnalysisInputError(
+                f"{source}: row {row + 2}: {col}: {df[col].iloc[row]!r} (expected {want})"
+            )
+        df[col] = num.astype("int64")
+    return df
+
+
+def _read_csv(path: str | os.PathLike, text_columns: list[str]) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype={c: "str" for c in text_columns}, keep_default_na=True)
+    except FileNotFoundError:
+        raise AnalysisInputError(f"{path}: not found (expected a CSV file)") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise AnalysisInputError(f"{path}: not a readable CSV ({exc})") from None
+
+
+def read_jobs(path: str | os.PathLike) -> pd.DataFrame:
+    """The collected per-job CSV, columns checked and typed; one-line errors name file and row."""
+    df = _read_csv(path, ["run_id", "job_id", "result_check"])
+    _check_columns(df, JOB_COLUMNS, str(path))
+    if df.empty:
+        raise AnalysisInputError(f"{path}: no rows (expected one row per job)")
+    df = _check_ints(df, JOB_INT_COLUMNS, str(path))
+    for col in ("runtime_s", "demand_target_mb_s", "result_bw_mb_s", "result_bytes_read"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df
+
+
+def read_runs(path: str | os.PathLike) -> pd.DataFrame:
+    """runs.csv (one row per run), columns checked and typed."""
+    df = _read_csv(path, ["run_id", "variant", "metadata_path"])
+    _check_columns(df, RUN_COLUMNS, str(path))
+    df = _check_ints(df, {"group": 0, "k": 1, "rep": 0}, str(path))
+    df["throttle_read_bps"] = pd.to_numeric(df["throttle_read_bps"], errors="coerce")
+    return df
+
+
+def resolve_metadata_paths(runs: pd.DataFrame, runs_csv: str | os.PathLike) -> list[Path]:
+    """Each run's metadata.json: absolute as given; relative to the runs.csv folder, else to cwd."""
+    base = Path(runs_csv).parent
+    out = []
+    for i, value in enumerate(runs["metadata_path"]):
+        if not isinstance(value, str) or not value.strip():
+            raise AnalysisInputError(
+                f"{runs_csv}: row {i + 2}: metadata_path: {value!r} (expected a path)"
+            )
+        path = Path(value)
+        if not path.is_absolute() and (base / path).exists():
+            path = base / path
+        out.append(path)
+    return out
+
+
+def valid_jobs_mask(jobs: pd.DataFrame) -> pd.Series:
+    """True for jobs that count: exit code 0, self-check 'ok', finite positive runtime."""
+    runtime = jobs["runtime_s"]
+    return (
+        (jobs["exit_code"] == 0)
+        & (jobs["result_check"].fillna("") == "ok")
+        & np.isfinite(runtime)
+        & (runtime > 0)
+    )
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _one_value(series: pd.Series, what: str, group: int) -> float:
+    values = series.dropna().unique()
+    if len(values) > 1:
+        raise AnalysisInputError(
+            f"jobs: group {group}: {what}: {sorted(values.tolist())} (expected one value per group)"
+        )
+    return float(values[0]) if len(values) else math.nan
+
+
+def _group_demand(k1_valid: pd.DataFrame, jobs_per_cmp: float) -> float:
+    per_cmp = k1_valid.groupby(["rep", "cmp"])["result_bw_mb_s"].mean() * jobs_per_cmp
+    per_rep = per_cmp.groupby(level="rep").mean()
+    return float(per_rep.mean()) if per_rep.notna().any() else math.nan
+
+
+def _t_interval(values: np.ndarray) -> tuple[float, float]:
+    n = len(values)
+    if n < 2:
+        return math.nan, math.nan
+    mean = float(np.mean(values))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
+    return mean - half, mean + half
+
+
+def degradation_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
+    """One row per (group, k): measured demand, runtimes, degradation % with 95% CI, degraded."""
+    valid = valid_jobs_mask(jobs)
+    rows = []
+    for group, g in jobs.groupby("group", sort=True):
+        gv = g[valid.loc[g.index]]
+        target = _one_value(g["demand_target_mb_s"], "demand_target_mb_s", group)
+        jpc = _one_value(g["jobs_per_cmp"], "jobs_per_cmp", group)
+        k1 = gv[gv["k"] == 1]
+        if k1.empty:
+            t1c, demand = math.nan, math.nan
+            group_reason = "no valid k=1 job: T_1-c undefined"
+        else:
+            t1c, demand = float(k1["runtime_s"].mean()), _group_demand(k1, jpc)
+            group_reason = ""
+        for k, gk in g.groupby("k", sort=True):
+            vk = gv[gv["k"] == k]
+            row = {
+                "group": int(group),
+                "k": int(k),
+                "demand_per_cmp_mb_s": demand,
+                "demand_target_mb_s": target,
+                "jobs_per_cmp": int(jpc),
+                "n_reps": int(vk["rep"].nunique()),
+                "n_jobs": len(vk),
+                "n_failed": len(gk) - len(vk),
+                "mean_runtime_s": float(vk["runtime_s"].mean()) if len(vk) else math.nan,
+                "t1c_s": t1c,
+                "degradation_pct": math.nan,
+                "ci95_low_pct": math.nan,
+                "ci95_high_pct": math.nan,
+                "degraded": pd.NA,
+                "reason": group_reason,
+            }
+            if not group_reason and vk.empty:
+                row["reason"] = f"no valid job at k={k}"
+            elif not group_reason:
+                row["degradation_pct"] = 100.0 * (row["mean_runtime_s"] / t1c - 1.0)
+                per_rep = 100.0 * (vk.groupby("rep")["runtime_s"].mean().to_numpy() / t1c - 1.0)
+                low, high = _t_interval(per_rep)
+                row["ci95_low_pct"], row["ci95_high_pct"] = low, high
+                row["degraded"] = bool(
+                    low > tol_pct if len(per_rep) >= 2 else row["degradation_pct"] > tol_pct
+                )
+            rows.append(row)
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table["degraded"] = table["degraded"].astype("boolean")
+    return table
+
+
+def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | None = None) -> dict:
+    """Demand threshold, onset k per group and the suggested IO_BOUND_INTERVAL (see module doc)."""
+    K = int(table["k"].max())
+    groups, onset, excluded = [], {}, []
+    for group, g in table.groupby("group", sort=True):
+        hits = g.loc[g["degraded"].fillna(False).astype(bool), "k"]
+        onset[int(group)] = int(hits.min()) if len(hits) else None
+        demand = g["demand_per_cmp_mb_s"].iloc[0]
+        if pd.isna(demand):
+            why = str(g["reason"].iloc[0]) or "no result_bw_mb_s at k=1: demand undefined"
+            excluded.append({"group": int(group), "reason": why})
+            continue
+        groups.append(
+            {
+                "group": int(group),
+                "demand_per_cmp_mb_s": float(demand),
+                "degraded_at_any_k": onset[int(group)] is not None,
+                "onset_k": onset[int(group)],
+            }
+        )
+    groups.sort(key=lambda r: (r["demand_per_cmp_mb_s"], r["group"]))
+    degrading = [r["demand_per_cmp_mb_s"] for r in groups if r["degraded_at_any_k"]]
+    first = min(degrading) if degrading else None
+    below = [
+        r["demand_per_cmp_mb_s"]
+        for r in groups
+        if first is None or r["demand_per_cmp_mb_s"] < first
+    ]
+    no_deg = max(below) if below else None
+    cap = None
+    if throttle_read_bps is not None and math.isfinite(throttle_read_bps):
+        cap = throttle_read_bps / 1e6
+    return {
+        "tol_pct": tol_pct,
+        "K": K,
+        "n_groups": len(groups),
+        "groups": groups,
+        "excluded_groups": excluded,
+        "onset_k": onset,
+        "no_degradation_demand_mb_s": no_deg,
+        "no_degradation_is_lower_bound": bool(groups) and first is None,
+        "first_degrading_demand_mb_s": first,
+        "suggested_io_bound_interval_mb_s": None if no_deg is None else no_deg * K,
+        "suggested_io_bound_interval_formula": "no_degradation_demand_mb_s * K",
+        "throttle_read_bps": throttle_read_bps if cap is not None else None,
+        "throttle_cap_mb_s": cap,
+        "expected_threshold_from_cap_mb_s": None if cap is None else cap / K,
+    }
+
+
+def _spearman_rho(x: np.ndarray, y: np.ndarray) -> float:
+    rx = stats.rankdata(x) - (len(x) + 1) / 2
+    ry = stats.rankdata(y, axis=-1)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    return (ry * rx).sum(axis=-1) / np.sqrt((rx**2).sum() * (ry**2).sum(axis=-1))
+
+
+def rank_trend(x: list[float], y: list[float], alternative: str) -> dict:
+    """Spearman rho of y on x and a one-sided permutation p-value ('greater' or 'less').
+
+    `attainable_p` is the p-value a perfect ranking in the expected direction would get with
+    these x and y values (ties included): when it is >= 0.05 the data cannot decide.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    out = {"n": len(x), "rho": None, "p": None, "attainable_p": None, "alternative": alternative}
+    if len(x) < 2 or len(np.unique(y)) < 2 or len(np.unique(x)) < 2:
+        return out
+
+    def test(values: np.ndarray) -> tuple[float, float]:
+        res = stats.permutation_test(
+            (values,),
+            lambda v, axis=-1: _spearman_rho(x, v),
+            permutation_type="pairings",
+            vectorized=True,
+            n_resamples=N_RESAMPLES,
+            alternative=alternative,
+            rng=np.random.default_rng(0),
+        )
+        return float(res.statistic), float(res.pvalue)
+
+    out["rho"], out["p"] = test(y)
+    ranked = np.sort(y) if alternative == "greater" else np.sort(y)[::-1]
+    ideal = ranked[np.argsort(np.argsort(x, kind="stable"), kind="stable")]  # best ordering
+    out["attainable_p"] = test(ideal)[1]
+    return out
+
+
+def trends(table: pd.DataFrame, thr: dict) -> dict:
+    """Rank trends behind the paper's direction claims (see the module doc)."""
+    K = thr["K"]
+    at_k = table[
+        (table["k"] == K) & table["demand_per_cmp_mb_s"].notna() & table["degradation_pct"].notna()
+    ]
+    demand_trend = rank_trend(
+        at_k["demand_per_cmp_mb_s"].tolist(), at_k["degradation_pct"].tolist(), "greater"
+    )
+    demand_trend["k"] = K
+    never = K + 1
+    onset_trend = rank_trend(
+        [r["demand_per_cmp_mb_s"] for r in thr["groups"]],
+        [never if r["onset_k"] is None else r["onset_k"] for r in thr["groups"]],
+        "less",
+    )
+    onset_trend["never_degraded_as_k"] = never
+    return {"degradation_vs_demand": demand_trend, "onset_vs_demand": onset_trend}
+
+
+def analyse(jobs: pd.DataFrame, tol_pct: float, throttle_read_bps: float | None = None) -> dict:
+    """The whole analysis as one result: {'table', 'threshold', 'trends'}."""
+    table = degradation_table(jobs, tol_pct)
+    thr = threshold(table, tol_pct, throttle_read_bps)
+    return {"table": table, "threshold": thr, "trends": trends(table, thr)}
+
+
+# ----------------------------------------------------------------------------- paper comparison
+
+
+def _paper_note(item: dict) -> str:
+    return f'Paper, {item["source"]}: "{item["quote"].strip()}"'
+
+
+def _trend_text(t: dict) -> str:
+    return f"Spearman rho = {t['rho']:.3f}, one-sided p = {t['p']:.3g} (n = {t['n']} groups)"
+
+
+def _direction_row(quantity: str, claim: dict, t: dict, sign: int, what: str) -> dict:
+    row = {"quantity": quantity, "paper_value": claim["statement"], "unit": ""}
+    rule = (
+        f"Rule: Spearman rho {'>' if sign > 0 else '<'} 0 with one-sided permutation "
+        f"p < {ALPHA} over groups ({what})."
+    )
+    if t["rho"] is None:
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{_paper_note(claim)} Why not measurable: {t['n']} group(s) with no spread "
+            f"in {what}. {rule}",
+        )
+    elif t["attainable_p"] >= ALPHA:
+        row.update(
+            measured_value=_trend_text(t),
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{_paper_note(claim)} Why not measurable: with these {t['n']} groups even "
+            f"a perfect ranking gives p = {t['attainable_p']:.3g}. {rule}",
+        )
+    else:
+        ok = t["rho"] * sign > 0 and t["p"] < ALPHA
+        row.update(
+            measured_value=_trend_text(t),
+            verdict=VERDICT_DIRECTION if ok else VERDICT_NOT,
+            note=f"{_paper_note(claim)} {rule}",
+        )
+    return row
+
+
+def _ratio_note(measured: float, paper: float) -> str:
+    return f"measured / paper = {measured / paper:.3g}" if paper else ""
+
+
+def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
+    """Paper-vs-measured rows: quantity, paper_value, measured_value, unit, verdict, note."""
+    exp = experiment_values(paper, EXPERIMENT)
+    vals, claims = exp["values"], exp["claims"]
+    thr, tr = result["threshold"], result["trends"]
+    K, groups = thr["K"], thr["groups"]
+    rows = []
+
+    rows.append(
+        _direction_row(
+            f"Degradation at k = K ({K}) rises with per-CMP demand",
+            claims["degradation_rises_with_demand"],
+            tr["degradation_vs_demand"],
+            +1,
+            f"degradation % at k = {K}",
+        )
+    )
+    rows.append(
+        _direction_row(
+            "Degradation starts at fewer loaded CMPs as per-CMP demand rises",
+            claims["onset_falls_with_demand"],
+            tr["onset_vs_demand"],
+            -1,
+            f"onset k, never degraded counted as {K + 1}",
+        )
+    )
+
+    claim = claims["low_demand_not_degraded"]
+    row = {
+        "quantity": "Low-demand groups show no degradation at any k",
+        "paper_value": claim["statement"],
+        "unit": "",
+    }
+    rule = (
+        "Rule: reproduced when the lowest-demand group is not degraded at any k "
+        "and some higher-demand group is."
+    )
+    if not groups:
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{_paper_note(claim)} Why not measurable: no group has a valid k=1 run. {rule}",
+        )
+    else:
+        low = groups[0]
+        n_ok = sum(not r["degraded_at_any_k"] for r in groups)
+        measured = (
+            f"lowest group ({fmt_num(low['demand_per_cmp_mb_s'])} MB/s per CMP) "
+            f"{'degraded' if low['degraded_at_any_k'] else 'not degraded'}; "
+            f"{n_ok} of {len(groups)} groups not degraded at any k"
+        )
+        if low["degraded_at_any_k"]:
+            verdict, why = VERDICT_NOT, ""
+        elif n_ok == len(groups):
+            verdict = VERDICT_UNMEASURABLE
+            why = (
+                " Why not measurable: no group degraded, so no boundary lies inside the "
+                "measured demand range; raise the demand or lower the device's bandwidth."
+            )
+        else:
+            verdict, why = VERDICT_DIRECTION, ""
+        row.update(
+            measured_value=measured, verdict=verdict, note=f"{_paper_note(claim)}{why} {rule}"
+        )
+    rows.append(row)
+
+    item = vals["no_degradation_below_mb_s"]
+    measured = thr["no_degradation_demand_mb_s"]
+    row = {
+        "quantity": "Per-CMP demand below which no group degrades",
+        "paper_value": item["value"],
+        "unit": item["unit"],
+    }
+    cap_note = ""
+    if thr["expected_threshold_from_cap_mb_s"] is not None:
+        cap_note = (
+            f" Expected from the emulated device: cap {fmt_num(thr['throttle_cap_mb_s'])} "
+            f"MB/s / K = {fmt_num(thr['expected_threshold_from_cap_mb_s'])} MB/s per CMP."
+        )
+    if measured is None or thr["no_degradation_is_lower_bound"]:
+        why = (
+            "the lowest-demand group already degrades"
+            if measured is None and groups
+            else (
+                "no group has a valid k=1 run"
+                if measured is None
+                else f"no group degraded; the threshold lies above the highest demand measured, "
+                f"{fmt_num(measured)} MB/s per CMP"
+            )
+        )
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{_paper_note(item)} Why not measurable: {why}.{cap_note}",
+        )
+    else:
+        row.update(
+            measured_value=measured,
+            verdict=VERDICT_MACHINE,
+            note=f"{_paper_note(item)} Depends on the device's bandwidth and on K; "
+            f"first degrading group at {fmt_num(thr['first_degrading_demand_mb_s'])} "
+            f"MB/s per CMP; {_ratio_note(measured, item['value'])}.{cap_note}",
+        )
+    rows.append(row)
+
+    item = vals["highest_group_onset_k"]
+    row = {
+        "quantity": "Onset k of the highest-demand group",
+        "paper_value": item["value"],
+        "unit": item["unit"],
+    }
+    if not groups or K < 2:
+        why = "no group has a valid k=1 run" if not groups else f"only k = {K} was run"
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{_paper_note(item)} Why not measurable: {why}.",
+        )
+    else:
+        top = groups[-1]
+        where = (
+            f"our highest group: {fmt_num(top['demand_per_cmp_mb_s'])} MB/s per CMP, "
+            f"paper's: {fmt_num(vals['demand_max_mb_s']['value'])} MB/s per CMP"
+        )
+        if top["onset_k"] is None:
+            row.update(
+                measured_value=None,
+                verdict=VERDICT_NOT,
+                note=f"{_paper_note(item)} Our highest-demand group did not degrade at any "
+                f"k <= {K} ({where}).",
+            )
+        else:
+            row.update(
+                measured_value=top["onset_k"],
+                verdict=VERDICT_MACHINE,
+                note=f"{_paper_note(item)} The onset depends on the group's demand relative "
+                f"to the device ({where}).",
+            )
+    rows.append(row)
+
+    item = vals["io_bound_interval_mb_s"]
+    suggested = thr["suggested_io_bound_interval_mb_s"]
+    row = {
+        "quantity": "IO_BOUND_INTERVAL (aggregate I/O sustained without degradation)",
+        "paper_value": item["value"],
+        "unit": item["unit"],
+    }
+    paper_product = vals["no_degradation_below_mb_s"]["value"] * vals["k_max"]["value"]
+    formula = (
+        f"Ours = no-degradation demand per CMP x K ({K}); the paper chose its value "
+        f"without a formula (its threshold x K = {fmt_num(paper_product)} MB/s)."
+    )
+    if suggested is None or thr["no_degradation_is_lower_bound"]:
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{_paper_note(item)} {formula} Why not measurable: the no-degradation "
+            f"demand is undefined or only a lower bound here.",
+        )
+    else:
+        row.update(
+            measured_value=suggested,
+            verdict=VERDICT_MACHINE,
+            note=f"{_paper_note(item)} {formula} {_ratio_note(suggested, item['value'])}.",
+        )
+    rows.append(row)
+    columns = ["quantity", "paper_value", "measured_value", "unit", "verdict", "note"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def setup_table(result: dict, paper: dict) -> pd.DataFrame:
+    """Design parameters beside the paper's: not results, so no verdict."""
+    vals = experiment_values(paper, EXPERIMENT)["values"]
+    thr = result["threshold"]
+    demands = [r["demand_per_cmp_mb_s"] for r in thr["groups"]]
+    rows = [
+        ("groups with a valid k=1 run", vals["n_groups"], thr["n_groups"]),
+        ("lowest per-CMP demand", vals["demand_min_mb_s"], min(demands) if demands else None),
+        ("highest per-CMP demand", vals["demand_max_mb_s"], max(demands) if demands else None),
+        ("K, most CMPs loaded at once", vals["k_max"], thr["K"]),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "quantity": q,
+                "paper_value": p["value"],
+                "this_run_value": m,
+                "unit": p["unit"],
+                "paper_source": p["source"],
+            }
+            for q, p, m in rows
+        ],
+        dtype=object,  # keep integers as integers
+    )
+
+
+# ----------------------------------------------------------------------------- figure and files
+
+
+def plot_fig14(table: pd.DataFrame, path: str | os.PathLike, tol_pct: float | None = None) -> None:
+    """Fig. 14 style: degradation % against k, one curve per group, 95% CI error bars; PNG."""
+    known = table[table["demand_per_cmp_mb_s"].notna()]
+    order = known.groupby("group")["demand_per_cmp_mb_s"].first().sort_values(kind="stable")
+    fig, ax = plt.subplots(figsize=(8.5, 5.0), dpi=110)
+    colors = plt.cm.viridis(np.linspace(0.0, 0.9, max(len(order), 1)))
+    # a small sideways offset per group keeps overlapping error bars apart
+    dodge = np.linspace(-0.12, 0.12, len(order)) if len(order) > 1 else np.zeros(1)
+    for color, dx, (group, demand) in zip(colors, dodge, order.items()):
+        g = known[known["group"] == group].sort_values("k")
+        g = g[g["degradation_pct"].notna()]
+        y = g["degradation_pct"].to_numpy()
+        low = np.clip(y - g["ci95_low_pct"].to_numpy(), 0, None)
+        high = np.clip(g["ci95_high_pct"].to_numpy() - y, 0, None)
+        yerr = np.nan_to_num(np.vstack([low, high]))
+        ax.errorbar(
+            g["k"] + dx,
+            y,
+            yerr=yerr,
+            color=color,
+            marker="o",
+            ms=4,
+            capsize=3,
+            lw=1.5,
+            label=f"{fmt_num(demand)}",
+        )
+    if tol_pct is not None:
+        ax.axhline(tol_pct, color="grey", ls="--", lw=1, label=f"tolerance {fmt_num(tol_pct)} %")
+    ax.axhline(0, color="black", lw=0.6)
+    ks = sorted(table["k"].unique())
+    ax.set_xticks(ks)
+    ax.set_xlabel("k, number of loaded CMPs")
+    ax.set_ylabel("average runtime degradation, T_k-c / T_1-c - 1 (%)")
+    ax.set_title(f"Average runtime degradation in k-CMP configuration, k = {ks[0]}..{ks[-1]}")
+    ax.grid(alpha=0.3)
+    ax.legend(
+        title="demand (MB/s per CMP)",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        title_fontsize=8,
+    )
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def table_to_csv(table: pd.DataFrame) -> str:
+    """The degradation table as CSV text, floats rounded to 6 decimals (stable for golden tests)."""
+    out = table.copy()
+    for col in out.columns:
+        if out[col].dtype == "float64":
+            out[col] = out[col].round(6) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return out.to_csv(index=False, lineterminator="\n")
+
+
+def _json_ready(thr: dict) -> dict:
+    out = dict(thr)
+    out["onset_k"] = {str(g): k for g, k in thr["onset_k"].items()}
+    return out
+
+
+def _run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Validity checks on the data, reported as notes (they do not change any metric)."""
+    notes = []
+    unknown = sorted(set(jobs["run_id"]) - set(runs["run_id"]))
+    if unknown:
+        notes.append(
+            f"{len(unknown)} run(s) in the job table are absent from runs.csv: "
+            f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}"
+        )
+    empty = sorted(set(runs["run_id"]) - set(jobs["run_id"]))
+    if empty:
+        notes.append(
+            f"{len(empty)} run(s) in runs.csv have no jobs: "
+            f"{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
+        )
+    per_run = jobs.groupby("run_id").agg(
+        n=("job_id", "size"),
+        k=("k", "first"),
+        jpc=("jobs_per_cmp", "first"),
+        cmps=("cmp", "nunique"),
+    )
+    off = per_run[
+        (per_run["n"] != per_run["k"] * per_run["jpc"]) | (per_run["cmps"] != per_run["k"])
+    ]
+    if len(off):
+        notes.append(
+            f"{len(off)} run(s) do not have k x jobs_per_cmp jobs on k distinct CMPs: "
+            f"{', '.join(off.index[:5])}{' ...' if len(off) > 5 else ''}"
+        )
+    return notes
+
+
+def _throttle(runs: pd.DataFrame) -> tuple[float | None, str | None]:
+    values = runs["throttle_read_bps"]
+    distinct = sorted(values.dropna().unique().tolist())
+    if not distinct:
+        return None, None
+    if len(distinct) == 1 and values.notna().all():
+        return float(distinct[0]), None
+    return None, (
+        f"runs differ in throttle_read_bps ({', '.join(f'{v:g}' for v in distinct)}"
+        f"{' and none' if values.isna().any() else ''}): no expected threshold from the cap"
+    )
+
+
+def build_section(
+    result: dict,
+    paper: dict,
+    comparison: pd.DataFrame,
+    runs: pd.DataFrame,
+    metadata_paths: list[Path],
+    extra_notes: list[str],
+) -> dict:
+    """The report section (analysis/schemas/section.schema.json) for this experiment."""
+    exp = experiment_values(paper, EXPERIMENT)
+    table, thr = result["table"], result["threshold"]
+    tol, K = thr["tol_pct"], thr["K"]
+    n_reps = int(runs["rep"].nunique())
+    demands = [r["demand_per_cmp_mb_s"] for r in thr["groups"]]
+    if demands:
+        summary = [
+            f"{thr['n_groups']} demand groups with a valid k=1 run, measured per-CMP demand "
+            f"{fmt_num(min(demands))} to {fmt_num(max(demands))} MB/s, run on k = 1..{K} loaded "
+            f"CMPs with {n_reps} rep(s); degraded means the 95% CI lower bound of the average "
+            f"runtime degradation exceeds {fmt_num(tol)} %."
+        ]
+    else:
+        summary = [
+            "No demand group has a valid k=1 run, so T_1-c and every degradation are "
+            "undefined; see the reason column of the degradation table."
+        ]
+    if thr["first_degrading_demand_mb_s"] is None and demands:
+        summary.append(
+            f"No group degraded; the no-degradation demand is at least "
+            f"{fmt_num(thr['no_degradation_demand_mb_s'])} MB/s per CMP."
+        )
+    elif demands:
+        first = thr["first_degrading_demand_mb_s"]
+        summary.append(f"The lowest demand that degrades is {fmt_num(first)} MB/s per CMP.")
+        if thr["no_degradation_demand_mb_s"] is None:
+            summary.append("The lowest-demand group already degrades, so no threshold is found.")
+        else:
+            summary.append(
+                f"No group at or below {fmt_num(thr['no_degradation_demand_mb_s'])} MB/s per CMP "
+                f"degraded at any k; suggested IO_BOUND_INTERVAL = that demand x K = "
+                f"{fmt_num(thr['no_degradation_demand_mb_s'])} x {K} = "
+                f"{fmt_num(thr['suggested_io_bound_interval_mb_s'])} MB/s, the aggregate read "
+                f"bandwidth sustained without degradation."
+            )
+    if thr["expected_threshold_from_cap_mb_s"] is not None:
+        summary.append(
+            f"The device was throttled to {fmt_num(thr['throttle_cap_mb_s'])} MB/s, so "
+            f"cap / K = {fmt_num(thr['expected_threshold_from_cap_mb_s'])} MB/s per CMP "
+            f"is the threshold expected from the cap."
+        )
+    n_failed = int(table["n_failed"].sum())
+    notes = [
+        "Degradation follows paper eq. (1): T_k-c / T_1-c - 1, where T_1-c is the mean runtime of "
+        "the group's valid k=1 jobs over all reps and T_k-c the mean runtime of its valid jobs "
+        "at k.",
+        "The 95% CI is a t-interval over per-rep degradations with T_1-c held fixed; at k = 1 it "
+        "shows the rep-to-rep noise of the baseline itself.",
+        f"{n_failed} job(s) failed (exit code not 0 or self-check not 'ok') and were left out; "
+        "the n_failed column counts them per group and k.",
+        "Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().unique())) + ".",
+        *(n.strip() for n in paper.get("notes", [])),
+        *extra_notes,
+    ]
+    for excluded in thr["excluded_groups"]:
+        notes.append(f"Group {excluded['group']} left out of the threshold: {excluded['reason']}.")
+    return {
+        "experiment": EXPERIMENT,
+        "title": f"{exp['title']} (paper {exp['figure']})",
+        "paper": paper["citation"].strip(),
+        "summary": " ".join(summary),
+        "figures": [
+            {
+                "path": FIG_NAME,
+                "caption": (
+                    f"Average runtime degradation of each demand group as k CMPs are loaded "
+                    f"(k = 1..{K}); legend: measured demand in MB/s per CMP; error bars: 95% "
+                    f"t-interval across reps; dashed line: tolerance {fmt_num(tol)} %. "
+                    f"Compare paper Fig. 14 (k = 1..{exp['values']['k_max']['value']})."
+                ),
+            }
+        ],
+        "comparison": [
+            {
+                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in row.items()
+            }
+            for row in comparison.to_dict(orient="records")
+        ],
+        "tables": [
+            {"title": "Degradation per demand group and k", "csv": "degradation.csv"},
+            {
+                "title": "Setup: paper vs this run (design parameters, no verdict)",
+                "csv": "setup.csv",
+            },
+        ],
+        "missing": runmeta.collect_missing(metadata_paths),
+        "runs": [runmeta.summarize_metadata(p) for p in metadata_paths],
+        "notes": notes,
+    }
+
+
+def run(
+    jobs_csv: str, runs_csv: str, tol_pct: float, out_dir: str, paper_id: str = PAPER_ID
+) -> dict:
+    """Read the inputs, analyse, and write the five output files into out_dir."""
+    jobs, runs = read_jobs(jobs_csv), read_runs(runs_csv)
+    variants = sorted(runs["variant"].dropna().unique())
+    if len(variants) != 1:
+        raise AnalysisInputError(
+            f"{runs_csv}: variant: {variants!r} (expected exactly one scheduler variant)"
+        )
+    metadata_paths = resolve_metadata_paths(runs, runs_csv)
+    paper = load_paper_values(paper_id)
+    cap_bps, cap_note = _throttle(runs)
+    result = analyse(jobs, tol_pct, cap_bps)
+    comparison = compare_with_paper(result, paper)
+    notes = _run_checks(jobs, runs) + ([cap_note] if cap_note else [])
+    section = build_section(result, paper, comparison, runs, metadata_paths, notes)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    validate(section, "section.schema.json", str(out / "section.json"))
+    write_atomic(out / "degradation.csv", table_to_csv(result["table"]))
+    write_atomic(
+        out / "setup.csv", setup_table(result, paper).to_csv(index=False, lineterminator="\n")
+    )
+    write_atomic(
+        out / "threshold.json",
+        dumps_json({**_json_ready(result["threshold"]), "trends": result["trends"]}),
+    )
+    plot_fig14(result["table"], out / FIG_NAME, tol_pct)
+    write_atomic(out / "section.json", dumps_json(section))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.sensitivity",
+        description="Sensitivity_RANKING (paper 000, Fig. 13-14): degradation vs per-CMP demand.",
+    )
+    parser.add_argument("--jobs", required=True, metavar="CSV", help="collected per-job table")
+    parser.add_argument(
+        "--runs",
+        required=True,
+        metavar="CSV",
+        help="per-run table (runs.csv); relative metadata paths are read from its "
+        "folder, else from the current directory",
+    )
+    parser.add_argument(
+        "--tol-pct",
+        type=float,
+        default=5.0,
+        metavar="PCT",
+        help="degradation tolerance in percent (default: 5)",
+    )
+    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
+    parser.add_argument(
+        "--paper-id",
+        default=PAPER_ID,
+        help=f"paper values to compare with " f"(default: {PAPER_ID})",
+    )
+    args = parser.parse_args(argv)
+    if not math.isfinite(args.tol_pct) or args.tol_pct < 0:
+        parser.error(f"--tol-pct: {args.tol_pct!r} (expected a number >= 0)")
+    try:
+        run(args.jobs, args.runs, args.tol_pct, args.out_dir, args.paper_id)
+    except CorunError as exc:
+        print(f"analysis.sensitivity: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""The generic HTML report, section schema and run metadata helpers."""
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis import report, runmeta
+from analysis.common import AnalysisInputError
+from analysis.paper import experiment_values, load_paper_values
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "analysis" / "sensitivity"
+META = sorted((FIXTURES / "runs").glob("*/metadata.json"))
+# the smallest valid PNG: 1 x 1 pixel
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def write_section(folder: Path, **overrides) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "fig.png").write_bytes(PNG)
+    (folder / "table.csv").write_text("name,value_s,reason\na,1.5,\nb,,no data\n")
+    exp = experiment_values(load_paper_values("000"), "sensitivity_ranking")
+    io = exp["values"]["io_bound_interval_mb_s"]
+    section = {
+        "experiment": "demo",
+        "title": "Demo experiment",
+        "paper": load_paper_values("000")["citation"],
+        "summary": "A summary with <b>markup</b> & ampersand.",
+        "figures": [{"path": "fig.png", "caption": "A figure caption."}],
+        "comparison": [
+            {
+                "quantity": "IO_BOUND_INTERVAL",
+                "paper_value": io["value"],
+                "measured_value": None,
+                "unit": io["unit"],
+                "verdict": "not measurable here",
+                "note": f'{io["source"]}: "{io["quote"]}"',
+            },
+        ],
+        "tables": [{"title": "A table", "csv": "table.csv"}],
+        "missing": runmeta.collect_missing(META),
+        "runs": [runmeta.summarize_metadata(p) for p in META],
+        "notes": ["<script>alert('x')</script>"],
+    }
+    section.update(overrides)
+    path = folder / "section.json"
+    path.write_text(json.dumps(section))
+    return path
+
+
+# ----------------------------------------------------------------------------- runmeta
+
+
+def test_summarize_metadata():
+    s = runmeta.summarize_metadata(FIXTURES / "runs" / "g1-k2-r0" / "metadata.json")
+    assert s["run_id"] == "g1-k2-r0"
+    assert (s["host"], s["kernel_release"], s["device"], s["elevator"]) == (
+        "fixture-host",
+        "6.1.0-fixture-amd64",
+        "vdb",
+        "mq-deadline",
+    )
+    assert s["throttle"] == "read 10 MB/s (10000000 B/s)"
+    assert (s["scheduler"], s["params"]) == ("baseline", {})
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", s["start"])
+    assert s["advice"] == ["cpu governor is 'powersave' (expected 'performance')"]
+
+
+def test_summarize_metadata_keeps_unrecorded_as_none(tmp_path):
+    path = tmp_path / "metadata.json"
+    path.write_text(json.dumps({"run_id": "r1", "throttle": None}))
+    s = runmeta.summarize_metadata(path)
+    assert s["host"] is None and s["start"] is None and s["throttle"] == "none"
+
+
+def test_collect_missing_counts_runs():
+    assert runmeta.collect_missing(META) == [
+        {
+            "metric": "llc_misses_per_kcycle",
+            "reason": "perf_event_paranoid=3: PMU counters not readable",
+            "source": "perf stat",
+            "runs": 20,
+        },
+        {"metric": "numa_remote_mb_s", "reason": "one NUMA node", "source": "numastat", "runs": 10},
+    ]
+
+
+def test_collect_missing_counts_a_run_once(tmp_path):
+    entry = {"metric": "m", "reason": "r", "source": "s"}
+    path = tmp_path / "metadata.json"
+    path.write_text(json.dumps({"missing": [entry, entry]}))
+    assert runmeta.collect_missing([path, path]) == [{**entry, "runs": 2}]
+
+
+# ----------------------------------------------------------------------------- HTML
+
+
+@pytest.fixture()
+def html_text(tmp_path):
+    out = tmp_path / "report.html"
+    report.write_report([write_section(tmp_path / "demo")], out, "Report <title>")
+    return out.read_text()
+
+
+def test_report_shows_missing_measurements(html_text):
+    assert "Missing measurements (2)" in html_text
+    for name, reason in [
+        ("llc_misses_per_kcycle", "perf_event_paranoid=3: PMU counters not readable"),
+        ("numa_remote_mb_s", "one NUMA node"),
+    ]:
+        assert re.search(
+            rf"<td>{name}</td><td><strong>missing</strong>: {re.escape(reason)}</td>", html_text
+        )
+    # a measured value the analysis could not produce reads "missing", not 0
+    assert '<td class="na">missing</td>' in html_text
+
+
+def test_report_shows_paper_values_from_yaml(html_text):
+    io = experiment_values(load_paper_values("000"), "sensitivity_ranking")["values"][
+        "io_bound_interval_mb_s"
+    ]
+    assert f'<td class="num">{io["value"]}</td>' in html_text
+    assert "The value in our current policy is set at 40Mbytes/s." in html_text
+    assert "Dynamic I/O-Aware Scheduling for Batch-Mode Applications" in html_text
+    assert '<td class="verdict v-na">not measurable here</td>' in html_text
+
+
+def test_report_embeds_figure_and_is_self_contained(html_text):
+    uris = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html_text)
+    assert [base64.b64decode(u) for u in uris] == [PNG]
+    assert not re.search(r'(src|href)="(https?:)?//', html_text)
+    assert "<link" not in html_text and "@import" not in html_text
+
+
+def test_report_escapes_text(html_text):
+    assert "<script>" not in html_text
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html_text
+    assert "A summary with &lt;b&gt;markup&lt;/b&gt; &amp; ampersand." in html_text
+    assert "<title>Report &lt;title&gt;</title>" in html_text
+
+
+def test_report_header_and_runs(html_text):
+    assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC by corun \S+", html_text)
+    assert "v0.1.0-3-gabc1234" in html_text
+    assert "<h3>Runs (20)</h3>" in html_text  # 20 identical runs shown as one row with a count
+    assert "cpu governor is &#x27;powersave&#x27;" in html_text
+
+
+def test_report_tables_show_empty_cells_as_na(html_text):
+    assert '<td>b</td><td class="na">n/a</td><td>no data</td>' in html_text
+
+
+# ----------------------------------------------------------------------------- schema errors
+
+
+@pytest.mark.parametrize(
+    "overrides, key, expected",
+    [
+        (
+            {
+                "comparison": [
+                    {
+                        "quantity": "q",
+                        "paper_value": 1,
+                        "measured_value": 2,
+                        "unit": "",
+                        "verdict": "maybe",
+                        "note": "",
+                    }
+                ]
+            },
+            "comparison[0].verdict: 'maybe'",
+            "expected one of 'reproduced in direction'",
+        ),
+        ({"figures": [{"path": "fig.png"}]}, "figures[0].caption: absent", "expected a value"),
+        (
+            {"figures": [{"path": "/etc/fig.png", "caption": "c"}]},
+            "figures[0].path: '/etc/fig.png'",
+            "expected a relative path",
+        ),
+        (
+            {"missing": [{"metric": "m", "reason": "r", "source": "s", "runs": 0}]},
+            "missing[0].runs: 0",
+            "expected a number >= 1",
+        ),
+        ({"colour": "red"}, "colour: unknown key", "expected one of comparison"),
+    ],
+)
+def test_bad_section_is_one_line_error(tmp_path, overrides, key, expected):
+    path = write_section(tmp_path / "bad", **overrides)
+    with pytest.raises(AnalysisInputError) as err:
+        report.load_section(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: {key}") and expected in msg
+
+
+def test_section_without_key(tmp_path):
+    path = write_section(tmp_path / "bad")
+    data = json.loads(path.read_text())
+    del data["notes"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(AnalysisInputError, match=r"section\.json: notes: absent"):
+        report.load_section(path)
+
+
+def test_figure_file_must_exist(tmp_path):
+    path = write_section(tmp_path / "bad", figures=[{"path": "nope.png", "caption": "c"}])
+    with pytest.raises(
+        AnalysisInputError, match=r"figures\[0\]\.path: 'nope.png' \(expected a PNG"
+    ):
+        report.load_section(path)
+
+
+def test_cli_writes_report_and_reports_errors(tmp_path, capsys):
+    good = write_section(tmp_path / "good")
+    assert (
+        report.main(["--sections", str(good), "--out", str(tmp_path / "r.html"), "--title", "T"])
+        == 0
+    )
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    bad = write_section(tmp_path / "bad", experiment="Not Snake")
+    code = report.main(["--sections", str(good), str(bad), "--out", str(tmp_path / "r2.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "experiment: 'Not Snake'" in err
+    assert not (tmp_path / "r2.html").exists()
+
+
+def test_sections_keep_their_own_folders(tmp_path):
+    a = write_section(tmp_path / "a")
+    b = write_section(tmp_path / "b", experiment="other", title="Other")
+    shutil.copy(FIXTURES / "golden" / "degradation.csv", tmp_path / "b" / "table.csv")
+    out = tmp_path / "r.html"
+    report.write_report([a, b], out, "T")
+    text = out.read_text()
+    assert text.count("<section ") == 2 and "no valid k=1 job: T_1-c undefined" in text

@@ -1,0 +1,298 @@
+"""Sensitivity_RANKING metrics against values computed by hand."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from analysis import sensitivity as sens
+from analysis.common import AnalysisInputError
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "analysis" / "sensitivity"
+COLUMNS = sens.JOB_COLUMNS
+
+
+def make_jobs(rows):
+    """rows: (group, k, rep, cmp, runtime_s, bw_mb_s[, exit_code, check]); jobs_per_cmp from data."""
+    out = []
+    for i, row in enumerate(rows):
+        group, k, rep, cmp, runtime, bw, *rest = row
+        exit_code, check = rest if rest else (0, "ok")
+        out.append(
+            {
+                "run_id": f"g{group}-k{k}-r{rep}",
+                "group": group,
+                "k": k,
+                "rep": rep,
+                "cmp": cmp,
+                "job_id": f"j{i}",
+                "runtime_s": runtime,
+                "exit_code": exit_code,
+                "demand_target_mb_s": 1.0 + group,
+                "jobs_per_cmp": 1,
+                "result_bw_mb_s": bw,
+                "result_bytes_read": 1000,
+                "result_check": check,
+            }
+        )
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def row(table, group, k):
+    hit = table[(table["group"] == group) & (table["k"] == k)]
+    assert len(hit) == 1
+    return hit.iloc[0]
+
+
+@pytest.fixture(scope="module")
+def fixture_table():
+    return sens.degradation_table(sens.read_jobs(FIXTURES / "jobs.csv"), 5.0)
+
+
+def test_brief_example_one_rep():
+    # group 0: k=1 10, 10 -> T_1-c 10; k=2 10.2, 9.8 -> 0 %. group 1: k=1 10; k=2 15, 15 -> 50 %.
+    jobs = make_jobs(
+        [
+            (0, 1, 0, 0, 10.0, 1.0),
+            (0, 1, 0, 0, 10.0, 1.0),
+            (0, 2, 0, 0, 10.2, 1.0),
+            (0, 2, 0, 1, 9.8, 1.0),
+            (1, 1, 0, 0, 10.0, 5.0),
+            (1, 2, 0, 0, 15.0, 5.0),
+            (1, 2, 0, 1, 15.0, 5.0),
+        ]
+    )
+    table = sens.degradation_table(jobs, 5.0)
+    assert row(table, 0, 2)["t1c_s"] == pytest.approx(10.0)
+    assert row(table, 0, 2)["degradation_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert row(table, 1, 2)["degradation_pct"] == pytest.approx(50.0)
+    # one rep: no CI, degraded decided on the point estimate
+    assert math.isnan(row(table, 1, 2)["ci95_low_pct"])
+    assert bool(row(table, 1, 2)["degraded"]) is True
+    assert bool(row(table, 0, 2)["degraded"]) is False
+
+
+def test_fixture_degradation_by_hand(fixture_table):
+    t = fixture_table
+    # group 0: T_1-c = 10; k=2 runtimes 10.2, 9.8, 10.2, 9.8 | 10.3, 10.1, 10.3, 10.1 -> 10.1 s
+    assert row(t, 0, 2)["mean_runtime_s"] == pytest.approx(10.1)
+    assert row(t, 0, 2)["degradation_pct"] == pytest.approx(1.0)
+    # group 1: T_1-c = 10; k=2 15.0 x4 | 15.2 x4 -> 15.1 s -> 51 %
+    assert row(t, 1, 2)["degradation_pct"] == pytest.approx(51.0)
+    # group 2: T_1-c = (10 + 10 + 12 + 12) / 4 = 11; k=2 22 x4 | 23.1 x3 (999 s job failed)
+    assert row(t, 2, 2)["t1c_s"] == pytest.approx(11.0)
+    assert row(t, 2, 2)["degradation_pct"] == pytest.approx(
+        100 * ((4 * 22 + 3 * 23.1) / 7 / 11 - 1)
+    )
+    # group 4: T_1-c = 10; k=2 25 x4 | 26 x3 (one exit code 1)
+    assert row(t, 4, 2)["degradation_pct"] == pytest.approx(100 * ((4 * 25 + 3 * 26) / 7 / 10 - 1))
+    # at k=1 eq. (1) gives exactly 0
+    for g in (0, 1, 2, 4):
+        assert row(t, g, 1)["degradation_pct"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_fixture_demand_is_sum_over_one_cmp_averaged_over_reps(fixture_table):
+    t = fixture_table
+    assert row(t, 0, 1)["demand_per_cmp_mb_s"] == pytest.approx((1.0 + 1.0 + 1.1 + 1.1) / 2)
+    assert row(t, 1, 2)["demand_per_cmp_mb_s"] == pytest.approx((4.0 + 3.9 + 4.0 + 4.1) / 2)
+    assert row(t, 2, 1)["demand_per_cmp_mb_s"] == pytest.approx((2 * 9.5 + 2 * 10.5) / 2)
+    assert row(t, 4, 2)["demand_target_mb_s"] == 30.0
+
+
+def test_failed_jobs_are_excluded_and_counted(fixture_table):
+    t = fixture_table
+    assert (row(t, 2, 2)["n_jobs"], row(t, 2, 2)["n_failed"]) == (7, 1)
+    assert (row(t, 4, 2)["n_jobs"], row(t, 4, 2)["n_failed"]) == (7, 1)
+    assert row(t, 2, 2)["mean_runtime_s"] < 100  # the 999 s 'mismatch' job is not in the mean
+    assert int(t["n_failed"].sum()) == 6
+
+
+def test_group_without_valid_k1_gets_nan_and_reason(fixture_table):
+    t = fixture_table
+    for k in (1, 2):
+        r = row(t, 3, k)
+        assert math.isnan(r["degradation_pct"]) and math.isnan(r["demand_per_cmp_mb_s"])
+        assert pd.isna(r["degraded"])
+        assert "no valid k=1 job" in r["reason"]
+    assert row(t, 3, 1)["n_failed"] == 4
+    assert row(t, 3, 2)["mean_runtime_s"] == pytest.approx(30.0)
+
+
+def test_ci_matches_scipy_t_interval(fixture_table):
+    per_rep = [50.0, 52.0]  # group 1, k=2: rep means 15.0 and 15.2 over T_1-c = 10
+    low, high = stats.t.interval(0.95, df=1, loc=51.0, scale=stats.sem(per_rep))
+    r = row(fixture_table, 1, 2)
+    assert (r["ci95_low_pct"], r["ci95_high_pct"]) == (pytest.approx(low), pytest.approx(high))
+    assert bool(r["degraded"]) is True  # lower bound 38.3 > 5
+
+
+def test_ci_three_reps_and_lower_bound_decides():
+    rows = [(0, 1, rep, 0, 10.0, 1.0) for rep in range(3)]
+    rows += [(0, 2, 0, 0, 10.0, 1.0), (0, 2, 1, 0, 11.0, 1.0), (0, 2, 2, 0, 12.5, 1.0)]
+    table = sens.degradation_table(make_jobs(rows), 5.0)
+    r = row(table, 0, 2)
+    per_rep = [0.0, 10.0, 25.0]
+    low, high = stats.t.interval(0.95, df=2, loc=sum(per_rep) / 3, scale=stats.sem(per_rep))
+    assert (r["ci95_low_pct"], r["ci95_high_pct"]) == (pytest.approx(low), pytest.approx(high))
+    assert r["degradation_pct"] == pytest.approx(35.0 / 3)  # point estimate above 5 %
+    assert low < 5.0 and bool(r["degraded"]) is False  # but the CI does not exclude 5 %
+
+
+def test_demand_scales_a_cmp_with_a_failed_job():
+    jobs = make_jobs(
+        [
+            (0, 1, 0, 0, 10.0, 3.0),
+            (0, 1, 0, 0, 10.0, 5.0, 1, "ok"),
+            (0, 1, 0, 0, 10.0, 4.0),
+            (0, 2, 0, 0, 10.0, 4.0),
+            (0, 2, 0, 1, 10.0, 4.0),
+        ]
+    )
+    jobs["jobs_per_cmp"] = 3
+    table = sens.degradation_table(jobs, 5.0)
+    assert row(table, 0, 1)["demand_per_cmp_mb_s"] == pytest.approx(3 * (3.0 + 4.0) / 2)
+
+
+def test_k_with_only_failed_jobs_has_reason():
+    jobs = make_jobs([(0, 1, 0, 0, 10.0, 1.0), (0, 2, 0, 0, 12.0, 1.0, 1, "ok")])
+    r = row(sens.degradation_table(jobs, 5.0), 0, 2)
+    assert math.isnan(r["degradation_pct"]) and r["reason"] == "no valid job at k=2"
+
+
+# ----------------------------------------------------------------------------- threshold
+
+
+def table_from(groups):
+    """groups: {group: (demand, {k: degraded})} -> a minimal degradation table."""
+    rows = [
+        {
+            "group": g,
+            "k": k,
+            "demand_per_cmp_mb_s": d,
+            "degradation_pct": 50.0 if deg else 0.0,
+            "degraded": deg,
+            "reason": "",
+        }
+        for g, (d, ks) in groups.items()
+        for k, deg in ks.items()
+    ]
+    table = pd.DataFrame(rows)
+    table["degraded"] = table["degraded"].astype("boolean")
+    return table
+
+
+def test_threshold_fixture(fixture_table):
+    thr = sens.threshold(fixture_table, 5.0, throttle_read_bps=10_000_000)
+    assert thr["no_degradation_demand_mb_s"] == pytest.approx(2.1)
+    assert thr["first_degrading_demand_mb_s"] == pytest.approx(8.0)
+    assert thr["onset_k"] == {0: None, 1: 2, 2: 2, 3: None, 4: 2}
+    assert thr["K"] == 2
+    assert thr["suggested_io_bound_interval_mb_s"] == pytest.approx(2.1 * 2)
+    assert thr["throttle_cap_mb_s"] == pytest.approx(10.0)
+    assert thr["expected_threshold_from_cap_mb_s"] == pytest.approx(10.0 / 2)
+    assert thr["excluded_groups"] == [{"group": 3, "reason": "no valid k=1 job: T_1-c undefined"}]
+    assert thr["no_degradation_is_lower_bound"] is False
+
+
+def test_threshold_stops_at_first_degrading_demand():
+    table = table_from(
+        {
+            0: (1.0, {1: False, 2: False, 3: False}),
+            1: (2.0, {1: False, 2: False, 3: True}),
+            2: (3.0, {1: False, 2: False, 3: False}),
+        }
+    )
+    thr = sens.threshold(table, 5.0)
+    assert thr["no_degradation_demand_mb_s"] == 1.0
+    assert thr["first_degrading_demand_mb_s"] == 2.0
+    assert thr["onset_k"] == {0: None, 1: 3, 2: None}
+    assert thr["suggested_io_bound_interval_mb_s"] == 3.0
+    assert thr["expected_threshold_from_cap_mb_s"] is None
+
+
+def test_threshold_ties_at_the_degrading_demand():
+    table = table_from(
+        {
+            0: (1.0, {1: False, 2: False}),
+            1: (2.0, {1: False, 2: False}),
+            2: (2.0, {1: False, 2: True}),
+        }
+    )
+    assert sens.threshold(table, 5.0)["no_degradation_demand_mb_s"] == 1.0
+
+
+def test_threshold_lowest_group_degrades():
+    table = table_from({0: (1.0, {1: False, 2: True}), 1: (2.0, {1: False, 2: True})})
+    thr = sens.threshold(table, 5.0)
+    assert thr["no_degradation_demand_mb_s"] is None
+    assert thr["suggested_io_bound_interval_mb_s"] is None
+    assert thr["first_degrading_demand_mb_s"] == 1.0
+
+
+def test_threshold_no_group_degrades_is_lower_bound():
+    table = table_from({0: (1.0, {1: False, 2: False}), 1: (4.0, {1: False, 2: False})})
+    thr = sens.threshold(table, 5.0)
+    assert thr["no_degradation_demand_mb_s"] == 4.0
+    assert thr["no_degradation_is_lower_bound"] is True
+    assert thr["first_degrading_demand_mb_s"] is None
+
+
+# ----------------------------------------------------------------------------- input errors
+
+
+def test_read_jobs_missing_column(tmp_path):
+    path = tmp_path / "jobs.csv"
+    pd.read_csv(FIXTURES / "jobs.csv").drop(columns=["result_check"]).to_csv(path, index=False)
+    with pytest.raises(AnalysisInputError) as err:
+        sens.read_jobs(path)
+    msg = str(err.value)
+    assert "\n" not in msg and str(path) in msg and "result_check" in msg
+
+
+def test_read_jobs_bad_integer(tmp_path):
+    path = tmp_path / "jobs.csv"
+    df = pd.read_csv(FIXTURES / "jobs.csv", dtype=str)
+    df.loc[3, "k"] = "two"
+    df.to_csv(path, index=False)
+    with pytest.raises(AnalysisInputError, match=r"row 5: k: 'two' \(expected an integer >= 1\)"):
+        sens.read_jobs(path)
+
+
+def test_cli_error_is_one_line(tmp_path, capsys):
+    runs = pd.read_csv(FIXTURES / "runs.csv")
+    runs.loc[0, "variant"] = "io_aware"
+    runs["metadata_path"] = [str(FIXTURES / p) for p in runs["metadata_path"]]
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    code = sens.main(
+        [
+            "--jobs",
+            str(FIXTURES / "jobs.csv"),
+            "--runs",
+            str(tmp_path / "runs.csv"),
+            "--out-dir",
+            str(tmp_path / "out"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "variant" in err and "expected exactly one" in err
+
+
+def test_cli_missing_metadata_is_one_line(tmp_path, capsys):
+    runs = pd.read_csv(FIXTURES / "runs.csv")
+    runs.loc[0, "metadata_path"] = "runs/nowhere/metadata.json"
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    code = sens.main(
+        [
+            "--jobs",
+            str(FIXTURES / "jobs.csv"),
+            "--runs",
+            str(tmp_path / "runs.csv"),
+            "--out-dir",
+            str(tmp_path / "out"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "metadata not found" in err
