@@ -9,7 +9,7 @@ demand comes from a calibration of the kernel on this machine:
 
 where rate is the per-job demand (per-CMP demand / jobs per CMP). Each job reads
 its own file of rate * runtime_target_s bytes, once, bypassing the page cache.
-The demand actually achieved is measured (the kernel reports MB/s) and that
+A demand of 0 is a control group (compute only). The demand actually achieved is measured (the kernel reports MB/s) and that
 measured value, not the target, is what the analysis plots.
 
   python -m corun.experiments.sensitivity_ranking data --config C --out-dir D
@@ -69,7 +69,7 @@ def group_plan(cfg: dict, lay: dict) -> list[dict]:
         rate = d / lay["jobs_per_cmp"]  # MB/s per job
         size = int(rate * MB * exp["runtime_target_s"])
         bs = exp["block_size"]
-        size = max(bs, (size // bs) * bs)
+        size = max(bs, (size // bs) * bs)  # demand 0 (the control group): one block
         out.append({"group": g, "demand_target_mb_s": d, "job_rate_mb_s": rate, "file_bytes": size})
     return out
 
@@ -146,8 +146,15 @@ def calibrate(cfg: dict, data_dir: Path) -> dict:
             "samples": {"t_read_s": reads, "t_nop_s": per}}
 
 
-def nops_for(rate_mb_s: float, cal: dict) -> tuple[int, bool]:
-    """Nops between reads for a per-job rate; (nops, attainable)."""
+def nops_for(rate_mb_s: float, cal: dict, runtime_target_s: float) -> tuple[int, bool]:
+    """Nops between reads for a per-job rate; (nops, attainable).
+
+    Rate 0 is the control group: one block read, then nops for the whole target
+    runtime. Its degradation under stacking is contention that is not I/O (shared
+    physical cores of a VM, memory, frequency), the baseline the other groups sit on.
+    """
+    if rate_mb_s == 0:
+        return int(round(runtime_target_s / cal["t_nop_s"])), True
     per_read = cal["block_size"] / (rate_mb_s * MB)
     n = (per_read - cal["t_read_s"]) / cal["t_nop_s"]
     return (max(0, int(round(n))), n >= 0)
@@ -159,7 +166,7 @@ def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path
     if not 1 <= k <= lay["k_max"]:
         raise ConfigError("config", "k", k, f"an integer from 1 to {lay['k_max']}")
     gp = group_plan(cfg, lay)[group]
-    nops, ok = nops_for(gp["job_rate_mb_s"], cal)
+    nops, ok = nops_for(gp["job_rate_mb_s"], cal, exp["runtime_target_s"])
     jobs = []
     for slot in range(k * lay["jobs_per_cmp"]):
         jobs.append({

@@ -1,0 +1,148 @@
+"""Tests of corun's Ansible side: lint, syntax, idempotent provisioning, role input checks.
+
+These run the venv's ansible-lint and ansible-playbook (found beside sys.executable) from the
+repository root, so ansible.cfg and inventory/local are used.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+RECAP = re.compile(r"^localhost\s*:.*\bchanged=(\d+).*\bfailed=(\d+)", re.MULTILINE)
+# A failed result with ANSIBLE_CALLBACK_RESULT_FORMAT=json: "fatal: [localhost]: FAILED! => {...}".
+FAILED_RESULT = re.compile(
+    r"^(?:fatal|failed): \[localhost\].*? => (\{.*\})$", re.MULTILINE
+)
+
+
+def ansible_env(**extra):
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        PY_COLORS="0",
+        NO_COLOR="1",
+        **extra,
+    )
+    return env
+
+
+def run_tool(name, *args, cwd=REPO, timeout=900, env=None):
+    tool = BIN / name
+    assert tool.is_file(), f"{tool} is missing: run make setup"
+    return subprocess.run(
+        [str(tool), *args],
+        cwd=cwd,
+        env=env or ansible_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def output(proc):
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.timeout(600)
+def test_ansible_lint_production_profile_passes():
+    proc = run_tool("ansible-lint")
+    assert proc.returncode == 0, output(proc)
+    assert "Profile 'production' was required, and it passed" in output(proc)
+
+
+@pytest.mark.timeout(120)
+def test_site_syntax_check():
+    proc = run_tool("ansible-playbook", "site.yml", "--syntax-check")
+    assert proc.returncode == 0, output(proc)
+
+
+@pytest.mark.root
+@pytest.mark.timeout(600)
+def test_provisioning_again_changes_nothing():
+    """A provisioning run on a provisioned machine reports changed=0.
+
+    make test provisions first (make provision), so this run is the second one. Run directly
+    on a fresh machine, or after editing a role, it fails until the machine is provisioned.
+    """
+    proc = run_tool("ansible-playbook", "site.yml")
+    assert proc.returncode == 0, output(proc)
+    recap = RECAP.search(proc.stdout)
+    assert recap, f"no PLAY RECAP line for localhost:\n{output(proc)}"
+    changed, failed = map(int, recap.groups())
+    assert (changed, failed) == (0, 0), (
+        "a provisioning run changed something (provision first: make provision):\n"
+        + output(proc)
+    )
+
+
+# One wrong value per role and variable; each must stop the role, naming the variable, before
+# anything is installed or built.
+WRONG_VALUES = [
+    ("common", "common_packages", 5),
+    ("common", "common_extra_packages", "jq,git"),
+    ("sysstat", "sysstat_package", ["sysstat"]),
+    ("perf", "perf_event_paranoid", "abc"),
+    ("perf", "perf_event_paranoid", 5),
+    ("perf", "perf_package", {"name": "linux-perf"}),
+    ("perf", "perf_sysctl_file", "sysctl.d/90-corun-perf.conf"),
+    ("fio", "fio_package", 5),
+    ("corun_kernels", "corun_kernels_src_dir", 5),
+    ("corun_kernels", "corun_kernels_make_target", ["all"]),
+    ("corun_schedulers", "corun_schedulers_src_dir", "relative/path"),
+    ("corun_schedulers", "corun_schedulers_data_dir", ["results"]),
+    ("corun_schedulers", "corun_schedulers_required_elevators", "mq-deadline"),
+    ("corun_schedulers", "corun_schedulers_optional_elevators", 5),
+]
+
+
+def write_playbook(path, role, variable, value):
+    # JSON is YAML, and keeps the value's type exactly.
+    play = [
+        {
+            "name": f"Apply {role} with one wrong variable",
+            "hosts": "testbed",
+            "gather_facts": False,
+            "roles": [{"role": role, "vars": {variable: value}}],
+        }
+    ]
+    path.write_text(json.dumps(play, indent=2) + "\n")
+
+
+def failure_messages(stdout):
+    """The msg of every failed task result, from the default callback's one-line JSON results."""
+    return [
+        json.loads(result).get("msg", "") for result in FAILED_RESULT.findall(stdout)
+    ]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("role", "variable", "value"),
+    WRONG_VALUES,
+    ids=[f"{r}-{v}-{type(x).__name__}" for r, v, x in WRONG_VALUES],
+)
+def test_wrong_variable_is_rejected_by_name(tmp_path, role, variable, value):
+    playbook = tmp_path / "wrong.yml"
+    write_playbook(playbook, role, variable, value)
+    proc = run_tool(
+        "ansible-playbook",
+        "--check",
+        "-i",
+        str(REPO / "inventory" / "local"),
+        str(playbook),
+        timeout=120,
+        env=ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json"),
+    )
+    assert proc.returncode != 0, output(proc)
+    messages = failure_messages(proc.stdout)
+    assert messages, output(proc)
+    assert all(variable in message for message in messages), output(proc)
