@@ -231,6 +231,10 @@ class Runner:
         self.device_during = self.device.describe()
         for m in self.monitors:
             m.start()
+            proc = getattr(m, "_proc", None)
+            if proc is not None:  # a killed runner must not leave its monitors running
+                m.journal_action = j.push({"kind": "processes", "what": f"monitor {m.name}",
+                                           "pids": {str(proc.pid): proc_starttime(proc.pid)}})
 
     def _execute(self) -> None:
         pending = collections.deque(self.jobs)
@@ -395,6 +399,8 @@ class Runner:
                 m.stop()
             except Exception as exc:  # noqa: BLE001 - teardown goes on
                 errors.append(f"monitor {m.name}: {exc}")
+            if hasattr(self, "journal"):
+                self.journal.forget(getattr(m, "journal_action", None))
         if hasattr(self, "variant") and hasattr(self, "journal"):
             try:
                 if self.stop_reason is None and self.variant.alive():

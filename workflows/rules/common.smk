@@ -7,9 +7,11 @@ from corun.workflow_config import validate_config
 from corun.util import atomic_write_text
 import yaml
 
-
 try:
-    config = validate_config(config, "workflow config (workflows/config/*.yaml + --config)")
+    CONFIG_SOURCES = [str(f) for f in workflow.configfiles] + (
+        ["--config"] if workflow.config_settings.config else []
+    )
+    config = validate_config(config, " + ".join(CONFIG_SOURCES) or "config")
 except CorunError as exc:
     sys.exit(f"corun: {exc}")
 

@@ -6,9 +6,10 @@ rule make_report:
         section_files(),
     output:
         REPORT,
-    params:
-        title=config["report"]["title"],
     log:
         f"{RESULTS}/logs/make_report.log",
+    params:
+        py=PY,
+        title=config["report"]["title"],
     shell:
-        "{PY} -m analysis.report --sections {input} --out {output} --title '{params.title}' > {log} 2>&1"
+        "{params.py} -m analysis.report --sections {input} --out {output} --title '{params.title}' > {log} 2>&1"

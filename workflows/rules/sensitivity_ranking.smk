@@ -1,5 +1,7 @@
 # Paper 000, section 3.3.2 (Figs. 13-14): duplicated Sensitivity_RANKING kernels with rising
 # I/O demand per CMP, stacked on k = 1..K CMPs; degradation against k and the safe demand.
+import os
+
 from corun.experiments.sensitivity_ranking import layout as sr_layout
 
 SR = config["sensitivity_ranking"]
@@ -21,9 +23,12 @@ rule make_sensitivity_data:
         f"{SR_DATA}/layout.json",
     log:
         f"{SR_DIR}/logs/make_sensitivity_data.log",
+    params:
+        py=PY,
+        data=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{PY} -m corun.experiments.sensitivity_ranking data --config {input.config}"
-        " --out-dir {SR_DATA} > {log} 2>&1"
+        "{params.py} -m corun.experiments.sensitivity_ranking data --config {input.config}"
+        " --out-dir {params.data} > {log} 2>&1"
 
 
 rule calibrate_sensitivity:
@@ -35,9 +40,12 @@ rule calibrate_sensitivity:
         f"{SR_DIR}/calibration.json",
     log:
         f"{SR_DIR}/logs/calibrate_sensitivity.log",
+    params:
+        py=PY,
+        data=lambda wildcards, input: os.path.dirname(input.layout),
     shell:
-        "{PY} -m corun.experiments.sensitivity_ranking calibrate --config {input.config}"
-        " --data-dir {SR_DATA} --out {output} > {log} 2>&1"
+        "{params.py} -m corun.experiments.sensitivity_ranking calibrate --config {input.config}"
+        " --data-dir {params.data} --out {output} > {log} 2>&1"
 
 
 rule make_sensitivity_spec:
@@ -48,9 +56,12 @@ rule make_sensitivity_spec:
         f"{SR_DIR}/specs/g{{group}}_k{{k}}_r{{rep}}.yaml",
     log:
         f"{SR_DIR}/logs/make_sensitivity_spec_g{{group}}_k{{k}}_r{{rep}}.log",
+    params:
+        py=PY,
+        data=SR_DATA,
     shell:
-        "{PY} -m corun.experiments.sensitivity_ranking spec --config {input.config}"
-        " --calibration {input.calibration} --data-dir {SR_DATA} --group {wildcards.group}"
+        "{params.py} -m corun.experiments.sensitivity_ranking spec --config {input.config}"
+        " --calibration {input.calibration} --data-dir {params.data} --group {wildcards.group}"
         " --k {wildcards.k} --rep {wildcards.rep} --out {output} > {log} 2>&1"
 
 
@@ -63,8 +74,10 @@ rule run_sensitivity:
         f"{SR_DIR}/logs/run_sensitivity_g{{group}}_k{{k}}_r{{rep}}.log",
     resources:
         testbed=1,
+    params:
+        py=PY,
     shell:
-        "{PY} -m corun run {input} --out {output} > {log} 2>&1"
+        "{params.py} -m corun run {input} --out {output} > {log} 2>&1"
 
 
 rule collect_sensitivity:
@@ -75,8 +88,10 @@ rule collect_sensitivity:
         runs=f"{SR_DIR}/runs.csv",
     log:
         f"{SR_DIR}/logs/collect_sensitivity.log",
+    params:
+        py=PY,
     shell:
-        "{PY} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs} {input} > {log} 2>&1"
+        "{params.py} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs} {input} > {log} 2>&1"
 
 
 rule analyze_sensitivity:
@@ -85,10 +100,12 @@ rule analyze_sensitivity:
         runs=f"{SR_DIR}/runs.csv",
     output:
         f"{SR_DIR}/analysis/section.json",
-    params:
-        tol=SR["tol_pct"],
     log:
         f"{SR_DIR}/logs/analyze_sensitivity.log",
+    params:
+        py=PY,
+        tol=SR["tol_pct"],
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{PY} -m analysis.sensitivity --jobs {input.jobs} --runs {input.runs}"
-        " --tol-pct {params.tol} --out-dir {SR_DIR}/analysis > {log} 2>&1"
+        "{params.py} -m analysis.sensitivity --jobs {input.jobs} --runs {input.runs}"
+        " --tol-pct {params.tol} --out-dir {params.out_dir} > {log} 2>&1"

@@ -1,0 +1,62 @@
+"""Monitors: record what the machine did while the runner's jobs ran.
+
+    monitors = make_monitors(["iostat", "pidstat", "psi", "perf"], MonitorContext(raw_dir))
+    for m in monitors: m.start()
+    try: ...run jobs...
+    finally:
+        for m in reversed(monitors): m.stop()
+    tables = {m.name: m.parse(t0_epoch) for m in monitors}   # (DataFrame, [missing records])
+
+Every tidy table has ``time_epoch_s`` (end of the sampling interval) and ``t_s``
+(``time_epoch_s - t0_epoch``). The parsers also work on a run folder alone:
+``parse_iostat(raw_dir, t0)``, ``parse_pidstat``, ``parse_psi``, ``parse_perf``.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from corun.errors import ConfigError, MissingTool
+
+from .base import Monitor, MonitorContext
+from .iostat import DERIVED_COLUMNS as IOSTAT_DERIVED_COLUMNS
+from .iostat import IostatMonitor, parse_iostat
+from .perf import DERIVED_COLUMNS as PERF_DERIVED_COLUMNS
+from .perf import PerfMonitor, derive_perf_rates, parse_perf
+from .pidstat import PidstatMonitor, parse_pidstat
+from .psi import PsiMonitor, parse_psi
+
+MONITORS: dict[str, type[Monitor]] = {
+    "iostat": IostatMonitor,
+    "pidstat": PidstatMonitor,
+    "psi": PsiMonitor,
+    "perf": PerfMonitor,
+}
+
+
+def make_monitors(names: list[str], ctx: MonitorContext) -> list[Monitor]:
+    """Monitors for `names`, in order; MissingTool if a program they need is not on PATH."""
+    monitors = []
+    for name in names:
+        cls = MONITORS.get(name)
+        if cls is None:
+            raise ConfigError("monitors", "name", name, f"one of {', '.join(MONITORS)}")
+        if cls.tool and shutil.which(cls.tool) is None:
+            raise MissingTool(cls.tool, cls.role or cls.tool, cls.purpose)
+        monitors.append(cls(ctx))
+    return monitors
+
+
+__all__ = [
+    "IOSTAT_DERIVED_COLUMNS",
+    "MONITORS",
+    "PERF_DERIVED_COLUMNS",
+    "Monitor",
+    "MonitorContext",
+    "derive_perf_rates",
+    "make_monitors",
+    "parse_iostat",
+    "parse_perf",
+    "parse_pidstat",
+    "parse_psi",
+]

@@ -1,0 +1,263 @@
+"""psi monitor: pressure stall information from /proc/pressure/{cpu,io,memory}.
+
+No external tool: a thread reads the three files every interval, paced on time.monotonic()
+(tick k is due at start + k x interval, so there is no drift; ticks missed while the machine
+stalled are skipped, not bunched), and appends the raw values to ``psi.csv``. stop() takes one
+last sample, so the table covers the run up to the stop.
+
+Raw files: ``psi.csv`` (one row per resource per sample: epoch_s, monotonic_s, resource,
+some/full avg10/avg60/avg300 in %, some/full total in microseconds, error), ``psi.meta.json``.
+
+Tidy columns: ``some_pct`` / ``full_pct`` are exact shares of the interval, from the delta of
+the kernel's cumulative stall time (``total``, us) over the delta of monotonic wall time; the
+first sample has no delta and is dropped. ``some_avg10_pct`` / ``full_avg10_pct`` are the
+kernel's own 10 s running averages at the end of the interval. ``interval_s`` is the length of
+the interval the shares cover.
+
+Missing, never zero: no /proc/pressure (kernel without PSI, or booted with psi=0) or an unreadable
+file -> missing(psi_<resource>). CPU "full" is undefined at the system level: kernels before 5.13
+print no such line and later ones print zeros for compatibility, so system-wide cpu full is NaN
+with a missing(psi_cpu_full) record; a "full" line absent for another resource likewise.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from corun.errors import missing
+
+from .base import Monitor, MonitorContext, finish_table, read_meta, write_meta
+
+NAME = "psi"
+RAW_FILE = "psi.csv"
+RESOURCES = ("cpu", "io", "memory")
+PROC_PRESSURE = Path("/proc/pressure")
+
+RAW_FIELDS = [
+    "epoch_s",
+    "monotonic_s",
+    "resource",
+    "some_avg10",
+    "some_avg60",
+    "some_avg300",
+    "some_total_us",
+    "full_avg10",
+    "full_avg60",
+    "full_avg300",
+    "full_total_us",
+    "error",
+]
+
+COLUMNS = [
+    "time_epoch_s",
+    "t_s",
+    "resource",
+    "some_pct",
+    "full_pct",
+    "some_avg10_pct",
+    "full_avg10_pct",
+    "interval_s",
+]
+
+CPU_FULL_REASON = (
+    "psi: cpu 'full' is undefined at the system level (kernels >= 5.13 print zeros for "
+    "compatibility, older ones no line)"
+)
+
+
+def parse_pressure(text: str) -> dict[str, dict[str, float]]:
+    """``some avg10=1.20 avg60=0.61 avg300=0.51 total=3697370`` lines -> {kind: {key: value}}."""
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or parts[0] not in ("some", "full"):
+            continue
+        values = {}
+        for item in parts[1:]:
+            key, _, value = item.partition("=")
+            values[key] = int(value) if key == "total" else float(value)
+        out[parts[0]] = values
+    return out
+
+
+def pressure_row(resource: str, text: str | None, error: str = "") -> dict:
+    """One raw CSV row from a pressure file's text (or an error)."""
+    row = {f: "" for f in RAW_FIELDS}
+    row["resource"] = resource
+    row["error"] = error
+    if text is not None:
+        parsed = parse_pressure(text)
+        for kind in ("some", "full"):
+            values = parsed.get(kind, {})
+            for key in ("avg10", "avg60", "avg300"):
+                if key in values:
+                    row[f"{kind}_{key}"] = values[key]
+            if "total" in values:
+                row[f"{kind}_total_us"] = values["total"]
+    return row
+
+
+class PsiMonitor(Monitor):
+    name = NAME
+    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
+    purpose = "pressure stall information"
+
+    def __init__(self, ctx: MonitorContext, root: Path = PROC_PRESSURE):
+        super().__init__(ctx)
+        self.root = Path(root)
+        self.interval_s = max(0.01, float(ctx.interval_s))
+        self._thread: threading.Thread | None = None
+        self._stop_event = threading.Event()
+        self._file = None
+        self._writer = None
+        self._meta: dict = {}
+        self._stopped = False
+
+    def start(self) -> None:
+        if self._meta:
+            return
+        self.ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+        self.start_epoch_s = time.time()
+        self._meta = {
+            "monitor": NAME,
+            "start_epoch_s": self.start_epoch_s,
+            "interval_s": self.interval_s,
+            "root": str(self.root),
+            "scope": "system" if self.root == PROC_PRESSURE else "custom",
+            "resources": list(RESOURCES),
+        }
+        if not self.root.is_dir():
+            self._meta["unavailable"] = (
+                f"psi: no {self.root} (kernel without CONFIG_PSI, or booted with psi=0)"
+            )
+        else:
+            self._file = open(self.ctx.raw_dir / RAW_FILE, "w", newline="")
+            self._writer = csv.DictWriter(self._file, fieldnames=RAW_FIELDS)
+            self._writer.writeheader()
+            self._file.flush()
+            self._thread = threading.Thread(target=self._run, name="corun-psi", daemon=True)
+            self._thread.start()
+        write_meta(self.ctx.raw_dir, NAME, self._meta)
+
+    def _sample(self) -> None:
+        for resource in RESOURCES:
+            try:
+                text = (self.root / resource).read_text()
+                error = ""
+            except OSError as exc:
+                text, error = None, f"{type(exc).__name__}: {exc.strerror or exc}"
+            row = pressure_row(resource, text, error)
+            row["epoch_s"] = repr(time.time())
+            row["monotonic_s"] = repr(time.monotonic())
+            self._writer.writerow(row)
+        self._file.flush()
+
+    def _run(self) -> None:
+        t_start = time.monotonic()
+        k = 0
+        while True:
+            try:
+                self._sample()
+            except Exception as exc:  # e.g. the raw file system is full: keep what was written
+                self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
+                return
+            elapsed = time.monotonic() - t_start
+            k = max(k + 1, math.floor(elapsed / self.interval_s) + 1)
+            delay = t_start + k * self.interval_s - time.monotonic()
+            if self._stop_event.wait(max(0.0, delay)):
+                return
+
+    def stop(self) -> None:
+        if self._stopped or not self._meta:
+            return
+        self._stopped = True
+        try:
+            self._stop_event.set()
+            if self._thread is not None:
+                self._thread.join(timeout=10.0)
+                if not self._thread.is_alive() and "sampling_error" not in self._meta:
+                    self._sample()  # close the last interval at the stop time
+            if self._file is not None:
+                self._file.close()
+            self._meta["stop_epoch_s"] = time.time()
+            write_meta(self.ctx.raw_dir, NAME, self._meta)
+        except Exception as exc:  # stop() is called from teardown paths: never raise
+            try:
+                self._meta["stop_error"] = f"{type(exc).__name__}: {exc}"
+                write_meta(self.ctx.raw_dir, NAME, self._meta)
+            except Exception:
+                pass
+
+    @classmethod
+    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+        return parse_psi(raw_dir, t0_epoch)
+
+
+def parse_psi(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+    """Tidy per-resource table from psi.csv (+ meta); see COLUMNS."""
+    raw_dir = Path(raw_dir)
+    meta = read_meta(raw_dir, NAME)
+    resources = meta.get("resources", list(RESOURCES))
+    empty = finish_table(pd.DataFrame(), COLUMNS, t0_epoch)
+    if meta.get("unavailable"):
+        return empty, [missing(f"psi_{r}", meta["unavailable"], NAME) for r in resources]
+    try:
+        raw = pd.read_csv(raw_dir / RAW_FILE, dtype={"resource": str, "error": str})
+    except (OSError, ValueError) as exc:
+        reason = f"psi: no readable {RAW_FILE} ({type(exc).__name__})"
+        return empty, [missing(f"psi_{r}", reason, NAME) for r in resources]
+
+    system = meta.get("scope", "system") == "system"
+    records: list[dict] = []
+    if meta.get("sampling_error"):
+        reason = f"psi: sampling stopped early ({meta['sampling_error']})"
+        records.append(missing("psi", reason, NAME))
+    tables = []
+    for resource in resources:
+        rows = raw[raw["resource"] == resource]
+        errors = rows["error"].fillna("")
+        bad = rows[errors != ""]
+        ok = rows[errors == ""].sort_values("monotonic_s")
+        if len(bad):
+            records.append(
+                missing(
+                    f"psi_{resource}",
+                    f"psi: /proc/pressure/{resource} unreadable in {len(bad)} of {len(rows)} "
+                    f"samples ({bad['error'].iloc[0]})",
+                    NAME,
+                )
+            )
+        if rows.empty:
+            records.append(missing(f"psi_{resource}", "psi: no samples recorded", NAME))
+            continue
+        clock = "monotonic_s" if ok["monotonic_s"].notna().all() else "epoch_s"
+        dt = ok[clock].astype(float).diff()
+        table = pd.DataFrame(
+            {
+                "time_epoch_s": ok["epoch_s"].astype(float),
+                "resource": resource,
+                "some_pct": 100.0 * ok["some_total_us"].astype(float).diff() / (dt * 1e6),
+                "full_pct": 100.0 * ok["full_total_us"].astype(float).diff() / (dt * 1e6),
+                "some_avg10_pct": ok["some_avg10"].astype(float),
+                "full_avg10_pct": ok["full_avg10"].astype(float),
+                "interval_s": dt,
+            }
+        ).iloc[1:]
+        if resource == "cpu" and system:
+            table["full_pct"] = np.nan
+            table["full_avg10_pct"] = np.nan
+            records.append(missing("psi_cpu_full", CPU_FULL_REASON, NAME))
+        elif len(ok) and ok["full_total_us"].isna().all():
+            records.append(
+                missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME)
+            )
+        tables.append(table)
+    df = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    return finish_table(df, COLUMNS, t0_epoch), records
