@@ -13,6 +13,6 @@ include: "workflows/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         REPORT,
-    default_target: True
