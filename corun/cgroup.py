@@ -90,7 +90,8 @@ class RunCgroup:
         out: dict[str, int] = {}
         if self.version == "v1":
             for key, fname in V1_FILES.items():
-                for line in (self.path / fname).read_text().splitlines():
+                f = self.path / fname
+                for line in (f.read_text().splitlines() if f.exists() else []):
                     dev, _, val = line.partition(" ")
                     if dev == self.device_majmin:
                         out[key] = int(val)

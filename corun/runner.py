@@ -149,7 +149,7 @@ class Runner:
             exe = js["cmd"][0]
             if "/" in exe:
                 if not os.access(exe, os.X_OK):
-                    raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "an executable file (build it: make -C kernels)")
+                    raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "an executable file (built by the corun_kernels role: ansible-playbook site.yml --tags corun_kernels)")
             elif shutil.which(exe, path=js["env"].get("PATH", os.environ.get("PATH"))) is None:
                 raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "a program on PATH")
         for j in self.jobs:
