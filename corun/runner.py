@@ -162,6 +162,12 @@ class Runner:
         if thr and not self.cgroup.available:
             raise ConfigError(src, "device.throttle", thr,
                               "a machine with a writable blkio (v1) or io (v2) cgroup controller (run as root)")
+        mem = spec["memory"]["limit_bytes"]
+        if mem is not None and not (self.cgroup.available and self.cgroup.memory_available()):
+            raise ConfigError(src, "memory.limit_bytes", mem,
+                              "a machine with a writable memory cgroup controller (run as root)")
+        if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+            raise ConfigError(src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)")
         self.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], src)
         from .monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
         mon = spec["monitors"]
@@ -211,11 +217,16 @@ class Runner:
         j = self.journal
         # the cgroup: contains the jobs and carries the I/O cap
         if self.cgroup.available:
-            self.cgroup.create()
-            j.push(self.cgroup.undo_action())
+            mem = self.spec["memory"]["limit_bytes"]
+            self.cgroup.create(memory=mem is not None)
+            for action in self.cgroup.undo_actions():
+                j.push(action)
             thr = self.spec["device"]["throttle"]
             if thr:
                 self.cgroup.throttle(self.device.majmin, thr)
+            if mem is not None:
+                self.cgroup.limit_memory(mem)
+            self.mon_ctx.cgroup = str(self.cgroup.memory_path or self.cgroup.path)
         self.device_before = self.device.describe()
         sched_dir = self.tmp / "sched"
         sched_dir.mkdir()
@@ -229,6 +240,11 @@ class Runner:
         self.variant.verify()
         self.variant_verified_at_start = True
         self.device_during = self.device.describe()
+        if self.spec["device"]["drop_caches"]:
+            os.sync()  # clean pages first, so dropping leaves no job input in the page cache
+            with open("/proc/sys/vm/drop_caches", "w") as fh:
+                fh.write("3")
+            self.meta["caches_dropped_epoch_s"] = time.time()
         for m in self.monitors:
             m.start()
             proc = getattr(m, "_proc", None)
@@ -310,12 +326,12 @@ class Runner:
         env["CORUN_JOB_ID"] = job.job_id
         env["CORUN_CPUS"] = topology.format_cpulist(job.slot.cpus)
         cpus = set(job.slot.cpus)
-        procs = str(self.cgroup.procs_file) if self.cgroup.path else None
+        procs = [str(f) for f in self.cgroup.procs_files] if self.cgroup.path else []
 
         def child_setup():  # runs in the child between fork and exec: syscalls only
             os.sched_setaffinity(0, cpus)
-            if procs:
-                with open(procs, "w") as fh:
+            for f in procs:
+                with open(f, "w") as fh:
                     fh.write(str(os.getpid()))
 
         out = open(self.tmp / "jobs" / f"{job.job_id}.out", "wb")
@@ -449,6 +465,10 @@ class Runner:
             "device_after": self.device_after,
             "throttle": {**self.cgroup.describe(), **(self.spec["device"]["throttle"] or {})}
             if self.spec["device"]["throttle"] else None,
+            "memory_cap": {"limit_bytes": self.cgroup.memory_limit, "requested_bytes": self.spec["memory"]["limit_bytes"],
+                           "cgroup": str(self.cgroup.memory_path)}
+            if self.spec["memory"]["limit_bytes"] is not None else None,
+            "caches_dropped": bool(self.spec["device"]["drop_caches"]),
             "scheduler": {**self.variant.describe(), "verified": True,
                           "verified_at_end": self.meta.get("variant_verified_at_end")},
             "hwloc": metadata.hwloc_summary(),

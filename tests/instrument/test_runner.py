@@ -262,3 +262,19 @@ def test_job_timeout(disk_tmp):
     assert res.returncode == 0 and time.monotonic() - t < 10
     r = rows(out)[0]
     assert r["timed_out"] == "True" and r["signal"] == "9"
+
+
+def test_memory_cap_shared_by_the_jobs_and_removed(disk_tmp):
+    limit = 64 << 20
+    show = "cat /sys/fs/cgroup/memory$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)/memory.limit_in_bytes"
+    spec = write_spec(disk_tmp / "s.yaml", {
+        "name": "memcap", "jobs": [{"name": "m", "cmd": ["sh", "-c", show]}],
+        "memory": {"limit_bytes": limit}, "device": {"path": str(disk_tmp), "drop_caches": True},
+        "monitors": {"enabled": []}})
+    out = disk_tmp / "run"
+    res = corun("run", str(spec), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert int((out / "jobs" / "0000-m.out").read_text()) == limit
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["memory_cap"]["limit_bytes"] == limit and meta["caches_dropped"] is True
+    assert not list((CGROUP_ROOT / "memory" / "corun").glob("memcap-*"))
