@@ -36,6 +36,9 @@ def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
            "variant": sched.get("name"), "variant_params": json.dumps(sched.get("params", {}), sort_keys=True),
            "throttle_read_bps": thr.get("read_bps"), "throttle_write_bps": thr.get("write_bps"),
            "elevator": (meta.get("device") or {}).get("elevator"),
+           "device": (meta.get("device") or {}).get("name"),
+           "memory_limit_bytes": (meta.get("memory_cap") or {}).get("limit_bytes"),
+           "caches_dropped": meta.get("caches_dropped"),
            "duration_s": meta.get("duration_s"), "status": meta.get("status"),
            "host": (meta.get("host") or {}).get("hostname"),
            "metadata_path": str(meta_path), "run_dir": str(run_dir)}

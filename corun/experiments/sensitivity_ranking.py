@@ -14,7 +14,7 @@ measured value, not the target, is what the analysis plots.
 
   python -m corun.experiments.sensitivity_ranking data --config C --out-dir D
   python -m corun.experiments.sensitivity_ranking calibrate --config C --data-dir D --out calibration.json
-  python -m corun.experiments.sensitivity_ranking spec --config C --calibration F --group G --k K --rep R --out spec.yaml
+  python -m corun.experiments.sensitivity_ranking specs --config C --calibration F --data-dir D --out-dir S
 """
 
 from __future__ import annotations
@@ -160,6 +160,18 @@ def nops_for(rate_mb_s: float, cal: dict, runtime_target_s: float) -> tuple[int,
     return (max(0, int(round(n))), n >= 0)
 
 
+def matrix(cfg: dict) -> list[tuple[int, int, int]]:
+    """(group, k, rep) of every run, reps outermost so repetitions are spread over time."""
+    exp = cfg["sensitivity_ranking"]
+    lay = layout(cfg)
+    return [(g, k, r) for r in range(exp["reps"]) for k in range(1, lay["k_max"] + 1)
+            for g in range(len(exp["demands_mb_s"]))]
+
+
+def spec_name(group: int, k: int, rep: int) -> str:
+    return f"g{group:02d}_k{k}_r{rep}.yaml"
+
+
 def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path) -> dict:
     exp = cfg["sensitivity_ranking"]
     lay = layout(cfg)
@@ -203,14 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--config", required=True)
     c.add_argument("--data-dir", required=True, type=Path)
     c.add_argument("--out", required=True, type=Path)
-    s = sub.add_parser("spec")
+    s = sub.add_parser("specs", help="write every run spec of the matrix")
     s.add_argument("--config", required=True)
     s.add_argument("--calibration", required=True, type=Path)
     s.add_argument("--data-dir", required=True, type=Path)
-    s.add_argument("--group", type=int, required=True)
-    s.add_argument("--k", type=int, required=True)
-    s.add_argument("--rep", type=int, required=True)
-    s.add_argument("--out", required=True, type=Path)
+    s.add_argument("--out-dir", required=True, type=Path)
     a = ap.parse_args(argv)
     try:
         cfg = load_workflow_config(a.config)
@@ -221,10 +230,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(made)} data file(s) written in {a.out_dir}", file=sys.stderr)
         elif a.cmd == "calibrate":
             atomic_write_json(a.out, calibrate(cfg, a.data_dir))
-        elif a.cmd == "spec":
+        elif a.cmd == "specs":
             cal = json.loads(a.calibration.read_text())
-            spec = make_spec(cfg, cal, a.group, a.k, a.rep, a.data_dir)
-            atomic_write_text(a.out, yaml.safe_dump(spec, sort_keys=False))
+            for g, k, r in matrix(cfg):
+                spec = make_spec(cfg, cal, g, k, r, a.data_dir)
+                atomic_write_text(a.out_dir / spec_name(g, k, r), yaml.safe_dump(spec, sort_keys=False))
         return 0
     except CorunError as exc:
         print(f"corun: {exc}", file=sys.stderr)

@@ -3,17 +3,14 @@
 import os
 
 from corun.experiments.sensitivity_ranking import layout as sr_layout
+from corun.experiments.sensitivity_ranking import matrix as sr_matrix
+from corun.experiments.sensitivity_ranking import spec_name as sr_spec_name
 
 SR = config["sensitivity_ranking"]
 SR_DIR = f"{RESULTS}/sensitivity_ranking"
 SR_DATA = f"{DATA}/sensitivity_ranking"
-SR_LAYOUT = sr_layout(config)
-SR_RUNS = [
-    f"{SR_DIR}/runs/g{g:02d}_k{k}_r{r}"
-    for r in range(SR["reps"])
-    for k in range(1, SR_LAYOUT["k_max"] + 1)
-    for g in range(len(SR["demands_mb_s"]))
-]
+SR_MATRIX = sr_matrix(config)
+SR_RUNS = [f"{SR_DIR}/runs/{sr_spec_name(*p)[:-5]}" for p in SR_MATRIX]
 
 
 rule make_sensitivity_data:
@@ -48,21 +45,21 @@ rule calibrate_sensitivity:
         " --data-dir {params.data} --out {output} > {log} 2>&1"
 
 
-rule make_sensitivity_spec:
+rule make_sensitivity_specs:
     input:
         config=EFFECTIVE_CONFIG,
         calibration=f"{SR_DIR}/calibration.json",
     output:
-        f"{SR_DIR}/specs/g{{group}}_k{{k}}_r{{rep}}.yaml",
+        [f"{SR_DIR}/specs/{sr_spec_name(*p)}" for p in SR_MATRIX],
     log:
-        f"{SR_DIR}/logs/make_sensitivity_spec_g{{group}}_k{{k}}_r{{rep}}.log",
+        f"{SR_DIR}/logs/make_sensitivity_specs.log",
     params:
         py=PY,
         data=SR_DATA,
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m corun.experiments.sensitivity_ranking spec --config {input.config}"
-        " --calibration {input.calibration} --data-dir {params.data} --group {wildcards.group}"
-        " --k {wildcards.k} --rep {wildcards.rep} --out {output} > {log} 2>&1"
+        "{params.py} -m corun.experiments.sensitivity_ranking specs --config {input.config}"
+        " --calibration {input.calibration} --data-dir {params.data} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule run_sensitivity:

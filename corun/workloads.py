@@ -1,0 +1,110 @@
+"""Named workloads of the papers and the binaries that run them here.
+
+A workload name (x264_simlarge, graph_s22_e16, ...) means the same job on every
+machine; which program runs it depends on what was provisioned. The upstream
+benchmark (PARSEC's x264, Graph500's seq-csr) is used when its role installed it
+and recorded it in the upstream manifest (CORUN_UPSTREAM, default
+/var/lib/corun/upstream.json); otherwise a stand-in runs: Debian's real x264 on a
+generated clip of the same frame size, or corun's own graph_bfs kernel. Every job
+carries labels `binary` and `stands_in_for`, so each run says what stood in for what.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import ConfigError, MissingTool
+from .inputs import PRESETS
+from .util import repo_root
+
+UPSTREAM_MANIFEST = Path(os.environ.get("CORUN_UPSTREAM", "/var/lib/corun/upstream.json"))
+
+# PARSEC 3.0 x264 run configuration (simlarge and native use the same options).
+X264_PARSEC_ARGS = ["--quiet", "--qp", "20", "--partitions", "b8x8,i4x4", "--ref", "5", "--direct", "auto",
+                    "--b-pyramid", "normal", "--weightb", "--mixed-refs", "--no-fast-pskip", "--me", "umh",
+                    "--subme", "7", "--analyse", "b8x8,i4x4"]
+PARSEC_FRAMES = {"simlarge": 128, "native": 512}
+
+
+@dataclass
+class JobTemplate:
+    cmd: list[str]
+    labels: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    result: str = "none"
+
+
+@lru_cache(maxsize=1)
+def upstream() -> dict:
+    try:
+        return json.loads(UPSTREAM_MANIFEST.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def kernel(name: str) -> str:
+    p = repo_root() / "kernels" / "build" / name
+    if not os.access(p, os.X_OK):
+        raise MissingTool(f"kernels/build/{name}", "corun_kernels", f"the {name} kernel")
+    return str(p)
+
+
+@lru_cache(maxsize=None)
+def _version(argv: tuple[str, ...], pattern: str) -> str:
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    m = re.search(pattern, out)
+    return m.group(1) if m else "unknown"
+
+
+def x264(input_name: str, input_path: Path, out_path: Path, threads: int = 1) -> JobTemplate:
+    """PARSEC x264 with its simlarge/native options; Debian's x264 when PARSEC is absent."""
+    if input_name not in PRESETS:
+        raise ConfigError("config", "input", input_name, "one of " + ", ".join(PRESETS))
+    parsec = upstream().get("parsec", {})
+    args = X264_PARSEC_ARGS + ["--threads", str(threads), "-o", str(out_path), str(input_path)]
+    if parsec.get("x264"):
+        return JobTemplate([parsec["x264"], *args],
+                           {"binary": f"PARSEC {parsec.get('version', '?')} x264",
+                            "stands_in_for": f"PARSEC x264 {input_name}"})
+    if shutil.which("x264") is None:
+        raise MissingTool("x264", "x264", "the x264 workloads (or provision PARSEC with the parsec role)")
+    ver = _version(("x264", "--version"), r"x264 (\S+)")
+    return JobTemplate(["x264", *args],
+                       {"binary": f"debian x264 {ver}", "stands_in_for": f"PARSEC x264 {input_name}"})
+
+
+def parsec_input(input_name: str) -> Path | None:
+    """The provisioned PARSEC input clip, if any."""
+    p = upstream().get("parsec", {}).get("inputs", {}).get(input_name)
+    return Path(p) if p and Path(p).exists() else None
+
+
+def graph(scale: int, edgefactor: int, storage_dir: Path, roots: int = 8) -> JobTemplate:
+    """Graph500 seq-csr (file-backed mmap under TMPDIR) or corun's graph_bfs stand-in."""
+    g5 = upstream().get("graph500", {})
+    if g5.get("seq-csr"):
+        return JobTemplate([g5["seq-csr"], "-s", str(scale), "-e", str(edgefactor)],
+                           {"binary": f"Graph500 {g5.get('version', '?')} seq-csr",
+                            "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}"},
+                           env={"TMPDIR": str(storage_dir)})
+    return JobTemplate([kernel("graph_bfs"), "-s", str(scale), "-e", str(edgefactor), "--roots", str(roots),
+                        "--storage", str(storage_dir)],
+                       {"binary": "corun graph_bfs", "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}"},
+                       result="json")
+
+
+def llc_miss(mem_size: int, nops: int, iterations: int) -> JobTemplate:
+    return JobTemplate([kernel("llc_miss"), "--mem-size", str(mem_size), "--nops", str(nops),
+                        "--iterations", str(iterations)],
+                       {"binary": "corun llc_miss", "stands_in_for": "paper 000 Fig. 3 LLC-miss kernel"},
+                       result="json")
