@@ -9,7 +9,8 @@
 
 Every tidy table has ``time_epoch_s`` (end of the sampling interval) and ``t_s``
 (``time_epoch_s - t0_epoch``). The parsers also work on a run folder alone:
-``parse_iostat(raw_dir, t0)``, ``parse_pidstat``, ``parse_psi``, ``parse_perf``.
+``parse_iostat(raw_dir, t0)``, ``parse_pidstat``, ``parse_psi``, ``parse_perf``,
+``parse_memory``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from corun.errors import ConfigError, MissingTool
 from .base import Monitor, MonitorContext
 from .iostat import DERIVED_COLUMNS as IOSTAT_DERIVED_COLUMNS
 from .iostat import IostatMonitor, parse_iostat
+from .memory import MemoryMonitor, parse_memory
 from .perf import DERIVED_COLUMNS as PERF_DERIVED_COLUMNS
 from .perf import PerfMonitor, derive_perf_rates, parse_perf
 from .pidstat import PidstatMonitor, parse_pidstat
@@ -31,6 +33,7 @@ MONITORS: dict[str, type[Monitor]] = {
     "pidstat": PidstatMonitor,
     "psi": PsiMonitor,
     "perf": PerfMonitor,
+    "memory": MemoryMonitor,
 }
 
 
@@ -56,6 +59,7 @@ __all__ = [
     "derive_perf_rates",
     "make_monitors",
     "parse_iostat",
+    "parse_memory",
     "parse_perf",
     "parse_pidstat",
     "parse_psi",
