@@ -111,17 +111,22 @@ def _expected(err: jsonschema.ValidationError) -> tuple[str, Any, str]:
     return key, inst, err.message
 
 
+def _resolve(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        target = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        schema = target
+    return schema
+
+
 def _fill_defaults(instance: Any, schema: dict, root: dict) -> Any:
     """Return a copy of `instance` with schema defaults filled in (objects only)."""
-    if "$ref" in schema:
-        ref = schema["$ref"]
-        target = root
-        for part in ref.lstrip("#/").split("/"):
-            target = target[part]
-        return _fill_defaults(instance, target, root)
+    schema = _resolve(schema, root)
     if isinstance(instance, dict) and schema.get("type") == "object":
         out = dict(instance)
         for name, sub in schema.get("properties", {}).items():
+            sub = _resolve(sub, root)
             if name not in out and "default" in sub:
                 out[name] = copy.deepcopy(sub["default"])
             if name in out:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from .. import topology
+from . import machine_cmps
 from ..errors import ConfigError, CorunError
 from ..util import atomic_write_json, atomic_write_text, repo_root
 
@@ -47,9 +47,7 @@ def kernel_path() -> Path:
 
 def layout(cfg: dict, source: str = "config") -> dict:
     """CMPs, K and jobs per CMP for this machine and config."""
-    topo = topology.discover()
-    pc = cfg["cmp"]
-    grouping, cmps = topology.cmp_groups(topo, pc["grouping"], pc.get("cores_per_cmp"), pc.get("groups"), source)
+    grouping, cmps = machine_cmps(cfg, source)
     exp = cfg["sensitivity_ranking"]
     k_max = exp["k_max"] or len(cmps)
     if k_max > len(cmps):

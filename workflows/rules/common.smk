@@ -36,3 +36,12 @@ write_if_changed(EFFECTIVE_CONFIG, yaml.safe_dump(config, sort_keys=True))
 
 def section_files():
     return [f"{RESULTS}/{exp}/analysis/section.json" for exp in config["experiments"]]
+
+
+# The plan and a lower-bound duration, on every invocation (so `snakemake -n` shows it too).
+from corun.experiments.plan import describe
+
+try:
+    print(describe(config), file=sys.stderr)
+except CorunError as exc:
+    sys.exit(f"corun: {exc}")
