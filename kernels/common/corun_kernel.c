@@ -3,10 +3,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -78,6 +80,19 @@ bad:
 	corun_usage_error(prog, "--%s: '%s' (expected an integer from %" PRId64
 			  " to %" PRId64 "%s)", opt, value, min, max,
 			  allow_suffix ? SUFFIX_HINT : "");
+}
+
+void corun_option_error(const char *prog, int c, char *const argv[])
+{
+	if (c == ':')
+		corun_usage_error(prog, "%s: missing value (see --help)",
+				  argv[optind - 1]);
+	/* A bad short option is only known by optopt. */
+	if (optopt != 0 && strncmp(argv[optind - 1], "--", 2) != 0)
+		corun_usage_error(prog, "invalid option '-%c' (see --help)",
+				  optopt);
+	corun_usage_error(prog, "invalid option '%s' (see --help)",
+			  argv[optind - 1]);
 }
 
 static double clock_s(clockid_t clock)

@@ -34,6 +34,21 @@ void corun_usage_error(const char *prog, const char *fmt, ...)
 int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
 			int64_t min, int64_t max, bool allow_suffix);
 
+/* Report the option error getopt_long() signalled by returning C (':' for a
+ * missing value, anything else for an unknown option or a value given to a
+ * flag) in one line, then exit CORUN_EXIT_USAGE.  Call it with opterr = 0
+ * and an optstring starting with "+:". */
+void corun_option_error(const char *prog, int c, char *const argv[])
+	__attribute__((noreturn));
+
+/* Spin on N nop instructions; the asm volatile loop is never optimised away.
+ * Inline, so the cost per call is the loop alone. */
+static inline void corun_spin_nops(int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		__asm__ __volatile__("nop");
+}
+
 /* Seconds from CLOCK_MONOTONIC, for intervals. */
 double corun_monotonic_s(void);
 
