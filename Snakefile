@@ -9,6 +9,7 @@ configfile: "workflows/config/local.yaml"
 
 include: "workflows/rules/common.smk"
 include: "workflows/rules/sensitivity_ranking.smk"
+include: "workflows/rules/stacking.smk"
 include: "workflows/rules/report.smk"
 
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the analysis modules: schema validation with one-line errors, atomic writes."""
+"""Helpers shared by the analysis modules: schema validation with one-line errors, atomic writes,
+input tables read with one-line errors, and the paper-comparison verdicts and their notes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import jsonschema
 import numpy as np
+import pandas as pd
 
+from analysis.stats import ALPHA
 from corun.errors import CorunError
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -113,3 +116,163 @@ def fmt_num(x: float | int | None, digits: int = 3) -> str:
     if abs(x) >= 10 ** digits or float(x).is_integer():
         return f"{x:.0f}"
     return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
+
+
+# ----------------------------------------------------------------------------- input tables
+
+
+def check_columns(df: pd.DataFrame, wanted: list[str], source: str) -> None:
+    """One-line error naming the absent columns of a CSV table."""
+    absent = [c for c in wanted if c not in df.columns]
+    if absent:
+        raise AnalysisInputError(
+            f"{source}: columns: {', '.join(absent)} absent (expected columns {', '.join(wanted)})"
+        )
+
+
+def check_ints(df: pd.DataFrame, columns: dict[str, int | None], source: str) -> pd.DataFrame:
+    """Columns as int64, each >= its minimum (None: no minimum); one-line error on the first bad row."""
+    df = df.copy()
+    for col, minimum in columns.items():
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() | (num != np.floor(num))
+        if minimum is not None:
+            bad |= num < minimum
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            want = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+            raise AnalysisInputError(
+                f"{source}: row {row + 2}: {col}: {df[col].iloc[row]!r} (expected {want})"
+            )
+        df[col] = num.astype("int64")
+    return df
+
+
+def read_csv(path: str | os.PathLike, text_columns: list[str]) -> pd.DataFrame:
+    """A CSV file with `text_columns` kept as strings; one-line errors for absent or bad files."""
+    try:
+        return pd.read_csv(path, dtype={c: "str" for c in text_columns}, keep_default_na=True)
+    except FileNotFoundError:
+        raise AnalysisInputError(f"{path}: not found (expected a CSV file)") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise AnalysisInputError(f"{path}: not a readable CSV ({exc})") from None
+
+
+def resolve_run_paths(
+    runs: pd.DataFrame, runs_csv: str | os.PathLike, column: str = "metadata_path"
+) -> list[Path]:
+    """Each run's `column` path: absolute as given; relative to the runs.csv folder, else to cwd."""
+    base = Path(runs_csv).parent
+    out = []
+    for i, value in enumerate(runs[column]):
+        if not isinstance(value, str) or not value.strip():
+            raise AnalysisInputError(
+                f"{runs_csv}: row {i + 2}: {column}: {value!r} (expected a path)"
+            )
+        path = Path(value)
+        if not path.is_absolute() and (base / path).exists():
+            path = base / path
+        out.append(path)
+    return out
+
+
+def table_to_csv(table: pd.DataFrame) -> str:
+    """A table as CSV text, floats rounded to 6 decimals (stable for golden tests)."""
+    out = table.copy()
+    for col in out.columns:
+        if out[col].dtype == "float64":
+            out[col] = out[col].round(6) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return out.to_csv(index=False, lineterminator="\n")
+
+
+def run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Validity checks on the data, reported as notes (they do not change any metric).
+
+    Runs absent from either table, and runs without k x jobs_per_cmp jobs on k distinct CMPs.
+    """
+    notes = []
+    unknown = sorted(set(jobs["run_id"]) - set(runs["run_id"]))
+    if unknown:
+        notes.append(
+            f"{len(unknown)} run(s) in the job table are absent from runs.csv: "
+            f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}"
+        )
+    empty = sorted(set(runs["run_id"]) - set(jobs["run_id"]))
+    if empty:
+        notes.append(
+            f"{len(empty)} run(s) in runs.csv have no jobs: "
+            f"{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
+        )
+    per_run = jobs.groupby("run_id").agg(
+        n=("job_id", "size"),
+        k=("k", "first"),
+        jpc=("jobs_per_cmp", "first"),
+        cmps=("cmp", "nunique"),
+    )
+    off = per_run[
+        (per_run["n"] != per_run["k"] * per_run["jpc"]) | (per_run["cmps"] != per_run["k"])
+    ]
+    if len(off):
+        notes.append(
+            f"{len(off)} run(s) do not have k x jobs_per_cmp jobs on k distinct CMPs: "
+            f"{', '.join(off.index[:5])}{' ...' if len(off) > 5 else ''}"
+        )
+    return notes
+
+
+# ----------------------------------------------------------------------------- paper comparison
+
+VERDICT_DIRECTION = "reproduced in direction"
+VERDICT_NOT = "not reproduced"
+VERDICT_UNMEASURABLE = "not measurable here"
+VERDICT_MACHINE = "differs (machine-specific)"
+
+
+def paper_note(item: dict) -> str:
+    """'Paper, <source>: "<quote>"' for a value or claim of analysis/paper_values/*.yaml."""
+    return f'Paper, {item["source"]}: "{item["quote"].strip()}"'
+
+
+def ratio_note(measured: float, paper: float) -> str:
+    return f"measured / paper = {measured / paper:.3g}" if paper else ""
+
+
+def trend_text(t: dict, items: str = "groups") -> str:
+    return f"Spearman rho = {t['rho']:.3f}, one-sided p = {t['p']:.3g} (n = {t['n']} {items})"
+
+
+def direction_row(
+    quantity: str, claim: dict, t: dict, sign: int, what: str, items: str = "groups"
+) -> dict:
+    """A comparison row for a direction claim decided by `stats.rank_trend` result `t`.
+
+    rho of the expected sign with one-sided p < ALPHA -> reproduced in direction; otherwise not
+    reproduced; not measurable when there is no spread or a perfect ranking could not reach ALPHA.
+    """
+    row = {"quantity": quantity, "paper_value": claim["statement"], "unit": ""}
+    rule = (
+        f"Rule: Spearman rho {'>' if sign > 0 else '<'} 0 with one-sided permutation "
+        f"p < {ALPHA} over {items} ({what})."
+    )
+    if t["rho"] is None:
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{paper_note(claim)} Why not measurable: {t['n']} {items[:-1]}(s) with no "
+            f"spread in {what}. {rule}",
+        )
+    elif t["attainable_p"] >= ALPHA:
+        row.update(
+            measured_value=trend_text(t, items),
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{paper_note(claim)} Why not measurable: with these {t['n']} {items} even "
+            f"a perfect ranking gives p = {t['attainable_p']:.3g}. {rule}",
+        )
+    else:
+        ok = t["rho"] * sign > 0 and t["p"] < ALPHA
+        row.update(
+            measured_value=trend_text(t, items),
+            verdict=VERDICT_DIRECTION if ok else VERDICT_NOT,
+            note=f"{paper_note(claim)} {rule}",
+        )
+    return row

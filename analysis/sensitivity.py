@@ -74,30 +74,35 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from scipy import stats  # noqa: E402
 
 from analysis import runmeta  # noqa: E402
 from analysis.common import (  # noqa: E402
+    VERDICT_DIRECTION,
+    VERDICT_MACHINE,
+    VERDICT_NOT,
+    VERDICT_UNMEASURABLE,
     AnalysisInputError,
+    check_columns,
+    check_ints,
+    direction_row,
     dumps_json,
     fmt_num,
+    paper_note,
+    ratio_note,
+    read_csv,
+    resolve_run_paths,
+    run_checks,
+    table_to_csv,
     validate,
     write_atomic,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
+from analysis.stats import rank_trend, t_interval  # noqa: E402
 from corun.errors import CorunError  # noqa: E402
 
 EXPERIMENT = "sensitivity_ranking"
 PAPER_ID = "000"
-CONFIDENCE = 0.95
-ALPHA = 0.05
-N_RESAMPLES = 40320  # 8!: exact permutation tests up to 8 groups, seeded resampling beyond
 FIG_NAME = "fig14_degradation.png"
-
-VERDICT_DIRECTION = "reproduced in direction"
-VERDICT_NOT = "not reproduced"
-VERDICT_UNMEASURABLE = "not measurable here"
-VERDICT_MACHINE = "differs (machine-specific)"
 
 JOB_INT_COLUMNS = {"group": 0, "k": 1, "rep": 0, "cmp": 0, "exit_code": None, "jobs_per_cmp": 1}
 JOB_COLUMNS = [
@@ -138,47 +143,13 @@ TABLE_COLUMNS = [
 # ----------------------------------------------------------------------------- input
 
 
-def _check_columns(df: pd.DataFrame, wanted: list[str], source: str) -> None:
-    absent = [c for c in wanted if c not in df.columns]
-    if absent:
-        raise AnalysisInputError(
-            f"{source}: columns: {', '.join(absent)} absent (expected columns {', '.join(wanted)})"
-        )
-
-
-def _check_ints(df: pd.DataFrame, columns: dict[str, int | None], source: str) -> pd.DataFrame:
-    df = df.copy()
-    for col, minimum in columns.items():
-        num = pd.to_numeric(df[col], errors="coerce")
-        bad = num.isna() | (num != np.floor(num))
-        if minimum is not None:
-            bad |= num < minimum
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            want = "an integer" + (f" >= {minimum}" if minimum is not None else "")
-            raise AnalysisInputError(
-                f"{source}: row {row + 2}: {col}: {df[col].iloc[row]!r} (expected {want})"
-            )
-        df[col] = num.astype("int64")
-    return df
-
-
-def _read_csv(path: str | os.PathLike, text_columns: list[str]) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, dtype={c: "str" for c in text_columns}, keep_default_na=True)
-    except FileNotFoundError:
-        raise AnalysisInputError(f"{path}: not found (expected a CSV file)") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise AnalysisInputError(f"{path}: not a readable CSV ({exc})") from None
-
-
 def read_jobs(path: str | os.PathLike) -> pd.DataFrame:
     """The collected per-job CSV, columns checked and typed; one-line errors name file and row."""
-    df = _read_csv(path, ["run_id", "job_id", "result_check"])
-    _check_columns(df, JOB_COLUMNS, str(path))
+    df = read_csv(path, ["run_id", "job_id", "result_check"])
+    check_columns(df, JOB_COLUMNS, str(path))
     if df.empty:
         raise AnalysisInputError(f"{path}: no rows (expected one row per job)")
-    df = _check_ints(df, JOB_INT_COLUMNS, str(path))
+    df = check_ints(df, JOB_INT_COLUMNS, str(path))
     for col in ("runtime_s", "demand_target_mb_s", "result_bw_mb_s", "result_bytes_read"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     return df
@@ -186,27 +157,16 @@ def read_jobs(path: str | os.PathLike) -> pd.DataFrame:
 
 def read_runs(path: str | os.PathLike) -> pd.DataFrame:
     """runs.csv (one row per run), columns checked and typed."""
-    df = _read_csv(path, ["run_id", "variant", "metadata_path"])
-    _check_columns(df, RUN_COLUMNS, str(path))
-    df = _check_ints(df, {"group": 0, "k": 1, "rep": 0}, str(path))
+    df = read_csv(path, ["run_id", "variant", "metadata_path"])
+    check_columns(df, RUN_COLUMNS, str(path))
+    df = check_ints(df, {"group": 0, "k": 1, "rep": 0}, str(path))
     df["throttle_read_bps"] = pd.to_numeric(df["throttle_read_bps"], errors="coerce")
     return df
 
 
 def resolve_metadata_paths(runs: pd.DataFrame, runs_csv: str | os.PathLike) -> list[Path]:
     """Each run's metadata.json: absolute as given; relative to the runs.csv folder, else to cwd."""
-    base = Path(runs_csv).parent
-    out = []
-    for i, value in enumerate(runs["metadata_path"]):
-        if not isinstance(value, str) or not value.strip():
-            raise AnalysisInputError(
-                f"{runs_csv}: row {i + 2}: metadata_path: {value!r} (expected a path)"
-            )
-        path = Path(value)
-        if not path.is_absolute() and (base / path).exists():
-            path = base / path
-        out.append(path)
-    return out
+    return resolve_run_paths(runs, runs_csv, "metadata_path")
 
 
 def valid_jobs_mask(jobs: pd.DataFrame) -> pd.Series:
@@ -236,15 +196,6 @@ def _group_demand(k1_valid: pd.DataFrame, jobs_per_cmp: float) -> float:
     per_cmp = k1_valid.groupby(["rep", "cmp"])["result_bw_mb_s"].mean() * jobs_per_cmp
     per_rep = per_cmp.groupby(level="rep").mean()
     return float(per_rep.mean()) if per_rep.notna().any() else math.nan
-
-
-def _t_interval(values: np.ndarray) -> tuple[float, float]:
-    n = len(values)
-    if n < 2:
-        return math.nan, math.nan
-    mean = float(np.mean(values))
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
-    return mean - half, mean + half
 
 
 def degradation_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
@@ -286,7 +237,7 @@ def degradation_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
             elif not group_reason:
                 row["degradation_pct"] = 100.0 * (row["mean_runtime_s"] / t1c - 1.0)
                 per_rep = 100.0 * (vk.groupby("rep")["runtime_s"].mean().to_numpy() / t1c - 1.0)
-                low, high = _t_interval(per_rep)
+                low, high = t_interval(per_rep)
                 row["ci95_low_pct"], row["ci95_high_pct"] = low, high
                 row["degraded"] = bool(
                     low > tol_pct if len(per_rep) >= 2 else row["degradation_pct"] > tol_pct
@@ -347,43 +298,6 @@ def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | No
     }
 
 
-def _spearman_rho(x: np.ndarray, y: np.ndarray) -> float:
-    rx = stats.rankdata(x) - (len(x) + 1) / 2
-    ry = stats.rankdata(y, axis=-1)
-    ry = ry - ry.mean(axis=-1, keepdims=True)
-    return (ry * rx).sum(axis=-1) / np.sqrt((rx**2).sum() * (ry**2).sum(axis=-1))
-
-
-def rank_trend(x: list[float], y: list[float], alternative: str) -> dict:
-    """Spearman rho of y on x and a one-sided permutation p-value ('greater' or 'less').
-
-    `attainable_p` is the p-value a perfect ranking in the expected direction would get with
-    these x and y values (ties included): when it is >= 0.05 the data cannot decide.
-    """
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    out = {"n": len(x), "rho": None, "p": None, "attainable_p": None, "alternative": alternative}
-    if len(x) < 2 or len(np.unique(y)) < 2 or len(np.unique(x)) < 2:
-        return out
-
-    def test(values: np.ndarray) -> tuple[float, float]:
-        res = stats.permutation_test(
-            (values,),
-            lambda v, axis=-1: _spearman_rho(x, v),
-            permutation_type="pairings",
-            vectorized=True,
-            n_resamples=N_RESAMPLES,
-            alternative=alternative,
-            rng=np.random.default_rng(0),
-        )
-        return float(res.statistic), float(res.pvalue)
-
-    out["rho"], out["p"] = test(y)
-    ranked = np.sort(y) if alternative == "greater" else np.sort(y)[::-1]
-    ideal = ranked[np.argsort(np.argsort(x, kind="stable"), kind="stable")]  # best ordering
-    out["attainable_p"] = test(ideal)[1]
-    return out
-
-
 def trends(table: pd.DataFrame, thr: dict) -> dict:
     """Rank trends behind the paper's direction claims (see the module doc)."""
     K = thr["K"]
@@ -414,48 +328,6 @@ def analyse(jobs: pd.DataFrame, tol_pct: float, throttle_read_bps: float | None 
 # ----------------------------------------------------------------------------- paper comparison
 
 
-def _paper_note(item: dict) -> str:
-    return f'Paper, {item["source"]}: "{item["quote"].strip()}"'
-
-
-def _trend_text(t: dict) -> str:
-    return f"Spearman rho = {t['rho']:.3f}, one-sided p = {t['p']:.3g} (n = {t['n']} groups)"
-
-
-def _direction_row(quantity: str, claim: dict, t: dict, sign: int, what: str) -> dict:
-    row = {"quantity": quantity, "paper_value": claim["statement"], "unit": ""}
-    rule = (
-        f"Rule: Spearman rho {'>' if sign > 0 else '<'} 0 with one-sided permutation "
-        f"p < {ALPHA} over groups ({what})."
-    )
-    if t["rho"] is None:
-        row.update(
-            measured_value=None,
-            verdict=VERDICT_UNMEASURABLE,
-            note=f"{_paper_note(claim)} Why not measurable: {t['n']} group(s) with no spread "
-            f"in {what}. {rule}",
-        )
-    elif t["attainable_p"] >= ALPHA:
-        row.update(
-            measured_value=_trend_text(t),
-            verdict=VERDICT_UNMEASURABLE,
-            note=f"{_paper_note(claim)} Why not measurable: with these {t['n']} groups even "
-            f"a perfect ranking gives p = {t['attainable_p']:.3g}. {rule}",
-        )
-    else:
-        ok = t["rho"] * sign > 0 and t["p"] < ALPHA
-        row.update(
-            measured_value=_trend_text(t),
-            verdict=VERDICT_DIRECTION if ok else VERDICT_NOT,
-            note=f"{_paper_note(claim)} {rule}",
-        )
-    return row
-
-
-def _ratio_note(measured: float, paper: float) -> str:
-    return f"measured / paper = {measured / paper:.3g}" if paper else ""
-
-
 def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
     """Paper-vs-measured rows: quantity, paper_value, measured_value, unit, verdict, note."""
     exp = experiment_values(paper, EXPERIMENT)
@@ -465,7 +337,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
     rows = []
 
     rows.append(
-        _direction_row(
+        direction_row(
             f"Degradation at k = K ({K}) rises with per-CMP demand",
             claims["degradation_rises_with_demand"],
             tr["degradation_vs_demand"],
@@ -474,7 +346,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         )
     )
     rows.append(
-        _direction_row(
+        direction_row(
             "Degradation starts at fewer loaded CMPs as per-CMP demand rises",
             claims["onset_falls_with_demand"],
             tr["onset_vs_demand"],
@@ -497,7 +369,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         row.update(
             measured_value=None,
             verdict=VERDICT_UNMEASURABLE,
-            note=f"{_paper_note(claim)} Why not measurable: no group has a valid k=1 run. {rule}",
+            note=f"{paper_note(claim)} Why not measurable: no group has a valid k=1 run. {rule}",
         )
     else:
         low = groups[0]
@@ -518,7 +390,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         else:
             verdict, why = VERDICT_DIRECTION, ""
         row.update(
-            measured_value=measured, verdict=verdict, note=f"{_paper_note(claim)}{why} {rule}"
+            measured_value=measured, verdict=verdict, note=f"{paper_note(claim)}{why} {rule}"
         )
     rows.append(row)
 
@@ -549,15 +421,15 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         row.update(
             measured_value=None,
             verdict=VERDICT_UNMEASURABLE,
-            note=f"{_paper_note(item)} Why not measurable: {why}.{cap_note}",
+            note=f"{paper_note(item)} Why not measurable: {why}.{cap_note}",
         )
     else:
         row.update(
             measured_value=measured,
             verdict=VERDICT_MACHINE,
-            note=f"{_paper_note(item)} Depends on the device's bandwidth and on K; "
+            note=f"{paper_note(item)} Depends on the device's bandwidth and on K; "
             f"first degrading group at {fmt_num(thr['first_degrading_demand_mb_s'])} "
-            f"MB/s per CMP; {_ratio_note(measured, item['value'])}.{cap_note}",
+            f"MB/s per CMP; {ratio_note(measured, item['value'])}.{cap_note}",
         )
     rows.append(row)
 
@@ -572,7 +444,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         row.update(
             measured_value=None,
             verdict=VERDICT_UNMEASURABLE,
-            note=f"{_paper_note(item)} Why not measurable: {why}.",
+            note=f"{paper_note(item)} Why not measurable: {why}.",
         )
     else:
         top = groups[-1]
@@ -584,14 +456,14 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
             row.update(
                 measured_value=None,
                 verdict=VERDICT_NOT,
-                note=f"{_paper_note(item)} Our highest-demand group did not degrade at any "
+                note=f"{paper_note(item)} Our highest-demand group did not degrade at any "
                 f"k <= {K} ({where}).",
             )
         else:
             row.update(
                 measured_value=top["onset_k"],
                 verdict=VERDICT_MACHINE,
-                note=f"{_paper_note(item)} The onset depends on the group's demand relative "
+                note=f"{paper_note(item)} The onset depends on the group's demand relative "
                 f"to the device ({where}).",
             )
     rows.append(row)
@@ -612,14 +484,14 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         row.update(
             measured_value=None,
             verdict=VERDICT_UNMEASURABLE,
-            note=f"{_paper_note(item)} {formula} Why not measurable: the no-degradation "
+            note=f"{paper_note(item)} {formula} Why not measurable: the no-degradation "
             f"demand is undefined or only a lower bound here.",
         )
     else:
         row.update(
             measured_value=suggested,
             verdict=VERDICT_MACHINE,
-            note=f"{_paper_note(item)} {formula} {_ratio_note(suggested, item['value'])}.",
+            note=f"{paper_note(item)} {formula} {ratio_note(suggested, item['value'])}.",
         )
     rows.append(row)
     columns = ["quantity", "paper_value", "measured_value", "unit", "verdict", "note"]
@@ -705,51 +577,10 @@ def plot_fig14(table: pd.DataFrame, path: str | os.PathLike, tol_pct: float | No
     os.replace(tmp, path)
 
 
-def table_to_csv(table: pd.DataFrame) -> str:
-    """The degradation table as CSV text, floats rounded to 6 decimals (stable for golden tests)."""
-    out = table.copy()
-    for col in out.columns:
-        if out[col].dtype == "float64":
-            out[col] = out[col].round(6) + 0.0  # + 0.0 turns -0.0 into 0.0
-    return out.to_csv(index=False, lineterminator="\n")
-
-
 def _json_ready(thr: dict) -> dict:
     out = dict(thr)
     out["onset_k"] = {str(g): k for g, k in thr["onset_k"].items()}
     return out
-
-
-def _run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Validity checks on the data, reported as notes (they do not change any metric)."""
-    notes = []
-    unknown = sorted(set(jobs["run_id"]) - set(runs["run_id"]))
-    if unknown:
-        notes.append(
-            f"{len(unknown)} run(s) in the job table are absent from runs.csv: "
-            f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}"
-        )
-    empty = sorted(set(runs["run_id"]) - set(jobs["run_id"]))
-    if empty:
-        notes.append(
-            f"{len(empty)} run(s) in runs.csv have no jobs: "
-            f"{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
-        )
-    per_run = jobs.groupby("run_id").agg(
-        n=("job_id", "size"),
-        k=("k", "first"),
-        jpc=("jobs_per_cmp", "first"),
-        cmps=("cmp", "nunique"),
-    )
-    off = per_run[
-        (per_run["n"] != per_run["k"] * per_run["jpc"]) | (per_run["cmps"] != per_run["k"])
-    ]
-    if len(off):
-        notes.append(
-            f"{len(off)} run(s) do not have k x jobs_per_cmp jobs on k distinct CMPs: "
-            f"{', '.join(off.index[:5])}{' ...' if len(off) > 5 else ''}"
-        )
-    return notes
 
 
 def _throttle(runs: pd.DataFrame) -> tuple[float | None, str | None]:
@@ -881,7 +712,7 @@ def run(
     cap_bps, cap_note = _throttle(runs)
     result = analyse(jobs, tol_pct, cap_bps)
     comparison = compare_with_paper(result, paper)
-    notes = _run_checks(jobs, runs) + ([cap_note] if cap_note else [])
+    notes = run_checks(jobs, runs) + ([cap_note] if cap_note else [])
     section = build_section(result, paper, comparison, runs, metadata_paths, notes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -166,6 +166,9 @@ class Runner:
         if mem is not None and not (self.cgroup.available and self.cgroup.memory_available()):
             raise ConfigError(src, "memory.limit_bytes", mem,
                               "a machine with a writable memory cgroup controller (run as root)")
+        for i, e in enumerate(spec["device"]["evict"]):
+            if not Path(e).exists():
+                raise ConfigError(src, f"device.evict[{i}]", e, "an existing file or folder")
         if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
             raise ConfigError(src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)")
         self.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], src)
@@ -245,6 +248,8 @@ class Runner:
             with open("/proc/sys/vm/drop_caches", "w") as fh:
                 fh.write("3")
             self.meta["caches_dropped_epoch_s"] = time.time()
+        if self.spec["device"]["evict"]:
+            self.meta["evicted"] = evict(self.spec["device"]["evict"])
         for m in self.monitors:
             m.start()
             proc = getattr(m, "_proc", None)
@@ -469,6 +474,7 @@ class Runner:
                            "cgroup": str(self.cgroup.memory_path)}
             if self.spec["memory"]["limit_bytes"] is not None else None,
             "caches_dropped": bool(self.spec["device"]["drop_caches"]),
+            "evicted": self.meta.get("evicted"),
             "scheduler": {**self.variant.describe(), "verified": True,
                           "verified_at_end": self.meta.get("variant_verified_at_end")},
             "hwloc": metadata.hwloc_summary(),
@@ -526,6 +532,22 @@ class Runner:
                 if isinstance(v, (str, int, float, bool)) or v is None:
                     row[f"result_{k}"] = v
         return row
+
+
+def evict(paths: list[str]) -> dict:
+    """Drop the cached pages of these files (folders: every file below); returns counts."""
+    files = 0
+    for root in paths:
+        p = Path(root)
+        for f in ([p] if p.is_file() else [x for x in p.rglob("*") if x.is_file()]):
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                files += 1
+            finally:
+                os.close(fd)
+    return {"files": files, "paths": list(paths)}
 
 
 def _r6(x: float | None) -> float | None:

@@ -7,9 +7,10 @@ one workload. k = 1 gives T_1-c, larger k gives T_k-c (paper eq. 1).
   python -m corun.experiments.stacking data  --experiment E --config C --data-dir D
   python -m corun.experiments.stacking specs --experiment E --config C --data-dir D --out-dir S
 
-Inputs: every x264 job reads its own copy of the clip (and caches are dropped before
-each run), so each job's input really comes from the device under test, as the
-paper's explicit-I/O jobs; graph jobs keep their CSR in unlinked files under the data
+Inputs: every x264 job reads its own copy of the clip, and the copies' cached pages are
+dropped before each run (`drop_caches`; only the inputs, so programs and libraries stay
+cached and are not loaded through the cap), so each job's input really comes from the
+device under test, as the paper's explicit-I/O jobs; graph jobs keep their CSR in unlinked files under the data
 directory (file-backed shared mmap), the paper's implicit I/O.
 """
 
@@ -166,7 +167,8 @@ def make_spec(cfg: dict, exp: str, gi: int, k: int, rep: int, data_dir: Path) ->
                    **group},
         "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k))},
         "jobs": jobs,
-        "device": {"path": str(data_dir.resolve()), "throttle": e["throttle"], "drop_caches": e["drop_caches"]},
+        "device": {"path": str(data_dir.resolve()), "throttle": e["throttle"],
+                   "evict": [str((data_dir / "inputs").resolve())] if e["drop_caches"] and (data_dir / "inputs").exists() else []},
         "memory": {"limit_bytes": e.get("memory_limit_bytes")},
         "scheduler": {"name": e["scheduler"], "params": e["scheduler_params"]},
         "monitors": _monitors(cfg, exp),
@@ -178,6 +180,36 @@ def _monitors(cfg: dict, exp: str) -> dict:
     if exp == "implicit_io" and "memory" not in mon["enabled"]:
         mon["enabled"] = [*mon["enabled"], "memory"]
     return mon
+
+
+def run_dirs(cfg: dict, exp: str, results: str) -> list[str]:
+    """The run folders of an experiment (the workflow's collect inputs)."""
+    return [f"{results}/{exp}/runs/{run_name(*p)}" for p in matrix(cfg, exp)]
+
+
+def analysis_inputs(cfg: dict, exp: str, results: str) -> dict:
+    out = {"jobs": f"{results}/{exp}/jobs.csv", "runs": f"{results}/{exp}/runs.csv"}
+    if exp == "llc_miss" and "cmp_stacking" in cfg["experiments"]:
+        out["stacking"] = f"{results}/cmp_stacking/analysis/normalized_runtime.csv"
+    return out
+
+
+def analysis_outputs(exp: str, results: str) -> list[str]:
+    """section.json first; tables other experiments read after it."""
+    out = [f"{results}/{exp}/analysis/section.json"]
+    if exp == "cmp_stacking":
+        out.append(f"{results}/cmp_stacking/analysis/normalized_runtime.csv")
+    return out
+
+
+def analysis_options(cfg: dict, exp: str, results: str) -> str:
+    """Command-line options of the experiment's analysis module."""
+    if exp == "implicit_io":
+        return f"--criterion '{cfg['implicit_io']['criterion']}'"
+    opts = f"--tol-pct {cfg[exp]['tol_pct']}"
+    if "stacking" in analysis_inputs(cfg, exp, results):
+        opts += f" --stacking-degradation {results}/cmp_stacking/analysis/normalized_runtime.csv"
+    return opts
 
 
 def main(argv: list[str] | None = None) -> int:

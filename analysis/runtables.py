@@ -1,0 +1,363 @@
+"""Shared input and output of the paper 000 section 2 analyses (cmp_stacking, io_latency,
+llc_miss, implicit_io): the collected job and run tables, each run's tidy monitor tables, the
+T_k / T_1 ratio with its confidence interval, and the parts every report section shares.
+
+Inputs (written by analysis.collect and the runner)
+  jobs.csv   one row per job: run_id, the run's labels (k, rep, ...), cmp, job_id, runtime_s,
+             exit_code and the job's own JSON output as result_* columns.
+  runs.csv   one row per run: run_id, labels, variant, throttle_read_bps, device,
+             memory_limit_bytes, caches_dropped, duration_s, status, metadata_path, run_dir.
+             Relative paths are read from the runs.csv folder, else from the current directory.
+  <run_dir>/tidy/<monitor>.csv   iostat, psi, perf, memory (see corun/monitors/*.py).
+
+Tidy tables that are absent (monitor disabled, or the run was shorter than one interval) or
+have no rows give a reason instead of a table: the metric they feed is missing with that
+reason, never zero. `MissingLog` counts such reasons per metric, like the runs' own `missing`
+records (analysis.runmeta.collect_missing), and the section lists both.
+
+Intervals of the run: rows whose sampling interval ends inside the run, 0 < t_s <= duration_s
+(t_s counts from the run start); every row with t_s > 0 when duration_s is unknown.
+
+Ratio to k = 1 (`ratio_table`, paper eq. 1: T_k-c / T_1-c)
+  T_1      mean time of the group's valid k = 1 jobs, all reps pooled.
+  ratio    T_k / T_1, T_k the mean time of the group's valid jobs at k, all reps pooled.
+  95% CI   t-interval over the per-rep ratios (each rep's mean time / T_1), T_1 held fixed;
+           NaN with fewer than 2 reps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+
+from analysis import runmeta  # noqa: E402
+from analysis.common import (  # noqa: E402
+    AnalysisInputError,
+    check_columns,
+    check_ints,
+    dumps_json,
+    read_csv,
+    resolve_run_paths,
+    table_to_csv,
+    validate,
+    write_atomic,
+)
+from analysis.stats import t_interval  # noqa: E402
+
+TIDY_DIR = "tidy"
+TIDY_TEXT_COLUMNS = {"iostat": ["device"], "psi": ["resource"], "perf": ["event", "unit"]}
+
+
+# ----------------------------------------------------------------------------- input tables
+
+
+def read_table(
+    path: str | os.PathLike,
+    *,
+    required: list[str],
+    ints: dict[str, int | None],
+    floats: list[str] = (),
+    texts: list[str] = (),
+    experiments: tuple[str, ...] = (),
+    what: str = "one row per job",
+) -> pd.DataFrame:
+    """A collected CSV: columns checked, integers and floats typed, one-line errors.
+
+    With `experiments`, an `experiment` column (when present) must hold one of them.
+    """
+    df = read_csv(path, ["run_id", *texts])
+    check_columns(df, required, str(path))
+    if df.empty:
+        raise AnalysisInputError(f"{path}: no rows (expected {what})")
+    if experiments and "experiment" in df.columns:
+        values = df["experiment"].astype(str)
+        bad = df["experiment"].notna() & ~values.isin(experiments)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise AnalysisInputError(
+                f"{path}: row {row + 2}: experiment: {values.iloc[row]!r} "
+                f"(expected {' or '.join(repr(e) for e in experiments)})"
+            )
+    df = check_ints(df, ints, str(path))
+    for col in floats:
+        if col in df.columns:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df
+
+
+def optional_ints(df: pd.DataFrame, columns: dict[str, int], source: str) -> pd.DataFrame:
+    """Nullable integer columns (Int64): empty cells stay missing, anything else must be an
+    integer >= its minimum; an absent column is added, all missing."""
+    df = df.copy()
+    for col, minimum in columns.items():
+        if col not in df.columns:
+            df[col] = pd.array([pd.NA] * len(df), dtype="Int64")
+            continue
+        raw = df[col]
+        num = pd.to_numeric(raw, errors="coerce")
+        bad = raw.notna() & (num.isna() | (num != np.floor(num)) | (num < minimum))
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise AnalysisInputError(
+                f"{source}: row {row + 2}: {col}: {raw.iloc[row]!r} "
+                f"(expected an integer >= {minimum} or empty)"
+            )
+        df[col] = num.astype("Int64")
+    return df
+
+
+def one_variant(runs: pd.DataFrame, runs_csv: str | os.PathLike) -> str:
+    variants = sorted(runs["variant"].dropna().astype(str).unique())
+    if len(variants) != 1:
+        raise AnalysisInputError(
+            f"{runs_csv}: variant: {variants!r} (expected exactly one scheduler variant)"
+        )
+    return variants[0]
+
+
+def valid_jobs_mask(jobs: pd.DataFrame, check_required: bool = True) -> pd.Series:
+    """True for jobs that count: exit code 0, finite positive runtime_s and self-check 'ok'.
+
+    With check_required False a job without a self-check (empty result_check, or no such
+    column: a program that prints no JSON) counts too; a check other than 'ok' never does.
+    """
+    runtime = jobs["runtime_s"]
+    ok = (jobs["exit_code"] == 0) & np.isfinite(runtime) & (runtime > 0)
+    if "result_check" not in jobs.columns:
+        return ok & (not check_required)
+    check = jobs["result_check"]
+    if check_required:
+        return ok & (check.fillna("") == "ok")
+    return ok & (check.isna() | (check.astype(str).str.strip() == "") | (check == "ok"))
+
+
+def one_value(series: pd.Series, what: str, where: str) -> object:
+    """The single distinct non-empty value of a per-group column, or a one-line error."""
+    values = series.dropna().unique()
+    if len(values) > 1:
+        shown = sorted(str(v) for v in values)
+        raise AnalysisInputError(f"jobs: {where}: {what}: {shown} (expected one value)")
+    return values[0] if len(values) else None
+
+
+def run_dirs(runs: pd.DataFrame, runs_csv: str | os.PathLike) -> dict[str, Path]:
+    """run_id -> the run's folder (relative paths as for metadata_path)."""
+    paths = resolve_run_paths(runs, runs_csv, "run_dir")
+    return dict(zip(runs["run_id"].astype(str), paths))
+
+
+def load_tidy(run_dir: Path, name: str) -> tuple[pd.DataFrame | None, str | None]:
+    """(table, None) or (None, reason) for <run_dir>/tidy/<name>.csv."""
+    path = Path(run_dir) / TIDY_DIR / f"{name}.csv"
+    if not path.is_file():
+        return None, f"{TIDY_DIR}/{name}.csv absent (monitor disabled or run too short)"
+    try:
+        df = pd.read_csv(path, dtype={c: "str" for c in TIDY_TEXT_COLUMNS.get(name, [])})
+    except pd.errors.EmptyDataError:
+        return None, f"{TIDY_DIR}/{name}.csv empty (no sample)"
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise AnalysisInputError(f"{path}: not a readable CSV ({exc})") from None
+    if df.empty:
+        return None, f"{TIDY_DIR}/{name}.csv has no rows (no sample)"
+    if "t_s" not in df.columns:
+        raise AnalysisInputError(f"{path}: columns: t_s absent (expected a tidy monitor table)")
+    return df, None
+
+
+def in_run(df: pd.DataFrame, duration_s: float | None) -> pd.DataFrame:
+    """Rows whose interval ends inside the run: 0 < t_s <= duration_s (see module doc)."""
+    t = pd.to_numeric(df["t_s"], errors="coerce")
+    keep = t > 0
+    if duration_s is not None and math.isfinite(duration_s):
+        keep &= t <= duration_s
+    return df[keep]
+
+
+def device_rows(df: pd.DataFrame, device: object) -> tuple[pd.DataFrame | None, str, str | None]:
+    """(rows, device name, None) of an iostat table for the run's device, or (None, name, why).
+
+    An empty `device` (runs.csv) is accepted when the table lists exactly one device.
+    """
+    devices = sorted(df["device"].dropna().astype(str).unique())
+    if isinstance(device, str) and device.strip():
+        name = device.strip().removeprefix("/dev/")
+        rows = df[df["device"].astype(str) == name]
+        if rows.empty:
+            return None, name, f"iostat lists no rows for device {name} ({', '.join(devices)})"
+        return rows, name, None
+    if len(devices) == 1:
+        return df, devices[0], None
+    return None, "", f"runs.csv device empty and iostat lists {len(devices)} devices"
+
+
+def number_or_none(value: object) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+class MissingLog:
+    """Metrics the analysis could not compute, counted per (metric, reason, source) over runs."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[str, str, str], set[str]] = {}
+
+    def add(self, metric: str, reason: str, source: str, run_id: str) -> None:
+        self._runs.setdefault((metric, reason, source), set()).add(run_id)
+
+    def records(self) -> list[dict]:
+        return [
+            {"metric": m, "reason": r, "source": s, "runs": len(ids)}
+            for (m, r, s), ids in self._runs.items()
+        ]
+
+
+# ----------------------------------------------------------------------------- ratio to k = 1
+
+
+RATIO_COLUMNS = [
+    "k",
+    "n_reps",
+    "n_jobs",
+    "n_failed",
+    "mean_time_s",
+    "t1_s",
+    "ratio",
+    "ci95_low",
+    "ci95_high",
+    "reason",
+]
+
+
+def ratio_table(jobs: pd.DataFrame, valid: pd.Series, key: str, time_col: str) -> pd.DataFrame:
+    """One row per (key, k): T_k / T_1 with its 95% CI over reps (see module doc)."""
+    rows = []
+    for value, g in jobs.groupby(key, sort=True):
+        gv = g[valid.loc[g.index] & np.isfinite(g[time_col])]
+        k1 = gv[gv["k"] == 1]
+        t1 = float(k1[time_col].mean()) if len(k1) else math.nan
+        group_reason = "" if len(k1) else "no valid k=1 job: T_1 undefined"
+        for k, gk in g.groupby("k", sort=True):
+            vk = gv[gv["k"] == k]
+            row = {
+                key: value,
+                "k": int(k),
+                "n_reps": int(vk["rep"].nunique()),
+                "n_jobs": len(vk),
+                "n_failed": len(gk) - len(vk),
+                "mean_time_s": float(vk[time_col].mean()) if len(vk) else math.nan,
+                "t1_s": t1,
+                "ratio": math.nan,
+                "ci95_low": math.nan,
+                "ci95_high": math.nan,
+                "reason": group_reason,
+            }
+            if not group_reason and vk.empty:
+                row["reason"] = f"no valid job at k={k}"
+            elif not group_reason:
+                row["ratio"] = row["mean_time_s"] / t1
+                per_rep = vk.groupby("rep")[time_col].mean().to_numpy() / t1
+                row["ci95_low"], row["ci95_high"] = t_interval(per_rep)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[key, *RATIO_COLUMNS])
+
+
+def exceeds(ratio: float, low: float, n_reps: int, threshold: float) -> bool | None:
+    """Above `threshold`: the CI lower bound with >= 2 reps, else the point estimate."""
+    if not math.isfinite(ratio):
+        return None
+    return bool(low > threshold) if n_reps >= 2 else bool(ratio > threshold)
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def log2_k_axis(ax, ks: list[int]) -> None:
+    """x = k on a log2 axis with one tick per measured k (paper Fig. 1, 5-7)."""
+    ks = sorted({int(k) for k in ks})
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(ks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(k) for k in ks])
+    if len(ks) == 1:
+        ax.set_xlim(ks[0] / 1.5, ks[0] * 1.5)
+    else:
+        ax.set_xlim(ks[0] / 1.2, ks[-1] * 1.2)
+
+
+def save_png(fig, path: str | os.PathLike) -> None:
+    """Write a figure atomically, without a Software tag (stable bytes for one matplotlib)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------- section
+
+
+def records(table: pd.DataFrame, digits: int | None = None) -> list[dict]:
+    """Rows as plain dicts: NaN and NA become None, numpy numbers plain Python numbers; with
+    `digits`, floats rounded to that many decimals (no 21.999999999999996 in a report)."""
+    out = []
+    for row in table.to_dict(orient="records"):
+        clean = {}
+        for k, v in row.items():
+            if v is pd.NA or v is pd.NaT:
+                v = None
+            elif isinstance(v, np.generic):
+                v = v.item()
+            if isinstance(v, float) and not math.isfinite(v):
+                v = None
+            elif isinstance(v, float) and digits is not None:
+                v = round(v, digits) + 0.0
+            clean[k] = v
+        out.append(clean)
+    return out
+
+
+def section_missing(metadata_paths: list[Path], log: MissingLog) -> list[dict]:
+    """The runs' own missing records, then the analysis' (a tidy table absent, no I/O, ...)."""
+    return runmeta.collect_missing(metadata_paths) + log.records()
+
+
+def run_summaries(metadata_paths: list[Path]) -> list[dict]:
+    return [runmeta.summarize_metadata(p) for p in metadata_paths]
+
+
+def throttle_values(runs: pd.DataFrame) -> list[float]:
+    """Distinct read caps (B/s) of the runs; empty when no run was throttled."""
+    values = pd.to_numeric(runs["throttle_read_bps"], errors="coerce")
+    return sorted(float(v) for v in values.dropna().unique() if v > 0)
+
+
+def write_outputs(
+    out_dir: str | os.PathLike,
+    section: dict,
+    tables: dict[str, pd.DataFrame | str],
+    plots: list[Callable[[Path], None]] = (),
+) -> Path:
+    """Validate the section first, then write the tables (a DataFrame as CSV, text as is), the
+    figures (each callable gets the output folder) and section.json last."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    validate(section, "section.schema.json", str(out / "section.json"))
+    for name, table in tables.items():
+        write_atomic(out / name, table if isinstance(table, str) else table_to_csv(table))
+    for plot in plots:
+        plot(out)
+    write_atomic(out / "section.json", dumps_json(section))
+    return out

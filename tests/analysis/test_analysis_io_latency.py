@@ -1,0 +1,193 @@
+"""I/O waiting and serving time (paper 000, Fig. 5-7) from the cmp_stacking fixture runs."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import io_latency as iol
+from analysis import report
+from analysis import runtables as rt
+from analysis.paper import load_paper_values
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "analysis"
+STACK = FIXTURES / "cmp_stacking"
+PAPER = load_paper_values("000")
+
+
+@pytest.fixture(scope="module")
+def fixture_result():
+    jobs, runs = iol.read_jobs(STACK / "jobs.csv"), iol.read_runs(STACK / "runs.csv")
+    log = rt.MissingLog()
+    result = iol.analyse(jobs, runs, rt.run_dirs(runs, STACK / "runs.csv"), log)
+    result["log"] = log
+    return result
+
+
+def at(table, workload, k, column):
+    hit = table.loc[(table["workload"] == workload) & (table["k"] == k), column]
+    assert len(hit) == 1
+    return hit.iloc[0]
+
+
+def test_one_run_request_weighted_by_hand(fixture_result):
+    runs = fixture_result["runs"].set_index("run_id")
+    # w1_k1_r0, vda intervals inside the run (0 < t_s <= 7.7) with I/O:
+    #   t 0.5: 100 req/s, await 5, util 20 -> svc 10 x 20 / 100 = 2, wait 3
+    #   t 1.5:  50 req/s, await 4, util 5  -> svc 1, wait 3
+    # t -0.5 and t 8.5 lie outside the run; vdb rows belong to another device.
+    r = runs.loc["w1_k1_r0"]
+    assert r["await_ms"] == pytest.approx((100 * 5 + 50 * 4) / 150)
+    assert r["svc_ms"] == pytest.approx((100 * 2 + 50 * 1) / 150)
+    assert r["wait_ms"] == pytest.approx(3.0)
+    assert (r["n_intervals"], r["n_io_intervals"]) == (7, 2)
+    assert r["io_requests"] == pytest.approx(150.0)  # 1 s iostat interval
+
+
+def test_pooled_per_k_and_growth_by_hand(fixture_result):
+    t = fixture_result["table"]
+    w = "x264_simlarge"
+    # k=1: requests 100, 50 (r0) and 150 (r1: await 6, svc 2, wait 4)
+    assert at(t, w, 1, "await_ms") == pytest.approx((100 * 5 + 50 * 4 + 150 * 6) / 300)
+    assert at(t, w, 1, "svc_ms") == pytest.approx((100 * 2 + 50 * 1 + 150 * 2) / 300)
+    assert at(t, w, 1, "wait_ms") == pytest.approx((100 * 3 + 50 * 3 + 150 * 4) / 300)
+    # k=2: 250 req (await 44, util 100 -> svc 4), 100 req (await 36, util 60 -> svc 6),
+    #      250 req (await 54, svc 4)
+    wait2 = (250 * 40 + 100 * 30 + 250 * 50) / 600
+    svc2 = (250 * 4 + 100 * 6 + 250 * 4) / 600
+    assert at(t, w, 2, "wait_ms") == pytest.approx(wait2)
+    assert at(t, w, 2, "svc_ms") == pytest.approx(svc2)
+    assert at(t, w, 2, "ratio_wait") == pytest.approx(wait2 / 3.5)
+    assert at(t, w, 2, "ratio_svc") == pytest.approx(svc2 / (550 / 300))
+    assert at(t, w, 2, "ratio_wait") > at(t, w, 2, "ratio_svc")
+
+
+def test_psi_io_is_time_weighted_inside_the_run(fixture_result):
+    t = fixture_result["table"]
+    # k=1: r0 3,1,2,2,2,2,2 and r1 2 x 7 -> 2; rows at t_s 0 and after the run are left out
+    assert at(t, "x264_simlarge", 1, "psi_io_some_pct") == pytest.approx(2.0)
+    # k=2: r0 14 s at 40 %, r1 16 s at 30 % -> (14 x 40 + 16 x 30) / 30
+    assert at(t, "x264_simlarge", 2, "psi_io_some_pct") == pytest.approx(1040 / 30)
+
+
+def test_missing_iostat_is_missing_not_zero(fixture_result):
+    t, runs = fixture_result["table"], fixture_result["runs"].set_index("run_id")
+    for k in (1, 2):
+        for col in ("await_ms", "svc_ms", "wait_ms", "ratio_wait"):
+            assert math.isnan(at(t, "graph_s22_e16", k, col))
+            assert math.isnan(at(t, "graph_s22_e18", k, col))
+    assert at(t, "graph_s22_e16", 2, "reason") == (
+        "tidy/iostat.csv absent (monitor disabled or run too short)"
+    )
+    assert at(t, "graph_s22_e16", 1, "reason") == "tidy/iostat.csv has no rows (no sample)"
+    assert "no iostat interval with I/O" in at(t, "graph_s22_e18", 1, "reason")
+    assert math.isnan(runs.loc["w3_k2_r0", "io_requests"])
+    records = {(m["metric"], m["reason"]): m["runs"] for m in fixture_result["log"].records()}
+    assert records == {
+        (iol.LATENCY_METRIC, "tidy/iostat.csv has no rows (no sample)"): 2,
+        (iol.LATENCY_METRIC, "tidy/iostat.csv absent (monitor disabled or run too short)"): 2,
+        (iol.LATENCY_METRIC, "no iostat interval with I/O on the run's device during the run"): 4,
+    }
+
+
+def test_device_selection():
+    df = pd.DataFrame({"device": ["vda", "vdb"], "t_s": [1.0, 1.0]})
+    rows, name, why = rt.device_rows(df, "/dev/vdb")
+    assert name == "vdb" and len(rows) == 1 and why is None
+    rows, _, why = rt.device_rows(df, None)
+    assert rows is None and "2 devices" in why
+    rows, _, why = rt.device_rows(df, "sda")
+    assert rows is None and "no rows for device sda" in why
+
+
+def verdicts(result, workload):
+    cmp = iol.compare_with_paper(result, PAPER, workload, 5.0)
+    return dict(zip(cmp["quantity"], cmp["verdict"])), cmp
+
+
+def test_fixture_verdicts(fixture_result):
+    got, cmp = verdicts(fixture_result, "x264_simlarge")
+    assert got == {
+        "Waiting time grows with k": "reproduced in direction",
+        "Serving time grows with k": "reproduced in direction",
+        "Waiting time grows more than serving time": "reproduced in direction",
+        "Waiting time at k = 1": "differs (machine-specific)",
+        "Waiting time at k = 8": "not measurable here",
+        "Growth of the waiting time at k = 8": "not measurable here",
+    }
+    by_q = cmp.set_index("quantity")
+    assert by_q.loc["Waiting time at k = 1", "paper_value"] == 4.55
+    assert by_q.loc["Waiting time at k = 1", "measured_value"] == pytest.approx(3.5)
+    assert by_q.loc["Growth of the waiting time at k = 8", "paper_value"] == 128
+    assert "Ours at k = 2: 12.1." in by_q.loc["Growth of the waiting time at k = 8", "note"]
+
+
+def test_equal_growth_is_not_more_and_no_io_is_not_measurable(fixture_result):
+    got, _ = verdicts(fixture_result, "x264_native")  # both x1.5
+    assert got["Waiting time grows more than serving time"] == "not reproduced"
+    assert got["Waiting time grows with k"] == "reproduced in direction"
+    got, cmp = verdicts(fixture_result, "graph_s22_e18")
+    assert got["Waiting time grows more than serving time"] == "not measurable here"
+    assert "no interval with I/O at k = 1" in cmp["note"].iloc[0]
+
+
+def run_cli(tmp_path, runs_csv=STACK / "runs.csv", *extra):
+    out = tmp_path / "out"
+    code = iol.main(
+        ["--jobs", str(STACK / "jobs.csv"), "--runs", str(runs_csv), "--out-dir", str(out)]
+        + list(extra)
+    )
+    return code, out
+
+
+def test_fixture_matches_golden_and_section_is_valid(tmp_path):
+    code, out = run_cli(tmp_path)
+    assert code == 0
+    golden = FIXTURES / "io_latency" / "golden" / "latency.csv"
+    assert (out / "latency.csv").read_bytes() == golden.read_bytes()
+    section = report.load_section(out / "section.json")
+    assert [f["path"] for f in section["figures"]] == [iol.FIG_LATENCY, iol.FIG_GROWTH]
+    assert "derived" in section["summary"] and "svctm" in section["summary"]
+    assert "throttled" in section["summary"]
+    assert any("BEFORE it reaches the device queue" in n for n in section["notes"])
+    missing = [(m["metric"], m["source"], m["runs"]) for m in section["missing"]]
+    assert missing == [
+        ("psi_cpu_full", "psi", 16),
+        ("iostat", "iostat", 2),  # the runs' own record
+        (iol.LATENCY_METRIC, iol.SOURCE, 2),  # no rows
+        (iol.LATENCY_METRIC, iol.SOURCE, 2),  # file absent
+        (iol.LATENCY_METRIC, iol.SOURCE, 4),  # no interval with I/O
+    ]
+    text = (out / "section.json").read_text()
+    assert str(tmp_path) not in text and str(FIXTURES) not in text
+    for name in (iol.FIG_LATENCY, iol.FIG_GROWTH):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unthrottled_runs_have_no_throttle_note(tmp_path):
+    runs = pd.read_csv(STACK / "runs.csv")
+    runs["throttle_read_bps"] = None
+    for col in ("metadata_path", "run_dir"):
+        runs[col] = [str(STACK / p) for p in runs[col]]
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    code, out = run_cli(tmp_path, tmp_path / "runs.csv")
+    assert code == 0
+    section = report.load_section(out / "section.json")
+    assert "throttled" not in section["summary"]
+    assert not any("blk-throttle" in n for n in section["notes"])
+
+
+def test_unknown_workload_is_one_line(tmp_path, capsys):
+    code, _ = run_cli(tmp_path, STACK / "runs.csv", "--workload", "vips")
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "--workload: 'vips' (expected one of graph_s22_e16" in err
+
+
+def test_no_io_workload_still_writes_figures(tmp_path):
+    code, out = run_cli(tmp_path, STACK / "runs.csv", "--workload", "graph_s22_e16")
+    assert code == 0
+    section = report.load_section(out / "section.json")
+    verdict = {c["quantity"]: c["verdict"] for c in section["comparison"]}
+    assert verdict["Waiting time grows with k"] == "not measurable here"
