@@ -50,6 +50,8 @@ def format_throttle(throttle: object) -> str | None:
         return str(throttle)
     parts = []
     for key, value in throttle.items():
+        if key not in ("read_bps", "write_bps", "read_iops", "write_iops"):
+            continue  # cgroup path, version, read-back: the same cap on every run
         if key.endswith("_bps") and isinstance(value, (int, float)) and not isinstance(value, bool):
             raw = f"{value:.0f}" if float(value).is_integer() else f"{value}"
             parts.append(f"{key[:-4]} {value / 1e6:g} MB/s ({raw} B/s)")

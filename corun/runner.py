@@ -229,7 +229,7 @@ class Runner:
                 self.cgroup.throttle(self.device.majmin, thr)
             if mem is not None:
                 self.cgroup.limit_memory(mem)
-            self.mon_ctx.cgroup = str(self.cgroup.memory_path or self.cgroup.path)
+            self.mon_ctx.memory_cgroup = str(self.cgroup.memory_path or self.cgroup.path)
         self.device_before = self.device.describe()
         sched_dir = self.tmp / "sched"
         sched_dir.mkdir()

@@ -43,7 +43,8 @@ class MonitorContext:
     interval_s: float = 1.0
     devices: list[str] = field(default_factory=list)
     perf_events: list[str] = field(default_factory=lambda: list(DEFAULT_PERF_EVENTS))
-    cgroup: str | None = None
+    cgroup: str | None = None  # perf: count only this cgroup (not implemented: system-wide)
+    memory_cgroup: str | None = None  # memory: the run's memory cgroup folder to sample
 
     def __post_init__(self) -> None:
         self.raw_dir = Path(self.raw_dir)

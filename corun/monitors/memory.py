@@ -13,7 +13,7 @@ an unreadable value is left empty, ``error`` says why), ``memory.meta.json`` (st
 interval, cgroup path and version, the fields present at start, swap: none|present, and the
 epoch at which the cgroup disappeared if it did).
 
-The cgroup (``MonitorContext.cgroup``, a directory, read at start()) must exist then; its
+The cgroup (``MonitorContext.memory_cgroup``, a directory, read at start()) must exist then; its
 version is told by the files present (v1 ``memory.usage_in_bytes``, v2 ``memory.current``). A
 cgroup removed while the monitor runs (the runner's teardown) just ends its columns.
 
@@ -239,7 +239,7 @@ class MemoryMonitor(Monitor):
         if self._meta:
             return
         self.ctx.raw_dir.mkdir(parents=True, exist_ok=True)
-        self.cgroup = Path(self.ctx.cgroup) if self.ctx.cgroup else None
+        self.cgroup = Path(self.ctx.memory_cgroup) if self.ctx.memory_cgroup else None
         self.start_epoch_s = time.time()
         self._meta = {
             "monitor": NAME,

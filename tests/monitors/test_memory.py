@@ -185,7 +185,7 @@ def test_missing_fields_and_absent_cgroup(tmp_path):
     )
     (proc / "vmstat").write_text("pgpgin 10\npgpgout 20\npswpin 0\npswpout 0\npgfault 5\n")
     raw = tmp_path / "raw"
-    ctx = MonitorContext(raw, interval_s=0.05, cgroup=str(tmp_path / "no-such-group"))
+    ctx = MonitorContext(raw, interval_s=0.05, memory_cgroup=str(tmp_path / "no-such-group"))
     mon = MemoryMonitor(ctx, proc=proc)
     mon.start()
     time.sleep(0.12)
@@ -223,7 +223,7 @@ def test_live_fake_v1_cgroup_rewritten_then_removed(tmp_path):
     group = tmp_path / "group"
     fake_v1_cgroup(group, usage=8 * MIB, limit=V1_NO_LIMIT, cache=4 * MIB, majfault=0)
     raw = tmp_path / "raw"
-    mon = MemoryMonitor(MonitorContext(raw, interval_s=0.05, cgroup=str(group)))
+    mon = MemoryMonitor(MonitorContext(raw, interval_s=0.05, memory_cgroup=str(group)))
     mon.start()
     time.sleep(0.2)
     t_rewrite = fake_v1_cgroup(group, 32 * MIB, limit=str(64 * MIB), cache=16 * MIB, majfault=100)
@@ -280,7 +280,7 @@ def test_live_real_v1_cgroup(tmp_path, disk_tmp):
     group = V1_CGROUP_ROOT / f"corun-test-{os.getpid()}"
     group.mkdir()
     raw = tmp_path / "raw"
-    mon = MemoryMonitor(MonitorContext(raw, interval_s=0.25, cgroup=str(group)))
+    mon = MemoryMonitor(MonitorContext(raw, interval_s=0.25, memory_cgroup=str(group)))
     child = None
     try:
         (group / "memory.limit_in_bytes").write_text(str(64 * MIB))
