@@ -1,0 +1,51 @@
+"""Workload names resolve to the upstream binary when provisioned, else to a named stand-in."""
+
+import json
+
+import pytest
+
+from corun import workloads
+
+
+@pytest.fixture
+def manifest(tmp_path, monkeypatch):
+    def write(data):
+        p = tmp_path / "upstream.json"
+        p.write_text(json.dumps(data))
+        monkeypatch.setattr(workloads, "UPSTREAM_MANIFEST", p)
+        workloads.upstream.cache_clear()
+        return p
+    yield write
+    workloads.upstream.cache_clear()
+
+
+def test_stand_ins_when_nothing_is_provisioned(manifest, tmp_path, kernels_built):
+    manifest({})
+    g = workloads.graph(12, 16, tmp_path)
+    assert g.cmd[0].endswith("kernels/build/graph_bfs") and g.result == "json"
+    assert g.labels == {"binary": "corun graph_bfs", "stands_in_for": "Graph500 graph -s 12 -e 16"}
+    x = workloads.x264("simlarge", tmp_path / "in.y4m", tmp_path / "out.264")
+    assert x.cmd[0] == "x264" and x.labels["binary"].startswith("debian x264")
+    assert x.labels["stands_in_for"] == "PARSEC x264 simlarge"
+    assert workloads.parsec_input("simlarge") is None
+
+
+def test_upstream_binaries_win(manifest, tmp_path):
+    clip = tmp_path / "eledream_640x360_128.y4m"
+    clip.write_bytes(b"YUV4MPEG2")
+    manifest({"parsec": {"version": "3.0", "x264": "/opt/parsec/x264", "inputs": {"simlarge": str(clip)}},
+              "graph500": {"version": "2.1.4", "seq-csr": "/opt/graph500/seq-csr"}})
+    g = workloads.graph(22, 16, tmp_path)
+    assert g.cmd == ["/opt/graph500/seq-csr", "-s", "22", "-e", "16"]
+    assert g.env == {"TMPDIR": str(tmp_path)}  # file-backed mmap storage on the device under test
+    assert g.labels["binary"] == "Graph500 2.1.4 seq-csr"
+    x = workloads.x264("simlarge", clip, tmp_path / "o.264")
+    assert x.cmd[0] == "/opt/parsec/x264" and x.labels["binary"] == "PARSEC 3.0 x264"
+    assert workloads.parsec_input("simlarge") == clip
+
+
+def test_x264_uses_parsec_run_options(manifest, tmp_path):
+    manifest({})
+    x = workloads.x264("native", tmp_path / "in.y4m", tmp_path / "out.264", threads=2)
+    for opt in ("--qp", "20", "--ref", "5", "--me", "umh", "--subme", "7", "--threads", "2"):
+        assert opt in x.cmd
