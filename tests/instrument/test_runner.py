@@ -174,6 +174,19 @@ def alive(pid, starttime):
     return proc_starttime(pid) == starttime
 
 
+def processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is inside `folder` (monitors run in the run folder)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if str(Path(os.readlink(d / "cwd"))).startswith(str(folder)):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
 def interrupted_run(disk_tmp, scheduler):
     spec = write_spec(disk_tmp / "s.yaml", {
         "name": "intr", "jobs": [{"name": "s", "cmd": ["sh", "-c", "sleep 60 & sleep 60"], "repeat": 2}],
@@ -224,6 +237,7 @@ def test_killed_runner_is_recovered_by_next_command(disk_tmp):
     res = corun("recover")
     assert res.returncode == 0 and "recovered run intr-" in res.stdout, res.stdout + res.stderr
     wait_for(lambda: not any(alive(s["pid"], s["starttime"]) for s in starts))
+    wait_for(lambda: not processes_in(disk_tmp))  # the monitors (iostat, pidstat, perf) too
     assert devmod.current_elevator(dev) == before
     assert not list((CGROUP_ROOT / "blkio" / "corun").glob("intr-*"))
     assert not out.exists()
