@@ -189,6 +189,7 @@ class Runner:
         for line in recover_stale():
             print(f"corun: {line}", file=sys.stderr)
         self.prepare()
+        self._lock_machine()
         if self.tmp.exists():
             shutil.rmtree(self.tmp)
         (self.tmp / "jobs").mkdir(parents=True)
@@ -207,10 +208,31 @@ class Runner:
             self._teardown()
             for s, h in old_handlers.items():
                 signal.signal(s, h)
+            self._lock_fh.close()  # releases the machine lock
             if not ok:
                 atomic_write_json(self.tmp / "status.json",
                                   {"state": "interrupted", "reason": self.stop_reason or "error"})
         return self._finish()
+
+    def _lock_machine(self) -> None:
+        """One run at a time per machine: runs would disturb each other's measurements and
+        race on the elevator and caps. A second run waits for the first."""
+        import fcntl
+        from .state import state_dir
+        path = state_dir() / "machine.lock"
+        self._lock_fh = open(path, "a+")
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_fh.seek(0)
+            holder = self._lock_fh.read().strip() or "another run"
+            print(f"corun: waiting for {holder} to finish (one run at a time on a machine)",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX)
+        self._lock_fh.seek(0)
+        self._lock_fh.truncate()
+        self._lock_fh.write(f"run {self.spec['name']} (pid {os.getpid()})\n")
+        self._lock_fh.flush()
 
     def _on_signal(self, signum, frame):
         self.stop_reason = signal.Signals(signum).name

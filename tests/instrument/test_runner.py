@@ -292,3 +292,21 @@ def test_memory_cap_shared_by_the_jobs_and_removed(disk_tmp):
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["memory_cap"]["limit_bytes"] == limit and meta["caches_dropped"] is True
     assert not list((CGROUP_ROOT / "memory" / "corun").glob("memcap-*"))
+
+
+def test_one_run_at_a_time_on_a_machine(disk_tmp):
+    specs = []
+    for name, secs in (("first", "4"), ("second", "0.1")):
+        specs.append(write_spec(disk_tmp / f"{name}.yaml", {
+            "name": name, "jobs": [{"name": "s", "cmd": ["sleep", secs]}],
+            "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}}))
+    a = subprocess.Popen([PY, "-m", "corun", "run", str(specs[0]), "--out", str(disk_tmp / "a")],
+                         stderr=subprocess.PIPE, text=True)
+    started_jobs(disk_tmp / "a.incomplete", 1)
+    b = corun("run", str(specs[1]), "--out", str(disk_tmp / "b"))
+    a.communicate(timeout=30)
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert "corun: waiting for run first" in b.stderr
+    ma = json.loads((disk_tmp / "a" / "metadata.json").read_text())
+    mb = json.loads((disk_tmp / "b" / "metadata.json").read_text())
+    assert mb["start_epoch_s"] >= ma["end_epoch_s"]
