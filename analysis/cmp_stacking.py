@@ -44,7 +44,6 @@ CLI: python -m analysis.cmp_stacking --jobs J --runs R [--tol-pct 5] --out-dir D
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -63,14 +62,18 @@ from analysis.common import (  # noqa: E402
     VERDICT_MACHINE,
     VERDICT_NOT,
     VERDICT_UNMEASURABLE,
+    add_tol_pct,
+    base_parser,
+    cli,
     fmt_num,
     paper_note,
     ratio_note,
     resolve_run_paths,
     run_checks,
+    setup_frame,
+    tol_pct_arg,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
-from corun.errors import CorunError  # noqa: E402
 
 EXPERIMENT = "cmp_stacking"
 PAPER_ID = "000"
@@ -486,19 +489,7 @@ def setup_table(result: dict, paper: dict) -> pd.DataFrame:
         ("jobs per CMP", vals["jobs_per_cmp"], ", ".join(map(str, jpc))),
         ("workloads", vals["n_workloads"], int(table["workload"].nunique())),
     ]
-    return pd.DataFrame(
-        [
-            {
-                "quantity": q,
-                "paper_value": p["value"],
-                "this_run_value": m,
-                "unit": p["unit"],
-                "paper_source": p["source"],
-            }
-            for q, p, m in rows
-        ],
-        dtype=object,
-    )
+    return setup_frame(rows)
 
 
 # ----------------------------------------------------------------------------- figure and files
@@ -606,12 +597,11 @@ def build_section(
     notes.append("Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().unique())) + ".")
     notes.extend(n.strip() for n in paper.get("notes", []))
     notes.extend(extra_notes)
-    return {
-        "experiment": EXPERIMENT,
-        "title": f"{exp['title']} (paper {exp['figure']})",
-        "paper": paper["citation"].strip(),
-        "summary": " ".join(summary),
-        "figures": [
+    return rt.section(
+        EXPERIMENT,
+        paper,
+        summary,
+        figures=[
             {
                 "path": FIG_NAME,
                 "caption": (
@@ -622,8 +612,8 @@ def build_section(
                 ),
             }
         ],
-        "comparison": rt.records(comparison, digits=6),
-        "tables": [
+        comparison=comparison,
+        tables=[
             {"title": "Normalized runtime per workload and k", "csv": "normalized_runtime.csv"},
             {"title": "Workloads: programs, scale-down and trend", "csv": "workloads.csv"},
             {
@@ -631,10 +621,10 @@ def build_section(
                 "csv": "setup.csv",
             },
         ],
-        "missing": rt.section_missing(metadata_paths, rt.MissingLog()),
-        "runs": rt.run_summaries(metadata_paths),
-        "notes": notes,
-    }
+        metadata_paths=metadata_paths,
+        log=rt.MissingLog(),
+        notes=notes,
+    )
 
 
 def run(
@@ -662,44 +652,22 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis.cmp_stacking",
-        description="CMP stacking (paper 000, Fig. 1): normalized runtime T_k-c / T_1-c per "
-        "workload and number of loaded CMPs k.",
+    parser = base_parser(
+        "analysis.cmp_stacking",
+        "CMP stacking (paper 000, Fig. 1): normalized runtime T_k-c / T_1-c per workload and "
+        "number of loaded CMPs k.",
     )
-    parser.add_argument("--jobs", required=True, metavar="CSV", help="collected per-job table")
-    parser.add_argument(
-        "--runs",
-        required=True,
-        metavar="CSV",
-        help="per-run table (runs.csv); relative paths are read from its folder, else from the "
-        "current directory",
-    )
-    parser.add_argument(
-        "--tol-pct",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="slowdown tolerance in percent: degraded means T_k-c / T_1-c above 1 + PCT/100 "
+    add_tol_pct(
+        parser,
+        "slowdown tolerance in percent: degraded means T_k-c / T_1-c above 1 + PCT/100 "
         "(default: 5)",
     )
-    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--paper-id", default=PAPER_ID, help=f"paper values to compare with (default: {PAPER_ID})"
+    return cli(
+        parser,
+        argv,
+        PAPER_ID,
+        lambda a: run(a.jobs, a.runs, tol_pct_arg(a.tol_pct), a.out_dir, a.paper_id),
     )
-    args = parser.parse_args(argv)
-    if not math.isfinite(args.tol_pct) or args.tol_pct < 0:
-        print(
-            f"analysis.cmp_stacking: --tol-pct: {args.tol_pct!r} (expected a number >= 0)",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        run(args.jobs, args.runs, args.tol_pct, args.out_dir, args.paper_id)
-    except CorunError as exc:
-        print(f"analysis.cmp_stacking: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 """Helpers shared by the analysis modules: schema validation with one-line errors, atomic writes,
-input tables read with one-line errors, and the paper-comparison verdicts and their notes."""
+input tables read with one-line errors, the paper-comparison verdicts and their notes, the setup
+table, and the command line every analysis shares."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
+import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -241,6 +245,23 @@ def trend_text(t: dict, items: str = "groups") -> str:
     return f"Spearman rho = {t['rho']:.3f}, one-sided p = {t['p']:.3g} (n = {t['n']} {items})"
 
 
+def setup_frame(rows: list[tuple[str, dict, object]]) -> pd.DataFrame:
+    """setup.csv: one row per (quantity, paper value item, this run's value); no verdict."""
+    return pd.DataFrame(
+        [
+            {
+                "quantity": q,
+                "paper_value": p["value"],
+                "this_run_value": m,
+                "unit": p["unit"],
+                "paper_source": p["source"],
+            }
+            for q, p, m in rows
+        ],
+        dtype=object,  # keep integers as integers
+    )
+
+
 def direction_row(
     quantity: str, claim: dict, t: dict, sign: int, what: str, items: str = "groups"
 ) -> dict:
@@ -276,3 +297,57 @@ def direction_row(
             note=f"{paper_note(claim)} {rule}",
         )
     return row
+
+
+# ----------------------------------------------------------------------------- command line
+
+RUNS_HELP = (
+    "per-run table (runs.csv); relative paths are read from its folder, else from the "
+    "current directory"
+)
+
+
+def base_parser(
+    module: str,
+    description: str,
+    jobs_help: str = "collected per-job table",
+    runs_help: str = RUNS_HELP,
+) -> argparse.ArgumentParser:
+    """`python -m <module>` with --jobs and --runs; the module adds its own options, then `cli`
+    adds --out-dir and --paper-id."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    parser.add_argument("--jobs", required=True, metavar="CSV", help=jobs_help)
+    parser.add_argument("--runs", required=True, metavar="CSV", help=runs_help)
+    return parser
+
+
+def add_tol_pct(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--tol-pct", type=float, default=5.0, metavar="PCT", help=help)
+
+
+def tol_pct_arg(tol_pct: float) -> float:
+    """--tol-pct as given, or a one-line error (exit 2) when it is not a finite number >= 0."""
+    if not math.isfinite(tol_pct) or tol_pct < 0:
+        raise AnalysisInputError(f"--tol-pct: {tol_pct!r} (expected a number >= 0)")
+    return tol_pct
+
+
+def cli(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    paper_id: str,
+    run: Callable[[argparse.Namespace], object],
+) -> int:
+    """Add --out-dir and --paper-id, parse argv and call run(args); a CorunError becomes one
+    line `<module>: <message>` on stderr and its exit code."""
+    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
+    parser.add_argument(
+        "--paper-id", default=paper_id, help=f"paper values to compare with (default: {paper_id})"
+    )
+    args = parser.parse_args(argv)
+    try:
+        run(args)
+    except CorunError as exc:
+        print(f"{parser.prog.removeprefix('python -m ')}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0

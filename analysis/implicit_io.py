@@ -55,7 +55,6 @@ CLI: python -m analysis.implicit_io --jobs J --runs R [--criterion psi_io_some_p
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
@@ -76,16 +75,18 @@ from analysis.common import (  # noqa: E402
     VERDICT_NOT,
     VERDICT_UNMEASURABLE,
     AnalysisInputError,
+    base_parser,
+    cli,
     direction_row,
     fmt_num,
     paper_note,
     ratio_note,
     resolve_run_paths,
     run_checks,
+    setup_frame,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
 from analysis.stats import rank_trend  # noqa: E402
-from corun.errors import CorunError  # noqa: E402
 
 EXPERIMENT = "implicit_io"
 PAPER_ID = "000"
@@ -582,19 +583,7 @@ def setup_table(result: dict, paper: dict, runs: pd.DataFrame, jobs: pd.DataFram
             ", ".join(fmt_num(v) for v in sorted(durations.dropna().unique())),
         ),
     ]
-    return pd.DataFrame(
-        [
-            {
-                "quantity": q,
-                "paper_value": p["value"],
-                "this_run_value": m,
-                "unit": p["unit"],
-                "paper_source": p["source"],
-            }
-            for q, p, m in rows
-        ],
-        dtype=object,
-    )
+    return setup_frame(rows)
 
 
 # ----------------------------------------------------------------------------- figure
@@ -628,15 +617,7 @@ def plot_fig8(result: dict, path: str | os.PathLike) -> None:
         for x, y, label in zip(lv["mem_util_pct"], 100 * lv["contention_share"], lv["label"]):
             ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 6), fontsize=8)
     else:
-        ax.text(
-            0.5,
-            0.5,
-            "no run with both a memory utilization and a contention share",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-            color="grey",
-        )
+        rt.no_data(ax, "no run with both a memory utilization and a contention share")
     ax.axvline(HALF_PCT, color="grey", ls="--", lw=1, label=f"{fmt_num(HALF_PCT)} % utilization")
     bases = sorted(set(per_run["memory_basis"]))
     basis = bases[0] if len(bases) == 1 else "mixed: " + ", ".join(bases)
@@ -665,7 +646,6 @@ def build_section(
     log: rt.MissingLog,
     extra_notes: list[str],
 ) -> dict:
-    exp = experiment_values(paper, EXPERIMENT)
     table, per_run, criterion = result["table"], result["runs"], result["criterion"]
     per_level = "; ".join(
         f"{r['label']} (k = {r['k']}): {fmt_num(r['mem_util_pct'])} % memory, share "
@@ -705,12 +685,11 @@ def build_section(
     notes.append("Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().unique())) + ".")
     notes.extend(n.strip() for n in paper.get("notes", []))
     notes.extend(extra_notes)
-    return {
-        "experiment": EXPERIMENT,
-        "title": f"{exp['title']} (paper {exp['figure']})",
-        "paper": paper["citation"].strip(),
-        "summary": " ".join(summary),
-        "figures": [
+    return rt.section(
+        EXPERIMENT,
+        paper,
+        summary,
+        figures=[
             {
                 "path": FIG_NAME,
                 "caption": f"Share of sampling intervals with I/O contention ({criterion.text}) "
@@ -719,16 +698,16 @@ def build_section(
                 "256 GB).",
             }
         ],
-        "comparison": rt.records(comparison, digits=6),
-        "tables": [
+        comparison=comparison,
+        tables=[
             {"title": "Memory utilization and contention per level", "csv": "implicit_io.csv"},
             {"title": "Memory utilization and contention per run", "csv": "implicit_io_runs.csv"},
             {"title": "Setup: paper vs this run (no verdict)", "csv": "setup.csv"},
         ],
-        "missing": rt.section_missing(metadata_paths, log),
-        "runs": rt.run_summaries(metadata_paths),
-        "notes": notes,
-    }
+        metadata_paths=metadata_paths,
+        log=log,
+        notes=notes,
+    )
 
 
 def run(
@@ -766,18 +745,10 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis.implicit_io",
-        description="Memory utilization against I/O contention (paper 000, Fig. 8) for the "
-        "implicit-I/O graph runs.",
-    )
-    parser.add_argument("--jobs", required=True, metavar="CSV", help="collected per-job table")
-    parser.add_argument(
-        "--runs",
-        required=True,
-        metavar="CSV",
-        help="per-run table (runs.csv); relative paths are read from its folder, else from the "
-        "current directory",
+    parser = base_parser(
+        "analysis.implicit_io",
+        "Memory utilization against I/O contention (paper 000, Fig. 8) for the implicit-I/O "
+        "graph runs.",
     )
     parser.add_argument(
         "--criterion",
@@ -786,17 +757,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a sampling interval has I/O contention when METRIC >= NUMBER; METRIC one of "
         f"{', '.join(CRITERIA)} (default: {DEFAULT_CRITERION})",
     )
-    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--paper-id", default=PAPER_ID, help=f"paper values to compare with (default: {PAPER_ID})"
+    return cli(
+        parser,
+        argv,
+        PAPER_ID,
+        lambda a: run(a.jobs, a.runs, a.out_dir, a.criterion, a.paper_id),
     )
-    args = parser.parse_args(argv)
-    try:
-        run(args.jobs, args.runs, args.out_dir, args.criterion, args.paper_id)
-    except CorunError as exc:
-        print(f"analysis.implicit_io: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ CLI: python -m analysis.io_latency --jobs J --runs R [--workload x264_simlarge] 
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -66,14 +65,18 @@ from analysis.common import (  # noqa: E402
     VERDICT_NOT,
     VERDICT_UNMEASURABLE,
     AnalysisInputError,
+    add_tol_pct,
+    base_parser,
+    cli,
     fmt_num,
     paper_note,
     ratio_note,
     resolve_run_paths,
     run_checks,
+    setup_frame,
+    tol_pct_arg,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
-from corun.errors import CorunError  # noqa: E402
 
 EXPERIMENT = "io_latency"
 SOURCE_EXPERIMENTS = ("cmp_stacking", "io_latency")
@@ -466,26 +469,10 @@ def setup_table(result: dict, paper: dict, interval_s: float | None) -> pd.DataF
         ("k values (loaded CMPs)", vals["k_values"], ", ".join(map(str, ks))),
         ("iostat sampling interval", vals["sampling_interval_s"], interval_s),
     ]
-    return pd.DataFrame(
-        [
-            {
-                "quantity": q,
-                "paper_value": p["value"],
-                "this_run_value": m,
-                "unit": p["unit"],
-                "paper_source": p["source"],
-            }
-            for q, p, m in rows
-        ],
-        dtype=object,
-    )
+    return setup_frame(rows)
 
 
 # ----------------------------------------------------------------------------- figures
-
-
-def _no_data(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
 
 
 def plot_latency(table: pd.DataFrame, workload: str, path: str | os.PathLike) -> None:
@@ -499,7 +486,7 @@ def plot_latency(table: pd.DataFrame, workload: str, path: str | os.PathLike) ->
     ):
         known = g[g[column].notna()]
         if known.empty:
-            _no_data(ax, "no iostat interval with I/O")
+            rt.no_data(ax, "no iostat interval with I/O")
         else:
             ax.plot(known["k"], known[column], marker="o", color=color, lw=1.6)
             for k, v in zip(known["k"], known[column]):
@@ -539,7 +526,7 @@ def plot_growth(table: pd.DataFrame, workload: str, path: str | os.PathLike) -> 
             ax.plot(known["k"], known[column], marker="o", color=color, ls=style, label=label)
             drawn.extend(known[column].tolist())
     if not drawn:
-        _no_data(ax, "no growth factor: no I/O at k = 1 or at k > 1")
+        rt.no_data(ax, "no growth factor: no I/O at k = 1 or at k > 1")
     elif max(drawn) / max(min(drawn), 1e-9) > 20:
         ax.set_yscale("log", base=2)
     ax.axhline(1.0, color="black", lw=0.6)
@@ -612,12 +599,11 @@ def build_section(
     notes.extend(n.strip() for n in paper.get("notes", []))
     notes.extend(extra_notes)
     k_paper = exp["values"]["k_values"]["value"]
-    return {
-        "experiment": EXPERIMENT,
-        "title": f"{exp['title']} (paper {exp['figure']})",
-        "paper": paper["citation"].strip(),
-        "summary": " ".join(summary),
-        "figures": [
+    return rt.section(
+        EXPERIMENT,
+        paper,
+        summary,
+        figures=[
             {
                 "path": FIG_LATENCY,
                 "caption": f"Waiting time (left) and serving time (right) per request of workload "
@@ -630,16 +616,16 @@ def build_section(
                 f"serving time of workload {workload}. Compare paper Fig. 7.",
             },
         ],
-        "comparison": rt.records(comparison, digits=6),
-        "tables": [
+        comparison=comparison,
+        tables=[
             {"title": "I/O latency per workload and k", "csv": "latency.csv"},
             {"title": "I/O latency per run", "csv": "latency_runs.csv"},
             {"title": "Setup: paper vs this run (no verdict)", "csv": "setup.csv"},
         ],
-        "missing": rt.section_missing(metadata_paths, log),
-        "runs": rt.run_summaries(metadata_paths),
-        "notes": notes,
-    }
+        metadata_paths=metadata_paths,
+        log=log,
+        notes=notes,
+    )
 
 
 def _iostat_interval(runs: pd.DataFrame, dirs: dict[str, Path]) -> float | None:
@@ -695,17 +681,12 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis.io_latency",
-        description="I/O waiting and serving time while stacking CMPs (paper 000, Fig. 5-7), "
-        "from the cmp_stacking runs' iostat and PSI tables.",
-    )
-    parser.add_argument("--jobs", required=True, metavar="CSV", help="cmp_stacking per-job table")
-    parser.add_argument(
-        "--runs",
-        required=True,
-        metavar="CSV",
-        help="cmp_stacking runs.csv; relative paths are read from its folder, else from the "
+    parser = base_parser(
+        "analysis.io_latency",
+        "I/O waiting and serving time while stacking CMPs (paper 000, Fig. 5-7), from the "
+        "cmp_stacking runs' iostat and PSI tables.",
+        jobs_help="cmp_stacking per-job table",
+        runs_help="cmp_stacking runs.csv; relative paths are read from its folder, else from the "
         "current directory",
     )
     parser.add_argument(
@@ -714,31 +695,17 @@ def main(argv: list[str] | None = None) -> int:
         help=f"workload for the figures and verdicts (default: {DEFAULT_WORKLOAD}); the tables "
         "list every workload",
     )
-    parser.add_argument(
-        "--tol-pct",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="growth tolerance in percent: grows means a growth factor above 1 + PCT/100 "
+    add_tol_pct(
+        parser,
+        "growth tolerance in percent: grows means a growth factor above 1 + PCT/100 "
         "(default: 5)",
     )
-    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--paper-id", default=PAPER_ID, help=f"paper values to compare with (default: {PAPER_ID})"
+    return cli(
+        parser,
+        argv,
+        PAPER_ID,
+        lambda a: run(a.jobs, a.runs, a.out_dir, a.workload, tol_pct_arg(a.tol_pct), a.paper_id),
     )
-    args = parser.parse_args(argv)
-    if not math.isfinite(args.tol_pct) or args.tol_pct < 0:
-        print(
-            f"analysis.io_latency: --tol-pct: {args.tol_pct!r} (expected a number >= 0)",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        run(args.jobs, args.runs, args.out_dir, args.workload, args.tol_pct, args.paper_id)
-    except CorunError as exc:
-        print(f"analysis.io_latency: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
 
 
 if __name__ == "__main__":

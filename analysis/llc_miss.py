@@ -51,7 +51,6 @@ CLI: python -m analysis.llc_miss --jobs J --runs R [--time elapsed|runtime] [--t
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -72,6 +71,9 @@ from analysis.common import (  # noqa: E402
     VERDICT_NOT,
     VERDICT_UNMEASURABLE,
     AnalysisInputError,
+    add_tol_pct,
+    base_parser,
+    cli,
     direction_row,
     fmt_num,
     paper_note,
@@ -79,10 +81,11 @@ from analysis.common import (  # noqa: E402
     read_csv,
     resolve_run_paths,
     run_checks,
+    setup_frame,
+    tol_pct_arg,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
 from analysis.stats import rank_trend  # noqa: E402
-from corun.errors import CorunError  # noqa: E402
 from corun.monitors.perf import derive_perf_rates  # noqa: E402
 
 EXPERIMENT = "llc_miss"
@@ -465,23 +468,20 @@ def compare_with_paper(
 
 def setup_table(result: dict, paper: dict) -> pd.DataFrame:
     vals = experiment_values(paper, EXPERIMENT)["values"]
+    nops_groups = {
+        "value": None,
+        "unit": "nops between copies",
+        "source": "Sec. 2.3.2, Fig. 3 (values not given)",
+    }
     rows = [
-        {
-            "quantity": "k values (loaded CMPs)",
-            "paper_value": vals["k_values"]["value"],
-            "this_run_value": ", ".join(map(str, result["k_values"])),
-            "unit": vals["k_values"]["unit"],
-            "paper_source": vals["k_values"]["source"],
-        },
-        {
-            "quantity": "nops groups",
-            "paper_value": None,
-            "this_run_value": ", ".join(str(n) for n in sorted(result["table"]["nops"].unique())),
-            "unit": "nops between copies",
-            "paper_source": "Sec. 2.3.2, Fig. 3 (values not given)",
-        },
+        ("k values (loaded CMPs)", vals["k_values"], ", ".join(map(str, result["k_values"]))),
+        (
+            "nops groups",
+            nops_groups,
+            ", ".join(str(n) for n in sorted(result["table"]["nops"].unique())),
+        ),
     ]
-    return pd.DataFrame(rows, dtype=object)
+    return setup_frame(rows)
 
 
 # ----------------------------------------------------------------------------- figure
@@ -534,15 +534,7 @@ def plot_fig2(result: dict, path: str | os.PathLike) -> None:
             )
         xs.extend(g[axis].tolist())
     if not xs:
-        ax.text(
-            0.5,
-            0.5,
-            "no degradation with a known x value",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-            color="grey",
-        )
+        rt.no_data(ax, "no degradation with a known x value")
     elif min(xs) > 0 and max(xs) / min(xs) > 20:
         ax.set_xscale("log")
     ax.axhline(0, color="black", lw=0.6)
@@ -618,12 +610,11 @@ def build_section(
         *extra_notes,
     ]
     xlabel, _ = _axis_label(result)
-    return {
-        "experiment": EXPERIMENT,
-        "title": f"{exp['title']} (paper {exp['figure']})",
-        "paper": paper["citation"].strip(),
-        "summary": " ".join(summary),
-        "figures": [
+    return rt.section(
+        EXPERIMENT,
+        paper,
+        summary,
+        figures=[
             {
                 "path": FIG_NAME,
                 "caption": f"Degradation of each nops group at k = 2..{K} against {xlabel}; "
@@ -632,16 +623,16 @@ def build_section(
                 f"(k = {exp['values']['k_values']['value']}, x = LLC misses per cycle per CMP).",
             }
         ],
-        "comparison": rt.records(comparison, digits=6),
-        "tables": [
+        comparison=comparison,
+        tables=[
             {"title": "Degradation per nops group and k", "csv": "degradation.csv"},
             {"title": "LLC miss rate and access rate of the k = 1 runs", "csv": "miss_rate.csv"},
             {"title": "Setup: paper vs this run (no verdict)", "csv": "setup.csv"},
         ],
-        "missing": rt.section_missing(metadata_paths, log),
-        "runs": rt.run_summaries(metadata_paths),
-        "notes": notes,
-    }
+        metadata_paths=metadata_paths,
+        log=log,
+        notes=notes,
+    )
 
 
 def run(
@@ -680,18 +671,10 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis.llc_miss",
-        description="Inter-socket CC cost of the LLC-miss kernel (paper 000, Fig. 2): "
-        "degradation per nops group and k against the LLC miss rate per CMP.",
-    )
-    parser.add_argument("--jobs", required=True, metavar="CSV", help="collected per-job table")
-    parser.add_argument(
-        "--runs",
-        required=True,
-        metavar="CSV",
-        help="per-run table (runs.csv); relative paths are read from its folder, else from the "
-        "current directory",
+    parser = base_parser(
+        "analysis.llc_miss",
+        "Inter-socket CC cost of the LLC-miss kernel (paper 000, Fig. 2): degradation per nops "
+        "group and k against the LLC miss rate per CMP.",
     )
     parser.add_argument(
         "--time",
@@ -700,44 +683,27 @@ def main(argv: list[str] | None = None) -> int:
         help="elapsed: the kernel's timed passes (result_elapsed_s); runtime: the job's wall "
         "time (runtime_s) (default: elapsed)",
     )
-    parser.add_argument(
-        "--tol-pct",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="degradation tolerance in percent (default: 5)",
-    )
+    add_tol_pct(parser, "degradation tolerance in percent (default: 5)")
     parser.add_argument(
         "--stacking-degradation",
         metavar="CSV",
         help="cmp_stacking's normalized_runtime.csv, for the CC-cost vs I/O comparison "
         "(default: none; that row is then not measurable)",
     )
-    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--paper-id", default=PAPER_ID, help=f"paper values to compare with (default: {PAPER_ID})"
+    return cli(
+        parser,
+        argv,
+        PAPER_ID,
+        lambda a: run(
+            a.jobs,
+            a.runs,
+            a.out_dir,
+            tol_pct_arg(a.tol_pct),
+            a.time,
+            a.stacking_degradation,
+            a.paper_id,
+        ),
     )
-    args = parser.parse_args(argv)
-    if not math.isfinite(args.tol_pct) or args.tol_pct < 0:
-        print(
-            f"analysis.llc_miss: --tol-pct: {args.tol_pct!r} (expected a number >= 0)",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        run(
-            args.jobs,
-            args.runs,
-            args.out_dir,
-            args.tol_pct,
-            args.time,
-            args.stacking_degradation,
-            args.paper_id,
-        )
-    except CorunError as exc:
-        print(f"analysis.llc_miss: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from analysis.common import (  # noqa: E402
     validate,
     write_atomic,
 )
+from analysis.paper import experiment_values  # noqa: E402
 from analysis.stats import t_interval  # noqa: E402
 
 TIDY_DIR = "tidy"
@@ -297,6 +298,11 @@ def log2_k_axis(ax, ks: list[int]) -> None:
         ax.set_xlim(ks[0] / 1.2, ks[-1] * 1.2)
 
 
+def no_data(ax, text: str) -> None:
+    """A grey note in the middle of an empty plot."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
+
+
 def save_png(fig, path: str | os.PathLike) -> None:
     """Write a figure atomically, without a Software tag (stable bytes for one matplotlib)."""
     path = Path(path)
@@ -342,6 +348,34 @@ def throttle_values(runs: pd.DataFrame) -> list[float]:
     """Distinct read caps (B/s) of the runs; empty when no run was throttled."""
     values = pd.to_numeric(runs["throttle_read_bps"], errors="coerce")
     return sorted(float(v) for v in values.dropna().unique() if v > 0)
+
+
+def section(
+    experiment: str,
+    paper: dict,
+    summary: list[str],
+    *,
+    figures: list[dict],
+    comparison: pd.DataFrame,
+    tables: list[dict],
+    metadata_paths: list[Path],
+    log: MissingLog,
+    notes: list[str],
+) -> dict:
+    """An experiment's section.json (analysis/schemas/section.schema.json)."""
+    exp = experiment_values(paper, experiment)
+    return {
+        "experiment": experiment,
+        "title": f"{exp['title']} (paper {exp['figure']})",
+        "paper": paper["citation"].strip(),
+        "summary": " ".join(summary),
+        "figures": figures,
+        "comparison": records(comparison, digits=6),
+        "tables": tables,
+        "missing": section_missing(metadata_paths, log),
+        "runs": run_summaries(metadata_paths),
+        "notes": notes,
+    }
 
 
 def write_outputs(

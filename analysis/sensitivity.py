@@ -62,7 +62,6 @@ CLI: python -m analysis.sensitivity --jobs J --runs R --tol-pct 5 --out-dir D
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -76,14 +75,18 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis import runmeta  # noqa: E402
+from analysis import runtables as rt  # noqa: E402
 from analysis.common import (  # noqa: E402
     VERDICT_DIRECTION,
     VERDICT_MACHINE,
     VERDICT_NOT,
     VERDICT_UNMEASURABLE,
     AnalysisInputError,
+    add_tol_pct,
+    base_parser,
     check_columns,
     check_ints,
+    cli,
     direction_row,
     dumps_json,
     fmt_num,
@@ -92,13 +95,10 @@ from analysis.common import (  # noqa: E402
     read_csv,
     resolve_run_paths,
     run_checks,
-    table_to_csv,
-    validate,
-    write_atomic,
+    setup_frame,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
 from analysis.stats import rank_trend, t_interval  # noqa: E402
-from corun.errors import CorunError  # noqa: E402
 
 EXPERIMENT = "sensitivity_ranking"
 PAPER_ID = "000"
@@ -509,19 +509,7 @@ def setup_table(result: dict, paper: dict) -> pd.DataFrame:
         ("highest per-CMP demand", vals["demand_max_mb_s"], max(demands) if demands else None),
         ("K, most CMPs loaded at once", vals["k_max"], thr["K"]),
     ]
-    return pd.DataFrame(
-        [
-            {
-                "quantity": q,
-                "paper_value": p["value"],
-                "this_run_value": m,
-                "unit": p["unit"],
-                "paper_source": p["source"],
-            }
-            for q, p, m in rows
-        ],
-        dtype=object,  # keep integers as integers
-    )
+    return setup_frame(rows)
 
 
 # ----------------------------------------------------------------------------- figure and files
@@ -702,11 +690,7 @@ def run(
 ) -> dict:
     """Read the inputs, analyse, and write the five output files into out_dir."""
     jobs, runs = read_jobs(jobs_csv), read_runs(runs_csv)
-    variants = sorted(runs["variant"].dropna().unique())
-    if len(variants) != 1:
-        raise AnalysisInputError(
-            f"{runs_csv}: variant: {variants!r} (expected exactly one scheduler variant)"
-        )
+    rt.one_variant(runs, runs_csv)
     metadata_paths = resolve_metadata_paths(runs, runs_csv)
     paper = load_paper_values(paper_id)
     cap_bps, cap_note = _throttle(runs)
@@ -714,57 +698,36 @@ def run(
     comparison = compare_with_paper(result, paper)
     notes = run_checks(jobs, runs) + ([cap_note] if cap_note else [])
     section = build_section(result, paper, comparison, runs, metadata_paths, notes)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    validate(section, "section.schema.json", str(out / "section.json"))
-    write_atomic(out / "degradation.csv", table_to_csv(result["table"]))
-    write_atomic(
-        out / "setup.csv", setup_table(result, paper).to_csv(index=False, lineterminator="\n")
+    rt.write_outputs(
+        out_dir,
+        section,
+        {
+            "degradation.csv": result["table"],
+            "setup.csv": setup_table(result, paper).to_csv(index=False, lineterminator="\n"),
+            "threshold.json": dumps_json(
+                {**_json_ready(result["threshold"]), "trends": result["trends"]}
+            ),
+        },
+        [lambda out: plot_fig14(result["table"], out / FIG_NAME, tol_pct)],
     )
-    write_atomic(
-        out / "threshold.json",
-        dumps_json({**_json_ready(result["threshold"]), "trends": result["trends"]}),
-    )
-    plot_fig14(result["table"], out / FIG_NAME, tol_pct)
-    write_atomic(out / "section.json", dumps_json(section))
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis.sensitivity",
-        description="Sensitivity_RANKING (paper 000, Fig. 13-14): degradation vs per-CMP demand.",
+    parser = base_parser(
+        "analysis.sensitivity",
+        "Sensitivity_RANKING (paper 000, Fig. 13-14): degradation vs per-CMP demand.",
+        runs_help="per-run table (runs.csv); relative metadata paths are read from its folder, "
+        "else from the current directory",
     )
-    parser.add_argument("--jobs", required=True, metavar="CSV", help="collected per-job table")
-    parser.add_argument(
-        "--runs",
-        required=True,
-        metavar="CSV",
-        help="per-run table (runs.csv); relative metadata paths are read from its "
-        "folder, else from the current directory",
-    )
-    parser.add_argument(
-        "--tol-pct",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="degradation tolerance in percent (default: 5)",
-    )
-    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--paper-id",
-        default=PAPER_ID,
-        help=f"paper values to compare with " f"(default: {PAPER_ID})",
-    )
-    args = parser.parse_args(argv)
-    if not math.isfinite(args.tol_pct) or args.tol_pct < 0:
-        parser.error(f"--tol-pct: {args.tol_pct!r} (expected a number >= 0)")
-    try:
+    add_tol_pct(parser, "degradation tolerance in percent (default: 5)")
+
+    def run_args(args) -> None:
+        if not math.isfinite(args.tol_pct) or args.tol_pct < 0:
+            parser.error(f"--tol-pct: {args.tol_pct!r} (expected a number >= 0)")
         run(args.jobs, args.runs, args.tol_pct, args.out_dir, args.paper_id)
-    except CorunError as exc:
-        print(f"analysis.sensitivity: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
+
+    return cli(parser, argv, PAPER_ID, run_args)
 
 
 if __name__ == "__main__":

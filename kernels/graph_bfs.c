@@ -103,9 +103,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		{ "storage-mode", required_argument, NULL, 'm' },
 		{ "dump-graph", required_argument, NULL, 'g' },
 		{ "dump-levels", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		CORUN_COMMON_LONG_OPTIONS,
 	};
 	int c;
 
@@ -158,19 +156,12 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		case 'l':
 			o->dump_levels = optarg;
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(CORUN_EXIT_OK);
-		case 'V':
-			printf("%s %s\n", PROG, GRAPH_BFS_VERSION);
-			exit(CORUN_EXIT_OK);
 		default:
-			corun_option_error(PROG, c, argv);
+			corun_default_option(PROG, GRAPH_BFS_VERSION,
+					     usage_text, c, argv);
 		}
 	}
-	if (optind < argc)
-		corun_usage_error(PROG, "unexpected argument '%s' (see --help)",
-				  argv[optind]);
+	corun_no_operands(PROG, argc, argv);
 	if (o->scale == 0)
 		corun_usage_error(PROG, "-s/--scale SCALE is required "
 				  "(see --help)");
@@ -953,11 +944,8 @@ static int run(const struct options *o, int argc, char *argv[],
 	}
 
 	print_result(o, &st, &g, r, argc, argv, start_epoch_s);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		corun_err(PROG, "cannot write the result to stdout: %s",
-			  strerror(errno));
+	if (corun_flush_result(PROG) != 0)
 		goto out;
-	}
 	rc = CORUN_EXIT_OK;
 out:
 	free(mark);

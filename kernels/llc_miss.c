@@ -71,9 +71,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		{ "nops", required_argument, NULL, 'n' },
 		{ "iterations", required_argument, NULL, 'i' },
 		{ "warmup-iterations", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		CORUN_COMMON_LONG_OPTIONS,
 	};
 	int c;
 
@@ -119,19 +117,12 @@ static void parse_options(int argc, char *argv[], struct options *o)
 				PROG, "warmup-iterations", optarg, 0,
 				ITERATIONS_MAX, false);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(CORUN_EXIT_OK);
-		case 'V':
-			printf("%s %s\n", PROG, LLC_MISS_VERSION);
-			exit(CORUN_EXIT_OK);
 		default:
-			corun_option_error(PROG, c, argv);
+			corun_default_option(PROG, LLC_MISS_VERSION,
+					     usage_text, c, argv);
 		}
 	}
-	if (optind < argc)
-		corun_usage_error(PROG, "unexpected argument '%s' (see --help)",
-				  argv[optind]);
+	corun_no_operands(PROG, argc, argv);
 }
 
 static bool valid_line_size(long n)
@@ -294,11 +285,8 @@ static int run(const struct options *o, int argc, char *argv[],
 	}
 
 	print_result(o, &r, argc, argv, start_epoch_s);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		corun_err(PROG, "cannot write the result to stdout: %s",
-			  strerror(errno));
+	if (corun_flush_result(PROG) != 0)
 		goto out;
-	}
 	rc = CORUN_EXIT_OK;
 out:
 	if (b != NULL)

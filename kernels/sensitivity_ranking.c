@@ -73,9 +73,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "nops", required_argument, NULL, 'n' },
 		{ "cache-mode", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		CORUN_COMMON_LONG_OPTIONS,
 	};
 	int c;
 
@@ -113,28 +111,12 @@ static void parse_options(int argc, char *argv[], struct options *o)
 						  "(expected direct or evict)",
 						  optarg);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(CORUN_EXIT_OK);
-		case 'V':
-			printf("%s %s\n", PROG, SENSITIVITY_RANKING_VERSION);
-			exit(CORUN_EXIT_OK);
-		case ':':
-			corun_usage_error(PROG, "%s: missing value (see --help)",
-					  argv[optind - 1]);
 		default:
-			/* A bad short option is only known by optopt. */
-			if (optopt != 0 &&
-			    strncmp(argv[optind - 1], "--", 2) != 0)
-				corun_usage_error(PROG, "invalid option '-%c' "
-						  "(see --help)", optopt);
-			corun_usage_error(PROG, "invalid option '%s' "
-					  "(see --help)", argv[optind - 1]);
+			corun_default_option(PROG, SENSITIVITY_RANKING_VERSION,
+					     usage_text, c, argv);
 		}
 	}
-	if (optind < argc)
-		corun_usage_error(PROG, "unexpected argument '%s' (see --help)",
-				  argv[optind]);
+	corun_no_operands(PROG, argc, argv);
 	if (o->file == NULL)
 		corun_usage_error(PROG, "--file PATH is required (see --help)");
 	if (o->cache_mode == CACHE_DIRECT && o->block_size % DIRECT_ALIGN != 0)
@@ -212,12 +194,6 @@ static int evict_pages(const char *path, int fd)
 		return -1;
 	}
 	return 0;
-}
-
-static void spin_nops(int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		__asm__ __volatile__("nop");
 }
 
 struct result {
@@ -356,7 +332,7 @@ static int run(const struct options *o, int argc, char *argv[],
 			break;
 		r.bytes_read += n;
 		r.reads++;
-		spin_nops(o->nops);
+		corun_spin_nops(o->nops);
 	}
 	r.elapsed_s = corun_monotonic_s() - t0;
 
@@ -369,11 +345,8 @@ static int run(const struct options *o, int argc, char *argv[],
 	}
 
 	print_result(o, &r, argc, argv, start_epoch_s);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		corun_err(PROG, "cannot write the result to stdout: %s",
-			  strerror(errno));
+	if (corun_flush_result(PROG) != 0)
 		goto out_free;
-	}
 	rc = CORUN_EXIT_OK;
 out_free:
 	free(buf);

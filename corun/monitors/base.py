@@ -17,11 +17,13 @@ a run folder can be re-analysed without a live monitor.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,11 +166,7 @@ class ProcessMonitor(Monitor):
             if self._meta:
                 write_meta(self.ctx.raw_dir, self.name, self._meta)
         except Exception as exc:  # stop() is called from teardown paths: never raise
-            try:
-                self._meta["stop_error"] = f"{type(exc).__name__}: {exc}"
-                write_meta(self.ctx.raw_dir, self.name, self._meta)
-            except Exception:
-                pass
+            record_stop_error(self.ctx.raw_dir, self.name, self._meta, exc)
 
     def _close_files(self) -> None:
         for f in self._files:
@@ -177,6 +175,94 @@ class ProcessMonitor(Monitor):
             except OSError:
                 pass
         self._files = []
+
+
+class SampledMonitor(Monitor):
+    """A monitor without an external program: a thread appends one sample to a raw CSV file
+    every interval.
+
+    Sampling is paced on time.monotonic(): tick k is due at start + k x interval, so there is
+    no drift, and ticks missed while the machine stalled are skipped, not bunched. stop() takes
+    one last sample, so the table covers the run up to the stop. A sample that raises ends the
+    sampling (the meta records ``sampling_error``) and keeps what was written.
+
+    Subclasses set `raw_csv`, and implement `begin()` and `sample()`.
+    """
+
+    raw_csv: ClassVar[str] = ""
+
+    def __init__(self, ctx: MonitorContext):
+        super().__init__(ctx)
+        self.interval_s = max(0.01, float(ctx.interval_s))
+        self._thread: threading.Thread | None = None
+        self._stop_event = threading.Event()
+        self._file = None
+        self._writer: csv.DictWriter | None = None
+        self._meta: dict = {}
+        self._stopped = False
+
+    def begin(self) -> list[str] | None:
+        """Monitor-specific start: add to ``self._meta`` and return the raw CSV's field names,
+        or return None after setting ``self._meta["unavailable"]`` (then nothing is sampled)."""
+        raise NotImplementedError
+
+    def sample(self) -> None:
+        """Append one sample (one or more rows) to ``self._writer`` and flush ``self._file``."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        if self._meta:
+            return
+        self.ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+        self.start_epoch_s = time.time()
+        self._meta = {
+            "monitor": self.name,
+            "start_epoch_s": self.start_epoch_s,
+            "interval_s": self.interval_s,
+        }
+        fields = self.begin()
+        if fields is not None:
+            self._file = open(self.ctx.raw_dir / self.raw_csv, "w", newline="")
+            self._writer = csv.DictWriter(self._file, fieldnames=fields)
+            self._writer.writeheader()
+            self._file.flush()
+            self._thread = threading.Thread(
+                target=self._run, name=f"corun-{self.name}", daemon=True
+            )
+            self._thread.start()
+        write_meta(self.ctx.raw_dir, self.name, self._meta)
+
+    def _run(self) -> None:
+        t_start = time.monotonic()
+        k = 0
+        while True:
+            try:
+                self.sample()
+            except Exception as exc:  # e.g. the raw file system is full: keep what was written
+                self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
+                return
+            elapsed = time.monotonic() - t_start
+            k = max(k + 1, math.floor(elapsed / self.interval_s) + 1)
+            delay = t_start + k * self.interval_s - time.monotonic()
+            if self._stop_event.wait(max(0.0, delay)):
+                return
+
+    def stop(self) -> None:
+        if self._stopped or not self._meta:
+            return
+        self._stopped = True
+        try:
+            self._stop_event.set()
+            if self._thread is not None:
+                self._thread.join(timeout=10.0)
+                if not self._thread.is_alive() and "sampling_error" not in self._meta:
+                    self.sample()  # close the last interval at the stop time
+            if self._file is not None:
+                self._file.close()
+            self._meta["stop_epoch_s"] = time.time()
+            write_meta(self.ctx.raw_dir, self.name, self._meta)
+        except Exception as exc:  # stop() is called from teardown paths: never raise
+            record_stop_error(self.ctx.raw_dir, self.name, self._meta, exc)
 
 
 def _signal_and_wait(proc: subprocess.Popen, sig: int, timeout_s: float) -> None:
@@ -198,6 +284,15 @@ def write_meta(raw_dir: Path, name: str, meta: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+def record_stop_error(raw_dir: Path, name: str, meta: dict, exc: Exception) -> None:
+    """Note why stop() failed in the metadata, if even that can be written; never raises."""
+    try:
+        meta["stop_error"] = f"{type(exc).__name__}: {exc}"
+        write_meta(raw_dir, name, meta)
+    except Exception:
+        pass
 
 
 def read_meta(raw_dir: Path, name: str) -> dict:

@@ -3,9 +3,9 @@ memory cgroup (paper 000, section 2.4.2.2, Fig. 8: memory utilization against I/
 jobs whose file-backed mappings exceed memory, so that their I/O is paging and writeback).
 
 No external tool: a thread reads the files every interval, paced on time.monotonic() like the
-psi monitor (tick k is due at start + k x interval; ticks missed while the machine stalled are
-skipped, not bunched), and appends the values as the kernel printed them to ``memory.csv``.
-stop() takes one last sample, so the table covers the run up to the stop.
+psi monitor (base.SampledMonitor: tick k is due at start + k x interval; ticks missed while the
+machine stalled are skipped, not bunched), and appends the values as the kernel printed them to
+``memory.csv``. stop() takes one last sample, so the table covers the run up to the stop.
 
 Raw files: ``memory.csv`` (epoch_s, monotonic_s, then one column per field: ``meminfo_<Key>`` in
 kB, ``vmstat_<key>`` cumulative counters, ``cg_<file>`` / ``cg_stat_<key>`` for the cgroup;
@@ -46,9 +46,7 @@ value: ``swap_used_kb`` is 0 and the meta says ``"swap": "none"``.
 
 from __future__ import annotations
 
-import csv
 import math
-import threading
 import time
 from pathlib import Path
 
@@ -57,7 +55,7 @@ import pandas as pd
 
 from corun.errors import missing
 
-from .base import Monitor, MonitorContext, finish_table, read_meta, write_meta
+from .base import MonitorContext, SampledMonitor, finish_table, read_meta
 
 NAME = "memory"
 RAW_FILE = "memory.csv"
@@ -212,15 +210,15 @@ def _err(exc: OSError) -> str:
     return f"{type(exc).__name__}: {exc.strerror or exc}"
 
 
-class MemoryMonitor(Monitor):
+class MemoryMonitor(SampledMonitor):
     name = NAME
     raw_files = [RAW_FILE, f"{NAME}.meta.json"]
+    raw_csv = RAW_FILE
     purpose = "memory use, paging and reclaim"
 
     def __init__(self, ctx: MonitorContext, proc: Path = PROC):
         super().__init__(ctx)
         self.proc = Path(proc)
-        self.interval_s = max(0.01, float(ctx.interval_s))
         self.cgroup: Path | None = None  # read from ctx at start(): the runner sets it late
         self.cg_version: str | None = None
         self._cg_gone = False
@@ -228,26 +226,10 @@ class MemoryMonitor(Monitor):
         self._meminfo_keys: list[str] = []
         self._vmstat_keys: list[str] = []
         self._cg_stat_keys: list[str] = []
-        self._thread: threading.Thread | None = None
-        self._stop_event = threading.Event()
-        self._file = None
-        self._writer = None
-        self._meta: dict = {}
-        self._stopped = False
 
-    def start(self) -> None:
-        if self._meta:
-            return
-        self.ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+    def begin(self) -> list[str] | None:
         self.cgroup = Path(self.ctx.memory_cgroup) if self.ctx.memory_cgroup else None
-        self.start_epoch_s = time.time()
-        self._meta = {
-            "monitor": NAME,
-            "start_epoch_s": self.start_epoch_s,
-            "interval_s": self.interval_s,
-            "proc": str(self.proc),
-            "cgroup": str(self.cgroup) if self.cgroup else None,
-        }
+        self._meta.update(proc=str(self.proc), cgroup=str(self.cgroup) if self.cgroup else None)
         try:
             meminfo = parse_meminfo((self.proc / "meminfo").read_text())
             vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
@@ -255,8 +237,7 @@ class MemoryMonitor(Monitor):
             self._meta["unavailable"] = (
                 f"memory: {self.proc}/meminfo or vmstat unreadable ({_err(exc)})"
             )
-            write_meta(self.ctx.raw_dir, NAME, self._meta)
-            return
+            return None
         self._meminfo_keys = [k for k in MEMINFO_KEYS if k in meminfo]
         reclaim = sorted(k for k in vmstat if k.startswith(RECLAIM_PREFIXES))
         self._vmstat_keys = [k for k in VMSTAT_KEYS + REFAULT_KEYS if k in vmstat] + reclaim
@@ -275,15 +256,7 @@ class MemoryMonitor(Monitor):
             + [f"vmstat_{k}" for k in self._vmstat_keys]
             + cg_fields
         )
-        self._file = open(self.ctx.raw_dir / RAW_FILE, "w", newline="")
-        self._writer = csv.DictWriter(
-            self._file, fieldnames=["epoch_s", "monotonic_s", *self._fields, "error"]
-        )
-        self._writer.writeheader()
-        self._file.flush()
-        self._thread = threading.Thread(target=self._run, name="corun-memory", daemon=True)
-        self._thread.start()
-        write_meta(self.ctx.raw_dir, NAME, self._meta)
+        return ["epoch_s", "monotonic_s", *self._fields, "error"]
 
     def _cgroup_start(self) -> list[str]:
         """Detect the cgroup's version and the fields it prints; [] (and a reason) if unusable."""
@@ -329,7 +302,7 @@ class MemoryMonitor(Monitor):
         for k in self._cg_stat_keys:
             row[f"cg_stat_{k}"] = stat.get(k, "")
 
-    def _sample(self) -> None:
+    def sample(self) -> None:
         row = {f: "" for f in self._fields}
         errors: list[str] = []
         epoch, mono = time.time(), time.monotonic()
@@ -351,42 +324,6 @@ class MemoryMonitor(Monitor):
         row["error"] = "; ".join(errors)
         self._writer.writerow(row)
         self._file.flush()
-
-    def _run(self) -> None:
-        t_start = time.monotonic()
-        k = 0
-        while True:
-            try:
-                self._sample()
-            except Exception as exc:  # e.g. the raw file system is full: keep what was written
-                self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
-                return
-            elapsed = time.monotonic() - t_start
-            k = max(k + 1, math.floor(elapsed / self.interval_s) + 1)
-            delay = t_start + k * self.interval_s - time.monotonic()
-            if self._stop_event.wait(max(0.0, delay)):
-                return
-
-    def stop(self) -> None:
-        if self._stopped or not self._meta:
-            return
-        self._stopped = True
-        try:
-            self._stop_event.set()
-            if self._thread is not None:
-                self._thread.join(timeout=10.0)
-                if not self._thread.is_alive() and "sampling_error" not in self._meta:
-                    self._sample()  # close the last interval at the stop time
-            if self._file is not None:
-                self._file.close()
-            self._meta["stop_epoch_s"] = time.time()
-            write_meta(self.ctx.raw_dir, NAME, self._meta)
-        except Exception as exc:  # stop() is called from teardown paths: never raise
-            try:
-                self._meta["stop_error"] = f"{type(exc).__name__}: {exc}"
-                write_meta(self.ctx.raw_dir, NAME, self._meta)
-            except Exception:
-                pass
 
     @classmethod
     def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:

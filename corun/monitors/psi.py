@@ -2,8 +2,8 @@
 
 No external tool: a thread reads the three files every interval, paced on time.monotonic()
 (tick k is due at start + k x interval, so there is no drift; ticks missed while the machine
-stalled are skipped, not bunched), and appends the raw values to ``psi.csv``. stop() takes one
-last sample, so the table covers the run up to the stop.
+stalled are skipped, not bunched; see base.SampledMonitor), and appends the raw values to
+``psi.csv``. stop() takes one last sample, so the table covers the run up to the stop.
 
 Raw files: ``psi.csv`` (one row per resource per sample: epoch_s, monotonic_s, resource,
 some/full avg10/avg60/avg300 in %, some/full total in microseconds, error), ``psi.meta.json``.
@@ -22,9 +22,6 @@ with a missing(psi_cpu_full) record; a "full" line absent for another resource l
 
 from __future__ import annotations
 
-import csv
-import math
-import threading
 import time
 from pathlib import Path
 
@@ -33,7 +30,7 @@ import pandas as pd
 
 from corun.errors import missing
 
-from .base import Monitor, MonitorContext, finish_table, read_meta, write_meta
+from .base import MonitorContext, SampledMonitor, finish_table, read_meta
 
 NAME = "psi"
 RAW_FILE = "psi.csv"
@@ -104,49 +101,30 @@ def pressure_row(resource: str, text: str | None, error: str = "") -> dict:
     return row
 
 
-class PsiMonitor(Monitor):
+class PsiMonitor(SampledMonitor):
     name = NAME
     raw_files = [RAW_FILE, f"{NAME}.meta.json"]
+    raw_csv = RAW_FILE
     purpose = "pressure stall information"
 
     def __init__(self, ctx: MonitorContext, root: Path = PROC_PRESSURE):
         super().__init__(ctx)
         self.root = Path(root)
-        self.interval_s = max(0.01, float(ctx.interval_s))
-        self._thread: threading.Thread | None = None
-        self._stop_event = threading.Event()
-        self._file = None
-        self._writer = None
-        self._meta: dict = {}
-        self._stopped = False
 
-    def start(self) -> None:
-        if self._meta:
-            return
-        self.ctx.raw_dir.mkdir(parents=True, exist_ok=True)
-        self.start_epoch_s = time.time()
-        self._meta = {
-            "monitor": NAME,
-            "start_epoch_s": self.start_epoch_s,
-            "interval_s": self.interval_s,
-            "root": str(self.root),
-            "scope": "system" if self.root == PROC_PRESSURE else "custom",
-            "resources": list(RESOURCES),
-        }
+    def begin(self) -> list[str] | None:
+        self._meta.update(
+            root=str(self.root),
+            scope="system" if self.root == PROC_PRESSURE else "custom",
+            resources=list(RESOURCES),
+        )
         if not self.root.is_dir():
             self._meta["unavailable"] = (
                 f"psi: no {self.root} (kernel without CONFIG_PSI, or booted with psi=0)"
             )
-        else:
-            self._file = open(self.ctx.raw_dir / RAW_FILE, "w", newline="")
-            self._writer = csv.DictWriter(self._file, fieldnames=RAW_FIELDS)
-            self._writer.writeheader()
-            self._file.flush()
-            self._thread = threading.Thread(target=self._run, name="corun-psi", daemon=True)
-            self._thread.start()
-        write_meta(self.ctx.raw_dir, NAME, self._meta)
+            return None
+        return RAW_FIELDS
 
-    def _sample(self) -> None:
+    def sample(self) -> None:
         for resource in RESOURCES:
             try:
                 text = (self.root / resource).read_text()
@@ -158,42 +136,6 @@ class PsiMonitor(Monitor):
             row["monotonic_s"] = repr(time.monotonic())
             self._writer.writerow(row)
         self._file.flush()
-
-    def _run(self) -> None:
-        t_start = time.monotonic()
-        k = 0
-        while True:
-            try:
-                self._sample()
-            except Exception as exc:  # e.g. the raw file system is full: keep what was written
-                self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
-                return
-            elapsed = time.monotonic() - t_start
-            k = max(k + 1, math.floor(elapsed / self.interval_s) + 1)
-            delay = t_start + k * self.interval_s - time.monotonic()
-            if self._stop_event.wait(max(0.0, delay)):
-                return
-
-    def stop(self) -> None:
-        if self._stopped or not self._meta:
-            return
-        self._stopped = True
-        try:
-            self._stop_event.set()
-            if self._thread is not None:
-                self._thread.join(timeout=10.0)
-                if not self._thread.is_alive() and "sampling_error" not in self._meta:
-                    self._sample()  # close the last interval at the stop time
-            if self._file is not None:
-                self._file.close()
-            self._meta["stop_epoch_s"] = time.time()
-            write_meta(self.ctx.raw_dir, NAME, self._meta)
-        except Exception as exc:  # stop() is called from teardown paths: never raise
-            try:
-                self._meta["stop_error"] = f"{type(exc).__name__}: {exc}"
-                write_meta(self.ctx.raw_dir, NAME, self._meta)
-            except Exception:
-                pass
 
     @classmethod
     def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:

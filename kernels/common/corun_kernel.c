@@ -95,6 +95,38 @@ void corun_option_error(const char *prog, int c, char *const argv[])
 			  argv[optind - 1]);
 }
 
+void corun_default_option(const char *prog, const char *version,
+			  const char *usage_text, int c, char *const argv[])
+{
+	switch (c) {
+	case 'h':
+		fputs(usage_text, stdout);
+		exit(CORUN_EXIT_OK);
+	case 'V':
+		printf("%s %s\n", prog, version);
+		exit(CORUN_EXIT_OK);
+	default:
+		corun_option_error(prog, c, argv);
+	}
+}
+
+void corun_no_operands(const char *prog, int argc, char *const argv[])
+{
+	if (optind < argc)
+		corun_usage_error(prog, "unexpected argument '%s' (see --help)",
+				  argv[optind]);
+}
+
+int corun_flush_result(const char *prog)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		corun_err(prog, "cannot write the result to stdout: %s",
+			  strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static double clock_s(clockid_t clock)
 {
 	struct timespec ts;

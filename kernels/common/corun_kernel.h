@@ -41,6 +41,29 @@ int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
 void corun_option_error(const char *prog, int c, char *const argv[])
 	__attribute__((noreturn));
 
+/* The last entries of every kernel's long options: --help ('h') and
+ * --version ('V'), which corun_default_option() handles, and the end mark. */
+#define CORUN_COMMON_LONG_OPTIONS \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }, \
+	{ NULL, 0, NULL, 0 }
+
+/* The default: of every kernel's getopt_long() loop, for what all kernels
+ * share: 'h' (--help) prints USAGE_TEXT to stdout and 'V' (--version)
+ * prints "<prog> <version>", both exiting CORUN_EXIT_OK; any other C is an
+ * option error (corun_option_error()). */
+void corun_default_option(const char *prog, const char *version,
+			  const char *usage_text, int c, char *const argv[])
+	__attribute__((noreturn));
+
+/* After the getopt_long() loop: a leftover argument (no kernel takes
+ * operands) is a usage error. */
+void corun_no_operands(const char *prog, int argc, char *const argv[]);
+
+/* Flush the result on stdout; on failure print "<prog>: cannot write the
+ * result to stdout: <reason>" and return -1, else return 0. */
+int corun_flush_result(const char *prog);
+
 /* Spin on N nop instructions; the asm volatile loop is never optimised away.
  * Inline, so the cost per call is the loop alone. */
 static inline void corun_spin_nops(int64_t n)

@@ -8,49 +8,25 @@ and the degree distribution against an R-MAT simulation in numpy.
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections import deque
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-KERNELS = REPO / "kernels"
-BUILDS = {
-    "normal": KERNELS / "build" / "graph_bfs",
-    "asan": KERNELS / "build" / "asan" / "graph_bfs",
-}
-# A sanitizer report must not pass for the kernel's own exit code 1.
-SANITIZER_EXIT = 99
-ENV = dict(
-    os.environ,
-    ASAN_OPTIONS=f"exitcode={SANITIZER_EXIT}",
-    UBSAN_OPTIONS=f"halt_on_error=1:print_stacktrace=1:exitcode={SANITIZER_EXIT}",
+from kernel_helpers import (
+    ENV,
+    KERNELS,
+    disk_backed_dir,
+    json_result,
+    per_test_dir,
+    run_kernel,
 )
+
+KERNEL = "graph_bfs"
 A, B, C = 0.57, 0.19, 0.19
 INT64 = 8
-
-
-@pytest.fixture(scope="session")
-def built():
-    for target in ("all", "asan"):
-        proc = subprocess.run(["make", "-C", str(KERNELS), target],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return BUILDS
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request, built):
-    return request.param
-
-
-@pytest.fixture
-def binary(build):
-    return BUILDS[build]
 
 
 @pytest.fixture
@@ -60,22 +36,14 @@ def scale(build):
 
 
 def run(binary, args, timeout=30):
-    proc = subprocess.run([binary, *map(str, args)], capture_output=True,
-                          env=ENV, timeout=timeout)
-    stderr = proc.stderr.decode(errors="replace")
-    assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
-    return proc.returncode, proc.stdout, stderr
+    return run_kernel(binary, map(str, args), timeout)
 
 
 def run_ok(binary, args, stderr=""):
     code, out, err = run(binary, args)
     assert code == 0, err
     assert err == stderr
-    text = out.decode("utf-8")
-    assert text.endswith("\n") and text.count("\n") == 1, text
-    result = json.loads(text)
-    assert result["check"] == "ok"
-    return result
+    return json_result(out)
 
 
 def memory_fs_mounts():
@@ -100,25 +68,15 @@ def disk_dir(tmp_path_factory):
     """A directory on a disk-backed file system, where the kernel's mappings
     are written back to a device: the pytest temporary directory if it is
     not tmpfs, else a scratch folder under results/."""
-    tmp = tmp_path_factory.mktemp("graph_bfs")
-    if not on_memory_fs(tmp):
-        yield tmp
-        return
-    (REPO / "results").mkdir(exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".test-kernels-",
-                                    dir=REPO / "results"))
-    try:
-        yield scratch
-    finally:
-        shutil.rmtree(scratch)
+    with disk_backed_dir(tmp_path_factory.mktemp("graph_bfs"),
+                         lambda path: not on_memory_fs(path)) as path:
+        yield path
 
 
 @pytest.fixture
 def storage(disk_dir, request):
-    path = disk_dir / request.node.name.replace("/", "_")[:80]
-    path.mkdir()
-    yield path
-    shutil.rmtree(path)
+    with per_test_dir(disk_dir, request) as path:
+        yield path
 
 
 # (id, args, exit code, stderr substring); {dir} is an existing directory,

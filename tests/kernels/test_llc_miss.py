@@ -3,65 +3,29 @@
 Every test runs against the normal build and the ASan/UBSan build.
 """
 
-import json
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-KERNELS = REPO / "kernels"
-BUILDS = {
-    "normal": KERNELS / "build" / "llc_miss",
-    "asan": KERNELS / "build" / "asan" / "llc_miss",
-}
-# A sanitizer report must not pass for the kernel's own exit code 1.
-SANITIZER_EXIT = 99
-ENV = dict(
-    os.environ,
-    ASAN_OPTIONS=f"exitcode={SANITIZER_EXIT}",
-    UBSAN_OPTIONS=f"halt_on_error=1:print_stacktrace=1:exitcode={SANITIZER_EXIT}",
-)
+from kernel_helpers import json_result, run_kernel, skip_if_skipped
+
+KERNEL = "llc_miss"
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="session")
-def built():
-    for target in ("all", "asan"):
-        proc = subprocess.run(["make", "-C", str(KERNELS), target],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return BUILDS
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def binary(request, built):
-    return built[request.param]
-
-
 def run(binary, args, timeout=20):
-    proc = subprocess.run([binary, *args], capture_output=True, env=ENV,
-                          timeout=timeout)
-    stderr = proc.stderr.decode(errors="replace")
-    assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
-    return proc.returncode, proc.stdout, stderr
+    return run_kernel(binary, args, timeout)
 
 
 def run_ok(binary, args):
     """Run to success and return the parsed result; skip (after checking the
     skip message) where the machine does not tell its cache line size."""
     code, out, err = run(binary, args)
-    if code == 4:
-        assert err.startswith("llc_miss: skipped: "), err
-        assert out == b""
-        pytest.skip(err.strip())
+    skip_if_skipped(KERNEL, code, out, err)
     assert (code, err) == (0, "")
-    text = out.decode("utf-8")
-    assert text.endswith("\n") and text.count("\n") == 1, text
-    result = json.loads(text)
-    assert result["check"] == "ok"
+    result = json_result(out)
     assert result["accesses"] == result["rows"] * result["params"]["iterations"]
     return result
 

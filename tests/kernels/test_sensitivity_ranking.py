@@ -3,68 +3,39 @@
 Every test runs against the normal build and the ASan/UBSan build.
 """
 
-import json
 import math
 import os
-import shutil
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-KERNELS = REPO / "kernels"
-BUILDS = {
-    "normal": KERNELS / "build" / "sensitivity_ranking",
-    "asan": KERNELS / "build" / "asan" / "sensitivity_ranking",
-}
-# A sanitizer report must not pass for the kernel's own exit code 1.
-SANITIZER_EXIT = 99
-ENV = dict(
-    os.environ,
-    ASAN_OPTIONS=f"exitcode={SANITIZER_EXIT}",
-    UBSAN_OPTIONS=f"halt_on_error=1:print_stacktrace=1:exitcode={SANITIZER_EXIT}",
+from kernel_helpers import (
+    KERNELS,
+    builds,
+    disk_backed_dir,
+    json_result,
+    per_test_dir,
+    run_kernel,
+    skip_if_skipped,
 )
+
+KERNEL = "sensitivity_ranking"
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="session")
-def built():
-    for target in ("all", "asan"):
-        proc = subprocess.run(["make", "-C", str(KERNELS), target],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return BUILDS
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def binary(request, built):
-    return built[request.param]
-
-
 def run(binary, args, timeout=10):
-    proc = subprocess.run([binary, *args], capture_output=True, env=ENV,
-                          timeout=timeout)
-    stderr = proc.stderr.decode(errors="replace")
-    assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
-    return proc.returncode, proc.stdout, stderr
+    return run_kernel(binary, args, timeout)
 
 
 def run_ok(binary, args):
     """Run to success and return the parsed result; skip (after checking the
     skip message) where the file system cannot serve the measurement."""
     code, out, err = run(binary, args)
-    if code == 4:
-        assert err.startswith("sensitivity_ranking: skipped: "), err
-        assert out == b""
-        pytest.skip(err.strip())
+    skip_if_skipped(KERNEL, code, out, err)
     assert code == 0, err
-    text = out.decode("utf-8")  # strict: the escaper must emit valid UTF-8
-    assert text.endswith("\n") and text.count("\n") == 1, text
-    result = json.loads(text)
-    assert result["check"] == "ok"
+    result = json_result(out)
     assert result["bytes_read"] == result["file_size_bytes"]
     return result
 
@@ -77,7 +48,8 @@ def write_file(path, size):
 def probe_direct(directory):
     probe = write_file(directory / "probe.bin", 4096)
     try:
-        code, _, _ = run(BUILDS["normal"], ["--file", str(probe), "--nops", "0"])
+        code, _, _ = run(builds(KERNEL)["normal"],
+                         ["--file", str(probe), "--nops", "0"])
     finally:
         probe.unlink()
     return code == 0
@@ -88,25 +60,15 @@ def disk_dir(built, tmp_path_factory):
     """A directory on a disk-backed file system with O_DIRECT: the pytest
     temporary directory if it qualifies (not tmpfs), else a scratch folder
     under results/.  If neither does, the pytest one, and tests skip."""
-    tmp = tmp_path_factory.mktemp("kernels")
-    if probe_direct(tmp):
-        yield tmp
-        return
-    (REPO / "results").mkdir(exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".test-kernels-",
-                                    dir=REPO / "results"))
-    try:
-        yield scratch if probe_direct(scratch) else tmp
-    finally:
-        shutil.rmtree(scratch)
+    with disk_backed_dir(tmp_path_factory.mktemp("kernels"),
+                         probe_direct) as path:
+        yield path
 
 
 @pytest.fixture
 def data_dir(disk_dir, request):
-    path = disk_dir / request.node.name.replace("/", "_")[:80]
-    path.mkdir()
-    yield path
-    shutil.rmtree(path)
+    with per_test_dir(disk_dir, request) as path:
+        yield path
 
 
 # (id, args, exit code, stderr substring); {file} is an existing file,

@@ -1,0 +1,88 @@
+"""Helpers shared by the kernel tests: the normal and ASan/UBSan builds, running a kernel with
+sanitizer reports made fatal, its one-line JSON result, and a disk-backed scratch folder."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KERNELS = REPO / "kernels"
+# A sanitizer report must not pass for the kernel's own exit code 1.
+SANITIZER_EXIT = 99
+ENV = dict(
+    os.environ,
+    ASAN_OPTIONS=f"exitcode={SANITIZER_EXIT}",
+    UBSAN_OPTIONS=f"halt_on_error=1:print_stacktrace=1:exitcode={SANITIZER_EXIT}",
+)
+
+
+def builds(kernel):
+    """{"normal": path, "asan": path} of one kernel's two builds."""
+    return {
+        "normal": KERNELS / "build" / kernel,
+        "asan": KERNELS / "build" / "asan" / kernel,
+    }
+
+
+def make_builds():
+    for target in ("all", "asan"):
+        proc = subprocess.run(["make", "-C", str(KERNELS), target],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def run_kernel(binary, args, timeout):
+    """(exit code, stdout bytes, stderr text); fails on a sanitizer report."""
+    proc = subprocess.run([binary, *args], capture_output=True, env=ENV,
+                          timeout=timeout)
+    stderr = proc.stderr.decode(errors="replace")
+    assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
+    return proc.returncode, proc.stdout, stderr
+
+
+def skip_if_skipped(kernel, code, out, err):
+    """pytest.skip() on the kernel's exit code 4, after checking its message."""
+    if code == 4:
+        assert err.startswith(f"{kernel}: skipped: "), err
+        assert out == b""
+        pytest.skip(err.strip())
+
+
+def json_result(out):
+    """The one JSON line on stdout, with a passed self-check."""
+    text = out.decode("utf-8")  # strict: the escaper must emit valid UTF-8
+    assert text.endswith("\n") and text.count("\n") == 1, text
+    result = json.loads(text)
+    assert result["check"] == "ok"
+    return result
+
+
+@contextmanager
+def disk_backed_dir(tmp, suits):
+    """TMP if suits(TMP), else a scratch folder under results/ if it suits
+    (removed afterwards), else TMP."""
+    if suits(tmp):
+        yield tmp
+        return
+    (REPO / "results").mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".test-kernels-",
+                                    dir=REPO / "results"))
+    try:
+        yield scratch if suits(scratch) else tmp
+    finally:
+        shutil.rmtree(scratch)
+
+
+@contextmanager
+def per_test_dir(parent, request):
+    """A folder of PARENT named after the running test, removed afterwards."""
+    path = parent / request.node.name.replace("/", "_")[:80]
+    path.mkdir()
+    yield path
+    shutil.rmtree(path)
