@@ -6,7 +6,7 @@ drift of the machine hits both sides alike. Reported: the median ratio of the
 kernel's own elapsed time under corun to bare (target <= 1.01), and the same for
 the wall time from spawn to exit. Prints figures; it is not a pass/fail test.
 
-  .venv/bin/python bench/overhead.py [--pairs 10] [--nops 200000] [--mib 32]
+  .venv/bin/python bench/overhead.py [--pairs 10] [--nops 20000000] [--mib 32]
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def under_corun(cmd: list[str], work: Path, i: int) -> tuple[float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=10, help="interleaved pairs (default 10)")
-    ap.add_argument("--nops", type=int, default=200000, help="nops between reads (default 200000)")
+    ap.add_argument("--nops", type=int, default=20000000,
+                    help="nops between reads (default 20000000: a job of a few seconds)")
     ap.add_argument("--mib", type=int, default=32, help="file size in MiB (default 32)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()

@@ -278,6 +278,8 @@ class Runner:
             if proc is not None:  # a killed runner must not leave its monitors running
                 m.journal_action = j.push({"kind": "processes", "what": f"monitor {m.name}",
                                            "pids": {str(proc.pid): proc_starttime(proc.pid)}})
+        if self.monitors:  # let the monitors' own start-up pass before the first job starts
+            time.sleep(self.spec["monitors"]["settle_s"])
 
     def _execute(self) -> None:
         pending = collections.deque(self.jobs)
