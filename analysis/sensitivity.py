@@ -19,7 +19,29 @@ Definitions (paper Sec. 2.1, eq. 1: normalized_runtime = T_k-c / T_1-c)
   valid job        exit_code == 0, result_check == 'ok' and a finite runtime_s > 0. Other jobs are
                    left out of every mean and counted in n_failed.
 
-Threshold (`threshold`)
+Compute-only control (optional)
+  control group    the group whose demand_target_mb_s is 0 (its kernels read one block, then only
+                   run nops); at most one, several are an input error. Stacking such jobs shows
+                   what k loaded CMPs cost without any I/O (shared cores, frequency, caches): the
+                   paper assumes this is nothing. The control is left out of the threshold, the
+                   trend tests and the lowest-demand rule, and drawn as a dashed black curve.
+  control_degradation_pct  the control's degradation_pct at the same k (NaN without a control).
+  excess_degradation_pct   degradation_pct - control_degradation_pct: the degradation beyond what
+                   compute-only jobs suffer from stacking (NaN on the control's own rows).
+  excess 95% CI    reps are interleaved in time, so per rep r: excess_r = deg_r(group) -
+                   deg_r(control) (the per-rep degradations above), t-interval over r; the reps
+                   pair when group and control have valid jobs in the same reps ("paired by
+                   rep"). Otherwise a Welch interval of the difference of the two per-rep means
+                   ("unpaired (Welch)"). excess_ci_method names the method; NaN with fewer than
+                   2 reps on either side ("fewer than 2 reps").
+  degraded_excess  excess CI lower bound > tol_pct; with no CI, excess_degradation_pct > tol_pct.
+  basis            with a control, "excess over control": the threshold, onset k, suggested
+                   IO_BOUND_INTERVAL, trends and verdicts below read degraded_excess and
+                   excess_degradation_pct in place of degraded and degradation_pct (which stay in
+                   the table); without one, "raw degradation". A group whose excess is undefined
+                   at some k where its degradation is defined is left out of the threshold.
+
+Threshold (`threshold`; "degraded" and "degradation" are read on the basis above)
   no_degradation_demand_mb_s   the highest measured demand such that every group with a demand
                                at or below it is not degraded at any k; None when the
                                lowest-demand group degrades. When no group degrades it is the
@@ -54,6 +76,10 @@ Verdict rules (`compare_with_paper`)
   the highest-demand group's onset is "not reproduced" when that group never degrades.
   Setup parameters (number of groups, demand range, K) are not results: setup.csv lists them
   beside the paper's, without a verdict.
+  With a control every rule uses the excess basis, and each note says so. The control's own
+  degradation at k = K is stated in the summary and the notes: when its CI lower bound exceeds
+  tol_pct, stacking CMPs costs time without any I/O here and the paper's assumption that
+  co-running jobs only contend for I/O does not hold on this machine.
 
 CLI: python -m analysis.sensitivity --jobs J --runs R --tol-pct 5 --out-dir D
   writes D/degradation.csv, D/setup.csv, D/threshold.json, D/fig14_degradation.png and
@@ -73,6 +99,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from analysis import runmeta  # noqa: E402
 from analysis import runtables as rt  # noqa: E402
@@ -98,11 +125,18 @@ from analysis.common import (  # noqa: E402
     setup_frame,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
-from analysis.stats import rank_trend, t_interval  # noqa: E402
+from analysis.stats import CONFIDENCE, rank_trend, t_interval  # noqa: E402
 
 EXPERIMENT = "sensitivity_ranking"
 PAPER_ID = "000"
 FIG_NAME = "fig14_degradation.png"
+CONTROL_LABEL = "control (compute only)"
+BASIS_EXCESS = "excess over control"
+BASIS_RAW = "raw degradation"
+EXCESS_PAIRED = "paired by rep"
+EXCESS_WELCH = "unpaired (Welch)"
+EXCESS_FEW_REPS = "fewer than 2 reps"
+EXCESS_CONTROL = "control group"
 
 JOB_INT_COLUMNS = {"group": 0, "k": 1, "rep": 0, "cmp": 0, "exit_code": None, "jobs_per_cmp": 1}
 JOB_COLUMNS = [
@@ -136,6 +170,12 @@ TABLE_COLUMNS = [
     "ci95_low_pct",
     "ci95_high_pct",
     "degraded",
+    "control_degradation_pct",
+    "excess_degradation_pct",
+    "excess_ci95_low_pct",
+    "excess_ci95_high_pct",
+    "excess_ci_method",
+    "degraded_excess",
     "reason",
 ]
 
@@ -152,6 +192,7 @@ def read_jobs(path: str | os.PathLike) -> pd.DataFrame:
     df = check_ints(df, JOB_INT_COLUMNS, str(path))
     for col in ("runtime_s", "demand_target_mb_s", "result_bw_mb_s", "result_bytes_read"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    control_group(df, str(path))
     return df
 
 
@@ -180,6 +221,19 @@ def valid_jobs_mask(jobs: pd.DataFrame) -> pd.Series:
     )
 
 
+def control_group(frame: pd.DataFrame, source: str = "jobs") -> int | None:
+    """The compute-only control: the one group with demand_target_mb_s == 0, else None."""
+    if "demand_target_mb_s" not in frame.columns:
+        return None
+    groups = sorted(int(g) for g in frame.loc[frame["demand_target_mb_s"] == 0, "group"].unique())
+    if len(groups) > 1:
+        raise AnalysisInputError(
+            f"{source}: demand_target_mb_s: 0 in groups {', '.join(map(str, groups))} "
+            "(expected at most one compute-only control group)"
+        )
+    return groups[0] if groups else None
+
+
 # ----------------------------------------------------------------------------- metrics
 
 
@@ -198,10 +252,63 @@ def _group_demand(k1_valid: pd.DataFrame, jobs_per_cmp: float) -> float:
     return float(per_rep.mean()) if per_rep.notna().any() else math.nan
 
 
+def welch_interval(a, b, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """(low, high) of the Welch t-interval of mean(a) - mean(b); NaN with fewer than 2 in either."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or len(b) < 2:
+        return math.nan, math.nan
+    diff = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if va + vb == 0:
+        return diff, diff
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df) * math.sqrt(va + vb))
+    return diff - half, diff + half
+
+
+def excess_interval(group_reps: pd.Series, control_reps: pd.Series) -> tuple[float, float, str]:
+    """95% CI of the excess degradation from per-rep degradations (indexed by rep) and its
+    method: paired by rep when both have the same reps, else Welch (see the module doc)."""
+    if len(group_reps) >= 2 and set(group_reps.index) == set(control_reps.index):
+        diffs = group_reps - control_reps.reindex(group_reps.index)
+        return (*t_interval(diffs.to_numpy()), EXCESS_PAIRED)
+    if len(group_reps) >= 2 and len(control_reps) >= 2:
+        return (*welch_interval(group_reps.to_numpy(), control_reps.to_numpy()), EXCESS_WELCH)
+    return math.nan, math.nan, EXCESS_FEW_REPS
+
+
+def _add_excess(rows: list[dict], per_rep: dict, control: int, tol_pct: float) -> None:
+    """Fill the control and excess columns of every row (module doc: compute-only control)."""
+    at_k = {r["k"]: r for r in rows if r["group"] == control}
+    for row in rows:
+        k = row["k"]
+        ctrl = at_k.get(k)
+        row["control_degradation_pct"] = ctrl["degradation_pct"] if ctrl else math.nan
+        if row["group"] == control:
+            row["excess_ci_method"] = EXCESS_CONTROL
+            continue
+        if math.isnan(row["degradation_pct"]):
+            continue
+        if math.isnan(row["control_degradation_pct"]):
+            row["reason"] = f"control group {control} has no degradation at k={k}: excess undefined"
+            continue
+        excess = row["degradation_pct"] - row["control_degradation_pct"]
+        low, high, method = excess_interval(per_rep[(row["group"], k)], per_rep[(control, k)])
+        row.update(
+            excess_degradation_pct=excess,
+            excess_ci95_low_pct=low,
+            excess_ci95_high_pct=high,
+            excess_ci_method=method,
+            degraded_excess=bool(low > tol_pct if math.isfinite(low) else excess > tol_pct),
+        )
+
+
 def degradation_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
-    """One row per (group, k): measured demand, runtimes, degradation % with 95% CI, degraded."""
+    """One row per (group, k): measured demand, runtimes, degradation % with 95% CI, degraded;
+    with a compute-only control, also the excess over it with its CI and degraded_excess."""
+    control = control_group(jobs)
     valid = valid_jobs_mask(jobs)
-    rows = []
+    rows, per_rep = [], {}
     for group, g in jobs.groupby("group", sort=True):
         gv = g[valid.loc[g.index]]
         target = _one_value(g["demand_target_mb_s"], "demand_target_mb_s", group)
@@ -230,36 +337,100 @@ def degradation_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
                 "ci95_low_pct": math.nan,
                 "ci95_high_pct": math.nan,
                 "degraded": pd.NA,
+                "control_degradation_pct": math.nan,
+                "excess_degradation_pct": math.nan,
+                "excess_ci95_low_pct": math.nan,
+                "excess_ci95_high_pct": math.nan,
+                "excess_ci_method": "",
+                "degraded_excess": pd.NA,
                 "reason": group_reason,
             }
             if not group_reason and vk.empty:
                 row["reason"] = f"no valid job at k={k}"
             elif not group_reason:
                 row["degradation_pct"] = 100.0 * (row["mean_runtime_s"] / t1c - 1.0)
-                per_rep = 100.0 * (vk.groupby("rep")["runtime_s"].mean().to_numpy() / t1c - 1.0)
-                low, high = t_interval(per_rep)
+                reps = 100.0 * (vk.groupby("rep")["runtime_s"].mean() / t1c - 1.0)
+                per_rep[(int(group), int(k))] = reps
+                low, high = t_interval(reps.to_numpy())
                 row["ci95_low_pct"], row["ci95_high_pct"] = low, high
                 row["degraded"] = bool(
-                    low > tol_pct if len(per_rep) >= 2 else row["degradation_pct"] > tol_pct
+                    low > tol_pct if len(reps) >= 2 else row["degradation_pct"] > tol_pct
                 )
             rows.append(row)
+    if control is not None:
+        _add_excess(rows, per_rep, control, tol_pct)
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table["degraded"] = table["degraded"].astype("boolean")
+    table["degraded_excess"] = table["degraded_excess"].astype("boolean")
     return table
 
 
+def _number(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _control_summary(table: pd.DataFrame, control: int | None) -> dict | None:
+    """The control's demand and raw degradation per k, for threshold.json and the report."""
+    if control is None:
+        return None
+    c = table[table["group"] == control].sort_values("k")
+    hits = c.loc[c["degraded"].fillna(False).astype(bool), "k"]
+    return {
+        "group": control,
+        "label": CONTROL_LABEL,
+        "demand_per_cmp_mb_s": _number(c["demand_per_cmp_mb_s"].iloc[0]),
+        "degraded_at_any_k": bool(len(hits)),
+        "onset_k": int(hits.min()) if len(hits) else None,
+        "by_k": [
+            {
+                "k": int(r["k"]),
+                "degradation_pct": _number(r["degradation_pct"]),
+                "ci95_low_pct": _number(r["ci95_low_pct"]),
+                "ci95_high_pct": _number(r["ci95_high_pct"]),
+                "degraded": None if pd.isna(r["degraded"]) else bool(r["degraded"]),
+                "reason": str(r["reason"]) if isinstance(r["reason"], str) else "",
+            }
+            for _, r in c.iterrows()
+        ],
+    }
+
+
+def control_at(thr: dict, k: int) -> dict | None:
+    """The control's entry at k from threshold()['control'], or None."""
+    ctrl = thr.get("control")
+    hits = [r for r in ctrl["by_k"] if r["k"] == k] if ctrl else []
+    return hits[0] if hits else None
+
+
 def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | None = None) -> dict:
-    """Demand threshold, onset k per group and the suggested IO_BOUND_INTERVAL (see module doc)."""
+    """Demand threshold, onset k per group and the suggested IO_BOUND_INTERVAL (see module doc);
+    on the excess basis when the table has a compute-only control."""
     K = int(table["k"].max())
+    control = control_group(table)
+    flag = "degraded" if control is None else "degraded_excess"
     groups, onset, excluded = [], {}, []
     for group, g in table.groupby("group", sort=True):
-        hits = g.loc[g["degraded"].fillna(False).astype(bool), "k"]
+        if group == control:
+            continue
+        hits = g.loc[g[flag].fillna(False).astype(bool), "k"]
         onset[int(group)] = int(hits.min()) if len(hits) else None
         demand = g["demand_per_cmp_mb_s"].iloc[0]
         if pd.isna(demand):
             why = str(g["reason"].iloc[0]) or "no result_bw_mb_s at k=1: demand undefined"
             excluded.append({"group": int(group), "reason": why})
             continue
+        if control is not None:
+            undefined = g.loc[g["degradation_pct"].notna() & g["excess_degradation_pct"].isna()]
+            if len(undefined):
+                ks = ", ".join(str(int(k)) for k in undefined["k"])
+                excluded.append(
+                    {
+                        "group": int(group),
+                        "reason": f"excess over the control undefined at k = {ks} "
+                        f"(the control group {control} has no degradation there)",
+                    }
+                )
+                continue
         groups.append(
             {
                 "group": int(group),
@@ -283,6 +454,9 @@ def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | No
     return {
         "tol_pct": tol_pct,
         "K": K,
+        "basis": BASIS_RAW if control is None else BASIS_EXCESS,
+        "control_group": control,
+        "control": _control_summary(table, control),
         "n_groups": len(groups),
         "groups": groups,
         "excluded_groups": excluded,
@@ -301,12 +475,13 @@ def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | No
 def trends(table: pd.DataFrame, thr: dict) -> dict:
     """Rank trends behind the paper's direction claims (see the module doc)."""
     K = thr["K"]
-    at_k = table[
-        (table["k"] == K) & table["demand_per_cmp_mb_s"].notna() & table["degradation_pct"].notna()
-    ]
-    demand_trend = rank_trend(
-        at_k["demand_per_cmp_mb_s"].tolist(), at_k["degradation_pct"].tolist(), "greater"
-    )
+    col = "degradation_pct"
+    at_k = table[(table["k"] == K) & table["demand_per_cmp_mb_s"].notna()]
+    if thr["basis"] == BASIS_EXCESS:
+        col = "excess_degradation_pct"
+        at_k = at_k[at_k["group"].isin([r["group"] for r in thr["groups"]])]
+    at_k = at_k[at_k[col].notna()]
+    demand_trend = rank_trend(at_k["demand_per_cmp_mb_s"].tolist(), at_k[col].tolist(), "greater")
     demand_trend["k"] = K
     never = K + 1
     onset_trend = rank_trend(
@@ -328,12 +503,29 @@ def analyse(jobs: pd.DataFrame, tol_pct: float, throttle_read_bps: float | None 
 # ----------------------------------------------------------------------------- paper comparison
 
 
+def basis_note(thr: dict) -> str:
+    """' Basis: ...' for notes judged on the excess over the control; '' on the raw basis."""
+    if thr["basis"] != BASIS_EXCESS:
+        return ""
+    at = control_at(thr, thr["K"])
+    pct = None if at is None else at["degradation_pct"]
+    how_much = "" if pct is None else f", {fmt_num(pct)} % at k = {thr['K']}"
+    return (
+        f" Basis: excess over control, each group's degradation minus that of the compute-only "
+        f"control (group {thr['control_group']}{how_much}), which stacking CMPs costs without "
+        f"any I/O."
+    )
+
+
 def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
-    """Paper-vs-measured rows: quantity, paper_value, measured_value, unit, verdict, note."""
+    """Paper-vs-measured rows: quantity, paper_value, measured_value, unit, verdict, note;
+    with a control, judged on the excess over it and each note says so."""
     exp = experiment_values(paper, EXPERIMENT)
     vals, claims = exp["values"], exp["claims"]
     thr, tr = result["threshold"], result["trends"]
     K, groups = thr["K"], thr["groups"]
+    excess = thr["basis"] == BASIS_EXCESS
+    beyond = " beyond the control" if excess else ""
     rows = []
 
     rows.append(
@@ -342,7 +534,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
             claims["degradation_rises_with_demand"],
             tr["degradation_vs_demand"],
             +1,
-            f"degradation % at k = {K}",
+            f"{'excess ' if excess else ''}degradation % at k = {K}",
         )
     )
     rows.append(
@@ -376,8 +568,8 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         n_ok = sum(not r["degraded_at_any_k"] for r in groups)
         measured = (
             f"lowest group ({fmt_num(low['demand_per_cmp_mb_s'])} MB/s per CMP) "
-            f"{'degraded' if low['degraded_at_any_k'] else 'not degraded'}; "
-            f"{n_ok} of {len(groups)} groups not degraded at any k"
+            f"{'degraded' if low['degraded_at_any_k'] else 'not degraded'}{beyond}; "
+            f"{n_ok} of {len(groups)} groups not degraded{beyond} at any k"
         )
         if low["degraded_at_any_k"]:
             verdict, why = VERDICT_NOT, ""
@@ -494,6 +686,8 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
             note=f"{paper_note(item)} {formula} {ratio_note(suggested, item['value'])}.",
         )
     rows.append(row)
+    for row in rows:
+        row["note"] += basis_note(thr)
     columns = ["quantity", "paper_value", "measured_value", "unit", "verdict", "note"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -503,8 +697,11 @@ def setup_table(result: dict, paper: dict) -> pd.DataFrame:
     vals = experiment_values(paper, EXPERIMENT)["values"]
     thr = result["threshold"]
     demands = [r["demand_per_cmp_mb_s"] for r in thr["groups"]]
+    counted = "groups with a valid k=1 run"
+    if thr["control_group"] is not None:
+        counted = "demand groups with a valid k=1 run (control excluded)"
     rows = [
-        ("groups with a valid k=1 run", vals["n_groups"], thr["n_groups"]),
+        (counted, vals["n_groups"], thr["n_groups"]),
         ("lowest per-CMP demand", vals["demand_min_mb_s"], min(demands) if demands else None),
         ("highest per-CMP demand", vals["demand_max_mb_s"], max(demands) if demands else None),
         ("K, most CMPs loaded at once", vals["k_max"], thr["K"]),
@@ -516,31 +713,28 @@ def setup_table(result: dict, paper: dict) -> pd.DataFrame:
 
 
 def plot_fig14(table: pd.DataFrame, path: str | os.PathLike, tol_pct: float | None = None) -> None:
-    """Fig. 14 style: degradation % against k, one curve per group, 95% CI error bars; PNG."""
+    """Fig. 14 style: degradation % against k, one curve per group, 95% CI error bars; PNG.
+    A compute-only control is a dashed black curve labelled CONTROL_LABEL."""
+    control = control_group(table)
     known = table[table["demand_per_cmp_mb_s"].notna()]
     order = known.groupby("group")["demand_per_cmp_mb_s"].first().sort_values(kind="stable")
     fig, ax = plt.subplots(figsize=(8.5, 5.0), dpi=110)
-    colors = plt.cm.viridis(np.linspace(0.0, 0.9, max(len(order), 1)))
+    n_colored = len(order) - int(control in order.index)
+    colors = iter(plt.cm.viridis(np.linspace(0.0, 0.9, max(n_colored, 1))))
     # a small sideways offset per group keeps overlapping error bars apart
     dodge = np.linspace(-0.12, 0.12, len(order)) if len(order) > 1 else np.zeros(1)
-    for color, dx, (group, demand) in zip(colors, dodge, order.items()):
+    for dx, (group, demand) in zip(dodge, order.items()):
         g = known[known["group"] == group].sort_values("k")
         g = g[g["degradation_pct"].notna()]
         y = g["degradation_pct"].to_numpy()
         low = np.clip(y - g["ci95_low_pct"].to_numpy(), 0, None)
         high = np.clip(g["ci95_high_pct"].to_numpy() - y, 0, None)
         yerr = np.nan_to_num(np.vstack([low, high]))
-        ax.errorbar(
-            g["k"] + dx,
-            y,
-            yerr=yerr,
-            color=color,
-            marker="o",
-            ms=4,
-            capsize=3,
-            lw=1.5,
-            label=f"{fmt_num(demand)}",
-        )
+        if group == control:
+            style = {"color": "black", "ls": "--", "zorder": 3, "label": CONTROL_LABEL}
+        else:
+            style = {"color": next(colors), "label": f"{fmt_num(demand)}"}
+        ax.errorbar(g["k"] + dx, y, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, **style)
     if tol_pct is not None:
         ax.axhline(tol_pct, color="grey", ls="--", lw=1, label=f"tolerance {fmt_num(tol_pct)} %")
     ax.axhline(0, color="black", lw=0.6)
@@ -584,6 +778,35 @@ def _throttle(runs: pd.DataFrame) -> tuple[float | None, str | None]:
     )
 
 
+def control_note(thr: dict) -> str | None:
+    """The compute-only control's degradation at k = K in one sentence; None without control."""
+    if thr["control_group"] is None:
+        return None
+    K, tol, group = thr["K"], thr["tol_pct"], thr["control_group"]
+    at = control_at(thr, K)
+    if at is None or at["degradation_pct"] is None:
+        why = (at or {}).get("reason") or f"no run at k = {K}"
+        return (
+            f"The compute-only control (group {group}) has no degradation at k = {K} ({why}), so "
+            f"the excess over it is undefined there."
+        )
+    ci = ""
+    if at["ci95_low_pct"] is not None:
+        ci = f" (95% CI {fmt_num(at['ci95_low_pct'])} to {fmt_num(at['ci95_high_pct'])} %)"
+    if at["degraded"]:
+        return (
+            f"Compute-only control (group {group}) degrades {fmt_num(at['degradation_pct'])} %"
+            f"{ci} at k = {K}: stacking CMPs on this machine costs that much without any I/O "
+            f"(the paper's confinement assumption, that co-running jobs slow each other only "
+            f"through I/O, does not hold here)."
+        )
+    return (
+        f"Compute-only control (group {group}) degrades {fmt_num(at['degradation_pct'])} %{ci} "
+        f"at k = {K}, not above the {fmt_num(tol)} % tolerance: stacking CMPs without I/O "
+        f"costs no measurable time here."
+    )
+
+
 def build_section(
     result: dict,
     paper: dict,
@@ -598,35 +821,51 @@ def build_section(
     tol, K = thr["tol_pct"], thr["K"]
     n_reps = int(runs["rep"].nunique())
     demands = [r["demand_per_cmp_mb_s"] for r in thr["groups"]]
+    excess = thr["basis"] == BASIS_EXCESS
+    beyond = " beyond the control" if excess else ""
+    judged = (
+        "excess degradation (the group's degradation minus the compute-only control's at the "
+        "same k)"
+        if excess
+        else "average runtime degradation"
+    )
+    plus_control = f" plus a compute-only control (group {thr['control_group']})" if excess else ""
     if demands:
         summary = [
-            f"{thr['n_groups']} demand groups with a valid k=1 run, measured per-CMP demand "
-            f"{fmt_num(min(demands))} to {fmt_num(max(demands))} MB/s, run on k = 1..{K} loaded "
-            f"CMPs with {n_reps} rep(s); degraded means the 95% CI lower bound of the average "
-            f"runtime degradation exceeds {fmt_num(tol)} %."
+            f"{thr['n_groups']} demand groups with a valid k=1 run{plus_control}, measured "
+            f"per-CMP demand {fmt_num(min(demands))} to {fmt_num(max(demands))} MB/s, run on "
+            f"k = 1..{K} loaded CMPs with {n_reps} rep(s); degraded means the 95% CI lower bound "
+            f"of the {judged} exceeds {fmt_num(tol)} %."
         ]
     else:
         summary = [
             "No demand group has a valid k=1 run, so T_1-c and every degradation are "
             "undefined; see the reason column of the degradation table."
         ]
+    if excess:
+        summary.append(
+            f"{control_note(thr)} Degradation is therefore judged on the excess over the "
+            f"control (basis: {BASIS_EXCESS}); the raw degradation stays in the table."
+        )
     if thr["first_degrading_demand_mb_s"] is None and demands:
         summary.append(
-            f"No group degraded; the no-degradation demand is at least "
+            f"No group degraded{beyond}; the no-degradation demand is at least "
             f"{fmt_num(thr['no_degradation_demand_mb_s'])} MB/s per CMP."
         )
     elif demands:
         first = thr["first_degrading_demand_mb_s"]
-        summary.append(f"The lowest demand that degrades is {fmt_num(first)} MB/s per CMP.")
+        summary.append(f"The lowest demand that degrades{beyond} is {fmt_num(first)} MB/s per CMP.")
         if thr["no_degradation_demand_mb_s"] is None:
-            summary.append("The lowest-demand group already degrades, so no threshold is found.")
+            summary.append(
+                f"The lowest-demand group already degrades{beyond}, so no threshold is found."
+            )
         else:
             summary.append(
                 f"No group at or below {fmt_num(thr['no_degradation_demand_mb_s'])} MB/s per CMP "
-                f"degraded at any k; suggested IO_BOUND_INTERVAL = that demand x K = "
+                f"degraded{beyond} at any k; suggested IO_BOUND_INTERVAL = that demand x K = "
                 f"{fmt_num(thr['no_degradation_demand_mb_s'])} x {K} = "
                 f"{fmt_num(thr['suggested_io_bound_interval_mb_s'])} MB/s, the aggregate read "
-                f"bandwidth sustained without degradation."
+                f"bandwidth sustained without degradation{beyond}."
             )
     if thr["expected_threshold_from_cap_mb_s"] is not None:
         summary.append(
@@ -647,6 +886,21 @@ def build_section(
         *(n.strip() for n in paper.get("notes", [])),
         *extra_notes,
     ]
+    if thr["control_group"] is not None:
+        ctrl = thr["control"]
+        notes += [
+            f"Group {ctrl['group']} has demand_target_mb_s = 0: the compute-only control "
+            f"(measured demand {fmt_num(ctrl['demand_per_cmp_mb_s'])} MB/s per CMP). It is left "
+            f"out of the threshold, the trend tests and the lowest-demand rule; a group's "
+            f"excess degradation is its degradation minus the control's at the same k "
+            f"(columns control_degradation_pct, excess_degradation_pct).",
+            "The excess CI is a t-interval over per-rep differences, group minus control, "
+            "paired by rep number (reps are interleaved in time, so pairing removes drift); "
+            "when the two do not have valid jobs in the same reps it is a Welch interval of "
+            "the difference of their per-rep means. The excess_ci_method column says which; "
+            "degraded_excess is its lower bound > tolerance.",
+            control_note(thr),
+        ]
     for excluded in thr["excluded_groups"]:
         notes.append(f"Group {excluded['group']} left out of the threshold: {excluded['reason']}.")
     return {
@@ -661,7 +915,14 @@ def build_section(
                     f"Average runtime degradation of each demand group as k CMPs are loaded "
                     f"(k = 1..{K}); legend: measured demand in MB/s per CMP; error bars: 95% "
                     f"t-interval across reps; dashed line: tolerance {fmt_num(tol)} %. "
-                    f"Compare paper Fig. 14 (k = 1..{exp['values']['k_max']['value']})."
+                    + (
+                        f"Dashed black curve: {CONTROL_LABEL}, group {thr['control_group']}; "
+                        f"a group's excess degradation, on which it is judged, is its height "
+                        f"above that curve. "
+                        if excess
+                        else ""
+                    )
+                    + f"Compare paper Fig. 14 (k = 1..{exp['values']['k_max']['value']})."
                 ),
             }
         ],

@@ -296,3 +296,226 @@ def test_cli_missing_metadata_is_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "metadata not found" in err
+
+
+# ----------------------------------------------------------------------------- compute-only control
+
+CONTROL_FIXTURES = FIXTURES.parent / "sensitivity_control"
+T95_DF2 = stats.t.ppf(0.975, 2)  # 4.302653
+
+
+@pytest.fixture(scope="module")
+def control_jobs():
+    return sens.read_jobs(CONTROL_FIXTURES / "jobs.csv")
+
+
+@pytest.fixture(scope="module")
+def control_result(control_jobs):
+    return sens.analyse(control_jobs, 5.0, 16_000_000)
+
+
+def test_control_fixture_excess_by_hand(control_result):
+    t = control_result["table"]
+    # control (group 0): k=1 9.9, 10.0, 10.1 -> T_1-c 10; k=2 12.8, 13.0, 13.2 -> 28, 30, 32 %
+    c = row(t, 0, 2)
+    assert c["degradation_pct"] == pytest.approx(30.0)
+    half = T95_DF2 * 2.0 / math.sqrt(3)  # sd 2 over 3 reps
+    assert (c["ci95_low_pct"], c["ci95_high_pct"]) == (
+        pytest.approx(30.0 - half),
+        pytest.approx(30.0 + half),
+    )
+    assert bool(c["degraded"]) is True  # lower bound 25.0 > 5: stacking alone costs 30 %
+    assert c["control_degradation_pct"] == pytest.approx(30.0)
+    assert math.isnan(c["excess_degradation_pct"]) and pd.isna(c["degraded_excess"])
+    assert c["excess_ci_method"] == "control group"
+    # group 1: k=2 runtimes as the control's -> raw 30 % (degraded), excess 0 in every rep
+    a = row(t, 1, 2)
+    assert a["degradation_pct"] == pytest.approx(30.0) and bool(a["degraded"]) is True
+    assert a["control_degradation_pct"] == pytest.approx(30.0)
+    assert a["excess_degradation_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert (a["excess_ci95_low_pct"], a["excess_ci95_high_pct"]) == (
+        pytest.approx(0.0, abs=1e-9),
+        pytest.approx(0.0, abs=1e-9),
+    )
+    assert a["excess_ci_method"] == "paired by rep"
+    assert bool(a["degraded_excess"]) is False
+    # group 3: k=2 17.8, 18.0, 18.2 -> 78, 80, 82 %; excess 50 % in every rep
+    b = row(t, 3, 2)
+    assert b["degradation_pct"] == pytest.approx(80.0)
+    assert b["excess_degradation_pct"] == pytest.approx(50.0)
+    assert b["excess_ci95_low_pct"] == pytest.approx(50.0)
+    assert b["excess_ci95_high_pct"] == pytest.approx(50.0)
+    assert bool(b["degraded_excess"]) is True
+    assert row(t, 4, 2)["excess_degradation_pct"] == pytest.approx(80.0)
+
+
+def test_control_excess_ci_pairs_reps(control_result):
+    t = control_result["table"]
+    # group 2: k=2 13.0, 13.6, 15.4 -> 30, 36, 54 %; minus the control's 28, 30, 32 per rep
+    r = row(t, 2, 2)
+    diffs = [2.0, 6.0, 22.0]
+    low, high = stats.t.interval(0.95, df=2, loc=10.0, scale=stats.sem(diffs))
+    assert r["excess_degradation_pct"] == pytest.approx(10.0)
+    assert (r["excess_ci95_low_pct"], r["excess_ci95_high_pct"]) == (
+        pytest.approx(low),
+        pytest.approx(high),
+    )
+    # the point excess is above 5 %, the CI's lower bound (-16.3) is not
+    assert low < 5.0 and bool(r["degraded_excess"]) is False
+    # raw: 30, 36, 54 % -> lower bound 8.97 > 5, degraded
+    assert bool(r["degraded"]) is True
+    # at k=1 the control's per-rep noise -1, 0, +1 % pairs with the group's 0, 0, 0
+    k1 = row(t, 1, 1)
+    assert k1["excess_degradation_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert k1["excess_ci95_high_pct"] == pytest.approx(T95_DF2 / math.sqrt(3))
+    assert k1["excess_ci_method"] == "paired by rep"
+
+
+def test_control_demand_and_columns(control_result):
+    t = control_result["table"]
+    assert list(t.columns) == sens.TABLE_COLUMNS
+    assert row(t, 0, 1)["demand_per_cmp_mb_s"] == pytest.approx((0.00662 + 0.006554 + 0.006489) / 3)
+    assert row(t, 2, 1)["demand_per_cmp_mb_s"] == pytest.approx(4.0)
+    assert row(t, 0, 1)["demand_target_mb_s"] == 0.0
+
+
+def test_excess_falls_back_to_welch_when_reps_do_not_pair(control_jobs):
+    jobs = control_jobs.copy()
+    failed = (jobs["group"] == 3) & (jobs["k"] == 2) & (jobs["rep"] == 2)
+    jobs.loc[failed, "exit_code"] = 1  # group 3 keeps reps 0, 1 at k=2; the control has 0, 1, 2
+    r = row(sens.degradation_table(jobs, 5.0), 3, 2)
+    assert r["excess_ci_method"] == "unpaired (Welch)"
+    assert r["excess_degradation_pct"] == pytest.approx(79.0 - 30.0)
+    ci = stats.ttest_ind([78.0, 80.0], [28.0, 30.0, 32.0], equal_var=False).confidence_interval()
+    assert (r["excess_ci95_low_pct"], r["excess_ci95_high_pct"]) == (
+        pytest.approx(ci.low),
+        pytest.approx(ci.high),
+    )
+    assert bool(r["degraded_excess"]) is True  # lower bound ~ 43 > 5
+
+
+def test_excess_with_one_rep_is_decided_on_the_point_estimate():
+    jobs = make_jobs(
+        [
+            (0, 1, 0, 0, 10.0, 0.01),
+            (0, 2, 0, 0, 13.0, 0.01),
+            (0, 2, 0, 1, 13.0, 0.01),
+            (1, 1, 0, 0, 10.0, 5.0),
+            (1, 2, 0, 0, 18.0, 5.0),
+            (1, 2, 0, 1, 18.0, 5.0),
+        ]
+    )
+    jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.0
+    r = row(sens.degradation_table(jobs, 5.0), 1, 2)
+    assert r["control_degradation_pct"] == pytest.approx(30.0)
+    assert r["excess_degradation_pct"] == pytest.approx(50.0)
+    assert math.isnan(r["excess_ci95_low_pct"]) and r["excess_ci_method"] == "fewer than 2 reps"
+    assert bool(r["degraded_excess"]) is True
+
+
+def test_no_control_leaves_the_new_columns_empty(fixture_table):
+    assert fixture_table["control_degradation_pct"].isna().all()
+    assert fixture_table["excess_degradation_pct"].isna().all()
+    assert fixture_table["degraded_excess"].isna().all()
+    assert set(fixture_table["excess_ci_method"]) == {""}
+    assert sens.threshold(fixture_table, 5.0)["basis"] == "raw degradation"
+
+
+def test_threshold_on_excess_over_control(control_result):
+    thr = control_result["threshold"]
+    assert thr["basis"] == "excess over control" and thr["control_group"] == 0
+    assert [r["group"] for r in thr["groups"]] == [1, 2, 3, 4]  # the control is left out
+    assert thr["onset_k"] == {1: None, 2: None, 3: 2, 4: 2}
+    assert thr["no_degradation_demand_mb_s"] == pytest.approx(4.0)
+    assert thr["first_degrading_demand_mb_s"] == pytest.approx(8.0)
+    assert thr["suggested_io_bound_interval_mb_s"] == pytest.approx(8.0)
+    assert thr["expected_threshold_from_cap_mb_s"] == pytest.approx(8.0)
+    at_k2 = sens.control_at(thr, 2)
+    assert at_k2["degradation_pct"] == pytest.approx(30.0) and at_k2["degraded"] is True
+    assert thr["control"]["onset_k"] == 2
+    # the demand trend runs over the 4 demand groups, on the excess 0, 10, 50, 80 %
+    trend = control_result["trends"]["degradation_vs_demand"]
+    assert (trend["n"], trend["rho"], trend["p"]) == (4, pytest.approx(1.0), pytest.approx(1 / 24))
+
+
+def test_same_data_without_control_has_no_threshold(control_jobs):
+    jobs = control_jobs.copy()
+    jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.5  # no longer a control
+    thr = sens.analyse(jobs, 5.0)["threshold"]
+    assert thr["basis"] == "raw degradation"
+    assert thr["no_degradation_demand_mb_s"] is None  # the 30 % of the lowest group is raw
+
+
+def test_control_verdicts_and_notes_say_excess(control_result):
+    from analysis.paper import load_paper_values
+
+    cmp = sens.compare_with_paper(control_result, load_paper_values("000"))
+    assert cmp["verdict"].tolist() == [
+        "reproduced in direction",  # excess 0, 10, 50, 80 %: rho = 1, p = 1/24
+        "not measurable here",  # onsets 3, 3, 2, 2: best possible p = 1/6
+        "reproduced in direction",  # group 1 not degraded beyond the control, group 3 is
+        "differs (machine-specific)",  # threshold 4 MB/s per CMP
+        "differs (machine-specific)",
+        "differs (machine-specific)",  # IO_BOUND_INTERVAL 4 x 2 = 8 MB/s
+    ]
+    for note in cmp["note"]:
+        assert "Basis: excess over control" in note and "group 0, 30 % at k = 2" in note
+    assert cmp["measured_value"].iloc[3] == pytest.approx(4.0)
+    assert "excess degradation % at k = 2" in cmp["note"].iloc[0]
+    assert "not degraded beyond the control" in cmp["measured_value"].iloc[2]
+
+
+def test_control_note_when_stacking_costs_nothing():
+    rows = [(0, 1, rep, 0, 10.0, 0.01) for rep in range(2)]
+    rows += [(0, 2, rep, c, 10.0, 0.01) for rep in range(2) for c in range(2)]
+    rows += [(1, 1, rep, 0, 10.0, 5.0) for rep in range(2)]
+    rows += [(1, 2, rep, c, 15.0, 5.0) for rep in range(2) for c in range(2)]
+    jobs = make_jobs(rows)
+    jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.0
+    thr = sens.analyse(jobs, 5.0)["threshold"]
+    note = sens.control_note(thr)
+    assert "degrades 0 %" in note and "not above the 5 % tolerance" in note
+    assert sens.control_note(sens.analyse(make_jobs(rows), 5.0)["threshold"]) is None
+
+
+def test_control_without_degradation_at_k_excludes_groups(control_jobs):
+    jobs = control_jobs.copy()
+    jobs.loc[(jobs["group"] == 0) & (jobs["k"] == 2), "result_check"] = "mismatch"
+    result = sens.analyse(jobs, 5.0)
+    t, thr = result["table"], result["threshold"]
+    assert math.isnan(row(t, 3, 2)["excess_degradation_pct"])
+    assert row(t, 3, 2)["reason"] == "control group 0 has no degradation at k=2: excess undefined"
+    assert thr["groups"] == [] and len(thr["excluded_groups"]) == 4
+    assert "excess over the control undefined at k = 2" in thr["excluded_groups"][0]["reason"]
+    assert "has no degradation at k = 2 (no valid job at k=2)" in sens.control_note(thr)
+
+
+def test_two_control_groups_are_an_error(tmp_path, capsys):
+    jobs = pd.read_csv(CONTROL_FIXTURES / "jobs.csv")
+    jobs.loc[jobs["group"] == 1, "demand_target_mb_s"] = 0
+    jobs.to_csv(tmp_path / "jobs.csv", index=False)
+    code = sens.main(
+        [
+            "--jobs",
+            str(tmp_path / "jobs.csv"),
+            "--runs",
+            str(CONTROL_FIXTURES / "runs.csv"),
+            "--out-dir",
+            str(tmp_path / "out"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "demand_target_mb_s: 0 in groups 0, 1 (expected at most one" in err
+
+
+def test_control_is_a_dashed_black_curve(control_result, tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(sens.plt, "close", figures.append)
+    sens.plot_fig14(control_result["table"], tmp_path / "fig.png", 5.0)
+    ax = figures[0].axes[0]
+    curves = {c.get_label(): c.lines[0] for c in ax.containers}
+    line = curves["control (compute only)"]
+    assert line.get_linestyle() == "--" and line.get_color() == "black"
+    assert set(curves) == {"control (compute only)", "2", "4", "8", "12"}
+    assert all(curves[d].get_linestyle() == "-" for d in ("2", "4", "8", "12"))
