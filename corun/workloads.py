@@ -3,8 +3,9 @@
 A workload name (x264_simlarge, graph_s22_e16, ...) means the same job on every
 machine; which program runs it depends on what was provisioned. The upstream
 benchmark (PARSEC's x264, Graph500's seq-csr) is used when its role installed it
-and recorded it in the upstream manifest (CORUN_UPSTREAM, default
-/var/lib/corun/upstream.json); otherwise a stand-in runs: Debian's real x264 on a
+and recorded it in the upstream manifest: /var/lib/corun/upstream.json and every
+/var/lib/corun/upstream.d/<role>.json (one file per provisioning role, merged), or the
+file named by CORUN_UPSTREAM; otherwise a stand-in runs: Debian's real x264 on a
 generated clip of the same frame size, or corun's own graph_bfs kernel. Every job
 carries labels `binary` and `stands_in_for`, so each run says what stood in for what.
 """
@@ -25,6 +26,7 @@ from .inputs import PRESETS
 from .util import repo_root
 
 UPSTREAM_MANIFEST = Path(os.environ.get("CORUN_UPSTREAM", "/var/lib/corun/upstream.json"))
+UPSTREAM_DIR = Path("/var/lib/corun/upstream.d")
 
 # PARSEC 3.0 x264 run configuration (simlarge and native use the same options).
 X264_PARSEC_ARGS = ["--quiet", "--qp", "20", "--partitions", "b8x8,i4x4", "--ref", "5", "--direct", "auto",
@@ -43,10 +45,20 @@ class JobTemplate:
 
 @lru_cache(maxsize=1)
 def upstream() -> dict:
-    try:
-        return json.loads(UPSTREAM_MANIFEST.read_text())
-    except (OSError, ValueError):
-        return {}
+    """The merged upstream manifest; {} when nothing was provisioned. A broken file is an error."""
+    files = [UPSTREAM_MANIFEST] + (sorted(UPSTREAM_DIR.glob("*.json")) if "CORUN_UPSTREAM" not in os.environ else [])
+    out: dict = {}
+    for f in files:
+        if not f.exists():
+            continue
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(str(f), "", "unreadable", f"a JSON object written by a provisioning role ({exc})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(str(f), "", type(data).__name__, "a JSON object")
+        out.update(data)
+    return out
 
 
 def kernel(name: str) -> str:

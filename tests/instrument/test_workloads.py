@@ -5,6 +5,7 @@ import json
 import pytest
 
 from corun import workloads
+from corun.errors import ConfigError
 
 
 @pytest.fixture
@@ -13,6 +14,7 @@ def manifest(tmp_path, monkeypatch):
         p = tmp_path / "upstream.json"
         p.write_text(json.dumps(data))
         monkeypatch.setattr(workloads, "UPSTREAM_MANIFEST", p)
+        monkeypatch.setattr(workloads, "UPSTREAM_DIR", tmp_path / "upstream.d")
         workloads.upstream.cache_clear()
         return p
     yield write
@@ -49,3 +51,21 @@ def test_x264_uses_parsec_run_options(manifest, tmp_path):
     x = workloads.x264("native", tmp_path / "in.y4m", tmp_path / "out.264", threads=2)
     for opt in ("--qp", "20", "--ref", "5", "--me", "umh", "--subme", "7", "--threads", "2"):
         assert opt in x.cmd
+
+
+def test_one_file_per_role_is_merged(manifest, tmp_path):
+    manifest({})
+    d = tmp_path / "upstream.d"
+    d.mkdir()
+    (d / "graph500.json").write_text(json.dumps({"graph500": {"version": "2.1.4", "seq-csr": "/g/seq-csr"}}))
+    (d / "parsec.json").write_text(json.dumps({"parsec": {"version": "3.0", "x264": "/p/x264"}}))
+    workloads.upstream.cache_clear()
+    assert set(workloads.upstream()) == {"graph500", "parsec"}
+
+
+def test_broken_manifest_is_a_one_line_error(manifest, tmp_path):
+    p = manifest({})
+    p.write_text("{not json")
+    workloads.upstream.cache_clear()
+    with pytest.raises(ConfigError, match="a JSON object written by a provisioning role"):
+        workloads.upstream()
