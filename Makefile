@@ -6,6 +6,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.corun-installed
 INVENTORY ?= inventory/local
+ANSIBLE_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -23,7 +24,7 @@ $(STAMP): requirements.txt pyproject.toml scripts/bootstrap.sh
 setup: $(STAMP)
 
 provision: setup
-	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml
+	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml $(ANSIBLE_ARGS)
 
 run: provision
 	$(BIN)/snakemake --profile workflows/profiles/$(PROFILE) all
