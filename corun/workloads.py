@@ -16,14 +16,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from .errors import ConfigError, MissingTool
 from .inputs import PRESETS
-from .util import repo_root
+from .util import repo_root, tool_version
 
 UPSTREAM_MANIFEST = Path(os.environ.get("CORUN_UPSTREAM", "/var/lib/corun/upstream.json"))
 UPSTREAM_DIR = Path("/var/lib/corun/upstream.d")
@@ -70,11 +69,7 @@ def kernel(name: str) -> str:
 
 @lru_cache(maxsize=None)
 def _version(argv: tuple[str, ...], pattern: str) -> str:
-    try:
-        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    m = re.search(pattern, out)
+    m = re.search(pattern, tool_version(list(argv)) or "")
     return m.group(1) if m else "unknown"
 
 

@@ -30,19 +30,12 @@ import yaml
 
 from . import machine_cmps
 from ..errors import ConfigError, CorunError
-from ..util import atomic_write_json, atomic_write_text, repo_root
+from ..util import atomic_write_json, atomic_write_text
+from ..workloads import kernel
 
-KERNEL = "kernels/build/sensitivity_ranking"
 MB = 1e6
 CHUNK = 4 << 20
 NOP_PROBE_READS = 32  # reads in the nop-probe file: nop time dominates there
-
-
-def kernel_path() -> Path:
-    p = repo_root() / KERNEL
-    if not os.access(p, os.X_OK):
-        raise CorunError(f"{KERNEL} is not built: run the 'corun_kernels' role (ansible-playbook site.yml --tags corun_kernels) or make -C kernels")
-    return p
 
 
 def layout(cfg: dict, source: str = "config") -> dict:
@@ -111,7 +104,7 @@ def _write_random(path: Path, size: int) -> None:
 
 
 def _run_kernel(path: Path, block: int, nops: int, mode: str) -> dict:
-    cmd = [str(kernel_path()), "--file", str(path), "--block-size", str(block), "--nops", str(nops),
+    cmd = [kernel("sensitivity_ranking"), "--file", str(path), "--block-size", str(block), "--nops", str(nops),
            "--cache-mode", mode]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode == 4:
@@ -181,7 +174,7 @@ def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path
     for slot in range(k * lay["jobs_per_cmp"]):
         jobs.append({
             "name": f"sr-g{group}-s{slot}",
-            "cmd": [str(kernel_path()), "--file", str(data_file(data_dir, group, slot).resolve()),
+            "cmd": [kernel("sensitivity_ranking"), "--file", str(data_file(data_dir, group, slot).resolve()),
                     "--block-size", str(exp["block_size"]), "--nops", str(nops),
                     "--cache-mode", exp["cache_mode"]],
             "cores": 1, "cmp": slot // lay["jobs_per_cmp"], "result": "json",
