@@ -228,6 +228,12 @@ def _undo_cgroup(action: dict) -> None:
                 (path / "io.max").write_text(f"{dev} rbps=max wbps=max riops=max wiops=max")
             except OSError:
                 pass
+    for child in sorted((d for d in path.iterdir() if d.is_dir()), reverse=True):
+        _rmdir_retry(child)  # groups a variant made for single jobs (cgroup_io_throttle)
+    _rmdir_retry(path)
+
+
+def _rmdir_retry(path: Path) -> None:
     for _ in range(50):
         try:
             path.rmdir()

@@ -47,7 +47,7 @@ def _cmd_sched(a) -> int:
         return 0
     if not a.name:
         raise CorunError(f"corun sched {a.action}: a variant name is needed", exit_code=2)
-    v = schedulers.Variant.load(a.name, {}, source="command line")
+    v = schedulers.Variant.load(a.name, {}, source="command line", need_built=a.action != "build")
     if a.action == "show":
         print(json.dumps({**v.describe(), "manifest": v.manifest}, indent=2, default=str))
     elif a.action == "build":

@@ -33,6 +33,7 @@ from .schedulers import Variant
 from .state import Journal, recover_stale
 from .util import atomic_write_json, proc_starttime, read_proc_io
 
+DAEMON_WATCH_S = 0.05  # the shortest quantum a daemon variant may take (dynamic_io: 0.05 s)
 IO_KEYS = ["rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes"]
 
 
@@ -302,8 +303,9 @@ class Runner:
                 kind, payload = self.events.get(timeout=self._next_timeout())
             except queue.Empty:
                 self._check_timeouts()
-                self._check_variant()
                 continue
+            finally:
+                self._check_variant()  # also when jobs end often: a dead daemon is seen at once
             if kind == "exit":
                 job = payload
                 self.running.pop(job.pid, None)
@@ -318,7 +320,9 @@ class Runner:
 
     def _next_timeout(self) -> float:
         now = time.monotonic()
-        t = 1.0
+        # a variant's daemon is watched this often, so that the jobs it stopped are resumed
+        # within one of its quanta if it dies
+        t = DAEMON_WATCH_S if self.variant.process is not None else 1.0
         for job in self.running.values():
             to = job.spec.get("timeout_s")
             if to:
@@ -408,9 +412,10 @@ class Runner:
         self.events.put(("exit", job))
 
     def _job_event(self, event: str, job: Job) -> None:
+        now = time.monotonic()  # CLOCK_MONOTONIC, the clock a variant's daemon reads too
         rec = {"event": event, "job_id": job.job_id, "pid": job.pid, "starttime": job.starttime,
                "cmp": self.cmp_ids[job.slot.cmp], "cpus": job.slot.cpus,
-               "t_s": round(time.monotonic() - self.t0_mono, 6)}
+               "t_s": round(now - self.t0_mono, 6), "mono_s": round(now, 6)}
         if event == "end":
             rec["exit_code"] = job.exit_code
         if self.job_events_fh:

@@ -53,10 +53,21 @@ def find(name: str, source: str = "spec", key: str = "scheduler.name") -> Path:
     raise ConfigError(source, key, name, "one of " + ", ".join(available()))
 
 
-def load_manifest(path: Path) -> dict:
+def load_manifest(path: Path, _chain: tuple[str, ...] = ()) -> dict:
     man = config.load(path, "scheduler_manifest")
     if man["name"] != path.parent.name:
         raise ConfigError(str(path), "name", man["name"], f"the folder name {path.parent.name!r}")
+    base_name = man.get("extends")
+    if base_name:
+        if base_name in _chain or base_name == man["name"]:
+            raise ConfigError(str(path), "extends", base_name, "a variant that does not extend this one")
+        base_path = find(base_name, str(path), "extends")
+        base = load_manifest(base_path, _chain + (man["name"],))
+        rel = os.path.relpath(base_path.parent, path.parent)
+        man["params"] = {**base["params"], **man["params"]}
+        if "build" not in man and "build" in base:  # built in the base's folder
+            man["build"] = [a.replace("{scheduler_dir}", "{scheduler_dir}/" + rel) for a in base["build"]]
+        man["sources"] = [rel] + [os.path.normpath(os.path.join(rel, s)) for s in base["sources"]] + man["sources"]
     for pname, p in man["params"].items():
         if "default" in p:
             _check_param(man, pname, p["default"], str(path), f"params.{pname}.default")
@@ -93,13 +104,18 @@ def resolve_params(man: dict, given: dict, source: str = "spec", key: str = "sch
     return out
 
 
-def build_id(directory: Path) -> str:
-    """sha256 over the variant's tracked source files (manifest, code), short."""
+def build_id(directory: Path, sources: list[str] | tuple[str, ...] = ()) -> str:
+    """sha256 over the variant's source files (manifest, code) and its shared `sources`
+    (files or folders relative to it), build outputs excluded; short."""
     h = hashlib.sha256()
-    for f in sorted(directory.rglob("*")):
-        if f.is_file() and "build" not in f.relative_to(directory).parts[:1] and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(directory)).encode())
-            h.update(f.read_bytes())
+    for rel in [".", *sources]:
+        root = (directory / rel).resolve()
+        files = [root] if root.is_file() else sorted(root.rglob("*"))
+        for f in files:
+            parts = f.relative_to(root).parts if f != root else ()
+            if f.is_file() and "build" not in parts[:1] and "__pycache__" not in parts:
+                h.update(f"{rel}/{'/'.join(parts)}".encode())
+                h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -123,14 +139,22 @@ class Variant:
     _daemon_action: dict | None = None
 
     @classmethod
-    def load(cls, name: str, params: dict | None = None, source: str = "spec") -> "Variant":
+    def load(cls, name: str, params: dict | None = None, source: str = "spec",
+             need_built: bool = True) -> "Variant":
         path = find(name, source)
         man = load_manifest(path)
         resolved = resolve_params(man, params or {}, source)
         for tool in man["requires"]:
             if shutil.which(tool) is None:
                 raise MissingTool(tool, "corun_schedulers", f"scheduler variant {name}")
-        return cls(name, man, path.parent, resolved)
+        variant = cls(name, man, path.parent, resolved)
+        start = man.get("start") or []
+        if need_built and man["daemon"] and start and "{scheduler_dir}" in start[0]:
+            exe = start[0].replace("{scheduler_dir}", str(path.parent))
+            if not os.access(exe, os.X_OK):  # a daemon that was never built
+                raise MissingTool(os.path.normpath(exe), "corun_schedulers",
+                                  f"scheduler variant {name}")
+        return variant
 
     @property
     def kind(self) -> str:
@@ -138,13 +162,12 @@ class Variant:
 
     def describe(self) -> dict:
         return {"name": self.name, "kind": self.kind, "description": self.manifest["description"],
-                "params": self.params, "build_id": build_id(self.directory),
+                "params": self.params, "build_id": build_id(self.directory, self.manifest["sources"]),
                 "paper": self.manifest.get("paper")}
 
     def expand(self, argv: list[str]) -> list[str]:
         values = {"python": sys.executable, "scheduler_dir": str(self.directory), **self.ctx}
-        for k, v in self.params.items():
-            values[f"param.{k}"] = v
+        values["param"] = _Params(self.params)
         out = []
         for a in argv:
             try:
@@ -232,6 +255,20 @@ class Variant:
                 errors.append(err)
             self._journal_action = None
         return errors
+
+
+class _Params:
+    """{param.NAME} in a command: the value as text, booleans as true/false."""
+
+    def __init__(self, params: dict):
+        self._params = params
+
+    def __getattr__(self, name: str) -> str:
+        try:
+            v = self._params[name]
+        except KeyError:
+            raise KeyError(f"param.{name}") from None
+        return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 class _Fmt(dict):

@@ -40,6 +40,27 @@ void corun_usage_error(const char *prog, const char *fmt, ...)
 
 #define SUFFIX_HINT ", with an optional K, M or G suffix for KiB, MiB, GiB"
 
+double corun_parse_double(const char *prog, const char *opt, const char *value,
+			  double min, double max, bool min_exclusive)
+{
+	double x;
+	char *end;
+
+	if (value[0] == '\0' || isspace((unsigned char)value[0]))
+		goto bad;
+	errno = 0;
+	x = strtod(value, &end);
+	if (end == value || *end != '\0' || errno == ERANGE || !isfinite(x))
+		goto bad;
+	if ((min_exclusive ? x <= min : x < min) || x > max)
+		goto bad;
+	return x;
+
+bad:
+	corun_usage_error(prog, "--%s: '%s' (expected a number %s %g and <= %g)", opt, value,
+			  min_exclusive ? ">" : ">=", min, max);
+}
+
 int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
 			int64_t min, int64_t max, bool allow_suffix)
 {

@@ -34,6 +34,13 @@ void corun_usage_error(const char *prog, const char *fmt, ...)
 int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
 			int64_t min, int64_t max, bool allow_suffix);
 
+/* Parse VALUE of option --OPT as a finite decimal number in [MIN, MAX] (or
+ * (MIN, MAX] with MIN_EXCLUSIVE).  On any error prints one line
+ * "<prog>: --<opt>: '<value>' (expected a number ...)" and exits
+ * CORUN_EXIT_USAGE. */
+double corun_parse_double(const char *prog, const char *opt, const char *value,
+			  double min, double max, bool min_exclusive);
+
 /* Report the option error getopt_long() signalled by returning C (':' for a
  * missing value, anything else for an unknown option or a value given to a
  * flag) in one line, then exit CORUN_EXIT_USAGE.  Call it with opterr = 0
