@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
 	@echo "make test     provision and run every test"
-	@echo "make bench    instrument overhead benchmark (prints figures)"
+	@echo "make bench    instrument and scheduler-daemon overhead benchmarks (print figures)"
 
 $(STAMP): requirements.txt pyproject.toml scripts/bootstrap.sh
 	sh scripts/bootstrap.sh
@@ -43,6 +43,7 @@ lint: setup
 
 bench: provision
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/dynamic_io_daemon.py
 
 clean-results:
 	rm -rf results/local results/smoke .snakemake
