@@ -258,9 +258,11 @@ class Runner:
         sched_dir.mkdir()
         self.job_events_path = sched_dir / "job_events.jsonl"
         self.job_events_fh = open(self.job_events_path, "a", buffering=1)
-        ctx = {"state_dir": str(sched_dir / "state"), "run_dir": str(self.tmp), "device": self.device.name,
+        # absolute: variant commands run in their own folder
+        ctx = {"state_dir": str((sched_dir / "state").absolute()), "run_dir": str(self.tmp.absolute()),
+               "device": self.device.name,
                "device_majmin": self.device.majmin, "cgroup": str(self.cgroup.path or ""),
-               "job_events": str(self.job_events_path),
+               "job_events": str(self.job_events_path.absolute()),
                "cpus": topology.format_cpulist(sum(self.placer.cmps, []))}
         self.variant.start(j, ctx)
         self.variant.verify()

@@ -349,7 +349,8 @@ def corun_spec(disk_tmp, variant, params, n_jobs=2, throttle=8_000_000, placemen
 
 
 def corun_run(spec, out, **kw):
-    return subprocess.run([PY, "-m", "corun", "run", str(spec), "--out", str(out)],
+    """--out relative to the working folder, as a user types it (the daemon runs elsewhere)."""
+    return subprocess.run([PY, "-m", "corun", "run", str(spec), "--out", os.path.relpath(out, ROOT)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT, **kw)
 
 
