@@ -6,6 +6,20 @@ rank_trend   Spearman rank correlation of y on x with a one-sided permutation p-
              a rerun gives the same p. `attainable_p` is the p-value a perfect ranking in the
              expected direction would get with these x and y values (ties included): when it is
              >= 0.05 the data cannot decide, whatever they show.
+
+Comparing two sets of runs (corun compare; the metric registry is analysis/metrics.py):
+aggregate         arithmetic mean (times), harmonic mean (rates) or geometric mean (ratios).
+bootstrap_ratio   aggregate(head) / aggregate(base) with a seeded percentile bootstrap CI;
+                  paired (resample pairs) or unpaired (resample each set on its own).
+mann_whitney      two-sided Mann-Whitney U (exact for small samples without ties).
+welch             Welch's t-test (unequal variances), on log values for geometric metrics.
+holm              Holm step-down adjusted p-values across a family of tests (a sweep).
+median, trimmed_mean, mad_outliers
+                  outlier-robust centres; mad_outliers flags |modified z| > 3.5 (Iglewicz and
+                  Hoaglin): flagged values are reported, never silently dropped.
+relative_half_width, repetition_decision
+                  adaptive repetition: stop when the CI half-width relative to the centre is
+                  under a target, or when the repetition cap is reached.
 """
 
 from __future__ import annotations
@@ -66,4 +80,187 @@ def rank_trend(x: list[float], y: list[float], alternative: str) -> dict:
     ranked = np.sort(y) if alternative == "greater" else np.sort(y)[::-1]
     ideal = ranked[np.argsort(np.argsort(x, kind="stable"), kind="stable")]  # best ordering
     out["attainable_p"] = test(ideal)[1]
+    return out
+
+
+# ----------------------------------------------------------------------------- two-set comparisons
+
+AGGREGATIONS = ("arithmetic", "harmonic", "geometric")
+BOOTSTRAP_RESAMPLES = 10000
+MAD_Z = 3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
+_CHUNK = 2_000_000  # resampled values held in memory at once
+
+
+def aggregate(values, how: str = "arithmetic", axis: int = -1):
+    """Arithmetic, harmonic or geometric mean along `axis` (NaN when empty; harmonic and
+    geometric need positive values and give NaN otherwise)."""
+    v = np.asarray(values, float)
+    if v.shape[axis] == 0:
+        return math.nan
+    if how == "arithmetic":
+        return np.mean(v, axis=axis)
+    if how not in AGGREGATIONS:
+        raise ValueError(f"aggregation: {how!r} (expected one of {', '.join(AGGREGATIONS)})")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bad = np.any(v <= 0, axis=axis)
+        if how == "harmonic":
+            out = v.shape[axis] / np.sum(1.0 / v, axis=axis)
+        else:
+            out = np.exp(np.mean(np.log(v), axis=axis))
+    return np.where(bad, math.nan, out) if np.ndim(out) else (math.nan if bad else float(out))
+
+
+def bootstrap_ratio(base, head, how: str = "arithmetic", *, paired: bool = False,
+                    confidence: float = CONFIDENCE, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                    seed: int = 0) -> tuple[float, float, float]:
+    """(ratio, low, high): aggregate(head) / aggregate(base) and its percentile bootstrap CI.
+
+    Paired: base[i] and head[i] belong together (same rep, same block) and are resampled as
+    pairs; both sets must have the same length. Unpaired: each set is resampled on its own.
+    The generator is seeded, so a rerun gives the same interval. The CI is (NaN, NaN) with
+    fewer than 2 values in a set.
+    """
+    base, head = np.asarray(base, float), np.asarray(head, float)
+    if paired and len(base) != len(head):
+        raise ValueError(f"paired bootstrap: {len(base)} and {len(head)} values (expected as many)")
+    if len(base) == 0 or len(head) == 0:
+        return math.nan, math.nan, math.nan
+    ratio = float(aggregate(head, how) / aggregate(base, how))
+    if len(base) < 2 or len(head) < 2:
+        return ratio, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    n = max(len(base), len(head))
+    per_chunk = max(1, _CHUNK // n)
+    ratios = []
+    done = 0
+    while done < n_resamples:
+        m = min(per_chunk, n_resamples - done)
+        ib = rng.integers(0, len(base), size=(m, len(base)))
+        ih = ib if paired else rng.integers(0, len(head), size=(m, len(head)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios.append(aggregate(head[ih], how, axis=1) / aggregate(base[ib], how, axis=1))
+        done += m
+    r = np.concatenate(ratios)
+    r = r[np.isfinite(r)]
+    if len(r) == 0:
+        return ratio, math.nan, math.nan
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(r, [tail, 100 - tail])
+    return ratio, float(low), float(high)
+
+
+def mann_whitney(base, head) -> dict:
+    """Two-sided Mann-Whitney U of head against base: {'test', 'statistic', 'p'} (p None when
+    a set has fewer than 2 values or all values are equal)."""
+    base, head = np.asarray(base, float), np.asarray(head, float)
+    out = {"test": "mann-whitney", "statistic": None, "p": None}
+    if len(base) < 2 or len(head) < 2 or len(np.unique(np.concatenate([base, head]))) < 2:
+        return out
+    res = stats.mannwhitneyu(head, base, alternative="two-sided", method="auto")
+    out["statistic"], out["p"] = float(res.statistic), float(res.pvalue)
+    return out
+
+
+def welch(base, head, log: bool = False) -> dict:
+    """Welch's two-sided t-test of head against base (on log values with `log`):
+    {'test', 'statistic', 'p'}, p None with fewer than 2 values or no variance at all."""
+    base, head = np.asarray(base, float), np.asarray(head, float)
+    out = {"test": "welch-log" if log else "welch", "statistic": None, "p": None}
+    if log:
+        if np.any(base <= 0) or np.any(head <= 0):
+            return out
+        base, head = np.log(base), np.log(head)
+    if len(base) < 2 or len(head) < 2 or (np.var(base) == 0 and np.var(head) == 0):
+        return out
+    res = stats.ttest_ind(head, base, equal_var=False)
+    out["statistic"], out["p"] = float(res.statistic), float(res.pvalue)
+    return out
+
+
+def holm(pvalues) -> list[float | None]:
+    """Holm step-down adjusted p-values, in the input order; None stays None (not counted)."""
+    idx = [i for i, p in enumerate(pvalues) if p is not None and math.isfinite(p)]
+    out: list[float | None] = [None] * len(pvalues)
+    m = len(idx)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda j: pvalues[j])):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def median(values) -> float:
+    v = np.asarray(values, float)
+    return float(np.median(v)) if len(v) else math.nan
+
+
+def trimmed_mean(values, proportion: float = 0.1) -> float:
+    """Mean after cutting `proportion` of the values off each end (scipy.stats.trim_mean)."""
+    v = np.asarray(values, float)
+    return float(stats.trim_mean(v, proportion)) if len(v) else math.nan
+
+
+def mad_outliers(values, z: float = MAD_Z) -> list[bool]:
+    """True where the modified z-score 0.6745 (x - median) / MAD exceeds `z` in size.
+
+    With MAD = 0 (more than half the values equal) the mean absolute deviation stands in
+    (scaled by 1.2533); with no spread at all nothing is flagged.
+    """
+    v = np.asarray(values, float)
+    if len(v) < 3:
+        return [False] * len(v)
+    med = np.median(v)
+    dev = np.abs(v - med)
+    mad = np.median(dev)
+    if mad > 0:
+        score = 0.6745 * dev / mad
+    else:
+        mean_ad = np.mean(dev)
+        if mean_ad == 0:
+            return [False] * len(v)
+        score = dev / (1.253314 * mean_ad)
+    return [bool(s > z) for s in score]
+
+
+def relative_half_width(values, how: str = "arithmetic", confidence: float = CONFIDENCE) -> float:
+    """Half-width of the t-interval of the centre, relative to the centre (0.02 = +-2%).
+
+    Arithmetic: on the values; geometric: on their logs (exp(half) - 1); harmonic: on their
+    reciprocals. NaN with fewer than 2 values.
+    """
+    v = np.asarray(values, float)
+    if len(v) < 2:
+        return math.nan
+    if how == "geometric":
+        if np.any(v <= 0):
+            return math.nan
+        low, high = t_interval(np.log(v), confidence)
+        return float(math.expm1((high - low) / 2))
+    if how == "harmonic":
+        if np.any(v <= 0):
+            return math.nan
+        v = 1.0 / v
+    low, high = t_interval(v, confidence)
+    centre = float(np.mean(v))
+    return float((high - low) / 2 / abs(centre)) if centre else math.nan
+
+
+def repetition_decision(values, target: float, max_reps: int, min_reps: int = 3,
+                        how: str = "arithmetic", confidence: float = CONFIDENCE) -> dict:
+    """Whether a variant needs more repetitions: {'decision': 'more' | 'stop', 'reason', 'n',
+    'rel_half_width'}. Stop when n >= min_reps and the relative CI half-width is <= target,
+    or when n >= max_reps (the cap), whichever comes first."""
+    n = len(values)
+    hw = relative_half_width(values, how, confidence) if n >= 2 else math.nan
+    out = {"n": n, "rel_half_width": None if math.isnan(hw) else hw, "target": target,
+           "max_reps": max_reps}
+    if n >= min_reps and math.isfinite(hw) and hw <= target:
+        out.update(decision="stop", reason=f"CI half-width {hw:.2%} <= target {target:.2%} after {n} runs")
+    elif n >= max_reps:
+        shown = "undefined" if math.isnan(hw) else f"{hw:.2%}"
+        out.update(decision="stop", reason=f"cap of {max_reps} runs reached (CI half-width {shown}, target {target:.2%})")
+    else:
+        shown = "undefined" if math.isnan(hw) else f"{hw:.2%}"
+        out.update(decision="more", reason=f"CI half-width {shown} > target {target:.2%} after {n} runs"
+                   if n >= min_reps else f"{n} of at least {min_reps} runs")
     return out

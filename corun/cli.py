@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .cli_results import add_commands as add_result_commands
 from .errors import CorunError
 
 
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.set_defaults(fn=_cmd_recover)
     m = sub.add_parser("metadata", help="print this host's state as recorded in every run")
     m.set_defaults(fn=_cmd_metadata)
+    add_result_commands(sub)  # compare, index, campaign, archive, verify, publish
     return ap
 
 

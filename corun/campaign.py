@@ -1,0 +1,222 @@
+"""Campaigns as controlled experiments: a randomised, interleaved order of variants with the
+seed recorded, warm-up runs marked, and adaptive repetition.
+
+`order(variants, reps, seed, warmup)` is the plan. Each variant first gets `warmup` warm-up
+runs, then `reps` measured runs; the runs are laid out in blocks, one run of every variant
+per block, each block in its own random order (a randomised complete block design), so slow
+drift of the machine (temperature, page cache, background load) falls on every variant alike.
+The seed is drawn when not given and is recorded in every entry: the order can be rebuilt.
+
+Every run of a campaign carries `labels(entry, campaign)`: campaign, campaign_seed, order,
+block, rep, warmup and variant. Analyses drop `warmup: true` runs (corun compare lists them
+as excluded), and `block` is the natural key to pair runs by (`corun compare --pair-by block`).
+
+Adaptive repetition: `decide(values_by_variant, target, max_reps)` says, from the runs so
+far, whether every variant's CI half-width (relative to its centre) is under `target`, or the
+cap is reached; `more_blocks` is what a campaign calls between blocks. `run_campaign` is a
+ready driver: it runs a spec template once per planned entry with the variant and labels set
+(`corun run`, one run at a time), skips runs already finished (resumable), and with a target
+adds blocks until `decide` says stop. `corun campaign order|decide|run` expose all three.
+
+    from corun import campaign
+    for e in campaign.order(["linux", "dynamic_io"], reps=5, seed=42, warmup=1):
+        spec["scheduler"] = {"name": e["variant"]}
+        spec["labels"].update(campaign.labels(e, "dynamic_io"))
+        ...  # write the spec, `corun run` it into runs/<campaign.run_name(e)>
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import ConfigError, CorunError
+from .util import atomic_write_json
+
+CAMPAIGN_FILE = "campaign.json"
+
+
+def _check(variants: list[str], reps: int, warmup: int) -> None:
+    if not variants or any(not isinstance(v, str) or not v for v in variants):
+        raise ConfigError("campaign", "variants", variants, "a non-empty list of variant names")
+    if len(set(variants)) != len(variants):
+        raise ConfigError("campaign", "variants", variants, "distinct variant names")
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise ConfigError("campaign", "reps", reps, "an integer >= 1")
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+        raise ConfigError("campaign", "warmup", warmup, "an integer >= 0")
+
+
+def new_seed() -> int:
+    return secrets.randbits(31)
+
+
+def _block(variants: list[str], rng: random.Random) -> list[str]:
+    block = list(variants)
+    rng.shuffle(block)
+    return block
+
+
+def order(variants: list[str], reps: int, seed: int | None = None, warmup: int = 1) -> list[dict]:
+    """The planned runs, in the order to run them (see module doc). Each entry:
+    position, block, variant, rep (0-based within warm-up or measured runs), warmup, seed."""
+    _check(list(variants), reps, warmup)
+    seed = new_seed() if seed is None else int(seed)
+    rng = random.Random(seed)
+    out = []
+    for b in range(warmup + reps):
+        is_warm = b < warmup
+        for v in _block(list(variants), rng):
+            out.append({"position": len(out), "block": b, "variant": v, "rep": b if is_warm else b - warmup,
+                        "warmup": is_warm, "seed": seed})
+    return out
+
+
+def more_blocks(variants: list[str], seed: int, done_blocks: int, count: int = 1) -> list[dict]:
+    """`count` further measured blocks after `done_blocks` blocks of order(...); the same seed
+    gives the same continuation, so a resumed adaptive campaign keeps its order."""
+    rng = random.Random(f"{seed}:{done_blocks}")
+    out = []
+    for b in range(done_blocks, done_blocks + count):
+        for v in _block(list(variants), rng):
+            out.append({"block": b, "variant": v, "warmup": False, "seed": seed})
+    return out
+
+
+def labels(entry: dict, campaign: str) -> dict:
+    """Labels a campaign run carries (merged into the run spec's labels)."""
+    return {"campaign": campaign, "campaign_seed": entry["seed"], "order": entry["position"],
+            "block": entry["block"], "rep": entry["rep"], "warmup": entry["warmup"], "variant": entry["variant"]}
+
+
+def run_name(entry: dict) -> str:
+    kind = "w" if entry["warmup"] else "r"
+    return f"{entry['position']:03d}-{entry['variant']}-{kind}{entry['rep']}"
+
+
+def decide(values_by_variant: dict[str, list[float]], target: float, max_reps: int, min_reps: int = 3,
+           aggregation: str = "arithmetic") -> dict:
+    """{'decision': 'more' | 'stop', 'variants': {name: analysis.stats.repetition_decision}}:
+    stop when every variant is under the target or at the cap."""
+    from analysis.stats import repetition_decision
+    if not 0 < target < 1:
+        raise ConfigError("campaign", "target", target, "a relative half-width between 0 and 1, e.g. 0.02")
+    if max_reps < min_reps:
+        raise ConfigError("campaign", "max_reps", max_reps, f"an integer >= min_reps ({min_reps})")
+    per = {v: repetition_decision(vals, target, max_reps, min_reps, aggregation)
+           for v, vals in values_by_variant.items()}
+    return {"decision": "stop" if per and all(d["decision"] == "stop" for d in per.values()) else "more",
+            "variants": per}
+
+
+def decide_from_runs(sources: list[Path], by: str, metric: str, target: float, max_reps: int,
+                     min_reps: int = 3, where: str | None = None) -> dict:
+    """`decide` on finished runs (folders or an index), grouped by `by`; warm-up, unverified
+    and failed runs do not count."""
+    from analysis import compare_runs, runindex
+    from analysis import metrics as metrics_mod
+    m = metrics_mod.get(metric)
+    records = runindex.load_runs(sources)
+    if where:
+        records = runindex.select(records, runindex.parse_selector(where, what="--where"), what="--where")
+    values: dict[str, list[float]] = {}
+    for r in records:
+        if not r.has(by):
+            continue
+        key = runindex._text(r.get(by))
+        values.setdefault(key, [])
+        if compare_runs.exclusion(r) is None and r.metrics.get(metric) is not None:
+            values[key].append(float(r.metrics[metric]))
+    if not values:
+        raise ConfigError("command line", "--by", by, "a key recorded by the runs (variant, labels.k ...)")
+    out = decide(values, target, max_reps, min_reps, m.aggregation)
+    out.update(metric=metric, by=by)
+    return out
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def _load_template(spec_path: Path) -> dict:
+    from .config import load
+    return load(spec_path, "run_spec")
+
+
+def _corun_run(spec: dict, spec_file: Path, out: Path) -> None:
+    import yaml
+    spec_file.parent.mkdir(parents=True, exist_ok=True)
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    # absolute paths: a daemon variant may run in another working directory
+    res = subprocess.run([sys.executable, "-m", "corun", "run", str(spec_file.resolve()), "--out", str(out.resolve()),
+                          "--quiet"],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise CorunError(f"campaign run {out.name} failed: {last}", exit_code=res.returncode)
+
+
+def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: int = 3, warmup: int = 1,
+                 seed: int | None = None, name: str | None = None, target: float | None = None,
+                 max_reps: int = 20, metric: str = "runtime_s", runner=_corun_run, log=print) -> dict:
+    """Run a spec template once per planned entry (see module doc); returns campaign.json.
+
+    `runner(spec, spec_file, out)` makes one run folder (default: `corun run`)."""
+    from analysis import metrics as metrics_mod
+    spec_path, out_dir = Path(spec_path), Path(out_dir)
+    template = _load_template(spec_path)
+    name = name or out_dir.name
+    state_path = out_dir / CAMPAIGN_FILE
+    if state_path.exists():
+        prev = json.loads(state_path.read_text())
+        if prev.get("variants") != list(variants):
+            raise ConfigError(str(state_path), "variants", list(variants),
+                              f"the variants of the campaign already there ({prev.get('variants')})")
+        if seed is not None and seed != prev["seed"]:
+            raise ConfigError(str(state_path), "seed", seed, f"the recorded seed {prev['seed']} (or none)")
+        seed = prev["seed"]
+    plan = order(list(variants), reps, seed, warmup)
+    seed = plan[0]["seed"]
+    if target is not None:
+        metrics_mod.get(metric)
+    state = {"name": name, "seed": seed, "variants": list(variants), "reps": reps, "warmup": warmup,
+             "spec": spec_path.name, "target": target, "max_reps": max_reps, "metric": metric,
+             "created_epoch_s": time.time(), "runs": []}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "spec_template.json").write_text(json.dumps(template, indent=2, sort_keys=True) + "\n")
+
+    def execute(entries: list[dict]) -> None:
+        for e in entries:
+            run_dir = out_dir / "runs" / run_name(e)
+            if not (run_dir / "metadata.json").exists():
+                spec = json.loads(json.dumps(template))
+                spec["scheduler"] = {"name": e["variant"]}
+                spec["labels"] = {**(spec.get("labels") or {}), **labels(e, name)}
+                spec["name"] = f"{name}-{run_name(e)}"
+                log(f"campaign {name}: {e['position'] + 1} {run_name(e)}")
+                runner(spec, out_dir / "specs" / f"{run_name(e)}.yaml", run_dir)
+            state["runs"].append({**e, "run": f"runs/{run_name(e)}"})
+            atomic_write_json(state_path, state)
+
+    execute(plan)
+    if target is not None:
+        blocks = warmup + reps
+        while True:
+            verdict = decide_from_runs([out_dir / "runs"], "labels.variant", metric, target, max_reps,
+                                       min_reps=min(reps, max_reps))
+            state["decision"] = verdict
+            atomic_write_json(state_path, state)
+            if verdict["decision"] == "stop":
+                break
+            extra = more_blocks(list(variants), seed, blocks)
+            for e in extra:
+                e["position"] = len(state["runs"]) + extra.index(e)
+                e["rep"] = e["block"] - warmup
+            execute(extra)
+            blocks += 1
+    atomic_write_json(state_path, state)
+    return state

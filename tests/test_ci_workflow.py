@@ -1,0 +1,59 @@
+"""The testbed CI workflow and its local twin (make ci-compare) are wired as documented."""
+
+import re
+
+import pytest
+import yaml
+
+
+def test_testbed_workflow(repo_root):
+    wf = yaml.safe_load((repo_root / ".github" / "workflows" / "testbed.yml").read_text())
+    on = wf.get("on", wf.get(True))  # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in on and "workflow_dispatch" in on
+    job = wf["jobs"]["compare"]
+    assert job["runs-on"] == ["self-hosted", "testbed"]
+    steps = job["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert "ansible-playbook" in runs and "site.yml" in runs
+    compare = next(s for s in steps if s.get("id") == "compare")
+    assert "make ci-compare" in compare["run"] and "BASE=" in compare["run"] and "HEAD=" in compare["run"]
+    assert "if" not in compare  # its exit status fails the job on a regression
+    summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert summary["if"] == "always()"
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()" and "compare" in upload["with"]["path"]
+    assert "corun archive" in runs
+    assert wf["concurrency"]["group"] == "testbed"
+
+
+def test_make_ci_compare_target(repo_root):
+    mk = (repo_root / "Makefile").read_text()
+    assert re.search(r"^ci-compare:", mk, re.M)
+    assert "scripts/ci_compare.py --base $(BASE) --head $(HEAD)" in mk
+    assert (repo_root / "scripts" / "ci_compare.py").is_file()
+
+
+def test_ci_compare_bad_input(repo_root, tmp_path):
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "scripts/ci_compare.py", "--base", "linux", "--head", "linux",
+                          "--out", str(tmp_path)], capture_output=True, text=True, cwd=repo_root)
+    assert res.returncode == 2 and "--head: 'linux' (expected a variant other than --base)" in res.stderr
+
+
+@pytest.mark.root
+def test_ci_compare_real_runs(repo_root, disk_tmp, kernels_built):
+    """The local CI flow end to end with tiny sizes: a campaign of real runs, then the comparison."""
+    import json
+    import subprocess
+    import sys
+    out = disk_tmp / "ci"
+    res = subprocess.run([sys.executable, "scripts/ci_compare.py", "--base", "linux", "--head", "elevator_bfq",
+                          "--out", str(out), "--reps", "2", "--size-mib", "2", "--read-bps", "8000000",
+                          "--seed", "1", "--fail-if-worse", "900%"], capture_output=True, text=True, cwd=repo_root)
+    assert res.returncode == 0, res.stderr
+    result = json.loads((out / "compare" / "comparison.json").read_text())
+    assert [s["runs"] for s in result["sets"]] == [2, 2]
+    assert {e["reason"] for e in result["excluded"]} == {"warm-up run"}
+    state = json.loads((out / "campaign" / "campaign.json").read_text())
+    assert state["seed"] == 1 and len(state["runs"]) == 6
