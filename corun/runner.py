@@ -266,7 +266,7 @@ class Runner:
                "cpus": topology.format_cpulist(sum(self.placer.cmps, []))}
         self.variant.start(j, ctx)
         self.variant.verify()
-        self.variant_verified_at_start = True
+        self.meta["variant_verified_at_start"] = True
         self.device_during = self.device.describe()
         if self.spec["device"]["drop_caches"]:
             os.sync()  # clean pages first, so dropping leaves no job input in the page cache
@@ -506,7 +506,7 @@ class Runner:
             if self.spec["memory"]["limit_bytes"] is not None else None,
             "caches_dropped": bool(self.spec["device"]["drop_caches"]),
             "evicted": self.meta.get("evicted"),
-            "scheduler": {**self.variant.describe(), "verified": True,
+            "scheduler": {**self.variant.describe(), "verified": self.meta.get("variant_verified_at_start", False),
                           "verified_at_end": self.meta.get("variant_verified_at_end")},
             "hwloc": metadata.hwloc_summary(),
             "monitors": {"enabled": self.spec["monitors"]["enabled"], "interval_s": self.mon_ctx.interval_s},
