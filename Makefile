@@ -17,6 +17,8 @@ help:
 	@echo "make test     provision and run every test"
 	@echo "make bench    instrument and scheduler-daemon overhead benchmarks (print figures)"
 	@echo "make ci-compare BASE=linux HEAD=elevator_bfq   compare two variants here, as the testbed CI does"
+	@echo "make ci-compare VARIANT=dynamic_io BASE_REF=origin/main   compare the variant built from BASE_REF"
+	@echo "               with its build from this working tree (HEAD_REF=REF: from that commit instead)"
 
 $(STAMP): requirements.txt pyproject.toml scripts/bootstrap.sh
 	sh scripts/bootstrap.sh
@@ -51,16 +53,27 @@ bench-compare: setup
 
 # Compare two scheduler variants on this machine (what .github/workflows/testbed.yml runs):
 # a randomised interleaved campaign, then corun compare; exit 1 on a significant regression.
+# With VARIANT=NAME: two builds of that variant instead, from BASE_REF and from the working tree
+# (or HEAD_REF), built in a temporary git worktree; BASE and HEAD are then not used.
 BASE ?= linux
 HEAD ?= elevator_bfq
+VARIANT ?=
+BASE_REF ?= origin/main
+HEAD_REF ?=
 CI_OUT ?= results/ci-compare
 CI_REPS ?= 5
 CI_FAIL_IF_WORSE ?= 5%
 CI_ARGS ?=
 ci-compare: setup
 	$(MAKE) -s -C kernels
+ifneq ($(VARIANT),)
+	$(BIN)/python scripts/ci_compare.py --variant $(VARIANT) --base-ref $(BASE_REF) \
+		$(if $(HEAD_REF),--head-ref $(HEAD_REF)) --out $(CI_OUT) \
+		--reps $(CI_REPS) --fail-if-worse $(CI_FAIL_IF_WORSE) $(CI_ARGS)
+else
 	$(BIN)/python scripts/ci_compare.py --base $(BASE) --head $(HEAD) --out $(CI_OUT) \
 		--reps $(CI_REPS) --fail-if-worse $(CI_FAIL_IF_WORSE) $(CI_ARGS)
+endif
 
 clean-results:
 	rm -rf results/local results/smoke .snakemake

@@ -18,6 +18,12 @@ ready driver: it runs a spec template once per planned entry with the variant an
 (`corun run`, one run at a time), skips runs already finished (resumable), and with a target
 adds blocks until `decide` says stop. `corun campaign order|decide|run` expose all three.
 
+Arms: `run_campaign(..., arms={name: {"variant": ..., "env": {...}, "labels": {...}}})` makes
+the names in `variants` arms rather than variants: a run of arm `name` uses the arm's variant,
+runs with the arm's environment added (e.g. `CORUN_SCHEDULERS_PATH` pointing at another build
+of the variant) and carries the arm's labels, plus `arm: name` and `variant: <its variant>`.
+Two builds of one variant are then two arms (scripts/ci_compare.py --variant).
+
     from corun import campaign
     for e in campaign.order(["linux", "dynamic_io"], reps=5, seed=42, warmup=1):
         spec["scheduler"] = {"name": e["variant"]}
@@ -28,8 +34,10 @@ adds blocks until `decide` says stop. `corun campaign order|decide|run` expose a
 from __future__ import annotations
 
 import json
+import os
 import random
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -147,35 +155,67 @@ def _load_template(spec_path: Path) -> dict:
     return load(spec_path, "run_spec")
 
 
-def _corun_run(spec: dict, spec_file: Path, out: Path) -> None:
+def _corun_run(spec: dict, spec_file: Path, out: Path, env: dict | None = None) -> None:
     import yaml
     spec_file.parent.mkdir(parents=True, exist_ok=True)
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
     # absolute paths: a daemon variant may run in another working directory
-    res = subprocess.run([sys.executable, "-m", "corun", "run", str(spec_file.resolve()), "--out", str(out.resolve()),
-                          "--quiet"],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        last = (res.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise CorunError(f"campaign run {out.name} failed: {last}", exit_code=res.returncode)
+    proc = subprocess.Popen([sys.executable, "-m", "corun", "run", str(spec_file.resolve()),
+                             "--out", str(out.resolve()), "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env} if env else None)
+    try:
+        _, stderr = proc.communicate()
+    except KeyboardInterrupt:  # let the run stop its variant and jobs before we go
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        raise
+    if proc.returncode != 0:
+        last = (stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise CorunError(f"campaign run {out.name} failed: {last}", exit_code=proc.returncode)
+
+
+def _check_arms(variants: list[str], arms: dict) -> dict:
+    """{name: {"variant", "env", "labels"}} for every name in `variants`."""
+    out = {}
+    for name in variants:
+        arm = arms.get(name) if isinstance(arms, dict) else None
+        if not isinstance(arm, dict) or not isinstance(arm.get("variant"), str) or not arm["variant"] \
+                or set(arm) - {"variant", "env", "labels"}:
+            raise ConfigError("campaign", f"arms.{name}", arm, "{variant: NAME, env: {...}, labels: {...}}")
+        out[name] = {"variant": arm["variant"], "env": {str(k): str(v) for k, v in (arm.get("env") or {}).items()},
+                     "labels": dict(arm.get("labels") or {})}
+    return out
 
 
 def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: int = 3, warmup: int = 1,
                  seed: int | None = None, name: str | None = None, target: float | None = None,
-                 max_reps: int = 20, metric: str = "runtime_s", runner=_corun_run, log=print) -> dict:
+                 max_reps: int = 20, metric: str = "runtime_s", runner=_corun_run, log=print,
+                 arms: dict | None = None) -> dict:
     """Run a spec template once per planned entry (see module doc); returns campaign.json.
 
-    `runner(spec, spec_file, out)` makes one run folder (default: `corun run`)."""
+    `runner(spec, spec_file, out)` makes one run folder (default: `corun run`); with `arms`,
+    an arm's environment is passed as `runner(..., env=ENV)` when it has one."""
     from analysis import metrics as metrics_mod
     spec_path, out_dir = Path(spec_path), Path(out_dir)
     template = _load_template(spec_path)
     name = name or out_dir.name
+    arms = _check_arms(list(variants), arms) if arms is not None else None
+    recorded_arms = {k: {"variant": a["variant"], "labels": a["labels"]} for k, a in arms.items()} if arms else None
     state_path = out_dir / CAMPAIGN_FILE
     if state_path.exists():
         prev = json.loads(state_path.read_text())
         if prev.get("variants") != list(variants):
             raise ConfigError(str(state_path), "variants", list(variants),
                               f"the variants of the campaign already there ({prev.get('variants')})")
+        if prev.get("arms") != recorded_arms:
+            raise ConfigError(str(state_path), "arms", recorded_arms,
+                              f"the arms of the campaign already there ({prev.get('arms')}); use another folder")
         if seed is not None and seed != prev["seed"]:
             raise ConfigError(str(state_path), "seed", seed, f"the recorded seed {prev['seed']} (or none)")
         seed = prev["seed"]
@@ -186,6 +226,8 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
     state = {"name": name, "seed": seed, "variants": list(variants), "reps": reps, "warmup": warmup,
              "spec": spec_path.name, "target": target, "max_reps": max_reps, "metric": metric,
              "created_epoch_s": time.time(), "runs": []}
+    if arms:
+        state["arms"] = recorded_arms
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "spec_template.json").write_text(json.dumps(template, indent=2, sort_keys=True) + "\n")
 
@@ -197,8 +239,14 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
                 spec["scheduler"] = {"name": e["variant"]}
                 spec["labels"] = {**(spec.get("labels") or {}), **labels(e, name)}
                 spec["name"] = f"{name}-{run_name(e)}"
+                env = {}
+                if arms:
+                    arm = arms[e["variant"]]
+                    spec["scheduler"] = {"name": arm["variant"]}
+                    spec["labels"].update({**arm["labels"], "arm": e["variant"], "variant": arm["variant"]})
+                    env = arm["env"]
                 log(f"campaign {name}: {e['position'] + 1} {run_name(e)}")
-                runner(spec, out_dir / "specs" / f"{run_name(e)}.yaml", run_dir)
+                runner(spec, out_dir / "specs" / f"{run_name(e)}.yaml", run_dir, **({"env": env} if env else {}))
             state["runs"].append({**e, "run": f"runs/{run_name(e)}"})
             atomic_write_json(state_path, state)
 
@@ -206,8 +254,8 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
     if target is not None:
         blocks = warmup + reps
         while True:
-            verdict = decide_from_runs([out_dir / "runs"], "labels.variant", metric, target, max_reps,
-                                       min_reps=min(reps, max_reps))
+            verdict = decide_from_runs([out_dir / "runs"], "labels.arm" if arms else "labels.variant", metric,
+                                       target, max_reps, min_reps=min(reps, max_reps))
             state["decision"] = verdict
             atomic_write_json(state_path, state)
             if verdict["decision"] == "stop":

@@ -18,6 +18,18 @@ def test_testbed_workflow(repo_root):
     compare = next(s for s in steps if s.get("id") == "compare")
     assert "make ci-compare" in compare["run"] and "BASE=" in compare["run"] and "HEAD=" in compare["run"]
     assert "if" not in compare  # its exit status fails the job on a regression
+    # a pull request: the picked variant built from the base commit against the head's build
+    checkout = next(s for s in steps if str(s.get("uses", "")).startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0  # the base commit is there to build
+    assert job["env"]["BASE_REF"] == "${{ github.event.pull_request.base.sha }}"
+    assert "vars.CORUN_CI_VARIANT" in job["env"]["CI_VARIANT"] and "dynamic_io" in job["env"]["CI_VARIANT"]
+    pick = next(s for s in steps if s.get("id") == "pick")
+    assert pick["if"] == "github.event_name == 'pull_request'"
+    assert "scripts/ci_pick_variant.py --base-ref \"$BASE_REF\"" in pick["run"] and "GITHUB_OUTPUT" in pick["run"]
+    assert steps.index(pick) < steps.index(compare)
+    assert 'VARIANT="$VARIANT" BASE_REF="$BASE_REF"' in compare["run"]
+    assert compare["env"]["VARIANT"] == "${{ steps.pick.outputs.variant }}"
+    assert "${{" not in compare["run"]  # values reach the shell as variables, never spliced into it
     summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
     assert summary["if"] == "always()"
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
@@ -30,6 +42,9 @@ def test_make_ci_compare_target(repo_root):
     mk = (repo_root / "Makefile").read_text()
     assert re.search(r"^ci-compare:", mk, re.M)
     assert "scripts/ci_compare.py --base $(BASE) --head $(HEAD)" in mk
+    assert "scripts/ci_compare.py --variant $(VARIANT) --base-ref $(BASE_REF)" in mk
+    assert "$(if $(HEAD_REF),--head-ref $(HEAD_REF))" in mk
+    assert "make ci-compare VARIANT=dynamic_io BASE_REF=origin/main" in mk  # in make help
     assert (repo_root / "scripts" / "ci_compare.py").is_file()
 
 

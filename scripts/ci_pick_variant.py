@@ -1,0 +1,61 @@
+"""Which scheduler variant the testbed CI compares for a pull request (.github/workflows/testbed.yml).
+
+Prints step outputs for $GITHUB_OUTPUT:
+
+  variant=NAME   --default when the changes since --base-ref touch its folder or no variant's
+                 folder; else the first (by name) changed variant that the working tree has
+  args=...       --allow-same when no variant's folder changed: the two builds of --default may
+                 then be the same, and comparing them checks the flow and the machine's noise
+
+Variants changed besides the one picked are named on stderr (they are not compared).
+Exit status: 0; 2 bad input (an unknown --base-ref, a --default that is not a variant).
+
+  python scripts/ci_pick_variant.py --base-ref origin/main --default dynamic_io >> "$GITHUB_OUTPUT"
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ci_compare import ROOT, git, resolve_ref  # noqa: E402
+
+from corun.errors import ConfigError, CorunError  # noqa: E402
+
+NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+def changed_variants(base_commit: str) -> list[str]:
+    """Variants (folders of schedulers/ with a manifest in the working tree) with a file changed."""
+    names = {p.split("/")[1] for p in git("diff", "--name-only", base_commit, "--", "schedulers").splitlines()
+             if p.count("/") >= 2}
+    return sorted(n for n in names if NAME.match(n) and (ROOT / "schedulers" / n / "manifest.yaml").is_file())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base-ref", required=True, help="the pull request's base commit")
+    ap.add_argument("--default", default="dynamic_io", help="variant compared when none changed (default dynamic_io)")
+    a = ap.parse_args(argv)
+    try:
+        if not NAME.match(a.default) or not (ROOT / "schedulers" / a.default / "manifest.yaml").is_file():
+            raise ConfigError("command line", "--default", a.default, "a scheduler variant in schedulers/")
+        changed = changed_variants(resolve_ref(a.base_ref, "--base-ref"))
+    except CorunError as exc:
+        print(f"ci_pick_variant: {exc}", file=sys.stderr)
+        return exc.exit_code
+    variant = a.default if not changed or a.default in changed else changed[0]
+    others = [n for n in changed if n != variant]
+    if others:
+        print(f"ci_pick_variant: changed but not compared: {', '.join(others)}", file=sys.stderr)
+    print(f"variant={variant}")
+    print(f"args={'' if changed else '--allow-same'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
