@@ -10,6 +10,7 @@ configfile: "workflows/config/local.yaml"
 include: "workflows/rules/common.smk"
 include: "workflows/rules/sensitivity_ranking.smk"
 include: "workflows/rules/stacking.smk"
+include: "workflows/rules/dynamic_io.smk"
 include: "workflows/rules/report.smk"
 
 

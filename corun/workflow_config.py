@@ -13,12 +13,17 @@ SCHEMA = repo_root() / "workflows" / "schemas" / "config.schema.json"
 
 def validate_config(cfg: Any, source: str) -> dict:
     """Defaults filled in; a bad key or value is a one-line ConfigError."""
-    cfg = config.validate(cfg or {}, config.load_schema(SCHEMA), source)
+    from .experiments.dynamic_io import overlay_catalog
+    schema = config.load_schema(SCHEMA)
+    cfg = config.validate(overlay_catalog(cfg or {}, schema), schema, source)
     exp = cfg["sensitivity_ranking"]
     if exp["cache_mode"] == "direct" and exp["block_size"] % 4096:
         from .errors import ConfigError
         raise ConfigError(source, "sensitivity_ranking.block_size", exp["block_size"],
                           "a multiple of 4096 with cache_mode: direct")
+    if "dynamic_io" in cfg["experiments"]:
+        from .experiments.dynamic_io import check
+        check(cfg, source)
     return cfg
 
 

@@ -63,6 +63,10 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert "missing" in report.lower()
     section = json.loads((out / "sensitivity_ranking" / "analysis" / "section.json").read_text())
     assert {r["quantity"] for r in section["comparison"]}
+    dio = json.loads((out / "dynamic_io" / "analysis" / "section.json").read_text())
+    assert any(r["quantity"].startswith("#1 throughput") for r in dio["comparison"])  # section 4 beside ours
+    campaign = json.loads((out / "dynamic_io" / "specs" / "campaign.json").read_text())["order"]
+    assert all((out / "dynamic_io" / "runs" / e["name"] / "metadata.json").exists() for e in campaign)
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))

@@ -2,9 +2,10 @@
 
 Per-job times are coarse models calibrated on a 2-core VM (x264 with PARSEC's options
 at about 4 Mpixel/s, graph jobs at about 0.6 us per edge plus BFS, the LLC-miss kernel
-at about 3 ns per access plus 0.25 ns per nop) plus a fixed per-run cost of the
-instrument. They assume no contention: runs that contend take longer, which is what
-the experiments measure, so the estimate is a lower bound.
+at about 3 ns per access plus 0.25 ns per nop; for dynamic_io also the paper_similar and
+kmeans kernels and the file-reading stand-ins at their configured time alone) plus a fixed
+per-run cost of the instrument. They assume no contention: runs that contend take longer,
+which is what the experiments measure, so the estimate is a lower bound.
 """
 
 from __future__ import annotations
@@ -37,6 +38,37 @@ def job_s(cfg: dict, exp: str, group: dict) -> float:
     return 0.0
 
 
+def dynamic_io_app_s(app: dict) -> float:
+    """One job of a dynamic_io application alone (corun.experiments.dynamic_io.scaled_app)."""
+    kind = app["kind"]
+    if kind == "x264":
+        return _x264_s(app)
+    if kind == "graph":
+        return _graph_s(app["scale"], app["edgefactor"], app.get("roots", 8))
+    if kind == "paper_similar":  # reading and hashing at about 100 MB/s
+        return (app["others"] + 1) * app["paper_bytes"] / 100e6
+    if kind == "kmeans":  # re-reads the file each iteration at about 200 MB/s, 2 ns per distance term
+        size = app["points"] * app["dims"] * 4
+        return app["iterations"] * (size / 200e6 + app["points"] * app["dims"] * app["clusters"] * 2e-9)
+    return app["alone_s"]
+
+
+def _dynamic_io(cfg: dict) -> tuple[int, float]:
+    """(runs, seconds): a workload's jobs spread over the cores it may use, plus each alone run."""
+    from . import dynamic_io as dio
+    e = cfg["dynamic_io"]
+    runs = dio.campaign(cfg)
+    secs = 0.0
+    for entry in runs:
+        if entry["kind"] == "alone":
+            secs += dynamic_io_app_s(dio.scaled_app(e, entry["app"])) + RUN_OVERHEAD_S
+            continue
+        apps = dio.workload_apps(cfg, entry["workload"])
+        work = sum(dynamic_io_app_s(dio.scaled_app(e, a)) for a in apps)
+        secs += work / max(1, min(len(apps), dio.full_load(cfg, entry["workload"]))) + RUN_OVERHEAD_S
+    return len(runs), secs
+
+
 def estimate(cfg: dict) -> list[dict]:
     from . import sensitivity_ranking as sr
     from . import stacking as st
@@ -44,6 +76,10 @@ def estimate(cfg: dict) -> list[dict]:
     for exp in cfg["experiments"]:
         if exp == "io_latency_split":
             continue  # analyses the cmp_stacking runs
+        if exp == "dynamic_io":
+            n, secs = _dynamic_io(cfg)
+            out.append({"experiment": exp, "runs": n, "seconds": secs, "k_dropped": []})
+            continue
         if exp == "sensitivity_ranking":
             runs = sr.matrix(cfg)
             secs = len(runs) * (job_s(cfg, exp, {}) + RUN_OVERHEAD_S)

@@ -84,3 +84,124 @@ def test_sensitivity_nops_for_control_and_targets():
     n, ok = sr.nops_for(1.0, cal, 2.0)  # 64 KiB per 65.5 ms
     assert ok and abs(n - (0.065536 - 1e-4) / 2e-10) < 2
     assert sr.nops_for(1e6, cal, 2.0) == (0, False)  # faster than the device: unattainable
+
+
+# ----------------------------------------------------------------------------- dynamic_io (section 4)
+
+from corun.experiments import dynamic_io as dio  # noqa: E402
+
+
+def dio_cfg(**section):
+    base = {"workloads": ["w01", "w13"], "variants": ["linux", "elevator_bfq"], "reps": 3, "alone_reps": 2,
+            "scale": 0.05, "batch_scale": 0.03125}
+    base.update(section)
+    return validate_config({"plan_for": "2x1", "experiments": ["dynamic_io"], "dynamic_io": base}, "test.yaml")
+
+
+def test_dynamic_io_campaign_interleaves_reps_with_a_seeded_order():
+    c = dio_cfg()
+    order = dio.campaign(c)
+    camp = [e for e in order if e["kind"] == "campaign"]
+    assert [e["rep"] for e in camp] == [0] * 4 + [1] * 4 + [2] * 4  # rep 0 of everything, then rep 1 ...
+    for rep in range(3):
+        for w in ("w01", "w13"):
+            assert sorted(e["variant"] for e in camp if e["rep"] == rep and e["workload"] == w) == [
+                "elevator_bfq", "linux"]
+    assert dio.campaign(c) == order  # the same seed gives the same order
+    orders = {tuple(e["name"] for e in dio.campaign(dio_cfg(seed=s))) for s in range(8)}
+    assert len(orders) > 1  # the seed changes the order within a rep
+    alone = [e for e in order if e["kind"] == "alone"]
+    assert {e["rep"] for e in alone} == {0, 1} and order[0]["kind"] == "alone"
+    assert [e["order"] for e in order] == list(range(len(order)))
+    assert dio.run_names(c) == [e["name"] for e in order]
+
+
+def test_dynamic_io_scale_batches_and_mixes():
+    c = dio_cfg()
+    e = c["dynamic_io"]
+    # 128 x 1/32 = 4 jobs; at least one full load of the machine (2 cores / 2 CMPs here)
+    assert dio.batch_length(c, "w01") == 4
+    c6 = dio_cfg(workloads=["w06"])
+    assert dio.batch_length(c6, "w06") == 2  # 8 x 1/32 rounds to 0: one full load, one KM per CMP
+    mix = dio.workload_apps(c, "w13")
+    assert sorted(mix) == ["freqmine", "ps", "vips", "x264"]  # every application about equally often
+    assert dio.workload_apps(c, "w13") == mix  # the same mix for every variant and rep
+    app = dio.scaled_app(e, "x264")
+    assert app["frames"] == 6 and app["scale_note"].startswith("scaled down: frames 6 (paper 128)")
+    g = dio.scaled_app(validate_config({"dynamic_io": {"scale": 1 / 32}}, "t")["dynamic_io"], "graph_s22_e16")
+    assert g["scale"] == 17
+    assert dio.job_types(c) == ["freqmine", "ps", "vips", "x264"]
+
+
+def test_dynamic_io_specs_are_valid_and_labelled(kernels_built, tmp_path):
+    c = dio_cfg()
+    entry = next(e for e in dio.campaign(c) if e["kind"] == "campaign" and e["workload"] == "w13")
+    cal = {"needed": True, "block_size": 65536, "t_read_s": 1e-4, "t_nop_s": 2e-10}
+    spec = dio.make_spec(c, cal, entry, tmp_path)
+    config.validate(spec, "run_spec", "generated")
+    lab = spec["labels"]
+    assert (lab["seed"], lab["rep"], lab["workload"], lab["wtype"], lab["scale"]) == (1, 0, "w13", "M", 0.05)
+    assert lab["batch_length"] == 4 and lab["paper_batch_length"] == 128
+    assert all(j["cores"] == 1 for j in spec["jobs"])  # M-TYPE: one job per CMP (1 core each here)
+    ps = next(j for j in spec["jobs"] if j["labels"]["app"] == "ps")
+    assert ps["labels"]["stands_in_for"].startswith("paper 000 Paper Similar")
+    assert ps["cmd"].count("--other") == 2 and "--threads" in ps["cmd"]
+    fm = next(j for j in spec["jobs"] if j["labels"]["app"] == "freqmine")
+    assert "sensitivity_ranking" in fm["cmd"][0] and fm["labels"]["target_mb_s"] == pytest.approx(1.55)
+    assert spec["scheduler"] == {"name": entry["variant"], "params": {}}
+    alone = dio.make_spec(c, cal, dio.campaign(c)[0], tmp_path)
+    assert len(alone["jobs"]) == 1 and alone["labels"]["run_kind"] == "alone"
+
+
+def test_dynamic_io_dynamic_variants_get_timeslice_and_bound():
+    c = dio_cfg(variants=["linux", "dynamic_io"], workloads=["w01", "w07"], timeslice_s=0.5,
+                timeslice_graph_s=2.0, io_bound_mbps=6.0, variant_params={"dynamic_io": {"counter": "read_bytes"}})
+    assert dio.variant_params(c, "dynamic_io", "w01") == {"timeslice_s": 0.5, "io_bound_mbps": 6.0,
+                                                          "counter": "read_bytes"}
+    assert dio.variant_params(c, "dynamic_io", "w07")["timeslice_s"] == 2.0  # graph jobs: the long TIMESLICE
+    assert dio.variant_params(c, "linux", "w01") == {}
+
+
+@pytest.mark.parametrize("section, key, expected", [
+    ({"reps": 0}, "dynamic_io.reps", "an integer >= 1"),
+    ({"workloads": ["w16"]}, "dynamic_io.workloads[0]", "a workload defined under dynamic_io.table3"),
+    ({"workloads": ["x1"]}, "dynamic_io.workloads[0]", "a workload name wNN"),
+    ({"varaints": ["linux"]}, "dynamic_io.varaints", "unknown key"),
+    ({"baseline": "cfs"}, "dynamic_io.baseline", "one of dynamic_io.variants"),
+    ({"scale": 0}, "dynamic_io.scale", "> 0"),
+    ({"apps": {"km": {"iteratons": 3}}}, "dynamic_io.apps.km.iteratons", "unknown key"),
+    ({"table3": {"w01": {"apps": ["x265"]}}}, "dynamic_io.table3.w01.apps[0]", "an application defined under"),
+])
+def test_dynamic_io_config_errors_are_one_line(section, key, expected):
+    with pytest.raises(ConfigError) as ei:
+        validate_config({"experiments": ["dynamic_io"], "dynamic_io": section}, "c.yaml")
+    msg = str(ei.value)
+    assert msg.startswith(f"c.yaml: {key}: ") and expected in msg and "\n" not in msg, msg
+
+
+def test_dynamic_io_catalog_entries_merge_over_the_defaults():
+    c = validate_config({"dynamic_io": {"apps": {"km": {"iterations": 3}}}}, "c.yaml")["dynamic_io"]
+    assert c["apps"]["km"]["iterations"] == 3 and c["apps"]["km"]["points"] == 2000000
+    assert len(c["apps"]) == 10 and len(c["table3"]) == 15
+
+
+def test_dynamic_io_plan_estimates_the_campaign():
+    c = dio_cfg()
+    rows = {r["experiment"]: r for r in plan.estimate(c)}
+    assert rows["dynamic_io"]["runs"] == len(dio.campaign(c)) and rows["dynamic_io"]["seconds"] > 0
+
+
+def test_dynamic_io_data_one_input_set_per_job(tmp_path):
+    c = dio_cfg(workloads=["w04", "w05", "w06"], scale=0.001, batch_scale=0.125)
+    info = dio.make_data(c, tmp_path)
+    assert info["inputs"] == {"km/duplicated": 2, "ps/different": 3, "ps/duplicated": 2}
+    e = c["dynamic_io"]
+    dup = [dio.input_files(e, "ps", "duplicated", i, tmp_path) for i in range(2)]
+    diff = [dio.input_files(e, "ps", "different", i, tmp_path) for i in range(3)]
+    assert all(len(d) == 3 and all(p.stat().st_size == 64000 for p in d) for d in dup + diff)
+    assert dup[0][0].read_bytes() == dup[1][0].read_bytes() and dup[0][0] != dup[1][0]  # copies, own files
+    assert diff[0][0].read_bytes() != diff[1][0].read_bytes()  # different papers per job
+    km = dio.input_files(e, "km", "duplicated", 1, tmp_path)[0]
+    assert km.stat().st_size == 2000 * 16 * 4
+    again = dio.make_data(c, tmp_path)
+    assert again["made"] == []  # kept while their size matches

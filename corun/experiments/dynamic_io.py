@@ -1,0 +1,545 @@
+"""The evaluation of paper 000 section 4: the dynamic I/O-aware scheduler against Linux on the
+15 workloads of Table 3 (Figs. 16-24).
+
+A campaign runs every selected workload under every selected scheduler variant, `reps` times.
+Repetitions are interleaved: rep 0 of every workload and variant, then rep 1, ...; within a rep
+the variants of a workload run in a seeded random order (seed in the spec labels), so a drift
+of the machine over time lands on every variant alike. T_alone (eq. 4) comes from runs of each
+distinct job type alone on the machine, `alone_reps` of them, placed at the start of the first
+reps. `campaign(cfg)` is that order; the workflow gives each run a priority from it.
+
+Workloads (`dynamic_io.table3`, defaults in workflows/schemas/config.schema.json) name their
+applications (`dynamic_io.apps`). A D-TYPE workload duplicates one application; an M-TYPE one
+is a seeded random mix of its applications, each about equally often, the same sequence for
+every variant and rep. The runner's FCFS queue starts jobs in submit order as cores free up:
+single-threaded D-TYPE jobs take one core each, multi-threaded jobs and every M-TYPE job take
+a whole CMP (paper section 4.1). `scale` shrinks inputs, `batch_scale` batch lengths (both
+recorded in the labels and in each job's scale_note).
+
+Inputs are generated once under <data>/inputs/<app>/, one file (set) per job of the longest
+batch that uses the application, so no job reads what another left in the page cache; their
+cached pages are dropped before every run (device.evict) and the kernels drop them again
+before reading.
+
+  python -m corun.experiments.dynamic_io data --config C --data-dir D
+  python -m corun.experiments.dynamic_io calibrate --config C --data-dir D --out calibration.json
+  python -m corun.experiments.dynamic_io specs --config C --calibration F --data-dir D --out-dir S
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from .. import workloads
+from . import machine_cmps
+from ..errors import ConfigError, CorunError
+from ..inputs import PRESETS, make_y4m, y4m_bytes
+from ..util import atomic_write_json, atomic_write_text
+
+EXPERIMENT = "dynamic_io"
+CALIBRATION_BYTES = 32 << 20
+CALIBRATION_NOPS = 20_000_000
+# Variants of the dynamic family: they take timeslice_s and io_bound_mbps and write
+# sched/state/decisions.jsonl and summary.json (the analysis expects them there).
+DYNAMIC_FAMILY = ("dynamic_io", "dynamic_io_psi", "dynamic_io_fair", "cgroup_io_throttle")
+WORDS = 4096  # vocabulary of the generated papers
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def check(cfg: dict, source: str = "config") -> None:
+    """Cross-key checks the schema cannot express; one-line ConfigError."""
+    e = cfg[EXPERIMENT]
+    for i, w in enumerate(e["workloads"]):
+        if w not in e["table3"]:
+            raise ConfigError(source, f"{EXPERIMENT}.workloads[{i}]", w,
+                              "a workload defined under dynamic_io.table3: " + ", ".join(sorted(e["table3"])))
+    for w, wl in sorted(e["table3"].items()):
+        for i, app in enumerate(wl["apps"]):
+            if app not in e["apps"]:
+                raise ConfigError(source, f"{EXPERIMENT}.table3.{w}.apps[{i}]", app,
+                                  "an application defined under dynamic_io.apps: " + ", ".join(sorted(e["apps"])))
+    if e["baseline"] not in e["variants"]:
+        raise ConfigError(source, f"{EXPERIMENT}.baseline", e["baseline"],
+                          "one of dynamic_io.variants: " + ", ".join(e["variants"]))
+    for name in e["variant_params"]:
+        if name not in e["variants"]:
+            raise ConfigError(source, f"{EXPERIMENT}.variant_params.{name}", "unknown variant",
+                              "one of dynamic_io.variants: " + ", ".join(e["variants"]))
+
+
+def batch_scale(e: dict) -> float:
+    return e["batch_scale"] if e["batch_scale"] is not None else e["scale"]
+
+
+def full_load(cfg: dict, wid: str) -> int:
+    """Jobs that fill the machine at once: one per core for single-threaded D-TYPE jobs, one per
+    CMP otherwise (section 4.1)."""
+    e = cfg[EXPERIMENT]
+    wl = e["table3"][wid]
+    _, cmps = machine_cmps(cfg)
+    one_per_core = wl["type"] == "D" and all(e["apps"][a]["threads"] == 1 for a in wl["apps"])
+    return sum(len(g) for g in cmps) if one_per_core else len(cmps)
+
+
+def batch_length(cfg: dict, wid: str) -> int:
+    """Table 3's batch length times batch_scale, but at least one full load of the machine (every
+    batch of the paper starts by filling it) and at most Table 3's length."""
+    e = cfg[EXPERIMENT]
+    paper = e["table3"][wid]["batch_length"]
+    return min(paper, max(int(round(paper * batch_scale(e))), full_load(cfg, wid), 1))
+
+
+def overlay_catalog(raw: dict, schema: dict) -> dict:
+    """A config's dynamic_io.apps and .table3 entries merged over the schema's defaults, key by
+    key, so a profile can change one application's size without restating the catalog."""
+    sec = (raw or {}).get(EXPERIMENT)
+    if not isinstance(sec, dict):
+        return raw
+    sec = dict(sec)
+    props = schema["properties"][EXPERIMENT]["properties"]
+    for key in ("apps", "table3"):
+        given = sec.get(key)
+        if not isinstance(given, dict):
+            continue
+        merged = {k: dict(v) for k, v in props[key]["default"].items()}
+        for name, entry in given.items():
+            merged[name] = {**merged.get(name, {}), **entry} if isinstance(entry, dict) else entry
+        sec[key] = merged
+    return {**raw, EXPERIMENT: sec}
+
+
+def scaled_app(e: dict, name: str) -> dict:
+    """The application's parameters at `scale`, with a note saying how they differ from Table 3's."""
+    app = dict(e["apps"][name])
+    f = e["scale"]
+    diffs = []
+
+    def set_(key: str, value, shown=None) -> None:
+        if value != app[key]:
+            diffs.append(f"{key} {shown if shown is not None else value} (paper {app[key]})")
+        app[key] = value
+
+    if app["kind"] == "x264":
+        set_("frames", max(1, int(round(app["frames"] * f))))
+    elif app["kind"] == "graph":
+        set_("scale", max(1, int(round(app["scale"] + math.log2(f)))))
+    elif app["kind"] == "paper_similar":
+        set_("paper_bytes", max(4096, int(app["paper_bytes"] * f)))
+    elif app["kind"] == "kmeans":
+        set_("points", max(app["clusters"], int(app["points"] * f)))
+    else:
+        set_("input_bytes", int(app["input_bytes"] * f))
+        set_("alone_s", app["alone_s"] * f, f"{app['alone_s'] * f:.3g} s")
+    note = ("scaled down: " + ", ".join(diffs)) if diffs else ""
+    if app.get("note"):
+        note = f"{note}; {app['note']}" if note else app["note"]
+    app["scale_note"] = note
+    return app
+
+
+def workload_apps(cfg: dict, wid: str) -> list[str]:
+    """The batch in submit order: one application per job (seeded mix for M-TYPE)."""
+    e = cfg[EXPERIMENT]
+    wl = e["table3"][wid]
+    n = batch_length(cfg, wid)
+    apps = list(wl["apps"])
+    seq = [apps[i % len(apps)] for i in range(n)]
+    if len(apps) > 1:
+        random.Random(f"{e['seed']}-mix-{wid}").shuffle(seq)
+    return seq
+
+
+def job_types(cfg: dict) -> list[str]:
+    """Distinct applications of the selected workloads (one T_alone each)."""
+    e = cfg[EXPERIMENT]
+    return sorted({a for w in e["workloads"] for a in workload_apps(cfg, w)})
+
+
+def has_graph(cfg: dict, wid: str) -> bool:
+    e = cfg[EXPERIMENT]
+    return any(e["apps"][a]["kind"] == "graph" for a in workload_apps(cfg, wid))
+
+
+def timeslice(cfg: dict, wid: str) -> float:
+    e = cfg[EXPERIMENT]
+    return e["timeslice_graph_s"] if has_graph(cfg, wid) else e["timeslice_s"]
+
+
+def campaign(cfg: dict) -> list[dict]:
+    """Every run in the order it must be measured (see the module doc)."""
+    e = cfg[EXPERIMENT]
+    order: list[dict] = []
+    types = job_types(cfg)
+
+    def alone(rep: int) -> None:
+        for app in types:
+            order.append({"kind": "alone", "app": app, "rep": rep, "name": f"alone-{app}-r{rep}"})
+
+    for rep in range(e["reps"]):
+        if rep < e["alone_reps"]:
+            alone(rep)
+        for wid in e["workloads"]:
+            vs = list(e["variants"])
+            random.Random(f"{e['seed']}-order-{rep}-{wid}").shuffle(vs)
+            for pos, v in enumerate(vs):
+                order.append({"kind": "campaign", "workload": wid, "variant": v, "rep": rep, "rep_order": pos,
+                              "name": f"{wid}-{v}-r{rep}"})
+    for rep in range(e["reps"], e["alone_reps"]):
+        alone(rep)
+    for i, entry in enumerate(order):
+        entry["order"] = i
+    return order
+
+
+def run_names(cfg: dict) -> list[str]:
+    return [entry["name"] for entry in campaign(cfg)]
+
+
+def run_dirs(cfg: dict, results: str) -> list[str]:
+    return [f"{results}/{EXPERIMENT}/runs/{n}" for n in run_names(cfg)]
+
+
+def variant_params(cfg: dict, variant: str, wid: str | None, source: str = "config") -> dict:
+    """TIMESLICE and IO_BOUND_INTERVAL where the variant's manifest declares them, then
+    dynamic_io.variant_params.<variant> over them."""
+    from .. import schedulers
+    e = cfg[EXPERIMENT]
+    man = schedulers.load_manifest(schedulers.find(variant, source, f"{EXPERIMENT}.variants"))
+    params = {}
+    if "timeslice_s" in man["params"]:
+        params["timeslice_s"] = timeslice(cfg, wid) if wid else e["timeslice_s"]
+    if "io_bound_mbps" in man["params"]:
+        params["io_bound_mbps"] = e["io_bound_mbps"]
+    params.update(e["variant_params"].get(variant, {}))
+    return params
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def layout(cfg: dict) -> dict:
+    """CMPs, cores per job, and how many input file sets each application needs."""
+    e = cfg[EXPERIMENT]
+    grouping, cmps = machine_cmps(cfg)
+    need: dict[str, int] = {}
+    for wid in e["workloads"]:
+        ns = "different" if e["table3"][wid]["inputs"] == "different" else "duplicated"
+        counts: dict[str, int] = {}
+        for app in workload_apps(cfg, wid):
+            counts[app] = counts.get(app, 0) + 1
+        for app, c in counts.items():
+            key = f"{app}/{ns}"
+            need[key] = max(need.get(key, 0), c)
+    for app in job_types(cfg):  # the alone runs read set 0 of the duplicated inputs
+        need[f"{app}/duplicated"] = max(need.get(f"{app}/duplicated", 0), 1)
+    return {"grouping": grouping, "cmps": cmps, "cmp_cores": min(len(g) for g in cmps),
+            "slots": sum(len(g) for g in cmps), "inputs": dict(sorted(need.items()))}
+
+
+def inputs_dir(data_dir: Path) -> Path:
+    return data_dir / "inputs"
+
+
+def input_files(e: dict, app_name: str, ns: str, i: int, data_dir: Path) -> list[Path]:
+    """The input files of job set i of an application ([] when it reads none)."""
+    app = e["apps"][app_name]
+    d = inputs_dir(data_dir) / app_name
+    if app["kind"] == "x264":
+        return [d / f"clip_{i:04d}.y4m"]
+    if app["kind"] == "paper_similar":
+        return [d / f"{ns}_{i:04d}_{k}.txt" for k in range(app["others"] + 1)]
+    if app["kind"] == "kmeans":
+        return [d / f"{ns}_{i:04d}.f32"]
+    if app["kind"] == "file_reader":
+        return [d / f"in_{i:04d}.dat"]
+    return []
+
+
+def _paper_text(path: Path, size: int, seed: int) -> None:
+    """A document of about `size` bytes: words of a fixed vocabulary, Zipf-distributed."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    vocab_rng = np.random.default_rng(12345)
+    syll = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po", "da", "qu"]
+    vocab = ["".join(syll[j] for j in vocab_rng.integers(0, len(syll), int(vocab_rng.integers(2, 5))))
+             for _ in range(WORDS)]
+    vb = [w.encode() for w in vocab]
+    tmp = path.with_name(path.name + ".tmp")
+    written = 0
+    with open(tmp, "wb") as fh:
+        while written < size:
+            idx = np.minimum(rng.zipf(1.2, 65536), WORDS) - 1
+            chunk = b" ".join(vb[j] for j in idx) + b"\n"
+            chunk = chunk[: size - written]
+            fh.write(chunk)
+            written += len(chunk)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+
+
+def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> None:
+    """float32 points around `clusters` random centers."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(0.0, 20.0, (clusters, dims))
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        left = points
+        while left:
+            n = min(left, 1 << 18)
+            x = centers[rng.integers(0, clusters, n)] + rng.normal(0.0, 1.0, (n, dims))
+            fh.write(x.astype("<f4").tobytes())
+            left -= n
+    tmp.replace(path)
+
+
+def _random_bytes(path: Path, size: int) -> None:
+    from .sensitivity_ranking import _write_random
+    _write_random(path, size)
+
+
+def _fits(path: Path, size: int) -> bool:
+    return path.exists() and path.stat().st_size == size
+
+
+def make_data(cfg: dict, data_dir: Path) -> dict:
+    """Every input file set of the campaign; existing files of the right size are kept."""
+    e = cfg[EXPERIMENT]
+    lay = layout(cfg)
+    made: list[str] = []
+    (data_dir / "graph").mkdir(parents=True, exist_ok=True)
+    (data_dir / "out").mkdir(parents=True, exist_ok=True)
+    for key, count in lay["inputs"].items():
+        name, ns = key.split("/")
+        app = scaled_app(e, name)
+        d = inputs_dir(data_dir) / name
+        d.mkdir(parents=True, exist_ok=True)
+        if app["kind"] == "x264":
+            if workloads.parsec_input(app["input"]):
+                continue
+            w, h = PRESETS[app["input"]]
+            size = y4m_bytes(w, h, app["frames"])
+            master = d / f"master_{app['frames']}f.y4m"
+            if not _fits(master, size):
+                make_y4m(master, w, h, app["frames"])
+            for i in range(count):
+                p = input_files(e, name, ns, i, data_dir)[0]
+                if not _fits(p, size):
+                    shutil.copyfile(master, p)
+                    made.append(str(p))
+        elif app["kind"] == "paper_similar":
+            size = app["paper_bytes"]
+            for i in range(count):
+                for k, p in enumerate(input_files(e, name, ns, i, data_dir)):
+                    if _fits(p, size):
+                        continue
+                    seed = (k + 1) if ns == "duplicated" else 1000 + i * 100 + k
+                    master = d / f"master_{k}_{size}.txt"
+                    if ns == "duplicated":
+                        if not _fits(master, size):
+                            _paper_text(master, size, seed)
+                        shutil.copyfile(master, p)
+                    else:
+                        _paper_text(p, size, seed)
+                    made.append(str(p))
+        elif app["kind"] == "kmeans":
+            size = app["points"] * app["dims"] * 4
+            master = d / f"master_{app['points']}x{app['dims']}.f32"
+            for i in range(count):
+                p = input_files(e, name, ns, i, data_dir)[0]
+                if _fits(p, size):
+                    continue
+                if ns == "duplicated":
+                    if not _fits(master, size):
+                        _points(master, app["points"], app["dims"], app["clusters"], 7)
+                    shutil.copyfile(master, p)
+                else:
+                    _points(p, app["points"], app["dims"], app["clusters"], 100 + i)
+                made.append(str(p))
+        elif app["kind"] == "file_reader":
+            size = _reader_bytes(e, app)
+            master = d / f"master_{size}.dat"
+            for i in range(count):
+                p = input_files(e, name, ns, i, data_dir)[0]
+                if _fits(p, size):
+                    continue
+                if not _fits(master, size):
+                    _random_bytes(master, size)
+                shutil.copyfile(master, p)
+                made.append(str(p))
+    info = {**lay, "made": made, "job_types": job_types(cfg)}
+    atomic_write_json(data_dir / "layout.json", info)
+    return info
+
+
+def _reader_bytes(e: dict, app: dict) -> int:
+    """File size of a file_reader stand-in: whole blocks, at least one (0 bytes: one block read)."""
+    bs = e["block_size"]
+    return max(bs, (app["input_bytes"] // bs) * bs)
+
+
+def calibrate(cfg: dict, data_dir: Path) -> dict:
+    """t_read and t_nop of the sensitivity_ranking kernel, which sets the read rate of the
+    file_reader stand-ins (only when the campaign has one)."""
+    from . import sensitivity_ranking as sr
+    e = cfg[EXPERIMENT]
+    if not any(e["apps"][a]["kind"] == "file_reader" for a in job_types(cfg)):
+        return {"needed": False}
+    cal_dir = data_dir / "calibration"
+    cal_dir.mkdir(parents=True, exist_ok=True)
+    for name, size in (("calibration.dat", CALIBRATION_BYTES),
+                       ("calibration_nops.dat", sr.NOP_PROBE_READS * e["block_size"])):
+        if not _fits(cal_dir / name, size):
+            _random_bytes(cal_dir / name, size)
+    fake = {"sensitivity_ranking": {"block_size": e["block_size"], "cache_mode": "evict",
+                                    "calibration_nops": CALIBRATION_NOPS}}
+    return {"needed": True, **sr.calibrate(fake, cal_dir)}
+
+
+# ----------------------------------------------------------------------------- specs
+
+
+def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path, cores: int) -> dict:
+    e = cfg[EXPERIMENT]
+    app = scaled_app(e, app_name)
+    files = [str(p.resolve()) for p in input_files(e, app_name, ns, i, data_dir)]
+    labels = {"app": app_name, "threads": app["threads"], "input_index": i}
+    if app["kind"] == "x264":
+        clip = workloads.parsec_input(app["input"]) or Path(files[0])
+        out = (data_dir / "out" / f"{app_name}_{ns}_{i:04d}.264").resolve()
+        t = workloads.x264(app["input"], Path(clip), out, app["threads"])
+    elif app["kind"] == "graph":
+        t = workloads.graph(app["scale"], app["edgefactor"], (data_dir / "graph").resolve(), app.get("roots", 8))
+    elif app["kind"] == "paper_similar":
+        cmd = [workloads.kernel("paper_similar"), "--paper", files[0]]
+        for f in files[1:]:
+            cmd += ["--other", f]
+        cmd += ["--threads", str(app["threads"]), "--block-size", str(e["block_size"])]
+        t = workloads.JobTemplate(cmd, {"binary": "corun paper_similar"}, result="json")
+    elif app["kind"] == "kmeans":
+        cmd = [workloads.kernel("kmeans"), "--data", files[0], "--dims", str(app["dims"]),
+               "--clusters", str(app["clusters"]), "--iterations", str(app["iterations"]),
+               "--threads", str(app["threads"]), "--block-size", str(e["block_size"]), "--mode", "stream"]
+        t = workloads.JobTemplate(cmd, {"binary": "corun kmeans"}, result="json")
+    else:
+        from .sensitivity_ranking import nops_for
+        size = _reader_bytes(e, app)
+        rate = app["input_bytes"] / 1e6 / app["alone_s"]
+        nops, ok = nops_for(rate, {**cal, "block_size": e["block_size"]}, app["alone_s"])
+        cmd = [workloads.kernel("sensitivity_ranking"), "--file", files[0], "--block-size", str(e["block_size"]),
+               "--nops", str(nops), "--cache-mode", "evict"]
+        t = workloads.JobTemplate(cmd, {"binary": "corun sensitivity_ranking (file reader)"}, result="json")
+        labels.update(target_mb_s=round(rate, 6), target_attainable=ok, file_bytes=size)
+    labels.update(t.labels)
+    labels["stands_in_for"] = app["stands_in_for"]
+    labels["scale_note"] = app["scale_note"]
+    return {"name": f"{app_name}-{ns[:3]}{i}", "cmd": t.cmd, "env": t.env, "cores": cores, "result": t.result,
+            "labels": labels}
+
+
+def cores_for(e: dict, app_name: str, wtype: str, cmp_cores: int) -> int:
+    """One core for a single-threaded D-TYPE job; a whole CMP for the others (section 4.1)."""
+    return 1 if wtype == "D" and e["apps"][app_name]["threads"] == 1 else cmp_cores
+
+
+def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
+    e = cfg[EXPERIMENT]
+    lay = layout(cfg)
+    labels = {"experiment": EXPERIMENT, "run_kind": entry["kind"], "rep": entry["rep"], "order": entry["order"],
+              "seed": e["seed"], "scale": e["scale"], "batch_scale": batch_scale(e)}
+    jobs = []
+    if entry["kind"] == "alone":
+        app = entry["app"]
+        wtype = "D"
+        jobs.append(job_for(cfg, cal, app, "duplicated", 0, data_dir, cores_for(e, app, wtype, lay["cmp_cores"])))
+        jobs[0]["labels"]["job_index"] = 0
+        variant, params = e["baseline"], variant_params(cfg, e["baseline"], None)
+        labels.update(workload="alone", job_type=app, variant=variant, batch_length=1)
+    else:
+        wid, variant = entry["workload"], entry["variant"]
+        wl = e["table3"][wid]
+        ns = "different" if wl["inputs"] == "different" else "duplicated"
+        seen: dict[str, int] = {}
+        for j, app in enumerate(workload_apps(cfg, wid)):
+            i = seen.get(app, 0)
+            seen[app] = i + 1
+            job = job_for(cfg, cal, app, ns, i, data_dir, cores_for(e, app, wl["type"], lay["cmp_cores"]))
+            job["name"] = f"j{j:03d}-{job['name']}"
+            job["labels"]["job_index"] = j
+            jobs.append(job)
+        params = variant_params(cfg, variant, wid)
+        labels.update(workload=wid, workload_id=int(wid[1:]), wtype=wl["type"], variant=variant,
+                      rep_order=entry["rep_order"], batch_length=len(jobs),
+                      paper_batch_length=wl["batch_length"], input_set=wl["input_set"],
+                      timeslice_s=params.get("timeslice_s"), io_bound_mbps=params.get("io_bound_mbps"))
+    evict = [str(inputs_dir(data_dir).resolve())] if e["drop_caches"] and inputs_dir(data_dir).exists() else []
+    return {
+        "name": f"{EXPERIMENT}-{entry['name']}",
+        "labels": labels,
+        "placement": {"cmp": dict(cfg["cmp"])},
+        "jobs": jobs,
+        "device": {"path": str(data_dir.resolve()), "throttle": e["throttle"], "evict": evict},
+        "memory": {"limit_bytes": e["memory_limit_bytes"]},
+        "scheduler": {"name": variant, "params": params},
+        "monitors": dict(cfg["monitors"]),
+    }
+
+
+def write_specs(cfg: dict, cal: dict, data_dir: Path, out_dir: Path) -> list[dict]:
+    order = campaign(cfg)
+    for entry in order:
+        spec = make_spec(cfg, cal, entry, data_dir)
+        atomic_write_text(out_dir / f"{entry['name']}.yaml", yaml.safe_dump(spec, sort_keys=False))
+    atomic_write_json(out_dir / "campaign.json", {"seed": cfg[EXPERIMENT]["seed"], "order": order})
+    return order
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..workflow_config import load_workflow_config
+    ap = argparse.ArgumentParser(prog="corun.experiments.dynamic_io", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("data", help="write the campaign's input files")
+    d.add_argument("--config", required=True)
+    d.add_argument("--data-dir", required=True, type=Path)
+    c = sub.add_parser("calibrate", help="time the file-reading stand-in kernel")
+    c.add_argument("--config", required=True)
+    c.add_argument("--data-dir", required=True, type=Path)
+    c.add_argument("--out", required=True, type=Path)
+    s = sub.add_parser("specs", help="write every run spec of the campaign and campaign.json")
+    s.add_argument("--config", required=True)
+    s.add_argument("--calibration", required=True, type=Path)
+    s.add_argument("--data-dir", required=True, type=Path)
+    s.add_argument("--out-dir", required=True, type=Path)
+    a = ap.parse_args(argv)
+    try:
+        cfg = load_workflow_config(a.config)
+        if a.cmd == "data":
+            info = make_data(cfg, a.data_dir)
+            print(f"{len(info['made'])} input file(s) written in {a.data_dir}", file=sys.stderr)
+        elif a.cmd == "calibrate":
+            atomic_write_json(a.out, calibrate(cfg, a.data_dir))
+        else:
+            cal = json.loads(a.calibration.read_text())
+            order = write_specs(cfg, cal, a.data_dir, a.out_dir)
+            print(f"{len(order)} run spec(s) written in {a.out_dir}", file=sys.stderr)
+        return 0
+    except CorunError as exc:
+        print(f"corun: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""bench/dynamic_io_throughput.py: argument handling only (the benchmark itself measures)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("dynamic_io_throughput", ROOT / "bench" / "dynamic_io_throughput.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workload", "w07"], "--workload: 'w07' (expected a D-TYPE explicit-I/O workload"),
+    (["--reps", "1"], "--reps: 1 (expected an integer >= 2"),
+    (["--throttle-mbps", "0"], "--throttle-mbps: 0.0 (expected a number > 0)"),
+    (["--io-bound-mbps", "nan"], "--io-bound-mbps: nan"),
+    (["--variant", "linux"], "--variant: 'linux' (expected a variant other than the baseline"),
+    (["--results", "/tmp/x"], "--results: '/tmp/x' (expected a folder relative to the repository"),
+    (["--timeslice-s", "100"], "dynamic_io.timeslice_s: 100.0 (expected a number <= 60)"),
+    (["--scale", "2"], "dynamic_io.scale: 2.0 (expected a number <= 1)"),
+])
+def test_bad_options_are_one_line_and_run_nothing(args, message, capsys):
+    assert bench.main([*args, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dynamic_io_throughput: ") and message in err and err.count("\n") == 1, err
+
+
+def test_dry_run_prints_the_config_and_command(capsys):
+    assert bench.main(["--workload", "w04", "--reps", "3", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "workloads:\n  - w04" in out and "read_bps: 8000000" in out and "reps: 3" in out
+    assert "--profile workflows/profiles/local" in out
+    assert "results/bench-dynamic_io/dynamic_io/analysis/section.json" in out
+
+
+def test_unknown_option_is_a_usage_error():
+    with pytest.raises(SystemExit) as ei:
+        bench.main(["--bogus"])
+    assert ei.value.code == 2
