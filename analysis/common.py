@@ -165,7 +165,10 @@ def read_csv(path: str | os.PathLike, text_columns: list[str]) -> pd.DataFrame:
 def resolve_run_paths(
     runs: pd.DataFrame, runs_csv: str | os.PathLike, column: str = "metadata_path"
 ) -> list[Path]:
-    """Each run's `column` path: absolute as given; relative to the runs.csv folder, else to cwd."""
+    """Each run's `column` path: as given if it exists (absolute, or relative to cwd); else
+    relative to the runs.csv folder; else, for tables moved to another place or machine (an
+    extracted archive), the longest tail of the path found under the runs.csv folder or one of
+    its parents. A path found nowhere is returned as given (its reader reports it missing)."""
     base = Path(runs_csv).parent
     out = []
     for i, value in enumerate(runs[column]):
@@ -173,11 +176,22 @@ def resolve_run_paths(
             raise AnalysisInputError(
                 f"{runs_csv}: row {i + 2}: {column}: {value!r} (expected a path)"
             )
-        path = Path(value)
-        if not path.is_absolute() and (base / path).exists():
-            path = base / path
-        out.append(path)
+        out.append(_find_moved(Path(value), base))
     return out
+
+
+def _find_moved(path: Path, base: Path) -> Path:
+    if not path.is_absolute() and (base / path).exists():
+        return base / path
+    if path.exists():
+        return path
+    parts = path.parts[1:] if path.is_absolute() else path.parts
+    for k in range(max(1, len(parts) - 1)):  # longest tail first, at least two parts
+        for root in [base, *list(base.parents)[:4]]:
+            cand = root.joinpath(*parts[k:])
+            if cand.exists():
+                return cand
+    return path
 
 
 def table_to_csv(table: pd.DataFrame) -> str:

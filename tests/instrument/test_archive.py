@@ -276,3 +276,36 @@ def test_publish_errors(campaign, tmp_path, zenodo):
     archive.archive(campaign, out2)
     res = corun("publish", str(out2), "--base-url", zenodo, env={"ZENODO_TOKEN": "test-token", "PATH": "/usr/bin:/bin"})
     assert res.returncode == 2 and "--creator" in res.stderr
+
+
+def test_paper_analysis_of_an_extracted_archive_is_identical(tmp_path, monkeypatch):
+    """An experiment folder as the workflow leaves it (runs.csv naming run folders relative to
+    the project), archived, extracted on "another machine" and analysed there from another
+    working folder: the paper analysis finds the runs and writes the same tables."""
+    import shutil
+
+    from analysis import cmp_stacking as cs
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "analysis" / "cmp_stacking"
+    project = tmp_path / "project"
+    exp = project / "results" / "local" / "cmp_stacking"
+    shutil.copytree(fixtures / "runs", exp / "runs")
+    shutil.copy(fixtures / "jobs.csv", exp / "jobs.csv")
+    text = (fixtures / "runs.csv").read_text().replace(",runs/", ",results/local/cmp_stacking/runs/")
+    (exp / "runs.csv").write_text(text)
+
+    def analyse(folder, out):
+        code = cs.main(["--jobs", str(folder / "jobs.csv"), "--runs", str(folder / "runs.csv"),
+                        "--out-dir", str(out)])
+        assert code == 0
+        return {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
+
+    monkeypatch.chdir(project)
+    here = analyse(exp, tmp_path / "a")
+    archive.archive(exp, tmp_path / "exp.tar.gz")
+    elsewhere = tmp_path / "other-machine"
+    with tarfile.open(tmp_path / "exp.tar.gz") as tar:
+        tar.extractall(elsewhere)  # noqa: S202 - written above
+    monkeypatch.chdir(tmp_path)
+    there = analyse(elsewhere / "exp", tmp_path / "b")  # the archive's folder is named after it
+    assert here and here == there
