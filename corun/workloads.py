@@ -96,6 +96,44 @@ def parsec_input(input_name: str) -> Path | None:
     return Path(p) if p and Path(p).exists() else None
 
 
+@dataclass
+class ParsecProgram:
+    """A PARSEC package as its own run configuration runs it: `argv` from run_exec and
+    run_args of pkgs/<group>/<pkg>/parsec/<input>.runconf (${NTHREADS} filled in), run in a
+    folder holding the unpacked `input_tar`."""
+    template: JobTemplate
+    input_tar: Path
+
+
+_RUNCONF = re.compile(r'^\s*(run_exec|run_args)\s*=\s*"([^"]*)"', re.M)
+
+
+def parsec_program(pkg: str, input_name: str, threads: int = 1) -> ParsecProgram | None:
+    """PARSEC's own `pkg` for `input_name` when the parsec role built it and recorded it in the
+    upstream manifest (parsec.binaries); None otherwise, and the caller runs its stand-in."""
+    parsec = upstream().get("parsec", {})
+    binary = (parsec.get("binaries") or {}).get(pkg)
+    if not binary or not os.access(binary, os.X_OK):
+        return None
+    inst = Path(binary).parent.parent           # pkgs/<group>/<pkg>/inst/<platform>
+    pkg_dir = inst.parent.parent                # pkgs/<group>/<pkg>
+    runconf = pkg_dir / "parsec" / f"{input_name}.runconf"
+    tar = pkg_dir / "inputs" / f"input_{input_name}.tar"
+    try:
+        fields = dict(_RUNCONF.findall(runconf.read_text()))
+    except OSError:
+        raise ConfigError(str(runconf), "", "unreadable", f"PARSEC's run configuration of {pkg} {input_name} "
+                          "(re-run the parsec role)") from None
+    if "run_exec" not in fields or "run_args" not in fields or not tar.exists():
+        raise ConfigError(str(runconf), "run_exec/run_args", "missing",
+                          f"PARSEC's run command of {pkg} and its input {tar.name} (re-run the parsec role)")
+    args = fields["run_args"].replace("${NTHREADS}", str(threads)).replace("$NTHREADS", str(threads)).split()
+    cmd = [str(inst / fields["run_exec"]), *args]
+    env = {"OMP_NUM_THREADS": str(threads), "IM_CONCURRENCY": str(threads)}  # freqmine, vips
+    labels = {"binary": f"PARSEC {parsec.get('version', '?')} {pkg}", "stands_in_for": f"PARSEC {pkg} {input_name}"}
+    return ParsecProgram(JobTemplate(cmd, labels, env), tar)
+
+
 def graph(scale: int, edgefactor: int, storage_dir: Path, roots: int = 8) -> JobTemplate:
     """Graph500 seq-csr (file-backed mmap under TMPDIR) or corun's graph_bfs stand-in."""
     g5 = upstream().get("graph500", {})

@@ -266,6 +266,20 @@ def input_files(e: dict, app_name: str, ns: str, i: int, data_dir: Path) -> list
     return []
 
 
+def parsec_of(app: dict, threads: int | None = None):
+    """PARSEC's own program for a file_reader application naming a parsec_package, when the
+    parsec role built it (corun.workloads.parsec_program), else None: the stand-in runs."""
+    pkg = app.get("parsec_package")
+    if app["kind"] != "file_reader" or not pkg:
+        return None
+    return workloads.parsec_program(pkg, app.get("input", "simlarge"), threads or app["threads"])
+
+
+def parsec_run_dir(app_name: str, app: dict, i: int, data_dir: Path) -> Path:
+    """Job set i's working folder: PARSEC's input set unpacked, as parsecmgmt runs it."""
+    return inputs_dir(data_dir) / app_name / f"parsec_{app.get('input', 'simlarge')}_{i:04d}"
+
+
 def _paper_text(path: Path, size: int, seed: int) -> None:
     """A document of about `size` bytes: words of a fixed vocabulary, Zipf-distributed."""
     import numpy as np
@@ -308,6 +322,20 @@ def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> Non
 def _random_bytes(path: Path, size: int) -> None:
     from .sensitivity_ranking import _write_random
     _write_random(path, size)
+
+
+def _unpack(tar: Path, dest: Path) -> None:
+    """Unpack an input tarball: regular files and folders only, all inside `dest`."""
+    import tarfile
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with tarfile.open(tar) as tf:
+        members = tf.getmembers()
+        for m in members:
+            target = (root / m.name).resolve()
+            if not (m.isfile() or m.isdir()) or not target.is_relative_to(root):
+                raise CorunError(f"{tar}: {m.name}: not a plain file inside the input set (refused)")
+        tf.extractall(root, members=members)  # noqa: S202 - every member checked above
 
 
 def _fits(path: Path, size: int) -> bool:
@@ -368,6 +396,15 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
                 else:
                     _points(p, app["points"], app["dims"], app["clusters"], 100 + i)
                 made.append(str(p))
+        elif parsec_of(app):
+            tar = parsec_of(app).input_tar
+            for i in range(count):
+                run_dir = parsec_run_dir(name, app, i, data_dir)
+                mark = run_dir / ".corun-unpacked"
+                if not mark.exists():
+                    _unpack(tar, run_dir)
+                    mark.write_text(f"{tar}\n")
+                    made.append(str(run_dir))
         elif app["kind"] == "file_reader":
             size = _reader_bytes(e, app)
             master = d / f"master_{size}.dat"
@@ -395,7 +432,7 @@ def calibrate(cfg: dict, data_dir: Path) -> dict:
     file_reader stand-ins (only when the campaign has one)."""
     from . import sensitivity_ranking as sr
     e = cfg[EXPERIMENT]
-    if not any(e["apps"][a]["kind"] == "file_reader" for a in job_types(cfg)):
+    if not any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
         return {"needed": False}
     cal_dir = data_dir / "calibration"
     cal_dir.mkdir(parents=True, exist_ok=True)
@@ -416,6 +453,7 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
     app = scaled_app(e, app_name)
     files = [str(p.resolve()) for p in input_files(e, app_name, ns, i, data_dir)]
     labels = {"app": app_name, "threads": app["threads"], "input_index": i}
+    cwd = None
     if app["kind"] == "x264":
         clip = workloads.parsec_input(app["input"]) or Path(files[0])
         out = (data_dir / "out" / f"{app_name}_{ns}_{i:04d}.264").resolve()
@@ -433,6 +471,11 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
                "--clusters", str(app["clusters"]), "--iterations", str(app["iterations"]),
                "--threads", str(app["threads"]), "--block-size", str(e["block_size"]), "--mode", "stream"]
         t = workloads.JobTemplate(cmd, {"binary": "corun kmeans"}, result="json")
+    elif parsec_of(app):
+        prog = parsec_of(app)
+        t = prog.template
+        labels["parsec_input"] = app.get("input", "simlarge")
+        cwd = str(parsec_run_dir(app_name, app, i, data_dir).resolve())
     else:
         from .sensitivity_ranking import nops_for
         size = _reader_bytes(e, app)
@@ -444,9 +487,13 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         labels.update(target_mb_s=round(rate, 6), target_attainable=ok, file_bytes=size)
     labels.update(t.labels)
     labels["stands_in_for"] = app["stands_in_for"]
-    labels["scale_note"] = app["scale_note"]
-    return {"name": f"{app_name}-{ns[:3]}{i}", "cmd": t.cmd, "env": t.env, "cores": cores, "result": t.result,
-            "labels": labels}
+    labels["scale_note"] = app["scale_note"] if cwd is None else \
+        f"PARSEC's own {app.get('input', 'simlarge')} input set, not scaled"
+    job = {"name": f"{app_name}-{ns[:3]}{i}", "cmd": t.cmd, "env": t.env, "cores": cores, "result": t.result,
+           "labels": labels}
+    if cwd:
+        job["cwd"] = cwd
+    return job
 
 
 def cores_for(e: dict, app_name: str, wtype: str, cmp_cores: int) -> int:

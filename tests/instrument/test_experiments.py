@@ -1,5 +1,9 @@
 """Experiment planning: run specs from the workflow config (no measurement here)."""
 
+import json
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from corun import config
@@ -205,3 +209,61 @@ def test_dynamic_io_data_one_input_set_per_job(tmp_path):
     assert km.stat().st_size == 2000 * 16 * 4
     again = dio.make_data(c, tmp_path)
     assert again["made"] == []  # kept while their size matches
+
+
+@pytest.fixture
+def fake_parsec(tmp_path, monkeypatch):
+    """A PARSEC tree as the parsec role leaves it, with freqmine built: its binary, its
+    simlarge.runconf and input tarball, and the upstream manifest naming it."""
+    import tarfile
+
+    from corun import workloads
+    pkg = tmp_path / "parsec-3.0" / "pkgs" / "apps" / "freqmine"
+    binary = pkg / "inst" / "amd64-linux.gcc" / "bin" / "freqmine"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\nexec cat \"$1\" >/dev/null\n")
+    binary.chmod(0o755)
+    (pkg / "parsec").mkdir()
+    (pkg / "parsec" / "simlarge.runconf").write_text(
+        '#!/bin/bash\n# simlarge.runconf\nrun_exec="bin/freqmine"\nrun_args="kosarak_990k.dat 790"\n')
+    (pkg / "inputs").mkdir()
+    src = tmp_path / "kosarak_990k.dat"
+    src.write_text("1 2 3\n4 5 6\n")
+    with tarfile.open(pkg / "inputs" / "input_simlarge.tar", "w") as tf:
+        tf.add(src, arcname="kosarak_990k.dat")
+    manifest = tmp_path / "upstream.json"
+    manifest.write_text(json.dumps({"parsec": {"version": "3.0", "binaries": {"freqmine": str(binary)}}}))
+    monkeypatch.setattr(workloads, "UPSTREAM_MANIFEST", manifest)
+    monkeypatch.setattr(workloads, "UPSTREAM_DIR", tmp_path / "upstream.d")
+    workloads.upstream.cache_clear()
+    yield binary
+    workloads.upstream.cache_clear()
+
+
+def test_dynamic_io_runs_parsec_programs_when_provisioned(fake_parsec, kernels_built, tmp_path):
+    """freqmine runs as PARSEC's own run configuration says, in its unpacked simlarge input set;
+    vips, not built, stays the documented stand-in."""
+    c = dio_cfg(workloads=["w13"])
+    data = tmp_path / "data"
+    dio.make_data(c, data)
+    entry = next(e for e in dio.campaign(c) if e["kind"] == "campaign")
+    cal = {"needed": True, "block_size": 65536, "t_read_s": 1e-4, "t_nop_s": 2e-10}
+    spec = dio.make_spec(c, cal, entry, data)
+    config.validate(spec, "run_spec", "generated")
+    fm = next(j for j in spec["jobs"] if j["labels"]["app"] == "freqmine")
+    assert fm["cmd"] == [str(fake_parsec), "kosarak_990k.dat", "790"]
+    assert fm["labels"]["binary"] == "PARSEC 3.0 freqmine" and "not scaled" in fm["labels"]["scale_note"]
+    assert (Path(fm["cwd"]) / "kosarak_990k.dat").read_text() == "1 2 3\n4 5 6\n"
+    assert Path(fm["cwd"]).is_relative_to(data.resolve() / "inputs")  # evicted before each run
+    vips = next(j for j in spec["jobs"] if j["labels"]["app"] == "vips")
+    assert "sensitivity_ranking" in vips["cmd"][0]
+    assert subprocess.run(fm["cmd"], cwd=fm["cwd"]).returncode == 0
+
+
+def test_parsec_program_with_a_broken_tree_is_one_line(fake_parsec):
+    from corun import workloads
+    (fake_parsec.parents[3] / "parsec" / "simlarge.runconf").write_text("nothing here\n")
+    with pytest.raises(ConfigError) as exc:
+        workloads.parsec_program("freqmine", "simlarge")
+    assert "run_exec/run_args" in str(exc.value) and "\n" not in str(exc.value)
+    assert workloads.parsec_program("vips", "simlarge") is None
