@@ -12,6 +12,7 @@ include: "workflows/rules/sensitivity_ranking.smk"
 include: "workflows/rules/stacking.smk"
 include: "workflows/rules/dynamic_io.smk"
 include: "workflows/rules/report.smk"
+include: "workflows/rules/hosts.smk"
 
 
 rule all:

@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     rc.set_defaults(fn=_cmd_recover)
     m = sub.add_parser("metadata", help="print this host's state as recorded in every run")
     m.set_defaults(fn=_cmd_metadata)
+    from .doctor import add_parser as add_doctor_parser
+    add_doctor_parser(sub)
     add_result_commands(sub)  # compare, index, campaign, archive, verify, publish
     return ap
 

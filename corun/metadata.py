@@ -165,13 +165,17 @@ def advice(host: dict, device: dict | None = None) -> list[str]:
 
 
 def collect(device: dict | None = None) -> dict:
+    from .doctor import local_findings, summary
     host = host_state()
+    tools = tool_versions()
     return {
         "corun_version": __version__,
         "git_describe": git_describe(),
         "collected_epoch_s": time.time(),
         "host": host,
-        "tools": tool_versions(),
+        "tools": tools,
         "python_executable": sys.executable,
         "advice": advice(host, device),
+        # corun doctor's findings on this host (ready and quiet?), device checks on the run's device.
+        "doctor": summary(host["hostname"], local_findings(device=device, host=host, tools=tools)),
     }

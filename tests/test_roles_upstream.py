@@ -97,6 +97,8 @@ def final_failure(proc):
 
 def source_vars(tmp_path, role, **extra):
     variables = {name: str(tmp_path / name) for name in DIR_VARIABLES[role]}
+    # Never the machine's own manifest: corun would run the stand-in builds.
+    variables[f"{role}_upstream_manifest"] = str(tmp_path / "upstream.d" / f"{role}.json")
     if role == "parsec":
         # Only the core tarball: the input tarballs follow the same code path.
         variables["parsec_inputs"] = []
@@ -459,6 +461,20 @@ def test_parsec_build_stage_is_idempotent(tmp_path):
         "build x264 gcc-pthreads",
         "build swaptions gcc-pthreads",
     ]
+    # The upstream manifest names the built programs as corun/workloads.py reads them.
+    manifest = json.loads((tmp_path / "upstream.d" / "parsec.json").read_text())
+    binaries = {
+        name: str(tree / f"pkgs/apps/{name}/inst/amd64-linux.gcc-pthreads/bin/{name}")
+        for name in ("x264", "swaptions")
+    }
+    assert manifest == {
+        "parsec": {
+            "version": "3.0-stub",
+            "x264": binaries["x264"],
+            "binaries": binaries,
+            "inputs": {},
+        }
+    }
 
 
 @pytest.mark.timeout(120)
@@ -630,3 +646,54 @@ def test_kernel_build_enabled_needs_a_ref(tmp_path):
     )
     message = final_failure(run_playbook(playbook, "--check"))
     assert message.startswith('kernel_build: kernel_build_ref: "" ('), message
+
+
+# The built programs each source role records (the facts its build stage sets), and the manifest
+# corun reads from them.
+MANIFEST_FACTS = {
+    "graph500": (
+        {"graph500_version": "2.1.4",
+         "graph500_binaries": {"seq-csr": "/opt/g/seq-csr/seq-csr", "omp-csr": "/opt/g/omp-csr/omp-csr"}},
+        {"graph500": {"version": "2.1.4", "seq-csr": "/opt/g/seq-csr/seq-csr",
+                      "omp-csr": "/opt/g/omp-csr/omp-csr"}},
+    ),
+    "npb": (
+        {"npb_version": "3.3.1", "npb_class": "A",
+         "npb_binaries": ["/opt/n/bin/bt.A.4", "/opt/n/bin/cg.A.4"]},
+        {"npb": {"version": "3.3.1", "class": "A",
+                 "binaries": {"bt.A.4": "/opt/n/bin/bt.A.4", "cg.A.4": "/opt/n/bin/cg.A.4"}}},
+    ),
+    "ior": (
+        {"ior_version": "4.0.0", "ior_binary": "/opt/i/bin/ior", "ior_mdtest_binary": "/opt/i/bin/mdtest"},
+        {"ior": {"version": "4.0.0", "ior": "/opt/i/bin/ior", "mdtest": "/opt/i/bin/mdtest"}},
+    ),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("role", sorted(MANIFEST_FACTS))
+def test_upstream_manifest_is_written_once(tmp_path, role):
+    facts, expected = MANIFEST_FACTS[role]
+    manifest = tmp_path / "upstream.d" / f"{role}.json"
+    play = [
+        {
+            "name": f"Record {role}'s programs",
+            "hosts": "testbed",
+            "gather_facts": False,
+            "vars": {**facts, f"{role}_upstream_manifest": str(manifest)},
+            "tasks": [
+                {
+                    "name": "Write the manifest",
+                    "ansible.builtin.include_role": {"name": role, "tasks_from": "manifest"},
+                }
+            ],
+        }
+    ]
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps(play, indent=2) + "\n")
+    first = run_playbook(playbook)
+    assert first.returncode == 0, output(first)
+    assert json.loads(manifest.read_text()) == expected
+    second = run_playbook(playbook)
+    assert second.returncode == 0, output(second)
+    assert recap(second) == (0, 0), output(second)
