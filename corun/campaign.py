@@ -26,7 +26,7 @@ Two builds of one variant are then two arms (scripts/ci_compare.py --variant).
 
     from corun import campaign
     for e in campaign.order(["linux", "dynamic_io"], reps=5, seed=42, warmup=1):
-        spec["scheduler"] = {"name": e["variant"]}
+        spec["scheduler"] = campaign.scheduler_for(spec, e["variant"])
         spec["labels"].update(campaign.labels(e, "dynamic_io"))
         ...  # write the spec, `corun run` it into runs/<campaign.run_name(e)>
 """
@@ -150,6 +150,19 @@ def decide_from_runs(sources: list[Path], by: str, metric: str, target: float, m
 # ----------------------------------------------------------------------------- driver
 
 
+def scheduler_for(template: dict, variant: str) -> dict:
+    """The template's scheduler section for `variant`: its params that the variant declares (a
+    variant and its variants share theirs: timeslice_s, io_bound_mbps ...), the others left to
+    the variant's defaults; the runner checks every value before anything runs."""
+    from .schedulers import find, load_manifest
+    given = (template.get("scheduler") or {}).get("params") or {}
+    if not given:
+        return {"name": variant}
+    declared = load_manifest(find(variant, "campaign", "--variants"))["params"]
+    params = {k: v for k, v in given.items() if k in declared}
+    return {"name": variant, "params": params} if params else {"name": variant}
+
+
 def _load_template(spec_path: Path) -> dict:
     from .config import load
     return load(spec_path, "run_spec")
@@ -236,13 +249,13 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
             run_dir = out_dir / "runs" / run_name(e)
             if not (run_dir / "metadata.json").exists():
                 spec = json.loads(json.dumps(template))
-                spec["scheduler"] = {"name": e["variant"]}
+                spec["scheduler"] = scheduler_for(template, e["variant"])
                 spec["labels"] = {**(spec.get("labels") or {}), **labels(e, name)}
                 spec["name"] = f"{name}-{run_name(e)}"
                 env = {}
                 if arms:
                     arm = arms[e["variant"]]
-                    spec["scheduler"] = {"name": arm["variant"]}
+                    spec["scheduler"] = scheduler_for(template, arm["variant"])
                     spec["labels"].update({**arm["labels"], "arm": e["variant"], "variant": arm["variant"]})
                     env = arm["env"]
                 log(f"campaign {name}: {e['position'] + 1} {run_name(e)}")

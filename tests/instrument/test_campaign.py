@@ -105,3 +105,12 @@ def test_cli_order(tmp_path):
     res = subprocess.run([PY, "-m", "corun", "campaign", "order", "--variants", "linux", "--reps", "0"],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "reps: 0 (expected an integer >= 1)" in res.stderr
+
+
+def test_template_params_go_to_the_variants_that_declare_them():
+    template = {"scheduler": {"name": "dynamic_io", "params": {"timeslice_s": 0.2, "max_suspend_s": 2}}}
+    assert campaign.scheduler_for(template, "linux") == {"name": "linux"}
+    assert campaign.scheduler_for(template, "dynamic_io") == {"name": "dynamic_io", "params": {"timeslice_s": 0.2}}
+    assert campaign.scheduler_for(template, "dynamic_io_fair") == {
+        "name": "dynamic_io_fair", "params": {"timeslice_s": 0.2, "max_suspend_s": 2}}
+    assert campaign.scheduler_for({}, "anything") == {"name": "anything"}
