@@ -775,24 +775,23 @@ def run(jobs_csv: str, runs_csv: str, out_dir: str, baseline: str = "linux", var
                     "(old - new) / old for the average runtime), 95% paired bootstrap intervals over reps. "
                     "Compare paper Figs. 16, 17 and 20."})
     plots.append(lambda o: plot_improvement(result, baseline, variants, o / FIG_IMPROVEMENT))
-    for pref, wtype, figs in (("w01", "D", "Figs. 18-19"), ("w11", "M", "Figs. 21-22")):
+    captions = {
+        "latency": lambda w: f"I/O waiting and serving time over time of workload #{int(w[1:])} under {baseline} "
+                             f"and {variant} (first rep with both; iostat, derived).",
+        "per_job": lambda w: f"Runtime of each job of workload #{int(w[1:])} (mean over reps) under {baseline} "
+                             f"and {variant}.",
+    }
+    plotters = {"latency": plot_latency, "per_job": plot_per_job}
+    for pref, wtype, figs, kind in (("w01", "D", "Figs. 18-19", "latency"), ("w11", "M", "Figs. 21-22", "latency"),
+                                    ("w08", "D", "Fig. 23", "per_job"), ("w15", "M", "Fig. 24", "per_job")):
         w = pick(workloads, pref, wtype, types)
         if w is None:
             continue
-        name = f"latency_{w}.png"
-        figures.append({"path": name, "caption": f"I/O waiting and serving time over time of workload #{int(w[1:])} "
-                        f"under {baseline} and {variant} (first rep with both; iostat, derived). Compare paper {figs}"
+        name = f"{kind}_{w}.png"
+        figures.append({"path": name, "caption": f"{captions[kind](w)} Compare paper {figs}"
                         + ("" if w == pref else f" (the paper shows #{int(pref[1:])}, not in this campaign).")})
-        plots.append(lambda o, w=w, name=name, figs=figs: plot_latency(result, w, baseline, variant, o / name, figs))
-    for pref, wtype, figs in (("w08", "D", "Fig. 23"), ("w15", "M", "Fig. 24")):
-        w = pick(workloads, pref, wtype, types)
-        if w is None:
-            continue
-        name = f"per_job_{w}.png"
-        figures.append({"path": name, "caption": f"Runtime of each job of workload #{int(w[1:])} (mean over reps) "
-                        f"under {baseline} and {variant}. Compare paper {figs}"
-                        + ("" if w == pref else f" (the paper shows #{int(pref[1:])}, not in this campaign).")})
-        plots.append(lambda o, w=w, name=name, figs=figs: plot_per_job(result, w, baseline, variant, o / name, figs))
+        plots.append(lambda o, w=w, name=name, figs=figs, fn=plotters[kind]:
+                     fn(result, w, baseline, variant, o / name, figs))
     figures.append({"path": FIG_SUSPENDED, "caption": "Jobs suspended (or throttled) by each dynamic variant over "
                     "the first rep of each workload, from the daemon's decisions.jsonl."})
     plots.append(lambda o: plot_suspended(result, variants, o / FIG_SUSPENDED))
