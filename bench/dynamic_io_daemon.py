@@ -28,13 +28,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from corun.util import proc_starttime  # noqa: E402
+
 DIO = ROOT / "schedulers" / "dynamic_io"
 EXE = DIO / "build" / "corun-dynamic-io"
-
-
-def starttime(pid: int) -> int:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return int(text[text.rfind(")") + 2:].split()[19])
 
 
 def decision_time(sizes: list[int], rounds: int, cmps: int) -> None:
@@ -58,7 +57,7 @@ def cpu_use(n_jobs: int, duration_s: float, timeslice_s: float, cmps: int) -> No
             with open(tmp / "events.jsonl", "w") as fh:
                 for i, p in enumerate(jobs):
                     fh.write(json.dumps({"event": "start", "job_id": f"j{i:05d}", "pid": p.pid,
-                                         "starttime": starttime(p.pid), "cmp": i % cmps,
+                                         "starttime": proc_starttime(p.pid), "cmp": i % cmps,
                                          "cpus": [0], "t_s": 0.0, "mono_s": now}) + "\n")
             d = subprocess.Popen([str(EXE), "--job-events", str(tmp / "events.jsonl"),
                                   "--state-dir", str(tmp), "--timeslice-s", str(timeslice_s),

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from corun.util import proc_starttime
+
 ROOT = Path(__file__).resolve().parents[2]
 DIO = ROOT / "schedulers" / "dynamic_io"
 PY = sys.executable
@@ -158,11 +160,6 @@ def proc_state(pid):
     return text[text.rfind(")") + 2]
 
 
-def starttime(pid):
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return int(text[text.rfind(")") + 2:].split()[19])
-
-
 @pytest.fixture
 def io_job(disk_tmp):
     """A job doing storage reads for ever: a shell looping dd with O_DIRECT (a two-process
@@ -227,7 +224,7 @@ def start_daemon(exe, events, state, *extra):
 def test_signal_resumes_every_suspended_job(daemon, tmp_path, io_job, sig):
     job = io_job()
     events = tmp_path / "ev.jsonl"
-    events.write_text(event("start", "j1", job.pid, starttime(job.pid)))
+    events.write_text(event("start", "j1", job.pid, proc_starttime(job.pid)))
     d = start_daemon(daemon, events, tmp_path)
     try:
         assert wait_for(lambda: group_stopped(job.pid)[0]), "the job was never suspended"
@@ -250,7 +247,7 @@ def test_pid_reuse_is_never_signalled(daemon, tmp_path, io_job):
     and that process is never stopped, though it does I/O above the bound."""
     job = io_job()
     events = tmp_path / "ev.jsonl"
-    events.write_text(event("start", "reused", job.pid, starttime(job.pid) + 1) +
+    events.write_text(event("start", "reused", job.pid, proc_starttime(job.pid) + 1) +
                       event("start", "gone", 4194303, 1))
     d = start_daemon(daemon, events, tmp_path)
     try:
@@ -270,7 +267,7 @@ def test_pid_reuse_is_never_signalled(daemon, tmp_path, io_job):
 def test_job_end_event_and_exited_job_are_dropped(daemon, tmp_path, io_job):
     job = io_job()
     events = tmp_path / "ev.jsonl"
-    events.write_text(event("start", "j1", job.pid, starttime(job.pid)))
+    events.write_text(event("start", "j1", job.pid, proc_starttime(job.pid)))
     d = start_daemon(daemon, events, tmp_path)
     try:
         assert wait_for(lambda: group_stopped(job.pid)[0])
@@ -293,7 +290,7 @@ def test_runner_death_resumes_jobs(daemon, tmp_path, io_job):
     every job first."""
     job = io_job()
     events = tmp_path / "ev.jsonl"
-    events.write_text(event("start", "j1", job.pid, starttime(job.pid)))
+    events.write_text(event("start", "j1", job.pid, proc_starttime(job.pid)))
     parent = subprocess.Popen(
         [PY, "-c", "import subprocess,sys,time; subprocess.Popen(sys.argv[1:]); time.sleep(60)",
          str(daemon), "--job-events", str(events), "--state-dir", str(tmp_path),
