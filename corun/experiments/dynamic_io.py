@@ -396,14 +396,13 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
                 else:
                     _points(p, app["points"], app["dims"], app["clusters"], 100 + i)
                 made.append(str(p))
-        elif parsec_of(app):
-            tar = parsec_of(app).input_tar
+        elif (prog := parsec_of(app)) is not None:
             for i in range(count):
                 run_dir = parsec_run_dir(name, app, i, data_dir)
                 mark = run_dir / ".corun-unpacked"
                 if not mark.exists():
-                    _unpack(tar, run_dir)
-                    mark.write_text(f"{tar}\n")
+                    _unpack(prog.input_tar, run_dir)
+                    mark.write_text(f"{prog.input_tar}\n")
                     made.append(str(run_dir))
         elif app["kind"] == "file_reader":
             size = _reader_bytes(e, app)
@@ -471,8 +470,7 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
                "--clusters", str(app["clusters"]), "--iterations", str(app["iterations"]),
                "--threads", str(app["threads"]), "--block-size", str(e["block_size"]), "--mode", "stream"]
         t = workloads.JobTemplate(cmd, {"binary": "corun kmeans"}, result="json")
-    elif parsec_of(app):
-        prog = parsec_of(app)
+    elif (prog := parsec_of(app)) is not None:
         t = prog.template
         labels["parsec_input"] = app.get("input", "simlarge")
         cwd = str(parsec_run_dir(app_name, app, i, data_dir).resolve())
