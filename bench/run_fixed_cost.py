@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Per-run fixed cost of `corun run`: everything that is not the jobs themselves.
+
+Runs `python -m corun run SPEC --out DIR` as a fresh process (interpreter start, imports, spec
+parsing and validation, machine set-up and teardown, metadata, tidy tables) on two trivial
+specs: a job that exits at once without monitors, and the same job with the usual monitors
+(iostat, pidstat, psi, perf, memory as the workflow configs enable them). The job's own
+runtime is subtracted, so the figure is what a campaign pays per run on top of its jobs.
+Also prints the import time of the run path alone. Prints figures; not a pass/fail test.
+
+  .venv/bin/python bench/run_fixed_cost.py [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+USUAL_MONITORS = ["iostat", "pidstat", "psi", "perf", "memory"]
+
+
+def spec(name: str, work: Path, monitors: list[str]) -> dict:
+    return {
+        "name": name,
+        "jobs": [{"name": "true", "cmd": ["/bin/true"]}],
+        "device": {"path": str(work)},
+        "monitors": {"enabled": monitors},
+    }
+
+
+def one_run(work: Path, i: int, monitors: list[str]) -> tuple[float, float]:
+    """(wall time of the corun process, runtime of the job) in seconds."""
+    path = work / f"spec{i}.json"
+    path.write_text(json.dumps(spec(f"fixed-cost-{i}", work, monitors)))
+    out = work / f"run{i}"
+    t = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "corun", "run", str(path), "--out", str(out), "--quiet"],
+                         cwd=ROOT, capture_output=True, text=True)
+    wall = time.monotonic() - t
+    if res.returncode != 0:
+        raise SystemExit(f"bench: corun run exited {res.returncode}: {res.stderr.strip()}")
+    with open(out / "jobs.csv", newline="") as fh:
+        job = float(next(csv.DictReader(fh))["runtime_s"])
+    return wall, job
+
+
+def import_time() -> float:
+    t = time.monotonic()
+    code = "import corun.cli\ntry:\n    import corun.run.runner\nexcept ImportError:\n    import corun.runner\n"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    return time.monotonic() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=5, help="runs per case (default 5; one warm-up run is discarded)")
+    a = ap.parse_args()
+    base = ROOT / "results" / "bench"
+    base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base) as tmp:
+        work = Path(tmp)
+        i = 0
+        imports = []
+        for _ in range(a.reps):
+            imports.append(import_time())
+        print(f"start-up and imports of the run path: median {statistics.median(imports):.3f} s")
+        for label, monitors in (("no monitors", []), ("usual monitors", USUAL_MONITORS)):
+            one_run(work, i, monitors)  # warm-up, discarded
+            i += 1
+            costs = []
+            for _ in range(a.reps):
+                wall, job = one_run(work, i, monitors)
+                i += 1
+                costs.append(wall - job)
+            print(f"fixed cost per run, {label}: median {statistics.median(costs):.3f} s "
+                  f"(min {min(costs):.3f}, max {max(costs):.3f}, {a.reps} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
