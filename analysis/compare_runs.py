@@ -7,7 +7,7 @@ baseline) or `--by KEY` (one set per value of KEY; `--baseline VALUE` picks the 
 after an optional `--where SELECTOR` applied to every run.
 
 Runs that do not count are excluded and listed, never silently dropped:
-  warm-up      labels.warmup is true (corun.campaign marks them)
+  warm-up      labels.warmup is true (corun.results.campaign marks them)
   unverified   the variant was not verified in effect at the start (variant_verified_at_start,
                else scheduler.verified) or at the end (variant_verified_at_end, else
                scheduler.verified_at_end) of the run, or this was not recorded

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import compare_runs, runindex  # noqa: E402
 from analysis.synthetic import write_run  # noqa: E402
-from corun import archive  # noqa: E402
+from corun.results import archive  # noqa: E402
 
 TARGET_S = 60.0
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from corun.errors import ConfigError  # noqa: E402
-from corun.workflow_config import validate_config  # noqa: E402
+from corun.experiments.workflow_config import validate_config  # noqa: E402
 
 EXPLICIT_D_TYPE = ("w01", "w02", "w03", "w04", "w05", "w06")
 

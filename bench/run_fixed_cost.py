@@ -54,8 +54,7 @@ def one_run(work: Path, i: int, monitors: list[str]) -> tuple[float, float]:
 
 def import_time() -> float:
     t = time.monotonic()
-    code = "import corun.cli\ntry:\n    import corun.run.runner\nexcept ImportError:\n    import corun.runner\n"
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-c", "import corun.cli.main, corun.run.runner"], cwd=ROOT, check=True)
     return time.monotonic() - t
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .errors import ConfigError
+from corun.errors import ConfigError
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 

@@ -4,7 +4,7 @@ CI does (`make ci-compare`).
 Variants (--base A --head B):
 1. writes a small run spec: two Sensitivity_RANKING readers of one data file (O_DIRECT reads,
    its cached pages evicted first) under a shared read cap, PSI monitored;
-2. runs it as a controlled campaign (corun.campaign): --warmup warm-up runs and --reps measured
+2. runs it as a controlled campaign (corun.results.campaign): --warmup warm-up runs and --reps measured
    runs per variant, in a randomised interleaved order whose seed is recorded in every run;
 3. compares HEAD against BASE with `corun compare` (Mann-Whitney, Holm, bootstrap CIs) into
    OUT/compare/ (comparison.md/.html/.json/.csv, figures/).
@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis import compare_runs  # noqa: E402
-from corun import campaign, schedulers  # noqa: E402
+from corun.results import campaign
+from corun.run import schedulers  # noqa: E402
 from corun.errors import ConfigError, CorunError  # noqa: E402
 
 CAMPAIGN = "ci_compare"

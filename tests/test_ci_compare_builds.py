@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corun import campaign
+from corun.results import campaign
 
 PY = sys.executable
 GIT_ID = ["-c", "user.name=corun tests", "-c", "user.email=tests@corun.invalid", "-c", "commit.gpgsign=false"]

@@ -3,7 +3,7 @@
 inventory/grid5000/oar_inventory.py ($OAR_NODEFILE, oarstat -J output), the CloudLab profile
 (run against a small stand-in for geni-lib's portal API: the geni-lib on PyPI is Python 2 only;
 CloudLab's portal runs its own), inventory/cloudlab/manifest_inventory.py (a manifest rspec) and
-corun.oar's oarsub/oarstat command construction and parsing.
+corun.testbed.oar's oarsub/oarstat command construction and parsing.
 """
 
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corun import oar
+from corun.testbed import oar
 from corun.errors import ConfigError, CorunError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -245,7 +245,7 @@ def test_oar_wrapper_end_to_end_with_stand_in_commands(tmp_path):
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
 
     def call(*args):
-        return subprocess.run([PY, "-m", "corun.oar", *args], capture_output=True, text=True, env=env, cwd=REPO)
+        return subprocess.run([PY, "-m", "corun.testbed.oar", *args], capture_output=True, text=True, env=env, cwd=REPO)
 
     sub = call("submit", "--walltime", "0:10:00", "--name", "corun-run_llc", str(tmp_path / "job.sh"))
     assert (sub.returncode, sub.stdout) == (0, "42\n"), sub.stderr
@@ -261,5 +261,5 @@ def test_oar_wrapper_end_to_end_with_stand_in_commands(tmp_path):
 def test_oar_profile_uses_the_wrapper():
     profile = yaml.safe_load((REPO / "workflows" / "profiles" / "oar" / "config.yaml").read_text())
     assert profile["executor"] == "cluster-generic"
-    assert "-m corun.oar submit" in profile["cluster-generic-submit-cmd"]
-    assert profile["cluster-generic-status-cmd"].endswith("-m corun.oar status")
+    assert "-m corun.testbed.oar submit" in profile["cluster-generic-submit-cmd"]
+    assert profile["cluster-generic-status-cmd"].endswith("-m corun.testbed.oar status")

@@ -97,7 +97,7 @@ def mpi_program(netns, tmp_path_factory):
 def test_mpi_job_runs_across_the_two_hosts(netns, mpi_program, tmp_path):
     _, inventory = netns
     out = tmp_path / "mpi.json"
-    proc = subprocess.run([PY, "-m", "corun.hosts", "--inventory", str(inventory), "mpirun", "--np", "2",
+    proc = subprocess.run([PY, "-m", "corun.testbed.hosts", "--inventory", str(inventory), "mpirun", "--np", "2",
                            "--out", str(out), "--", str(mpi_program)], capture_output=True, text=True,
                           cwd=REPO, timeout=150)
     assert proc.returncode == 0, proc.stderr

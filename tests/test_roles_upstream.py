@@ -461,7 +461,7 @@ def test_parsec_build_stage_is_idempotent(tmp_path):
         "build x264 gcc-pthreads",
         "build swaptions gcc-pthreads",
     ]
-    # The upstream manifest names the built programs as corun/workloads.py reads them.
+    # The upstream manifest names the built programs as corun/run/workloads.py reads them.
     manifest = json.loads((tmp_path / "upstream.d" / "parsec.json").read_text())
     binaries = {
         name: str(tree / f"pkgs/apps/{name}/inst/amd64-linux.gcc-pthreads/bin/{name}")

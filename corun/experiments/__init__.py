@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import topology
+from corun.machine import topology
 
 
 def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:

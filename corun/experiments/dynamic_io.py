@@ -39,11 +39,11 @@ from pathlib import Path
 
 import yaml
 
-from .. import workloads
-from . import machine_cmps
-from ..errors import ConfigError, CorunError
-from ..inputs import PRESETS, make_y4m, y4m_bytes
-from ..util import atomic_write_json, atomic_write_text
+from corun.run import workloads
+from corun.experiments import machine_cmps
+from corun.errors import ConfigError, CorunError
+from corun.run.inputs import PRESETS, make_y4m, y4m_bytes
+from corun.util import atomic_write_json, atomic_write_text
 
 EXPERIMENT = "dynamic_io"
 CALIBRATION_BYTES = 32 << 20
@@ -213,7 +213,7 @@ def run_dirs(cfg: dict, results: str) -> list[str]:
 def variant_params(cfg: dict, variant: str, wid: str | None, source: str = "config") -> dict:
     """TIMESLICE and IO_BOUND_INTERVAL where the variant's manifest declares them, then
     dynamic_io.variant_params.<variant> over them."""
-    from .. import schedulers
+    from corun.run import schedulers
     e = cfg[EXPERIMENT]
     man = schedulers.load_manifest(schedulers.find(variant, source, f"{EXPERIMENT}.variants"))
     params = {}
@@ -268,7 +268,7 @@ def input_files(e: dict, app_name: str, ns: str, i: int, data_dir: Path) -> list
 
 def parsec_of(app: dict, threads: int | None = None):
     """PARSEC's own program for a file_reader application naming a parsec_package, when the
-    parsec role built it (corun.workloads.parsec_program), else None: the stand-in runs."""
+    parsec role built it (corun.run.workloads.parsec_program), else None: the stand-in runs."""
     pkg = app.get("parsec_package")
     if app["kind"] != "file_reader" or not pkg:
         return None
@@ -320,7 +320,7 @@ def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> Non
 
 
 def _random_bytes(path: Path, size: int) -> None:
-    from .sensitivity_ranking import _write_random
+    from corun.experiments.sensitivity_ranking import _write_random
     _write_random(path, size)
 
 
@@ -429,7 +429,7 @@ def _reader_bytes(e: dict, app: dict) -> int:
 def calibrate(cfg: dict, data_dir: Path) -> dict:
     """t_read and t_nop of the sensitivity_ranking kernel, which sets the read rate of the
     file_reader stand-ins (only when the campaign has one)."""
-    from . import sensitivity_ranking as sr
+    from corun.experiments import sensitivity_ranking as sr
     e = cfg[EXPERIMENT]
     if not any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
         return {"needed": False}
@@ -475,7 +475,7 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         labels["parsec_input"] = app.get("input", "simlarge")
         cwd = str(parsec_run_dir(app_name, app, i, data_dir).resolve())
     else:
-        from .sensitivity_ranking import nops_for
+        from corun.experiments.sensitivity_ranking import nops_for
         size = _reader_bytes(e, app)
         rate = app["input_bytes"] / 1e6 / app["alone_s"]
         nops, ok = nops_for(rate, {**cal, "block_size": e["block_size"]}, app["alone_s"])
@@ -552,7 +552,7 @@ def write_specs(cfg: dict, cal: dict, data_dir: Path, out_dir: Path) -> list[dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..workflow_config import load_workflow_config
+    from corun.experiments.workflow_config import load_workflow_config
     ap = argparse.ArgumentParser(prog="corun.experiments.dynamic_io", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -55,7 +55,7 @@ def dynamic_io_app_s(app: dict) -> float:
 
 def _dynamic_io(cfg: dict) -> tuple[int, float]:
     """(runs, seconds): a workload's jobs spread over the cores it may use, plus each alone run."""
-    from . import dynamic_io as dio
+    from corun.experiments import dynamic_io as dio
     e = cfg["dynamic_io"]
     runs = dio.campaign(cfg)
     secs = 0.0
@@ -70,8 +70,8 @@ def _dynamic_io(cfg: dict) -> tuple[int, float]:
 
 
 def estimate(cfg: dict) -> list[dict]:
-    from . import sensitivity_ranking as sr
-    from . import stacking as st
+    from corun.experiments import sensitivity_ranking as sr
+    from corun.experiments import stacking as st
     out = []
     for exp in cfg["experiments"]:
         if exp == "io_latency_split":

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import yaml
 
-from . import machine_cmps
-from ..errors import ConfigError, CorunError
-from ..util import atomic_write_json, atomic_write_text
-from ..workloads import kernel
+from corun.experiments import machine_cmps
+from corun.errors import ConfigError, CorunError
+from corun.util import atomic_write_json, atomic_write_text
+from corun.run.workloads import kernel
 
 MB = 1e6
 CHUNK = 4 << 20
@@ -196,7 +196,7 @@ def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..workflow_config import load_workflow_config
+    from corun.experiments.workflow_config import load_workflow_config
     ap = argparse.ArgumentParser(prog="corun.experiments.sensitivity_ranking")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("data")

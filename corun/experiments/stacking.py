@@ -23,11 +23,11 @@ from pathlib import Path
 
 import yaml
 
-from .. import workloads
-from . import machine_cmps
-from ..errors import ConfigError, CorunError
-from ..inputs import PRESETS, make_y4m, y4m_bytes
-from ..util import atomic_write_json, atomic_write_text
+from corun.run import workloads
+from corun.experiments import machine_cmps
+from corun.errors import ConfigError, CorunError
+from corun.run.inputs import PRESETS, make_y4m, y4m_bytes
+from corun.util import atomic_write_json, atomic_write_text
 
 EXPERIMENTS = ("cmp_stacking", "llc_miss", "implicit_io")
 PAPER_WORKLOADS = {  # paper 000 Table 2
@@ -213,7 +213,7 @@ def analysis_options(cfg: dict, exp: str, results: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..workflow_config import load_workflow_config
+    from corun.experiments.workflow_config import load_workflow_config
     ap = argparse.ArgumentParser(prog="corun.experiments.stacking", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=["data", "specs"])

@@ -19,14 +19,14 @@ import shutil
 
 from corun.errors import ConfigError, MissingTool
 
-from .base import Monitor, MonitorContext
-from .iostat import DERIVED_COLUMNS as IOSTAT_DERIVED_COLUMNS
-from .iostat import IostatMonitor, parse_iostat
-from .memory import MemoryMonitor, parse_memory
-from .perf import DERIVED_COLUMNS as PERF_DERIVED_COLUMNS
-from .perf import PerfMonitor, derive_perf_rates, parse_perf
-from .pidstat import PidstatMonitor, parse_pidstat
-from .psi import PsiMonitor, parse_psi
+from corun.monitors.base import Monitor, MonitorContext
+from corun.monitors.iostat import DERIVED_COLUMNS as IOSTAT_DERIVED_COLUMNS
+from corun.monitors.iostat import IostatMonitor, parse_iostat
+from corun.monitors.memory import MemoryMonitor, parse_memory
+from corun.monitors.perf import DERIVED_COLUMNS as PERF_DERIVED_COLUMNS
+from corun.monitors.perf import PerfMonitor, derive_perf_rates, parse_perf
+from corun.monitors.pidstat import PidstatMonitor, parse_pidstat
+from corun.monitors.psi import PsiMonitor, parse_psi
 
 MONITORS: dict[str, type[Monitor]] = {
     "iostat": IostatMonitor,

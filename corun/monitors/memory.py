@@ -55,7 +55,7 @@ import pandas as pd
 
 from corun.errors import missing
 
-from .base import MonitorContext, SampledMonitor, finish_table, read_meta
+from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
 
 NAME = "memory"
 RAW_FILE = "memory.csv"

@@ -37,7 +37,7 @@ import pandas as pd
 
 from corun.errors import missing
 
-from .base import MonitorContext, ProcessMonitor, finish_table, read_meta, read_text
+from corun.monitors.base import MonitorContext, ProcessMonitor, finish_table, read_meta, read_text
 
 NAME = "perf"
 RAW_FILE = "perf.csv"

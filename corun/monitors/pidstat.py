@@ -24,7 +24,7 @@ import pandas as pd
 
 from corun.errors import missing
 
-from .base import (
+from corun.monitors.base import (
     MonitorContext,
     ProcessMonitor,
     finish_table,

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from corun import testbeds  # noqa: E402
+from corun.testbed import testbeds  # noqa: E402
 from corun.errors import ConfigError, CorunError  # noqa: E402
 
 

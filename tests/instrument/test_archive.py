@@ -15,7 +15,7 @@ import pytest
 
 from analysis import compare_runs
 from analysis.synthetic import write_run
-from corun import archive
+from corun.results import archive
 
 PY = sys.executable
 SECRETS = ["hunter2-become", "tok-4f9a8b7c6d5e", "s3cr3t-env-value", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from analysis.synthetic import write_run
-from corun import campaign
+from corun.results import campaign
 from corun.errors import ConfigError
 
 PY = sys.executable

@@ -2,7 +2,7 @@
 
 import pytest
 
-from corun import cgroup as cg
+from corun.machine import cgroup as cg
 from corun.errors import CorunError
 
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from corun import doctor
+from corun.machine import doctor
 
 PY = sys.executable
 
@@ -83,7 +83,7 @@ def test_missing_tools_and_strict_mode(monkeypatch, capsys):
 
 
 def test_run_metadata_carries_the_doctor_findings():
-    from corun import metadata
+    from corun.results import metadata
     meta = metadata.collect()
     assert meta["doctor"]["host"] == meta["host"]["hostname"]
     assert {"ready", "quiet", "findings"} <= set(meta["doctor"])

@@ -9,7 +9,7 @@ import pytest
 from corun import config
 from corun.errors import ConfigError
 from corun.experiments import plan, sensitivity_ranking as sr, stacking as st
-from corun.workflow_config import validate_config
+from corun.experiments.workflow_config import validate_config
 
 
 def cfg(**kw):
@@ -217,7 +217,7 @@ def fake_parsec(tmp_path, monkeypatch):
     simlarge.runconf and input tarball, and the upstream manifest naming it."""
     import tarfile
 
-    from corun import workloads
+    from corun.run import workloads
     pkg = tmp_path / "parsec-3.0" / "pkgs" / "apps" / "freqmine"
     binary = pkg / "inst" / "amd64-linux.gcc" / "bin" / "freqmine"
     binary.parent.mkdir(parents=True)
@@ -261,7 +261,7 @@ def test_dynamic_io_runs_parsec_programs_when_provisioned(fake_parsec, kernels_b
 
 
 def test_parsec_program_with_a_broken_tree_is_one_line(fake_parsec):
-    from corun import workloads
+    from corun.run import workloads
     (fake_parsec.parents[3] / "parsec" / "simlarge.runconf").write_text("nothing here\n")
     with pytest.raises(ConfigError) as exc:
         workloads.parsec_program("freqmine", "simlarge")

@@ -1,6 +1,6 @@
 """FCFS placement on CMPs: one job per core unless allowed, confinement, pinning."""
 
-from corun.placement import Placer
+from corun.run.placement import Placer
 
 
 def test_pack_fills_cmps_in_order():

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corun import device as devmod
-from corun.cgroup import CGROUP_ROOT
+from corun.machine import device as devmod
+from corun.machine.cgroup import CGROUP_ROOT
 
 pytestmark = pytest.mark.root
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from corun import topology
+from corun.machine import topology
 from corun.errors import ConfigError
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from corun import workloads
+from corun.run import workloads
 from corun.errors import ConfigError
 
 

@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.workflow_config import validate_config
+from corun.experiments.workflow_config import validate_config
 from corun.util import atomic_write_text
 import yaml
 

@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 
-from corun.inventory import resolve as resolve_hosts
+from corun.testbed.inventory import resolve as resolve_hosts
 
 try:
     HOSTS = (
@@ -70,7 +70,7 @@ if HOSTS:
             hosts=HOST_ARGS,
             data=lambda wildcards, input: os.path.dirname(input.layout),
         shell:
-            "{params.py} -m corun.hosts {params.hosts} run --host {wildcards.host}"
+            "{params.py} -m corun.testbed.hosts {params.hosts} run --host {wildcards.host}"
             " --spec {input.spec} --out {output} --push {params.data} > {log} 2>&1"
 
     rule collect_host_runs:
@@ -106,7 +106,7 @@ if HOSTS:
                 MULTI_HOST["mpi_jobs"][wildcards.job]["cmd"]
             ),
         shell:
-            "{params.py} -m corun.hosts {params.hosts} mpirun --np {params.np} --slots {params.slots}"
+            "{params.py} -m corun.testbed.hosts {params.hosts} mpirun --np {params.np} --slots {params.slots}"
             " --out {output} -- {params.cmd} > {log} 2>&1"
 
     rule all_hosts:

@@ -7,20 +7,20 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__
-from .cli_results import add_commands as add_result_commands
-from .errors import CorunError
+from corun import __version__
+from corun.cli.results import add_commands as add_result_commands
+from corun.errors import CorunError
 
 
 def _cmd_run(a) -> int:
-    from .runner import run_spec_file
+    from corun.run.runner import run_spec_file
     out = run_spec_file(a.spec, a.out, progress=not a.quiet, allow_job_failures=a.allow_job_failures)
     print(out)
     return 0
 
 
 def _cmd_validate(a) -> int:
-    from .runner import Runner, load_spec
+    from corun.run.runner import Runner, load_spec
     spec = load_spec(a.spec)
     r = Runner(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
     r.prepare()
@@ -30,7 +30,7 @@ def _cmd_validate(a) -> int:
 
 
 def _cmd_topology(a) -> int:
-    from . import topology
+    from corun.machine import topology
     topo = topology.discover()
     grouping, cmps = topology.cmp_groups(topo, a.grouping, a.cores_per_cmp, source="command line")
     info = {**topo.as_dict(), "cmp_grouping": grouping,
@@ -40,7 +40,7 @@ def _cmd_topology(a) -> int:
 
 
 def _cmd_sched(a) -> int:
-    from . import schedulers
+    from corun.run import schedulers
     if a.action == "list":
         for name in schedulers.available():
             man = schedulers.load_manifest(schedulers.find(name))
@@ -57,7 +57,7 @@ def _cmd_sched(a) -> int:
 
 
 def _cmd_recover(a) -> int:
-    from .state import recover_stale
+    from corun.machine.state import recover_stale
     lines = recover_stale()
     for line in lines:
         print(line)
@@ -67,7 +67,7 @@ def _cmd_recover(a) -> int:
 
 
 def _cmd_metadata(a) -> int:
-    from . import metadata
+    from corun.results import metadata
     print(json.dumps(metadata.collect(), indent=2, default=str))
     return 0
 
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.set_defaults(fn=_cmd_recover)
     m = sub.add_parser("metadata", help="print this host's state as recorded in every run")
     m.set_defaults(fn=_cmd_metadata)
-    from .doctor import add_parser as add_doctor_parser
+    from corun.machine.doctor import add_parser as add_doctor_parser
     add_doctor_parser(sub)
     add_result_commands(sub)  # compare, index, campaign, archive, verify, publish
     return ap

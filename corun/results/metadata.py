@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .util import repo_root, tool_version
+from corun import __version__
+from corun.util import repo_root, tool_version
 
 TOOLS = {
     "iostat": ["iostat", "-V"],
@@ -165,7 +165,7 @@ def advice(host: dict, device: dict | None = None) -> list[str]:
 
 
 def collect(device: dict | None = None) -> dict:
-    from .doctor import local_findings, summary
+    from corun.machine.doctor import local_findings, summary
     host = host_state()
     tools = tool_versions()
     return {

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .util import atomic_write_text, proc_starttime
+from corun.util import atomic_write_text, proc_starttime
 
 DEFAULT_STATE_DIR = Path(os.environ.get("CORUN_STATE_DIR", "/run/corun"))
 
@@ -109,7 +109,7 @@ def _run_undo(action: dict) -> str | None:
 
 def recover_stale(directory: Path | None = None) -> list[str]:
     """Undo the journals of runners that are gone. Returns one line per journal undone."""
-    from . import cgroup  # noqa: F401 - registers its undo handler
+    from corun.machine import cgroup  # noqa: F401 - registers its undo handler
     d = directory or state_dir()
     done = []
     for path in sorted(d.glob("*.journal.json")):

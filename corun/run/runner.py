@@ -25,13 +25,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cgroup as cg
-from . import config, device as devmod, metadata, topology
-from .errors import ConfigError, CorunError
-from .placement import Placer, Slot
-from .schedulers import Variant
-from .state import Journal, recover_stale
-from .util import atomic_write_json, proc_starttime, read_proc_io
+from corun.machine import cgroup as cg
+from corun import config
+from corun.machine import device as devmod, topology
+from corun.results import metadata
+from corun.errors import ConfigError, CorunError
+from corun.run.placement import Placer, Slot
+from corun.run.schedulers import Variant
+from corun.machine.state import Journal, recover_stale
+from corun.util import atomic_write_json, proc_starttime, read_proc_io
 
 DAEMON_WATCH_S = 0.05  # the shortest quantum a daemon variant may take (dynamic_io: 0.05 s)
 IO_KEYS = ["rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes"]
@@ -173,7 +175,7 @@ class Runner:
         if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
             raise ConfigError(src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)")
         self.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], src)
-        from .monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
+        from corun.monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
         mon = spec["monitors"]
         self.raw_dir = self.tmp / "monitors"
         self.mon_ctx = MonitorContext(raw_dir=self.raw_dir, interval_s=mon["interval_s"],
@@ -219,7 +221,7 @@ class Runner:
         """One run at a time per machine: runs would disturb each other's measurements and
         race on the elevator and caps. A second run waits for the first."""
         import fcntl
-        from .state import state_dir
+        from corun.machine.state import state_dir
         path = state_dir() / "machine.lock"
         self._lock_fh = open(path, "a+")
         try:

@@ -17,8 +17,8 @@ import signal
 import time
 from pathlib import Path
 
-from .errors import CorunError
-from .state import undo_handler
+from corun.errors import CorunError
+from corun.machine.state import undo_handler
 
 CGROUP_ROOT = Path(os.environ.get("CORUN_CGROUP_ROOT", "/sys/fs/cgroup"))
 

@@ -14,8 +14,8 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .errors import ConfigError, CorunError
-from .util import atomic_write_text
+from corun.errors import ConfigError, CorunError
+from corun.util import atomic_write_text
 
 RSPEC_NS = "{http://www.geni.net/resources/rspec/3}"
 

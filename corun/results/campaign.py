@@ -24,7 +24,7 @@ runs with the arm's environment added (e.g. `CORUN_SCHEDULERS_PATH` pointing at 
 of the variant) and carries the arm's labels, plus `arm: name` and `variant: <its variant>`.
 Two builds of one variant are then two arms (scripts/ci_compare.py --variant).
 
-    from corun import campaign
+    from corun.results import campaign
     for e in campaign.order(["linux", "dynamic_io"], reps=5, seed=42, warmup=1):
         spec["scheduler"] = campaign.scheduler_for(spec, e["variant"])
         spec["labels"].update(campaign.labels(e, "dynamic_io"))
@@ -43,8 +43,8 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import ConfigError, CorunError
-from .util import atomic_write_json
+from corun.errors import ConfigError, CorunError
+from corun.util import atomic_write_json
 
 CAMPAIGN_FILE = "campaign.json"
 
@@ -154,7 +154,7 @@ def scheduler_for(template: dict, variant: str) -> dict:
     """The template's scheduler section for `variant`: its params that the variant declares (a
     variant and its variants share theirs: timeslice_s, io_bound_mbps ...), the others left to
     the variant's defaults; the runner checks every value before anything runs."""
-    from .schedulers import find, load_manifest
+    from corun.run.schedulers import find, load_manifest
     given = (template.get("scheduler") or {}).get("params") or {}
     if not given:
         return {"name": variant}
@@ -164,7 +164,7 @@ def scheduler_for(template: dict, variant: str) -> dict:
 
 
 def _load_template(spec_path: Path) -> dict:
-    from .config import load
+    from corun.config import load
     return load(spec_path, "run_spec")
 
 

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, CorunError
+from corun.errors import ConfigError, CorunError
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 LOCAL_NAMES = ("localhost", "local")

@@ -1,9 +1,9 @@
 """Snakemake's cluster-generic executor on OAR (Grid'5000): submit, status and cancel commands.
 
-    python -m corun.oar submit [--walltime H:MM:SS] [--nodes N] [--cores N] [--name NAME]
+    python -m corun.testbed.oar submit [--walltime H:MM:SS] [--nodes N] [--cores N] [--name NAME]
                                [--project P] [--type T ...] JOBSCRIPT
-    python -m corun.oar status JOBID
-    python -m corun.oar cancel JOBID...
+    python -m corun.testbed.oar status JOBID
+    python -m corun.testbed.oar cancel JOBID...
 
 workflows/profiles/oar/config.yaml wires them into
 `snakemake --executor cluster-generic`: `submit` runs oarsub on Snakemake's job script and
@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-from .errors import ConfigError, CorunError
+from corun.errors import ConfigError, CorunError
 
 WALLTIME = re.compile(r"^\d+(:[0-5]\d){0,2}$")
 RUNNING_STATES = {"Waiting", "Hold", "toLaunch", "toAckReservation", "Launching", "Running", "Suspended",
@@ -76,7 +76,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m corun.oar", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m corun.testbed.oar", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     s = sub.add_parser("submit")
     s.add_argument("--walltime", default="1:00:00")

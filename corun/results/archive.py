@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from . import __version__
-from .errors import ConfigError, CorunError
+from corun import __version__
+from corun.errors import ConfigError, CorunError
 
 FORMAT_VERSION = "1"
 SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -324,7 +324,7 @@ def archive(src: Path, out: Path, *, exclude: list[str] = (), title: str | None 
             description: str | None = None, creators: list[str] = (), license: str = "CC-BY-4.0",
             version: str = "1") -> dict:
     """Write the archive (see module doc); returns a summary (files, runs, redactions, skipped)."""
-    from .metadata import git_describe
+    from corun.results.metadata import git_describe
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise ConfigError("command line", "CAMPAIGN_DIR", str(src), "an existing folder")

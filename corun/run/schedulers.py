@@ -9,7 +9,7 @@ stop (restores what start changed). Commands may use these placeholders:
 
 Before each run the host starts the variant and runs verify; after it, stop.
 The stop command is journalled before start runs, so it is run even if the
-runner dies (see corun.state). Daemon variants (kind daemon, `daemon: true`)
+runner dies (see corun.machine.state). Daemon variants (kind daemon, `daemon: true`)
 keep running during the run and get the runner's job events in {job_events}.
 """
 
@@ -25,10 +25,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import config
-from .errors import ConfigError, CorunError, MissingTool
-from .state import Journal
-from .util import repo_root
+from corun import config
+from corun.errors import ConfigError, CorunError, MissingTool
+from corun.machine.state import Journal
+from corun.util import repo_root
 
 SCHEDULERS_DIR = repo_root() / "schedulers"
 
@@ -209,7 +209,7 @@ class Variant:
             self.process = subprocess.Popen(argv, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, env=command_env())
             log.close()
-            from .util import proc_starttime
+            from corun.util import proc_starttime
             self._daemon_action = journal.push({
                 "kind": "processes", "what": f"daemon of {self.name}",
                 "pids": {str(self.process.pid): proc_starttime(self.process.pid)}})

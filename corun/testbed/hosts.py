@@ -1,8 +1,8 @@
 """Runs on the hosts of an inventory: `corun run` on one host, MPI jobs across hosts.
 
-    python -m corun.hosts (--inventory INV | --names H1,H2) run --host NAME --spec SPEC --out DIR [--push DIR ...]
-    python -m corun.hosts (--inventory INV | --names H1,H2) hostfile --out FILE [--slots N]
-    python -m corun.hosts (--inventory INV | --names H1,H2) mpirun --np N --out FILE [--slots N] -- PROGRAM [ARGS...]
+    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) run --host NAME --spec SPEC --out DIR [--push DIR ...]
+    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) hostfile --out FILE [--slots N]
+    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) mpirun --np N --out FILE [--slots N] -- PROGRAM [ARGS...]
 
 `run` copies the pushed folders and the spec to the host (rsync over the inventory's ssh
 settings, same absolute paths: corun is checked out at the same path on every host), runs
@@ -27,9 +27,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import ConfigError, CorunError
-from .inventory import Host, from_names, load, pick
-from .util import atomic_write_text, repo_root
+from corun.errors import ConfigError, CorunError
+from corun.testbed.inventory import Host, from_names, load, pick
+from corun.util import atomic_write_text, repo_root
 
 
 def remote_python(host: Host) -> str:
@@ -137,7 +137,7 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m corun.hosts", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m corun.testbed.hosts", description=__doc__.split("\n\n")[0])
     which = ap.add_mutually_exclusive_group(required=True)
     which.add_argument("--inventory", help="Ansible inventory of the hosts")
     which.add_argument("--names", help="comma-separated hosts instead: localhost or [user@]host (ssh)")

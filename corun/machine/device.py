@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError, CorunError
+from corun.errors import ConfigError, CorunError
 
 SYS_BLOCK = Path("/sys/block")
 SYS_DEV_BLOCK = Path("/sys/dev/block")

@@ -1,8 +1,8 @@
 """Set, check and restore the block elevator of a device (used by the elevator_* variants).
 
-  python -m corun.elevator set DEV NAME --save FILE   # remembers the current one in FILE first
-  python -m corun.elevator check DEV NAME             # exit 0 if NAME is in effect, 1 if not
-  python -m corun.elevator restore DEV --from FILE    # puts back the remembered one (no FILE: nothing to do)
+  python -m corun.machine.elevator set DEV NAME --save FILE   # remembers the current one in FILE first
+  python -m corun.machine.elevator check DEV NAME             # exit 0 if NAME is in effect, 1 if not
+  python -m corun.machine.elevator restore DEV --from FILE    # puts back the remembered one (no FILE: nothing to do)
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .device import current_elevator, device_by_name, set_elevator
-from .errors import CorunError
-from .util import atomic_write_text
+from corun.machine.device import current_elevator, device_by_name, set_elevator
+from corun.errors import CorunError
+from corun.util import atomic_write_text
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="corun.elevator", description=__doc__,
+    ap = argparse.ArgumentParser(prog="corun.machine.elevator", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("set")
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "check":
             cur = current_elevator(dev)
             if cur != a.name:
-                print(f"corun.elevator: {a.device}: elevator is {cur}, expected {a.name}", file=sys.stderr)
+                print(f"corun.machine.elevator: {a.device}: elevator is {cur}, expected {a.name}", file=sys.stderr)
                 return 1
             return 0
         if a.cmd == "restore":
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             a.src.unlink()
             return 0
     except CorunError as exc:
-        print(f"corun.elevator: {exc}", file=sys.stderr)
+        print(f"corun.machine.elevator: {exc}", file=sys.stderr)
         return 1
     return 2
 

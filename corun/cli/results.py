@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import ConfigError
+from corun.errors import ConfigError
 
 
 def _csv(text: str | None) -> list[str]:
@@ -63,7 +63,7 @@ def _cmd_index(a) -> int:
 
 
 def _cmd_campaign(a) -> int:
-    from . import campaign
+    from corun.results import campaign
     if a.action == "order":
         plan = campaign.order(_csv(a.variants), a.reps, a.seed, a.warmup)
         print(json.dumps(plan, indent=None if a.lines else 2) if not a.lines
@@ -90,7 +90,7 @@ def _cmd_campaign(a) -> int:
 
 
 def _cmd_archive(a) -> int:
-    from . import archive
+    from corun.results import archive
     res = archive.archive(Path(a.campaign_dir), Path(a.out), exclude=a.exclude or [], title=a.title,
                           description=a.description, creators=a.creator or [], license=a.license,
                           version=a.version)
@@ -104,7 +104,7 @@ def _cmd_archive(a) -> int:
 
 
 def _cmd_verify(a) -> int:
-    from . import archive
+    from corun.results import archive
     problems, n = archive.verify(Path(a.archive))
     for p in problems:
         print(f"corun: {a.archive}: {p}", file=sys.stderr)
@@ -115,7 +115,7 @@ def _cmd_verify(a) -> int:
 
 
 def _cmd_publish(a) -> int:
-    from . import archive
+    from corun.results import archive
     res = archive.publish(Path(a.archive), sandbox=a.sandbox, base_url=a.base_url, do_publish=a.publish,
                           creators=a.creator or [], title=a.title, description=a.description)
     print(json.dumps(res, indent=2))

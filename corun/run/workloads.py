@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import ConfigError, MissingTool
-from .inputs import PRESETS
-from .util import repo_root, tool_version
+from corun.errors import ConfigError, MissingTool
+from corun.run.inputs import PRESETS
+from corun.util import repo_root, tool_version
 
 UPSTREAM_MANIFEST = Path(os.environ.get("CORUN_UPSTREAM", "/var/lib/corun/upstream.json"))
 UPSTREAM_DIR = Path("/var/lib/corun/upstream.d")

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
+from corun.errors import ConfigError
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 SYS_NODE = Path("/sys/devices/system/node")

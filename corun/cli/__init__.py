@@ -1,0 +1,1 @@
+"""The `corun` command line (main) and its result subcommands (results)."""

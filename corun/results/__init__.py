@@ -1,0 +1,1 @@
+"""What a run leaves: its metadata, campaigns of runs, citable archives."""
