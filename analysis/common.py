@@ -8,7 +8,6 @@ import argparse
 import json
 import math
 import os
-import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -18,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import ALPHA
-from corun.errors import CorunError
+from corun.errors import CorunError, one_line_errors
+from corun.util import atomic_write_bytes
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
@@ -92,17 +92,8 @@ def validate(instance: object, schema_name: str, source: str) -> None:
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write a file so that a reader never sees it half-written (temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as out:
-            out.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write a file so that a reader never sees it half-written (corun.util.atomic_write_bytes)."""
+    atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def dumps_json(obj: object) -> str:
@@ -359,9 +350,5 @@ def cli(
         "--paper-id", default=paper_id, help=f"paper values to compare with (default: {paper_id})"
     )
     args = parser.parse_args(argv)
-    try:
-        run(args)
-    except CorunError as exc:
-        print(f"{parser.prog.removeprefix('python -m ')}: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
+    code = one_line_errors(run, prefix=parser.prog.removeprefix("python -m "))(args)
+    return code if isinstance(code, int) else 0

@@ -50,6 +50,7 @@ from analysis import metrics as metrics_mod  # noqa: E402
 from analysis import runindex, stats  # noqa: E402
 from analysis.common import dumps_json, fmt_num, table_to_csv, write_atomic  # noqa: E402
 from corun.errors import ConfigError  # noqa: E402
+from corun.util import atomic_path  # noqa: E402
 
 TESTS = ("mannwhitney", "welch")
 VERDICT_STYLE = {"better": "#1b7a2f", "worse": "#b3261e", "no significant change": "#555555",
@@ -121,13 +122,13 @@ def build_sets(records: list, set_args: list[str], by: str | None, baseline: str
     if by:
         if not any(r.has(by) for r in records):
             raise ConfigError("command line", "--by", by, "a key recorded by the runs (variant, host, labels.k ...)")
-        values = sorted({runindex._text(r.get(by)) for r in records if r.has(by)})
+        values = sorted({runindex.as_text(r.get(by)) for r in records if r.has(by)})
         if baseline is not None:
             if baseline not in values:
                 raise ConfigError("command line", "--baseline", baseline, f"one of {', '.join(values)}")
             values = [baseline] + [v for v in values if v != baseline]
         for v in values:
-            sets.append(RunSet(v, f"{by}={v}", [r for r in records if r.has(by) and runindex._text(r.get(by)) == v]))
+            sets.append(RunSet(v, f"{by}={v}", [r for r in records if r.has(by) and runindex.as_text(r.get(by)) == v]))
     else:
         if baseline is not None:
             raise ConfigError("command line", "--baseline", baseline, "used with --by (with --set the first set is the baseline)")
@@ -190,8 +191,8 @@ def compare_sets(sets: list[RunSet], metrics: list, *, test: str = "mannwhitney"
                 continue
             pb, ph = vb, vh
             if pair_by:
-                kb = {runindex._text(r.get(pair_by)): v for r, v in zip(rb, vb) if r.has(pair_by)}
-                kh = {runindex._text(r.get(pair_by)): v for r, v in zip(rh, vh) if r.has(pair_by)}
+                kb = {runindex.as_text(r.get(pair_by)): v for r, v in zip(rb, vb) if r.has(pair_by)}
+                kh = {runindex.as_text(r.get(pair_by)): v for r, v in zip(rh, vh) if r.has(pair_by)}
                 common = sorted(set(kb) & set(kh))
                 pb, ph = [kb[k] for k in common], [kh[k] for k in common]
                 row["paired"] = True
@@ -226,7 +227,7 @@ def compare_sets(sets: list[RunSet], metrics: list, *, test: str = "mannwhitney"
         "metrics": [m.describe() for m in metrics],
         "sets": [{"name": s.name, "selector": s.selector, "runs": len(s.runs), "excluded": len(s.excluded)}
                  for s in sets],
-        "excluded": [{"set": s.name, "run": r.run, "run_id": runindex._text(r.keys.get("run_id")), "reason": why}
+        "excluded": [{"set": s.name, "run": r.run, "run_id": runindex.as_text(r.keys.get("run_id")), "reason": why}
                      for s in sets for r, why in s.excluded],
         "rows": rows,
         "gate": {"threshold": fail_if_worse, "failed": gate_failed,
@@ -245,7 +246,7 @@ def runs_table(sets: list[RunSet], metrics: list) -> pd.DataFrame:
     rows = []
     for s in sets:
         for r, why in [*((r, "") for r in s.runs), *s.excluded]:
-            rows.append({"set": s.name, "run": r.run, "run_id": runindex._text(r.keys.get("run_id")),
+            rows.append({"set": s.name, "run": r.run, "run_id": runindex.as_text(r.keys.get("run_id")),
                          "included": not why, "excluded_reason": why,
                          **{m.name: r.metrics.get(m.name) for m in metrics}})
     df = pd.DataFrame(rows)
@@ -307,11 +308,9 @@ def plot_values(sets: list[RunSet], metrics: list, path: Path) -> None:
 
 
 def _save(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)
-    tmp.replace(path)
 
 
 # ----------------------------------------------------------------------------- Markdown and HTML

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from analysis.common import AnalysisInputError, fmt_num, validate, write_atomic
 from corun import __version__ as CORUN_VERSION
-from corun.errors import CorunError
+from corun.errors import one_line_errors
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 VERDICTS = {
@@ -356,6 +356,7 @@ def write_report(
     return Path(out_html)
 
 
+@one_line_errors(prefix="analysis.report")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m analysis.report",
@@ -373,11 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         "--title", default="corun report", help="report title (default: corun report)"
     )
     args = parser.parse_args(argv)
-    try:
-        write_report(args.sections, args.out, args.title)
-    except CorunError as exc:
-        print(f"analysis.report: {exc}", file=sys.stderr)
-        return exc.exit_code
+    write_report(args.sections, args.out, args.title)
     return 0
 
 

@@ -54,6 +54,7 @@ from analysis.common import (  # noqa: E402
 )
 from analysis.paper import experiment_values  # noqa: E402
 from analysis.stats import t_interval  # noqa: E402
+from corun.util import atomic_path  # noqa: E402
 
 TIDY_DIR = "tidy"
 TIDY_TEXT_COLUMNS = {"iostat": ["device"], "psi": ["resource"], "perf": ["event", "unit"]}
@@ -305,11 +306,9 @@ def no_data(ax, text: str) -> None:
 
 def save_png(fig, path: str | os.PathLike) -> None:
     """Write a figure atomically, without a Software tag (stable bytes for one matplotlib)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, format="png", metadata={"Software": None})
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 # ----------------------------------------------------------------------------- section

@@ -752,11 +752,7 @@ def plot_fig14(table: pd.DataFrame, path: str | os.PathLike, tol_pct: float | No
         title_fontsize=8,
     )
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, format="png", metadata={"Software": None})
-    plt.close(fig)
-    os.replace(tmp, path)
+    rt.save_png(fig, path)
 
 
 def _json_ready(thr: dict) -> dict:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import sys
+
 
 class CorunError(Exception):
     """A user-facing error: the message is printed as one line, exit code `exit_code`."""
@@ -44,3 +47,27 @@ class MissingTool(CorunError):
 def missing(metric: str, reason: str, source: str) -> dict:
     """A measurement the machine could not make: recorded, never filled in."""
     return {"metric": metric, "reason": reason, "source": source}
+
+
+def one_line_errors(main=None, *, prefix: str = "corun"):
+    """Decorate a command's main(argv) -> exit code: a CorunError becomes one line on stderr
+    (`<prefix>: <message>`) and its exit code, Ctrl-C exit code 130; never a traceback.
+
+    The one implementation of the command-line error tail: `corun`, `python -m corun.experiments`,
+    `python -m corun.machine.elevator`, the testbed and analysis commands and scripts use it."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs) -> int:
+            try:
+                return fn(*args, **kwargs)
+            except CorunError as exc:
+                print(f"{prefix}: {exc}", file=sys.stderr)
+                return exc.exit_code
+            except KeyboardInterrupt:
+                print(f"{prefix}: interrupted", file=sys.stderr)
+                return 130
+
+        return run
+
+    return wrap(main) if main is not None else wrap

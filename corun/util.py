@@ -2,31 +2,56 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
+    """A temporary path beside `path` to write; renamed to `path` when the block ends without an
+    error (removed otherwise), so readers see the old file or the new one, never half of one.
+    The one way corun and analysis write a file atomically (see atomic_file, atomic_write_text)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        if fsync:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, mode: str = "wb", fsync: bool = True) -> Iterator[IO]:
+    """An open file whose content replaces `path` atomically when the block ends (atomic_path)."""
+    with atomic_path(path, fsync) as tmp:
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            yield fh
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write a file so that readers see the old content or the new, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(path, "w") as fh:
+        fh.write(text)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_file(path, "wb") as fh:
+        fh.write(data)
 
 
 def atomic_write_json(path: str | Path, data) -> None:

@@ -51,7 +51,8 @@ sys.path.insert(0, str(ROOT))
 from analysis import compare_runs  # noqa: E402
 from corun.results import campaign
 from corun.run import schedulers  # noqa: E402
-from corun.errors import ConfigError, CorunError  # noqa: E402
+from corun.run.inputs import fits, write_random
+from corun.errors import ConfigError, CorunError, one_line_errors  # noqa: E402
 
 CAMPAIGN = "ci_compare"
 
@@ -62,11 +63,8 @@ def write_inputs(out: Path, size_mib: int, readers: int, read_bps: int) -> Path:
     data.mkdir(parents=True, exist_ok=True)
     f = data / "ci_input.bin"
     want = size_mib << 20
-    if not f.exists() or f.stat().st_size != want:
-        with open(f, "wb") as fh:
-            for _ in range(size_mib):
-                fh.write(os.urandom(1 << 20))
-            os.fsync(fh.fileno())
+    if not fits(f, want):
+        write_random(f, want)
     kernel = ROOT / "kernels" / "build" / "sensitivity_ranking"
     spec = {
         "name": "ci-compare",
@@ -218,6 +216,7 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt  # unwinds through the worktree's removal
 
 
+@one_line_errors(prefix="ci_compare")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", help="baseline scheduler variant (default linux)")
@@ -237,51 +236,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--summary", help="append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY)")
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupted)
-    try:
-        if a.variant is not None:
-            for opt in ("base", "head"):
-                if getattr(a, opt) is not None:
-                    raise ConfigError("command line", f"--{opt}", getattr(a, opt),
-                                      "no --base/--head with --variant (builds are chosen by --base-ref/--head-ref)")
-            if not a.base_ref:
-                raise ConfigError("command line", "--base-ref", "missing", "a git commit to build --variant from")
-        else:
-            for opt in ("base_ref", "head_ref"):
-                if getattr(a, opt) is not None:
-                    raise ConfigError("command line", f"--{opt.replace('_', '-')}", getattr(a, opt),
-                                      "no git ref without --variant NAME")
-            if a.head is None:
-                raise ConfigError("command line", "--head", "missing",
-                                  "a scheduler variant (or --variant NAME --base-ref REF to compare builds)")
-            a.base = a.base or "linux"
-            if a.base == a.head:
-                raise ConfigError("command line", "--head", a.head, "a variant other than --base")
-        for key in ("reps", "size_mib", "readers", "read_bps"):
-            if getattr(a, key) < 1:
-                raise ConfigError("command line", f"--{key.replace('_', '-')}", getattr(a, key), "an integer >= 1")
-        threshold = compare_runs.parse_percent(a.fail_if_worse)
-        if a.variant is not None:
-            resolve_ref(a.base_ref, "--base-ref")  # before writing anything
-            if a.head_ref:
-                resolve_ref(a.head_ref, "--head-ref")
-            else:  # a variant the working tree lacks: said before any worktree or input is made
-                variant_build_id(a.variant, ROOT / "schedulers", "HEAD")
-            result, md = compare_builds(a, threshold)
-        else:
-            spec = write_inputs(a.out, a.size_mib, a.readers, a.read_bps)
-            camp_dir = a.out / "campaign"
-            state = campaign.run_campaign(spec, [a.base, a.head], camp_dir, reps=a.reps, warmup=a.warmup,
-                                          seed=a.seed, name=CAMPAIGN, log=lambda line: print(line, file=sys.stderr))
-            print(f"campaign: {len(state['runs'])} runs, seed {state['seed']}", file=sys.stderr)
-            result, _, md = compare_runs.run([camp_dir], by="variant", baseline=a.base,
-                                             where=f"labels.campaign={CAMPAIGN} variant={a.base},{a.head}",
-                                             fail_if_worse=threshold, out=a.out / "compare")
-    except CorunError as exc:
-        print(f"ci_compare: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("ci_compare: interrupted", file=sys.stderr)
-        return 130
+    if a.variant is not None:
+        for opt in ("base", "head"):
+            if getattr(a, opt) is not None:
+                raise ConfigError("command line", f"--{opt}", getattr(a, opt),
+                                  "no --base/--head with --variant (builds are chosen by --base-ref/--head-ref)")
+        if not a.base_ref:
+            raise ConfigError("command line", "--base-ref", "missing", "a git commit to build --variant from")
+    else:
+        for opt in ("base_ref", "head_ref"):
+            if getattr(a, opt) is not None:
+                raise ConfigError("command line", f"--{opt.replace('_', '-')}", getattr(a, opt),
+                                  "no git ref without --variant NAME")
+        if a.head is None:
+            raise ConfigError("command line", "--head", "missing",
+                              "a scheduler variant (or --variant NAME --base-ref REF to compare builds)")
+        a.base = a.base or "linux"
+        if a.base == a.head:
+            raise ConfigError("command line", "--head", a.head, "a variant other than --base")
+    for key in ("reps", "size_mib", "readers", "read_bps"):
+        if getattr(a, key) < 1:
+            raise ConfigError("command line", f"--{key.replace('_', '-')}", getattr(a, key), "an integer >= 1")
+    threshold = compare_runs.parse_percent(a.fail_if_worse)
+    if a.variant is not None:
+        resolve_ref(a.base_ref, "--base-ref")  # before writing anything
+        if a.head_ref:
+            resolve_ref(a.head_ref, "--head-ref")
+        else:  # a variant the working tree lacks: said before any worktree or input is made
+            variant_build_id(a.variant, ROOT / "schedulers", "HEAD")
+        result, md = compare_builds(a, threshold)
+    else:
+        spec = write_inputs(a.out, a.size_mib, a.readers, a.read_bps)
+        camp_dir = a.out / "campaign"
+        state = campaign.run_campaign(spec, [a.base, a.head], camp_dir, reps=a.reps, warmup=a.warmup,
+                                      seed=a.seed, name=CAMPAIGN, log=lambda line: print(line, file=sys.stderr))
+        print(f"campaign: {len(state['runs'])} runs, seed {state['seed']}", file=sys.stderr)
+        result, _, md = compare_runs.run([camp_dir], by="variant", baseline=a.base,
+                                         where=f"labels.campaign={CAMPAIGN} variant={a.base},{a.head}",
+                                         fail_if_worse=threshold, out=a.out / "compare")
     sys.stdout.write(md)
     if a.summary:
         with open(a.summary, "a", encoding="utf-8") as fh:

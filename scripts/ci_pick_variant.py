@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ci_compare import ROOT, git, resolve_ref  # noqa: E402
 
-from corun.errors import ConfigError, CorunError  # noqa: E402
+from corun.errors import ConfigError, one_line_errors  # noqa: E402
 
 NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -36,18 +36,15 @@ def changed_variants(base_commit: str) -> list[str]:
     return sorted(n for n in names if NAME.match(n) and (ROOT / "schedulers" / n / "manifest.yaml").is_file())
 
 
+@one_line_errors(prefix="ci_pick_variant")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base-ref", required=True, help="the pull request's base commit")
     ap.add_argument("--default", default="dynamic_io", help="variant compared when none changed (default dynamic_io)")
     a = ap.parse_args(argv)
-    try:
-        if not NAME.match(a.default) or not (ROOT / "schedulers" / a.default / "manifest.yaml").is_file():
-            raise ConfigError("command line", "--default", a.default, "a scheduler variant in schedulers/")
-        changed = changed_variants(resolve_ref(a.base_ref, "--base-ref"))
-    except CorunError as exc:
-        print(f"ci_pick_variant: {exc}", file=sys.stderr)
-        return exc.exit_code
+    if not NAME.match(a.default) or not (ROOT / "schedulers" / a.default / "manifest.yaml").is_file():
+        raise ConfigError("command line", "--default", a.default, "a scheduler variant in schedulers/")
+    changed = changed_variants(resolve_ref(a.base_ref, "--base-ref"))
     variant = a.default if not changed or a.default in changed else changed[0]
     others = [n for n in changed if n != variant]
     if others:

@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 from corun.machine.device import current_elevator, device_by_name, set_elevator
-from corun.errors import CorunError
+from corun.errors import one_line_errors
 from corun.util import atomic_write_text
 
 
+@one_line_errors(prefix="corun.machine.elevator")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="corun.machine.elevator", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -31,30 +32,26 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("device")
     r.add_argument("--from", dest="src", type=Path, required=True)
     a = ap.parse_args(argv)
-    try:
-        dev = device_by_name(a.device)
-        if a.cmd == "set":
-            if a.save and not a.save.exists():  # never overwrite the original with our own setting
-                atomic_write_text(a.save, (current_elevator(dev) or "") + "\n")
-            set_elevator(dev, a.name)
+    dev = device_by_name(a.device)
+    if a.cmd == "set":
+        if a.save and not a.save.exists():  # never overwrite the original with our own setting
+            atomic_write_text(a.save, (current_elevator(dev) or "") + "\n")
+        set_elevator(dev, a.name)
+        return 0
+    if a.cmd == "check":
+        cur = current_elevator(dev)
+        if cur != a.name:
+            print(f"corun.machine.elevator: {a.device}: elevator is {cur}, expected {a.name}", file=sys.stderr)
+            return 1
+        return 0
+    if a.cmd == "restore":
+        if not a.src.exists():
             return 0
-        if a.cmd == "check":
-            cur = current_elevator(dev)
-            if cur != a.name:
-                print(f"corun.machine.elevator: {a.device}: elevator is {cur}, expected {a.name}", file=sys.stderr)
-                return 1
-            return 0
-        if a.cmd == "restore":
-            if not a.src.exists():
-                return 0
-            prev = a.src.read_text().strip()
-            if prev:
-                set_elevator(dev, prev)
-            a.src.unlink()
-            return 0
-    except CorunError as exc:
-        print(f"corun.machine.elevator: {exc}", file=sys.stderr)
-        return 1
+        prev = a.src.read_text().strip()
+        if prev:
+            set_elevator(dev, prev)
+        a.src.unlink()
+        return 0
     return 2
 
 

@@ -32,6 +32,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from corun.util import atomic_write_json
+
 DEFAULT_PERF_EVENTS = ["LLC-load-misses", "LLC-store-misses", "cycles", "instructions"]
 
 TIME_COLUMNS = ["time_epoch_s", "t_s"]
@@ -280,10 +282,7 @@ def _signal_and_wait(proc: subprocess.Popen, sig: int, timeout_s: float) -> None
 
 def write_meta(raw_dir: Path, name: str, meta: dict) -> None:
     """Write `<name>.meta.json` atomically (a reader never sees half a file)."""
-    path = Path(raw_dir) / f"{name}.meta.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    atomic_write_json(Path(raw_dir) / f"{name}.meta.json", meta)
 
 
 def record_stop_error(raw_dir: Path, name: str, meta: dict, exc: Exception) -> None:

@@ -48,6 +48,8 @@ from pathlib import Path, PurePosixPath
 
 from corun import __version__
 from corun.errors import ConfigError, CorunError
+from corun.results.metadata import git_describe
+from corun.util import atomic_path
 
 FORMAT_VERSION = "1"
 SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -298,8 +300,7 @@ def _gather(src: Path, exclude: list[str]) -> tuple[dict[str, Path], list[str]]:
 
 
 def _write(out: Path, root: str, files: dict[str, bytes], mtime: int) -> None:
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_path(out) as tmp:
         if out.name.endswith(".zip"):
             with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
                 for rel in sorted(files):
@@ -314,17 +315,12 @@ def _write(out: Path, root: str, files: dict[str, bytes], mtime: int) -> None:
                     ti = tarfile.TarInfo(f"{root}/{rel}")
                     ti.size, ti.mtime, ti.mode = len(files[rel]), mtime, 0o644
                     tar.addfile(ti, io.BytesIO(files[rel]))
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def archive(src: Path, out: Path, *, exclude: list[str] = (), title: str | None = None,
             description: str | None = None, creators: list[str] = (), license: str = "CC-BY-4.0",
             version: str = "1") -> dict:
     """Write the archive (see module doc); returns a summary (files, runs, redactions, skipped)."""
-    from corun.results.metadata import git_describe
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise ConfigError("command line", "CAMPAIGN_DIR", str(src), "an existing folder")

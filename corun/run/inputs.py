@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from corun.util import atomic_file
+
 PRESETS = {  # PARSEC input names -> frame size; frame counts are configuration
     "simlarge": (640, 360),
     "native": (1920, 1080),
@@ -33,8 +35,7 @@ def make_y4m(path: str | Path, width: int, height: int, frames: int, seed: int =
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:height, 0:width]
     base = ((xx * 255) // max(1, width - 1)).astype(np.int16)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    with atomic_file(path, "wb") as fh:
         fh.write(f"YUV4MPEG2 W{width} H{height} F25:1 Ip A1:1 C420jpeg\n".encode())
         for f in range(frames):
             y = (base + 3 * f + ((yy + 2 * f) // 8 % 2) * 24).astype(np.int16)
@@ -50,7 +51,22 @@ def make_y4m(path: str | Path, width: int, height: int, frames: int, seed: int =
             fh.write(np.clip(y, 0, 255).astype(np.uint8).tobytes())
             fh.write(np.clip(u, 0, 255).astype(np.uint8).tobytes())
             fh.write(np.clip(v, 0, 255).astype(np.uint8).tobytes())
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
     return path
+
+
+RANDOM_CHUNK = 4 << 20
+
+
+def fits(path: Path, size: int) -> bool:
+    """True when `path` exists with `size` bytes (an input written before is kept)."""
+    return path.exists() and path.stat().st_size == size
+
+
+def write_random(path: Path, size: int) -> None:
+    """`size` bytes of incompressible data, fsynced; atomic (tmp + rename)."""
+    with atomic_file(path, "wb") as fh:
+        left = size
+        while left:
+            n = min(RANDOM_CHUNK, left)
+            fh.write(os.urandom(n))
+            left -= n

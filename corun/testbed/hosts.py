@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corun.errors import ConfigError, CorunError
+from corun.errors import ConfigError, CorunError, one_line_errors
 from corun.testbed.inventory import Host, from_names, load, pick
 from corun.util import atomic_write_text, repo_root
 
@@ -136,6 +136,7 @@ def _positive(text: str) -> int:
     return value
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corun.testbed.hosts", description=__doc__.split("\n\n")[0])
     which = ap.add_mutually_exclusive_group(required=True)
@@ -157,36 +158,32 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--out", required=True, type=Path, help="file for the program's standard output")
     m.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
-    try:
-        if a.inventory:
-            hosts = load(a.inventory, a.group)
-        else:
-            hosts = from_names([n for n in a.names.split(",") if n], "--names")
-        if a.command == "run":
-            (host,) = pick(hosts, [a.host], str(a.inventory or "--names"))
-            print(run_on_host(host, a.spec, a.out, a.push))
-        elif a.command == "hostfile":
-            atomic_write_text(a.out, hostfile_text(hosts, a.slots))
-        else:
-            program = a.program[1:] if a.program[:1] == ["--"] else a.program
-            if not program:
-                raise ConfigError("command line", "program", "", "an MPI program after --")
-            if a.np > a.slots * len(hosts):
-                raise ConfigError("command line", "--np", a.np,
-                                  f"at most {a.slots * len(hosts)} ({len(hosts)} hosts x {a.slots} slots)")
-            hostfile = a.out.with_name(a.out.name + ".hostfile")
-            atomic_write_text(hostfile, hostfile_text(hosts, a.slots))
-            cmd = mpirun_argv(hosts, str(hostfile.resolve()), a.np, program)
-            proc = _run(cmd)
-            if proc.returncode != 0:
-                lines = [line for line in proc.stderr.splitlines() if line.strip()]
-                raise CorunError(f"mpirun across {', '.join(h.name for h in hosts)} failed "
-                                 f"({lines[-1].strip() if lines else f'exit {proc.returncode}'})")
-            atomic_write_text(a.out, proc.stdout)
-        return 0
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+    if a.inventory:
+        hosts = load(a.inventory, a.group)
+    else:
+        hosts = from_names([n for n in a.names.split(",") if n], "--names")
+    if a.command == "run":
+        (host,) = pick(hosts, [a.host], str(a.inventory or "--names"))
+        print(run_on_host(host, a.spec, a.out, a.push))
+    elif a.command == "hostfile":
+        atomic_write_text(a.out, hostfile_text(hosts, a.slots))
+    else:
+        program = a.program[1:] if a.program[:1] == ["--"] else a.program
+        if not program:
+            raise ConfigError("command line", "program", "", "an MPI program after --")
+        if a.np > a.slots * len(hosts):
+            raise ConfigError("command line", "--np", a.np,
+                              f"at most {a.slots * len(hosts)} ({len(hosts)} hosts x {a.slots} slots)")
+        hostfile = a.out.with_name(a.out.name + ".hostfile")
+        atomic_write_text(hostfile, hostfile_text(hosts, a.slots))
+        cmd = mpirun_argv(hosts, str(hostfile.resolve()), a.np, program)
+        proc = _run(cmd)
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.splitlines() if line.strip()]
+            raise CorunError(f"mpirun across {', '.join(h.name for h in hosts)} failed "
+                             f"({lines[-1].strip() if lines else f'exit {proc.returncode}'})")
+        atomic_write_text(a.out, proc.stdout)
+    return 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-from corun.errors import ConfigError, CorunError
+from corun.errors import ConfigError, CorunError, one_line_errors
 
 WALLTIME = re.compile(r"^\d+(:[0-5]\d){0,2}$")
 RUNNING_STATES = {"Waiting", "Hold", "toLaunch", "toAckReservation", "Launching", "Running", "Suspended",
@@ -75,6 +75,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corun.testbed.oar", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -91,22 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("cancel")
     c.add_argument("jobs", nargs="+")
     a = ap.parse_args(argv)
-    try:
-        if a.command == "submit":
-            cmd = submit_argv(a.jobscript, a.walltime, a.nodes, a.cores, a.name, a.project, a.types)
-            print(parse_submit(_run(cmd).stdout))
-        elif a.command == "status":
-            try:
-                doc = json.loads(_run(["oarstat", "-fj", a.job, "-J"]).stdout)
-            except ValueError:
-                raise CorunError(f"oarstat -fj {a.job} -J printed no JSON") from None
-            print(parse_status(doc, a.job))
-        else:
-            _run(["oardel", *a.jobs])
-        return 0
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+    if a.command == "submit":
+        cmd = submit_argv(a.jobscript, a.walltime, a.nodes, a.cores, a.name, a.project, a.types)
+        print(parse_submit(_run(cmd).stdout))
+    elif a.command == "status":
+        try:
+            doc = json.loads(_run(["oarstat", "-fj", a.job, "-J"]).stdout)
+        except ValueError:
+            raise CorunError(f"oarstat -fj {a.job} -J printed no JSON") from None
+        print(parse_status(doc, a.job))
+    else:
+        _run(["oardel", *a.jobs])
+    return 0
 
 
 if __name__ == "__main__":

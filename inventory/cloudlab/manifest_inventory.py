@@ -19,9 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from corun.testbed import testbeds  # noqa: E402
-from corun.errors import ConfigError, CorunError  # noqa: E402
+from corun.errors import ConfigError, one_line_errors  # noqa: E402
 
 
+@one_line_errors(prefix="manifest_inventory")
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("manifest", help="the experiment's manifest rspec (XML)")
@@ -30,15 +31,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(REPO / "inventory" / "cloudlab.yml"), help="inventory file, - for stdout")
     a = ap.parse_args(argv)
     try:
-        try:
-            text = Path(a.manifest).read_text()
-        except OSError:
-            raise ConfigError("command line", "manifest", a.manifest, "a readable manifest rspec file") from None
-        testbeds.write(a.out, testbeds.cloudlab_inventory(text, a.user, a.corun_dir, a.manifest))
-        return 0
-    except CorunError as exc:
-        print(f"manifest_inventory: {exc}", file=sys.stderr)
-        return exc.exit_code
+        text = Path(a.manifest).read_text()
+    except OSError:
+        raise ConfigError("command line", "manifest", a.manifest, "a readable manifest rspec file") from None
+    testbeds.write(a.out, testbeds.cloudlab_inventory(text, a.user, a.corun_dir, a.manifest))
+    return 0
 
 
 if __name__ == "__main__":

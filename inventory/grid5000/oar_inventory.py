@@ -21,9 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from corun.testbed import testbeds  # noqa: E402
-from corun.errors import ConfigError, CorunError  # noqa: E402
+from corun.errors import ConfigError, one_line_errors  # noqa: E402
 
 
+@one_line_errors(prefix="oar_inventory")
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -35,29 +36,25 @@ def main(argv=None) -> int:
     ap.add_argument("--jump", help="ssh jump host, e.g. you@access.grid5000.fr")
     ap.add_argument("--out", default=str(REPO / "inventory" / "grid5000.yml"), help="inventory file, - for stdout")
     a = ap.parse_args(argv)
-    try:
-        if a.nodefile:
-            source = a.nodefile
+    if a.nodefile:
+        source = a.nodefile
+        try:
+            nodes = testbeds.oar_nodes_from_nodefile(Path(a.nodefile).read_text())
+        except OSError:
+            raise ConfigError("--nodefile", "nodefile", a.nodefile, "a readable $OAR_NODEFILE") from None
+    else:
+        source = a.oarstat_json or f"OAR job {a.job}"
+        if a.oarstat_json:
             try:
-                nodes = testbeds.oar_nodes_from_nodefile(Path(a.nodefile).read_text())
-            except OSError:
-                raise ConfigError("--nodefile", "nodefile", a.nodefile, "a readable $OAR_NODEFILE") from None
+                doc = json.loads(Path(a.oarstat_json).read_text())
+            except (OSError, ValueError) as exc:
+                raise ConfigError("--oarstat-json", "file", a.oarstat_json,
+                                  f"readable oarstat -J output ({exc})") from None
         else:
-            source = a.oarstat_json or f"OAR job {a.job}"
-            if a.oarstat_json:
-                try:
-                    doc = json.loads(Path(a.oarstat_json).read_text())
-                except (OSError, ValueError) as exc:
-                    raise ConfigError("--oarstat-json", "file", a.oarstat_json,
-                                      f"readable oarstat -J output ({exc})") from None
-            else:
-                doc = testbeds.run_oarstat(a.job)
-            nodes = testbeds.oar_nodes_from_oarstat(doc, a.job, source)
-        testbeds.write(a.out, testbeds.grid5000_inventory(nodes, a.user, a.corun_dir, a.jump, source))
-        return 0
-    except CorunError as exc:
-        print(f"oar_inventory: {exc}", file=sys.stderr)
-        return exc.exit_code
+            doc = testbeds.run_oarstat(a.job)
+        nodes = testbeds.oar_nodes_from_oarstat(doc, a.job, source)
+    testbeds.write(a.out, testbeds.grid5000_inventory(nodes, a.user, a.corun_dir, a.jump, source))
+    return 0
 
 
 if __name__ == "__main__":
