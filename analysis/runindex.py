@@ -158,7 +158,7 @@ def load_runs(sources: list[Path], keys: set[str] | None = None) -> list[RunReco
 # ----------------------------------------------------------------------------- selection
 
 
-def _text(value: object) -> str:
+def as_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -177,7 +177,7 @@ def _number(text: str) -> float | None:
 
 
 def value_matches(value: object, pattern: str) -> bool:
-    text = _text(value)
+    text = as_text(value)
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatchcase(text, pattern)
     if text == pattern or text.lower() == pattern.lower() and pattern.lower() in ("true", "false", "null"):

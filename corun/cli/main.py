@@ -1,15 +1,24 @@
-"""corun command line: `corun run SPEC --out DIR`, `corun topology`, `corun sched ...`."""
+"""corun command line: `corun run SPEC --out DIR`, `corun topology`, `corun sched ...`.
+
+Each command imports what it needs when it runs, so `corun run` pays only for the run path.
+Commands of other packages (analysis: compare, index, campaign) plug in through the
+`corun.commands` entry point group: a function that adds subparsers; corun imports no analysis
+module itself.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from pathlib import Path
+from importlib.metadata import entry_points
 
 from corun import __version__
 from corun.cli.results import add_commands as add_result_commands
-from corun.errors import CorunError
+from corun.errors import CorunError, one_line_errors
+from corun.machine.doctor import add_parser as add_doctor_parser
+
+BUILTIN = ("run", "validate", "topology", "sched", "recover", "metadata", "doctor", "archive", "verify", "publish")
 
 
 def _cmd_run(a) -> int:
@@ -57,7 +66,7 @@ def _cmd_sched(a) -> int:
 
 
 def _cmd_recover(a) -> int:
-    from corun.machine.state import recover_stale
+    from corun.machine.recovery import recover_stale
     lines = recover_stale()
     for line in lines:
         print(line)
@@ -72,7 +81,8 @@ def _cmd_metadata(a) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """The parser; `plugins`: with the commands of the `corun.commands` entry points."""
     ap = argparse.ArgumentParser(prog="corun", description="Contention-aware scheduling experiments on real testbeds.")
     ap.add_argument("--version", action="version", version=f"corun {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -98,23 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     rc.set_defaults(fn=_cmd_recover)
     m = sub.add_parser("metadata", help="print this host's state as recorded in every run")
     m.set_defaults(fn=_cmd_metadata)
-    from corun.machine.doctor import add_parser as add_doctor_parser
     add_doctor_parser(sub)
-    add_result_commands(sub)  # compare, index, campaign, archive, verify, publish
+    add_result_commands(sub)  # archive, verify, publish
+    if plugins:
+        for ep in entry_points(group="corun.commands"):
+            try:
+                add = ep.load()  # analysis.cli: compare, index, campaign
+            except ImportError:
+                continue  # another checkout on the path without that package
+            add(sub)
     return ap
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
-    a = ap.parse_args(argv)
-    try:
-        return a.fn(a)
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("corun: interrupted", file=sys.stderr)
-        return 130
+    args = sys.argv[1:] if argv is None else argv
+    # a built-in command needs no plugin (their imports cost every `corun run`)
+    builtin = bool(args) and args[0] in BUILTIN
+    a = build_parser(plugins=not builtin).parse_args(args)
+    return a.fn(a)
 
 
 if __name__ == "__main__":

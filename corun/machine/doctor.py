@@ -3,7 +3,7 @@
 Each check is a finding {check, status, value, advice}. status is `ok`; `fail` (the host is
 not ready: corun or an experiment would stop); `warn` (ready, but not quiet: measurements may
 be noisy or unrepresentative); or `missing` (the host does not expose it, e.g. no cpufreq in a
-VM: recorded with the reason, never guessed). The host state comes from corun.results.metadata, the
+VM: recorded with the reason, never guessed). The host state comes from corun.machine.host, the
 same record every run stores; every run's metadata.json carries these findings under `doctor`.
 
 localhost is checked here; other hosts through ssh (`--inventory` gives their ssh settings),
@@ -20,8 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corun.results import metadata
 from corun.errors import ConfigError, CorunError
+from corun.machine import device as devmod
+from corun.machine import host as hoststate
+from corun.run import schedulers
+from corun.testbed import inventory as inv
+from corun.testbed.hosts import remote_python
 from corun.util import repo_root
 
 # Program -> the role that installs it (and the tool name in metadata.TOOLS).
@@ -66,7 +70,6 @@ def kernel_findings(root: Path) -> list[dict]:
 
 def scheduler_findings() -> list[dict]:
     """Variants that declare a build command must have built the program their start runs."""
-    from corun.run import schedulers
     unbuilt, checked = [], 0
     for name in schedulers.available():
         try:
@@ -90,7 +93,7 @@ def scheduler_findings() -> list[dict]:
 
 
 def state_findings(host: dict) -> list[dict]:
-    """Quietness, from the host state corun.results.metadata records with every run."""
+    """Quietness, from the host state corun.machine.host reads and every run records."""
     out = []
     gov = host.get("governor") or {}
     bad = sorted({g for g in gov.values() if g != "performance"})
@@ -138,7 +141,6 @@ def state_findings(host: dict) -> list[dict]:
 
 def device_findings(data_dir: Path | None, device: dict | None, min_free_gib: float) -> list[dict]:
     """The device under test (the disk holding data_dir): its elevator and free space."""
-    from corun.machine import device as devmod
     out = []
     if device is None and data_dir is not None:
         try:
@@ -164,8 +166,8 @@ def device_findings(data_dir: Path | None, device: dict | None, min_free_gib: fl
 
 def local_findings(data_dir: Path | None = None, device: dict | None = None, host: dict | None = None,
                    tools: dict | None = None, min_free_gib: float = DEFAULT_MIN_FREE_GIB) -> list[dict]:
-    host = host if host is not None else metadata.host_state()
-    tools = tools if tools is not None else metadata.tool_versions()
+    host = host if host is not None else hoststate.host_state()
+    tools = tools if tools is not None else hoststate.tool_versions()
     root = repo_root()
     return (tool_findings(tools) + kernel_findings(root) + scheduler_findings() + state_findings(host)
             + device_findings(data_dir, device, min_free_gib))
@@ -177,7 +179,6 @@ def summary(name: str, findings: list[dict]) -> dict:
 
 
 def remote_report(host, data_dir: str, min_free_gib: float, timeout: float = 120) -> dict:
-    from corun.testbed.hosts import remote_python
     root = str(repo_root())
     script = (f"test -d {shlex.quote(root)}/corun || {{ echo 'no corun checkout' >&2; exit 3; }}; "
               f"cd {shlex.quote(root)} && exec {shlex.quote(remote_python(host))} -m corun doctor --json "
@@ -206,7 +207,6 @@ def remote_report(host, data_dir: str, min_free_gib: float, timeout: float = 120
 
 def check_hosts(names: list[str], inventory: str | None, group: str, data_dir: str,
                 min_free_gib: float) -> list[dict]:
-    from corun.testbed import inventory as inv
     if inventory:
         hosts = inv.load(inventory, group)
         hosts = inv.pick(hosts, names, inventory) if names else hosts

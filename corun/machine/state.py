@@ -4,7 +4,7 @@ Each change (elevator switched, cgroup with an I/O cap, scheduler started, job
 process group) is written to a journal file *before* it is made, and undone in
 reverse order at the end of the run, on Ctrl-C, or on an exception. If the runner
 itself is killed, the next corun command finds the journal of a dead runner and
-undoes it (`recover_stale`), so no cap, elevator or stopped job outlives a run.
+undoes it (`corun.machine.recovery.recover_stale`), so no cap, elevator or stopped job outlives a run.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Journal:
 
     def undo(self, action: dict) -> str | None:
         """Undo one action now (and forget it). Returns an error text or None."""
-        err = _run_undo(action)
+        err = run_undo(action)
         if action in self.actions:
             self.actions.remove(action)
             self._save()
@@ -87,7 +87,7 @@ class Journal:
         errors = []
         while self.actions:
             action = self.actions[-1]
-            err = _run_undo(action)
+            err = run_undo(action)
             if err:
                 errors.append(err)
             self.actions.pop()
@@ -99,7 +99,7 @@ class Journal:
         return errors
 
 
-def _run_undo(action: dict) -> str | None:
+def run_undo(action: dict) -> str | None:
     try:
         UNDO[action["kind"]](action)
         return None
@@ -107,30 +107,15 @@ def _run_undo(action: dict) -> str | None:
         return f"undo {action.get('kind')}: {exc}"
 
 
-def recover_stale(directory: Path | None = None) -> list[str]:
-    """Undo the journals of runners that are gone. Returns one line per journal undone."""
-    from corun.machine import cgroup  # noqa: F401 - registers its undo handler
-    d = directory or state_dir()
-    done = []
-    for path in sorted(d.glob("*.journal.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        pid, st = data.get("pid"), data.get("starttime")
-        if pid and proc_starttime(pid) == st and st is not None:
-            continue  # its runner is alive
-        errs = []
-        for action in reversed(data.get("actions", [])):
-            err = _run_undo(action)
-            if err:
-                errs.append(err)
-        path.unlink(missing_ok=True)
-        msg = f"recovered run {data.get('run_id')}: undid {len(data.get('actions', []))} change(s)"
-        if errs:
-            msg += " with errors: " + "; ".join(errs)
-        done.append(msg)
-    return done
+
+
+def wait_gone(pids: list[int], timeout_s: float) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not any(Path(f"/proc/{p}").exists() for p in pids):
+            return True
+        time.sleep(0.02)
+    return False
 
 
 # ---- generic undo handlers; modules register their own too --------------------------
@@ -160,12 +145,3 @@ def _undo_command(action: dict) -> None:
                          text=True, timeout=action.get("timeout_s", 60))
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(action['argv'])} exited {res.returncode}: {res.stderr.strip()[-300:]}")
-
-
-def wait_gone(pids: list[int], timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if not any(Path(f"/proc/{p}").exists() for p in pids):
-            return True
-        time.sleep(0.02)
-    return False

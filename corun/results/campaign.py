@@ -11,12 +11,12 @@ Every run of a campaign carries `labels(entry, campaign)`: campaign, campaign_se
 block, rep, warmup and variant. Analyses drop `warmup: true` runs (corun compare lists them
 as excluded), and `block` is the natural key to pair runs by (`corun compare --pair-by block`).
 
-Adaptive repetition: `decide(values_by_variant, target, max_reps)` says, from the runs so
-far, whether every variant's CI half-width (relative to its centre) is under `target`, or the
-cap is reached; `more_blocks` is what a campaign calls between blocks. `run_campaign` is a
-ready driver: it runs a spec template once per planned entry with the variant and labels set
-(`corun run`, one run at a time), skips runs already finished (resumable), and with a target
-adds blocks until `decide` says stop. `corun campaign order|decide|run` expose all three.
+Adaptive repetition: `more_blocks` is what a campaign calls between blocks; whether more are
+needed is a statistical question, answered by `analysis.campaign_decision` (corun does not
+import analysis: the caller passes the decision function). `run_campaign` is a ready driver: it
+runs a spec template once per planned entry with the variant and labels set (`corun run`, one
+run at a time), skips runs already finished (resumable), and with a target adds blocks until
+`decide` says stop. `corun campaign order|decide|run` (analysis/cli.py) expose all three.
 
 Arms: `run_campaign(..., arms={name: {"variant": ..., "env": {...}, "labels": {...}}})` makes
 the names in `variants` arms rather than variants: a run of arm `name` uses the arm's variant,
@@ -43,7 +43,11 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
+from corun import config
 from corun.errors import ConfigError, CorunError
+from corun.run.schedulers import find, load_manifest
 from corun.util import atomic_write_json
 
 CAMPAIGN_FILE = "campaign.json"
@@ -107,46 +111,6 @@ def run_name(entry: dict) -> str:
     return f"{entry['position']:03d}-{entry['variant']}-{kind}{entry['rep']}"
 
 
-def decide(values_by_variant: dict[str, list[float]], target: float, max_reps: int, min_reps: int = 3,
-           aggregation: str = "arithmetic") -> dict:
-    """{'decision': 'more' | 'stop', 'variants': {name: analysis.stats.repetition_decision}}:
-    stop when every variant is under the target or at the cap."""
-    from analysis.stats import repetition_decision
-    if not 0 < target < 1:
-        raise ConfigError("campaign", "target", target, "a relative half-width between 0 and 1, e.g. 0.02")
-    if max_reps < min_reps:
-        raise ConfigError("campaign", "max_reps", max_reps, f"an integer >= min_reps ({min_reps})")
-    per = {v: repetition_decision(vals, target, max_reps, min_reps, aggregation)
-           for v, vals in values_by_variant.items()}
-    return {"decision": "stop" if per and all(d["decision"] == "stop" for d in per.values()) else "more",
-            "variants": per}
-
-
-def decide_from_runs(sources: list[Path], by: str, metric: str, target: float, max_reps: int,
-                     min_reps: int = 3, where: str | None = None) -> dict:
-    """`decide` on finished runs (folders or an index), grouped by `by`; warm-up, unverified
-    and failed runs do not count."""
-    from analysis import compare_runs, runindex
-    from analysis import metrics as metrics_mod
-    m = metrics_mod.get(metric)
-    records = runindex.load_runs(sources)
-    if where:
-        records = runindex.select(records, runindex.parse_selector(where, what="--where"), what="--where")
-    values: dict[str, list[float]] = {}
-    for r in records:
-        if not r.has(by):
-            continue
-        key = runindex._text(r.get(by))
-        values.setdefault(key, [])
-        if compare_runs.exclusion(r) is None and r.metrics.get(metric) is not None:
-            values[key].append(float(r.metrics[metric]))
-    if not values:
-        raise ConfigError("command line", "--by", by, "a key recorded by the runs (variant, labels.k ...)")
-    out = decide(values, target, max_reps, min_reps, m.aggregation)
-    out.update(metric=metric, by=by)
-    return out
-
-
 # ----------------------------------------------------------------------------- driver
 
 
@@ -154,7 +118,6 @@ def scheduler_for(template: dict, variant: str) -> dict:
     """The template's scheduler section for `variant`: its params that the variant declares (a
     variant and its variants share theirs: timeslice_s, io_bound_mbps ...), the others left to
     the variant's defaults; the runner checks every value before anything runs."""
-    from corun.run.schedulers import find, load_manifest
     given = (template.get("scheduler") or {}).get("params") or {}
     if not given:
         return {"name": variant}
@@ -164,12 +127,10 @@ def scheduler_for(template: dict, variant: str) -> dict:
 
 
 def _load_template(spec_path: Path) -> dict:
-    from corun.config import load
-    return load(spec_path, "run_spec")
+    return config.load(spec_path, "run_spec")
 
 
 def _corun_run(spec: dict, spec_file: Path, out: Path, env: dict | None = None) -> None:
-    import yaml
     spec_file.parent.mkdir(parents=True, exist_ok=True)
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
     # absolute paths: a daemon variant may run in another working directory
@@ -209,12 +170,15 @@ def _check_arms(variants: list[str], arms: dict) -> dict:
 def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: int = 3, warmup: int = 1,
                  seed: int | None = None, name: str | None = None, target: float | None = None,
                  max_reps: int = 20, metric: str = "runtime_s", runner=_corun_run, log=print,
-                 arms: dict | None = None) -> dict:
+                 arms: dict | None = None, decide=None) -> dict:
     """Run a spec template once per planned entry (see module doc); returns campaign.json.
 
     `runner(spec, spec_file, out)` makes one run folder (default: `corun run`); with `arms`,
-    an arm's environment is passed as `runner(..., env=ENV)` when it has one."""
-    from analysis import metrics as metrics_mod
+    an arm's environment is passed as `runner(..., env=ENV)` when it has one. With a `target`,
+    `decide(runs_dir, by, target, max_reps, min_reps)` -> {"decision": "more" | "stop", ...}
+    says whether to add a block (analysis.campaign_decision.decider(metric))."""
+    if target is not None and decide is None:
+        raise ConfigError("campaign", "target", target, "a decide function with it (analysis.campaign_decision)")
     spec_path, out_dir = Path(spec_path), Path(out_dir)
     template = _load_template(spec_path)
     name = name or out_dir.name
@@ -234,8 +198,6 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
         seed = prev["seed"]
     plan = order(list(variants), reps, seed, warmup)
     seed = plan[0]["seed"]
-    if target is not None:
-        metrics_mod.get(metric)
     state = {"name": name, "seed": seed, "variants": list(variants), "reps": reps, "warmup": warmup,
              "spec": spec_path.name, "target": target, "max_reps": max_reps, "metric": metric,
              "created_epoch_s": time.time(), "runs": []}
@@ -267,8 +229,8 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
     if target is not None:
         blocks = warmup + reps
         while True:
-            verdict = decide_from_runs([out_dir / "runs"], "labels.arm" if arms else "labels.variant", metric,
-                                       target, max_reps, min_reps=min(reps, max_reps))
+            verdict = decide(out_dir / "runs", "labels.arm" if arms else "labels.variant", target, max_reps,
+                             min(reps, max_reps))
             state["decision"] = verdict
             atomic_write_json(state_path, state)
             if verdict["decision"] == "stop":

@@ -3,34 +3,14 @@
 from __future__ import annotations
 
 import functools
-import os
-import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from corun import __version__
-from corun.util import repo_root, tool_version
-
-TOOLS = {
-    "iostat": ["iostat", "-V"],
-    "pidstat": ["pidstat", "-V"],
-    "perf": ["perf", "--version"],
-    "fio": ["fio", "--version"],
-    "lstopo": ["lstopo-no-graphics", "--version"],
-    "gcc": ["gcc", "--version"],
-    "x264": ["x264", "--version"],
-    "mpirun": ["mpirun", "--version"],
-}
-
-
-def _read(path: str, default: str | None = None) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return default
-
+from corun.machine.doctor import local_findings, summary
+from corun.machine.host import TOOLS, cpu_model, host_state, hwloc_summary, tool_versions  # noqa: F401 - recorded here
+from corun.util import repo_root
 
 @functools.lru_cache(maxsize=1)
 def git_describe() -> str:
@@ -41,101 +21,6 @@ def git_describe() -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
 
-
-@functools.lru_cache(maxsize=1)
-def tool_versions() -> dict:
-    out = {}
-    for name, argv in TOOLS.items():
-        v = tool_version(argv)
-        if name in ("iostat", "pidstat") and v:
-            v = v.split()[-1]
-        out[name] = v
-    out["python"] = platform.python_version()
-    return out
-
-
-def cpu_model() -> str | None:
-    for line in (_read("/proc/cpuinfo", "") or "").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or None
-
-
-def governors() -> dict:
-    out = {}
-    for f in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
-        out[f.parent.parent.name] = f.read_text().strip()
-    return out
-
-
-def turbo() -> str | None:
-    nt = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
-    if nt is not None:
-        return "off" if nt == "1" else "on"
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
-    if boost is not None:
-        return "on" if boost == "1" else "off"
-    return None
-
-
-def running(name: str) -> bool:
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            comm = _read(f"/proc/{d.name}/comm")
-            if comm == name:
-                return True
-    return False
-
-
-def swap_active() -> bool:
-    lines = (_read("/proc/swaps", "") or "").splitlines()
-    return len(lines) > 1
-
-
-def virtualized() -> bool:
-    return " hypervisor" in (_read("/proc/cpuinfo", "") or "")
-
-
-def host_state() -> dict:
-    u = os.uname()
-    return {
-        "hostname": u.nodename,
-        "kernel_release": u.release,
-        "kernel_version": u.version,
-        "kernel_cmdline": _read("/proc/cmdline"),
-        "machine": u.machine,
-        "cpu_model": cpu_model(),
-        "virtualized": virtualized(),
-        "governor": governors() or None,
-        "turbo": turbo(),
-        "irqbalance": "running" if running("irqbalance") else "not running",
-        "thp": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
-        "swap_active": swap_active(),
-        "loadavg": list(os.getloadavg()),
-        "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
-        "aslr": _read("/proc/sys/kernel/randomize_va_space"),
-        "psi": Path("/proc/pressure/io").exists(),
-        "mem_total_kb": _meminfo().get("MemTotal"),
-    }
-
-
-def _meminfo() -> dict:
-    out = {}
-    for line in (_read("/proc/meminfo", "") or "").splitlines():
-        k, _, v = line.partition(":")
-        parts = v.split()
-        if parts:
-            out[k] = int(parts[0])
-    return out
-
-
-def hwloc_summary() -> str | None:
-    try:
-        res = subprocess.run(["lstopo-no-graphics", "--of", "console", "--no-io"],
-                             capture_output=True, text=True, timeout=20)
-        return res.stdout if res.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired):
-        return None
 
 
 def advice(host: dict, device: dict | None = None) -> list[str]:
@@ -165,7 +50,6 @@ def advice(host: dict, device: dict | None = None) -> list[str]:
 
 
 def collect(device: dict | None = None) -> dict:
-    from corun.machine.doctor import local_findings, summary
     host = host_state()
     tools = tool_versions()
     return {

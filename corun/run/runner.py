@@ -32,7 +32,8 @@ from corun.results import metadata
 from corun.errors import ConfigError, CorunError
 from corun.run.placement import Placer, Slot
 from corun.run.schedulers import Variant
-from corun.machine.state import Journal, recover_stale
+from corun.machine.recovery import recover_stale
+from corun.machine.state import Journal
 from corun.util import atomic_write_json, proc_starttime, read_proc_io
 
 DAEMON_WATCH_S = 0.05  # the shortest quantum a daemon variant may take (dynamic_io: 0.05 s)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from analysis.synthetic import write_run
+from analysis.campaign_decision import decide, decider
 from corun.results import campaign
 from corun.errors import ConfigError
 
@@ -41,13 +42,13 @@ def test_order_bad_input(args, key):
         campaign.order(*args)
 
 
-def test_decide():
-    out = campaign.decide({"a": [10.0, 10.1, 9.9], "b": [10.0, 13.0, 7.0]}, target=0.05, max_reps=10)
+def test_decide_stops_when_every_variant_reaches_the_target_or_the_cap():
+    out = decide({"a": [10.0, 10.1, 9.9], "b": [10.0, 13.0, 7.0]}, target=0.05, max_reps=10)
     assert out["decision"] == "more"
     assert out["variants"]["a"]["decision"] == "stop" and out["variants"]["b"]["decision"] == "more"
-    assert campaign.decide({"a": [10.0, 10.1, 9.9], "b": [10.0, 13.0, 7.0]}, 0.05, 3)["decision"] == "stop"
+    assert decide({"a": [10.0, 10.1, 9.9], "b": [10.0, 13.0, 7.0]}, 0.05, 3)["decision"] == "stop"
     with pytest.raises(ConfigError):
-        campaign.decide({"a": [1.0]}, target=5, max_reps=10)
+        decide({"a": [1.0]}, target=5, max_reps=10)
 
 
 def fake_runner(noise):
@@ -86,7 +87,7 @@ def test_run_campaign_adaptive_stops_at_target_or_cap(tmp_path):
     spec.write_text(yaml.safe_dump({"name": "t", "jobs": [{"name": "a", "cmd": ["true"]}], "device": {"path": "."}}))
     run, calls = fake_runner([3.0, -3.0, 2.5, -2.0])
     state = campaign.run_campaign(spec, ["a", "b"], tmp_path / "camp", reps=3, warmup=1, seed=1, target=0.02,
-                                  max_reps=6, runner=run, log=lambda s: None)
+                                  max_reps=6, runner=run, log=lambda s: None, decide=decider("runtime_s"))
     measured_b = [c for c in calls if c["scheduler"]["name"] == "b" and not c["labels"]["warmup"]]
     assert len(measured_b) == 6  # noisy: the cap
     assert state["decision"]["decision"] == "stop" and "cap" in state["decision"]["variants"]["b"]["reason"]

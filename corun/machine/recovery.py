@@ -1,0 +1,36 @@
+"""Undo what runners that are gone left behind: their journals (corun.machine.state), with the
+undo handlers of every kind of action (the cgroup's are registered by corun.machine.cgroup)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from corun.machine import cgroup  # noqa: F401 - registers its undo handlers
+from corun.machine.state import run_undo, state_dir
+from corun.util import proc_starttime
+
+
+def recover_stale(directory: Path | None = None) -> list[str]:
+    """Undo the journals of runners that are gone. Returns one line per journal undone."""
+    d = directory or state_dir()
+    done = []
+    for path in sorted(d.glob("*.journal.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        pid, st = data.get("pid"), data.get("starttime")
+        if pid and proc_starttime(pid) == st and st is not None:
+            continue  # its runner is alive
+        errs = []
+        for action in reversed(data.get("actions", [])):
+            err = run_undo(action)
+            if err:
+                errs.append(err)
+        path.unlink(missing_ok=True)
+        msg = f"recovered run {data.get('run_id')}: undid {len(data.get('actions', []))} change(s)"
+        if errs:
+            msg += " with errors: " + "; ".join(errs)
+        done.append(msg)
+    return done
