@@ -8,9 +8,12 @@ configfile: "workflows/config/local.yaml"
 
 
 include: "workflows/rules/common.smk"
-include: "workflows/rules/sensitivity_ranking.smk"
-include: "workflows/rules/stacking.smk"
-include: "workflows/rules/dynamic_io.smk"
+# one rule file per experiment (corun.experiments.registry() names them)
+for rule_file in EXPERIMENT_RULE_FILES:
+
+    include: f"workflows/rules/{rule_file}"
+
+
 include: "workflows/rules/report.smk"
 include: "workflows/rules/hosts.smk"
 

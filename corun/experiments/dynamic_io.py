@@ -21,31 +21,28 @@ batch that uses the application, so no job reads what another left in the page c
 cached pages are dropped before every run (device.evict) and the kernels drop them again
 before reading.
 
-  python -m corun.experiments.dynamic_io data --config C --data-dir D
-  python -m corun.experiments.dynamic_io calibrate --config C --data-dir D --out calibration.json
-  python -m corun.experiments.dynamic_io specs --config C --calibration F --data-dir D --out-dir S
+  python -m corun.experiments data dynamic_io --config C --data-dir D
+  python -m corun.experiments calibrate dynamic_io --config C --data-dir D --out calibration.json
+  python -m corun.experiments specs dynamic_io --config C --calibration F --data-dir D --out-dir S
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import random
 import shutil
-import sys
 from pathlib import Path
 
 import yaml
 
-from corun.run import workloads
-from corun.experiments import machine_cmps
 from corun.errors import ConfigError, CorunError
-from corun.run.inputs import PRESETS, make_y4m, y4m_bytes
-from corun.util import atomic_write_json, atomic_write_text
+from corun.experiments.base import RUN_OVERHEAD_S, Experiment, graph_s, machine_cmps, x264_s
+from corun.experiments.calibration import calibrate_reader, nops_for, write_calibration_files
+from corun.run import schedulers, workloads
+from corun.run.inputs import PRESETS, fits, make_y4m, write_random, y4m_bytes
+from corun.util import atomic_file, atomic_write_json, atomic_write_text
 
-EXPERIMENT = "dynamic_io"
+NAME = "dynamic_io"
 CALIBRATION_BYTES = 32 << 20
 CALIBRATION_NOPS = 20_000_000
 # Variants of the dynamic family: they take timeslice_s and io_bound_mbps and write
@@ -59,22 +56,22 @@ WORDS = 4096  # vocabulary of the generated papers
 
 def check(cfg: dict, source: str = "config") -> None:
     """Cross-key checks the schema cannot express; one-line ConfigError."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     for i, w in enumerate(e["workloads"]):
         if w not in e["table3"]:
-            raise ConfigError(source, f"{EXPERIMENT}.workloads[{i}]", w,
+            raise ConfigError(source, f"{NAME}.workloads[{i}]", w,
                               "a workload defined under dynamic_io.table3: " + ", ".join(sorted(e["table3"])))
     for w, wl in sorted(e["table3"].items()):
         for i, app in enumerate(wl["apps"]):
             if app not in e["apps"]:
-                raise ConfigError(source, f"{EXPERIMENT}.table3.{w}.apps[{i}]", app,
+                raise ConfigError(source, f"{NAME}.table3.{w}.apps[{i}]", app,
                                   "an application defined under dynamic_io.apps: " + ", ".join(sorted(e["apps"])))
     if e["baseline"] not in e["variants"]:
-        raise ConfigError(source, f"{EXPERIMENT}.baseline", e["baseline"],
+        raise ConfigError(source, f"{NAME}.baseline", e["baseline"],
                           "one of dynamic_io.variants: " + ", ".join(e["variants"]))
     for name in e["variant_params"]:
         if name not in e["variants"]:
-            raise ConfigError(source, f"{EXPERIMENT}.variant_params.{name}", "unknown variant",
+            raise ConfigError(source, f"{NAME}.variant_params.{name}", "unknown variant",
                               "one of dynamic_io.variants: " + ", ".join(e["variants"]))
 
 
@@ -85,7 +82,7 @@ def batch_scale(e: dict) -> float:
 def full_load(cfg: dict, wid: str) -> int:
     """Jobs that fill the machine at once: one per core for single-threaded D-TYPE jobs, one per
     CMP otherwise (section 4.1)."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     wl = e["table3"][wid]
     _, cmps = machine_cmps(cfg)
     one_per_core = wl["type"] == "D" and all(e["apps"][a]["threads"] == 1 for a in wl["apps"])
@@ -95,19 +92,19 @@ def full_load(cfg: dict, wid: str) -> int:
 def batch_length(cfg: dict, wid: str) -> int:
     """Table 3's batch length times batch_scale, but at least one full load of the machine (every
     batch of the paper starts by filling it) and at most Table 3's length."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     paper = e["table3"][wid]["batch_length"]
     return min(paper, max(int(round(paper * batch_scale(e))), full_load(cfg, wid), 1))
 
 
-def overlay_catalog(raw: dict, schema: dict) -> dict:
+def overlay_catalog(raw: dict, section_schema: dict) -> dict:
     """A config's dynamic_io.apps and .table3 entries merged over the schema's defaults, key by
     key, so a profile can change one application's size without restating the catalog."""
-    sec = (raw or {}).get(EXPERIMENT)
+    sec = (raw or {}).get(NAME)
     if not isinstance(sec, dict):
         return raw
     sec = dict(sec)
-    props = schema["properties"][EXPERIMENT]["properties"]
+    props = section_schema["properties"]
     for key in ("apps", "table3"):
         given = sec.get(key)
         if not isinstance(given, dict):
@@ -116,7 +113,7 @@ def overlay_catalog(raw: dict, schema: dict) -> dict:
         for name, entry in given.items():
             merged[name] = {**merged.get(name, {}), **entry} if isinstance(entry, dict) else entry
         sec[key] = merged
-    return {**raw, EXPERIMENT: sec}
+    return {**raw, NAME: sec}
 
 
 def scaled_app(e: dict, name: str) -> dict:
@@ -150,7 +147,7 @@ def scaled_app(e: dict, name: str) -> dict:
 
 def workload_apps(cfg: dict, wid: str) -> list[str]:
     """The batch in submit order: one application per job (seeded mix for M-TYPE)."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     wl = e["table3"][wid]
     n = batch_length(cfg, wid)
     apps = list(wl["apps"])
@@ -162,23 +159,23 @@ def workload_apps(cfg: dict, wid: str) -> list[str]:
 
 def job_types(cfg: dict) -> list[str]:
     """Distinct applications of the selected workloads (one T_alone each)."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     return sorted({a for w in e["workloads"] for a in workload_apps(cfg, w)})
 
 
 def has_graph(cfg: dict, wid: str) -> bool:
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     return any(e["apps"][a]["kind"] == "graph" for a in workload_apps(cfg, wid))
 
 
 def timeslice(cfg: dict, wid: str) -> float:
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     return e["timeslice_graph_s"] if has_graph(cfg, wid) else e["timeslice_s"]
 
 
 def campaign(cfg: dict) -> list[dict]:
     """Every run in the order it must be measured (see the module doc)."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     order: list[dict] = []
     types = job_types(cfg)
 
@@ -207,15 +204,14 @@ def run_names(cfg: dict) -> list[str]:
 
 
 def run_dirs(cfg: dict, results: str) -> list[str]:
-    return [f"{results}/{EXPERIMENT}/runs/{n}" for n in run_names(cfg)]
+    return [f"{results}/{NAME}/runs/{n}" for n in run_names(cfg)]
 
 
 def variant_params(cfg: dict, variant: str, wid: str | None, source: str = "config") -> dict:
     """TIMESLICE and IO_BOUND_INTERVAL where the variant's manifest declares them, then
     dynamic_io.variant_params.<variant> over them."""
-    from corun.run import schedulers
-    e = cfg[EXPERIMENT]
-    man = schedulers.load_manifest(schedulers.find(variant, source, f"{EXPERIMENT}.variants"))
+    e = cfg[NAME]
+    man = schedulers.load_manifest(schedulers.find(variant, source, f"{NAME}.variants"))
     params = {}
     if "timeslice_s" in man["params"]:
         params["timeslice_s"] = timeslice(cfg, wid) if wid else e["timeslice_s"]
@@ -230,7 +226,7 @@ def variant_params(cfg: dict, variant: str, wid: str | None, source: str = "conf
 
 def layout(cfg: dict) -> dict:
     """CMPs, cores per job, and how many input file sets each application needs."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     grouping, cmps = machine_cmps(cfg)
     need: dict[str, int] = {}
     for wid in e["workloads"]:
@@ -289,18 +285,14 @@ def _paper_text(path: Path, size: int, seed: int) -> None:
     vocab = ["".join(syll[j] for j in vocab_rng.integers(0, len(syll), int(vocab_rng.integers(2, 5))))
              for _ in range(WORDS)]
     vb = [w.encode() for w in vocab]
-    tmp = path.with_name(path.name + ".tmp")
     written = 0
-    with open(tmp, "wb") as fh:
+    with atomic_file(path, "wb") as fh:
         while written < size:
             idx = np.minimum(rng.zipf(1.2, 65536), WORDS) - 1
             chunk = b" ".join(vb[j] for j in idx) + b"\n"
             chunk = chunk[: size - written]
             fh.write(chunk)
             written += len(chunk)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
 
 
 def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> None:
@@ -308,20 +300,13 @@ def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> Non
     import numpy as np
     rng = np.random.default_rng(seed)
     centers = rng.normal(0.0, 20.0, (clusters, dims))
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    with atomic_file(path, "wb") as fh:
         left = points
         while left:
             n = min(left, 1 << 18)
             x = centers[rng.integers(0, clusters, n)] + rng.normal(0.0, 1.0, (n, dims))
             fh.write(x.astype("<f4").tobytes())
             left -= n
-    tmp.replace(path)
-
-
-def _random_bytes(path: Path, size: int) -> None:
-    from corun.experiments.sensitivity_ranking import _write_random
-    _write_random(path, size)
 
 
 def _unpack(tar: Path, dest: Path) -> None:
@@ -338,13 +323,9 @@ def _unpack(tar: Path, dest: Path) -> None:
         tf.extractall(root, members=members)  # noqa: S202 - every member checked above
 
 
-def _fits(path: Path, size: int) -> bool:
-    return path.exists() and path.stat().st_size == size
-
-
 def make_data(cfg: dict, data_dir: Path) -> dict:
     """Every input file set of the campaign; existing files of the right size are kept."""
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     lay = layout(cfg)
     made: list[str] = []
     (data_dir / "graph").mkdir(parents=True, exist_ok=True)
@@ -360,23 +341,23 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
             w, h = PRESETS[app["input"]]
             size = y4m_bytes(w, h, app["frames"])
             master = d / f"master_{app['frames']}f.y4m"
-            if not _fits(master, size):
+            if not fits(master, size):
                 make_y4m(master, w, h, app["frames"])
             for i in range(count):
                 p = input_files(e, name, ns, i, data_dir)[0]
-                if not _fits(p, size):
+                if not fits(p, size):
                     shutil.copyfile(master, p)
                     made.append(str(p))
         elif app["kind"] == "paper_similar":
             size = app["paper_bytes"]
             for i in range(count):
                 for k, p in enumerate(input_files(e, name, ns, i, data_dir)):
-                    if _fits(p, size):
+                    if fits(p, size):
                         continue
                     seed = (k + 1) if ns == "duplicated" else 1000 + i * 100 + k
                     master = d / f"master_{k}_{size}.txt"
                     if ns == "duplicated":
-                        if not _fits(master, size):
+                        if not fits(master, size):
                             _paper_text(master, size, seed)
                         shutil.copyfile(master, p)
                     else:
@@ -387,10 +368,10 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
             master = d / f"master_{app['points']}x{app['dims']}.f32"
             for i in range(count):
                 p = input_files(e, name, ns, i, data_dir)[0]
-                if _fits(p, size):
+                if fits(p, size):
                     continue
                 if ns == "duplicated":
-                    if not _fits(master, size):
+                    if not fits(master, size):
                         _points(master, app["points"], app["dims"], app["clusters"], 7)
                     shutil.copyfile(master, p)
                 else:
@@ -409,10 +390,10 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
             master = d / f"master_{size}.dat"
             for i in range(count):
                 p = input_files(e, name, ns, i, data_dir)[0]
-                if _fits(p, size):
+                if fits(p, size):
                     continue
-                if not _fits(master, size):
-                    _random_bytes(master, size)
+                if not fits(master, size):
+                    write_random(master, size)
                 shutil.copyfile(master, p)
                 made.append(str(p))
     info = {**lay, "made": made, "job_types": job_types(cfg)}
@@ -429,26 +410,19 @@ def _reader_bytes(e: dict, app: dict) -> int:
 def calibrate(cfg: dict, data_dir: Path) -> dict:
     """t_read and t_nop of the sensitivity_ranking kernel, which sets the read rate of the
     file_reader stand-ins (only when the campaign has one)."""
-    from corun.experiments import sensitivity_ranking as sr
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     if not any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
         return {"needed": False}
     cal_dir = data_dir / "calibration"
-    cal_dir.mkdir(parents=True, exist_ok=True)
-    for name, size in (("calibration.dat", CALIBRATION_BYTES),
-                       ("calibration_nops.dat", sr.NOP_PROBE_READS * e["block_size"])):
-        if not _fits(cal_dir / name, size):
-            _random_bytes(cal_dir / name, size)
-    fake = {"sensitivity_ranking": {"block_size": e["block_size"], "cache_mode": "evict",
-                                    "calibration_nops": CALIBRATION_NOPS}}
-    return {"needed": True, **sr.calibrate(fake, cal_dir)}
+    write_calibration_files(cal_dir, CALIBRATION_BYTES, e["block_size"])
+    return {"needed": True, **calibrate_reader(cal_dir, e["block_size"], "evict", CALIBRATION_NOPS)}
 
 
 # ----------------------------------------------------------------------------- specs
 
 
 def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path, cores: int) -> dict:
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     app = scaled_app(e, app_name)
     files = [str(p.resolve()) for p in input_files(e, app_name, ns, i, data_dir)]
     labels = {"app": app_name, "threads": app["threads"], "input_index": i}
@@ -475,7 +449,6 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         labels["parsec_input"] = app.get("input", "simlarge")
         cwd = str(parsec_run_dir(app_name, app, i, data_dir).resolve())
     else:
-        from corun.experiments.sensitivity_ranking import nops_for
         size = _reader_bytes(e, app)
         rate = app["input_bytes"] / 1e6 / app["alone_s"]
         nops, ok = nops_for(rate, {**cal, "block_size": e["block_size"]}, app["alone_s"])
@@ -500,9 +473,9 @@ def cores_for(e: dict, app_name: str, wtype: str, cmp_cores: int) -> int:
 
 
 def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
-    e = cfg[EXPERIMENT]
+    e = cfg[NAME]
     lay = layout(cfg)
-    labels = {"experiment": EXPERIMENT, "run_kind": entry["kind"], "rep": entry["rep"], "order": entry["order"],
+    labels = {"experiment": NAME, "run_kind": entry["kind"], "rep": entry["rep"], "order": entry["order"],
               "seed": e["seed"], "scale": e["scale"], "batch_scale": batch_scale(e)}
     jobs = []
     if entry["kind"] == "alone":
@@ -531,7 +504,7 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
                       timeslice_s=params.get("timeslice_s"), io_bound_mbps=params.get("io_bound_mbps"))
     evict = [str(inputs_dir(data_dir).resolve())] if e["drop_caches"] and inputs_dir(data_dir).exists() else []
     return {
-        "name": f"{EXPERIMENT}-{entry['name']}",
+        "name": f"{NAME}-{entry['name']}",
         "labels": labels,
         "placement": {"cmp": dict(cfg["cmp"])},
         "jobs": jobs,
@@ -547,44 +520,94 @@ def write_specs(cfg: dict, cal: dict, data_dir: Path, out_dir: Path) -> list[dic
     for entry in order:
         spec = make_spec(cfg, cal, entry, data_dir)
         atomic_write_text(out_dir / f"{entry['name']}.yaml", yaml.safe_dump(spec, sort_keys=False))
-    atomic_write_json(out_dir / "campaign.json", {"seed": cfg[EXPERIMENT]["seed"], "order": order})
+    atomic_write_json(out_dir / "campaign.json", {"seed": cfg[NAME]["seed"], "order": order})
     return order
 
 
-def main(argv: list[str] | None = None) -> int:
-    from corun.experiments.workflow_config import load_workflow_config
-    ap = argparse.ArgumentParser(prog="corun.experiments.dynamic_io", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("data", help="write the campaign's input files")
-    d.add_argument("--config", required=True)
-    d.add_argument("--data-dir", required=True, type=Path)
-    c = sub.add_parser("calibrate", help="time the file-reading stand-in kernel")
-    c.add_argument("--config", required=True)
-    c.add_argument("--data-dir", required=True, type=Path)
-    c.add_argument("--out", required=True, type=Path)
-    s = sub.add_parser("specs", help="write every run spec of the campaign and campaign.json")
-    s.add_argument("--config", required=True)
-    s.add_argument("--calibration", required=True, type=Path)
-    s.add_argument("--data-dir", required=True, type=Path)
-    s.add_argument("--out-dir", required=True, type=Path)
-    a = ap.parse_args(argv)
-    try:
-        cfg = load_workflow_config(a.config)
-        if a.cmd == "data":
-            info = make_data(cfg, a.data_dir)
-            print(f"{len(info['made'])} input file(s) written in {a.data_dir}", file=sys.stderr)
-        elif a.cmd == "calibrate":
-            atomic_write_json(a.out, calibrate(cfg, a.data_dir))
-        else:
-            cal = json.loads(a.calibration.read_text())
-            order = write_specs(cfg, cal, a.data_dir, a.out_dir)
-            print(f"{len(order)} run spec(s) written in {a.out_dir}", file=sys.stderr)
-        return 0
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+def app_s(app: dict) -> float:
+    """Rough time of one job of a (scaled) application alone, for the plan."""
+    kind = app["kind"]
+    if kind == "x264":
+        return x264_s(app)
+    if kind == "graph":
+        return graph_s(app["scale"], app["edgefactor"], app.get("roots", 8))
+    if kind == "paper_similar":  # reading and hashing at about 100 MB/s
+        return (app["others"] + 1) * app["paper_bytes"] / 100e6
+    if kind == "kmeans":  # re-reads the file each iteration at about 200 MB/s, 2 ns per distance term
+        size = app["points"] * app["dims"] * 4
+        return app["iterations"] * (size / 200e6 + app["points"] * app["dims"] * app["clusters"] * 2e-9)
+    return app["alone_s"]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def fill_from_manifest(cfg: dict, source: str) -> None:
+    """timeslice_s and io_bound_mbps left null take the dynamic_io manifest's defaults."""
+    e = cfg[NAME]
+    if e["timeslice_s"] is None or e["io_bound_mbps"] is None:
+        declared = schedulers.load_manifest(schedulers.find("dynamic_io", source, f"{NAME}.variants"))["params"]
+        for key in ("timeslice_s", "io_bound_mbps"):
+            if e[key] is None:
+                e[key] = declared[key]["default"]
+
+
+def params_to_check(cfg: dict) -> list[tuple[str, str, str, object]]:
+    """(config key, variant, param, value) of every parameter a run of the campaign would pass."""
+    e = cfg[NAME]
+    out = []
+    for v in e["variants"]:
+        out.append((f"{NAME}.variants", v, None, None))
+        for p, value in e["variant_params"].get(v, {}).items():
+            out.append((f"{NAME}.variant_params.{v}.{p}", v, p, value))
+        declared = schedulers.load_manifest(schedulers.find(v, "config", f"{NAME}.variants"))["params"]
+        if "timeslice_s" in declared and "timeslice_s" not in e["variant_params"].get(v, {}):
+            for wid in e["workloads"]:
+                key = "timeslice_graph_s" if has_graph(cfg, wid) else "timeslice_s"
+                out.append((f"{NAME}.{key}", v, "timeslice_s", e[key]))
+        if "io_bound_mbps" in declared and "io_bound_mbps" not in e["variant_params"].get(v, {}):
+            out.append((f"{NAME}.io_bound_mbps", v, "io_bound_mbps", e["io_bound_mbps"]))
+    return out
+
+
+class DynamicIo(Experiment):
+    name = NAME
+    rule_file = "dynamic_io.smk"
+    analysis = "analysis.dynamic_io"
+
+    def prepare_config(self, raw: dict, section_schema: dict) -> dict:
+        return overlay_catalog(raw, section_schema)
+
+    def check(self, cfg: dict, source: str) -> None:
+        check(cfg, source)
+        fill_from_manifest(cfg, source)
+
+    def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str, object]]:
+        return params_to_check(cfg)
+
+    def data(self, cfg: dict, data_dir: Path) -> str:
+        info = make_data(cfg, data_dir)
+        return f"{len(info['made'])} input file(s) written in {data_dir}"
+
+    def calibrate(self, cfg: dict, data_dir: Path) -> dict:
+        return calibrate(cfg, data_dir)
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        return len(write_specs(cfg, calibration, data_dir, out_dir))
+
+    def run_names(self, cfg: dict) -> list[str]:
+        return run_names(cfg)
+
+    def estimate(self, cfg: dict) -> dict:
+        """A workload's jobs spread over the cores it may use, plus each alone run."""
+        e = cfg[NAME]
+        runs = campaign(cfg)
+        secs = 0.0
+        for entry in runs:
+            if entry["kind"] == "alone":
+                secs += app_s(scaled_app(e, entry["app"])) + RUN_OVERHEAD_S
+                continue
+            apps = workload_apps(cfg, entry["workload"])
+            work = sum(app_s(scaled_app(e, a)) for a in apps)
+            secs += work / max(1, min(len(apps), full_load(cfg, entry["workload"]))) + RUN_OVERHEAD_S
+        return {"runs": len(runs), "seconds": secs, "k_dropped": []}
+
+
+EXPERIMENT = DynamicIo()

@@ -12,36 +12,31 @@ its own file of rate * runtime_target_s bytes, once, bypassing the page cache.
 A demand of 0 is a control group (compute only). The demand actually achieved is measured (the kernel reports MB/s) and that
 measured value, not the target, is what the analysis plots.
 
-  python -m corun.experiments.sensitivity_ranking data --config C --out-dir D
-  python -m corun.experiments.sensitivity_ranking calibrate --config C --data-dir D --out calibration.json
-  python -m corun.experiments.sensitivity_ranking specs --config C --calibration F --data-dir D --out-dir S
+  python -m corun.experiments data sensitivity_ranking --config C --data-dir D
+  python -m corun.experiments calibrate sensitivity_ranking --config C --data-dir D --out calibration.json
+  python -m corun.experiments specs sensitivity_ranking --config C --calibration F --data-dir D --out-dir S
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-from corun.experiments import machine_cmps
-from corun.errors import ConfigError, CorunError
-from corun.util import atomic_write_json, atomic_write_text
+from corun.errors import ConfigError
+from corun.experiments.base import RUN_OVERHEAD_S, Experiment, machine_cmps
+from corun.experiments.calibration import MB, calibrate_reader, nops_for, write_calibration_files
+from corun.run.inputs import fits, write_random
 from corun.run.workloads import kernel
+from corun.util import atomic_write_json, atomic_write_text
 
-MB = 1e6
-CHUNK = 4 << 20
-NOP_PROBE_READS = 32  # reads in the nop-probe file: nop time dominates there
+NAME = "sensitivity_ranking"
 
 
 def layout(cfg: dict, source: str = "config") -> dict:
     """CMPs, K and jobs per CMP for this machine and config."""
     grouping, cmps = machine_cmps(cfg, source)
-    exp = cfg["sensitivity_ranking"]
+    exp = cfg[NAME]
     k_max = exp["k_max"] or len(cmps)
     if k_max > len(cmps):
         k_max = len(cmps)  # capped at what the machine has; recorded in the plan
@@ -54,7 +49,7 @@ def layout(cfg: dict, source: str = "config") -> dict:
 
 
 def group_plan(cfg: dict, lay: dict) -> list[dict]:
-    exp = cfg["sensitivity_ranking"]
+    exp = cfg[NAME]
     out = []
     for g, d in enumerate(exp["demands_mb_s"]):
         rate = d / lay["jobs_per_cmp"]  # MB/s per job
@@ -77,83 +72,23 @@ def make_data(cfg: dict, data_dir: Path) -> list[Path]:
     for gp in group_plan(cfg, lay):
         for s in range(lay["slots"]):
             f = data_file(data_dir, gp["group"], s)
-            if f.exists() and f.stat().st_size == gp["file_bytes"]:
-                continue
-            _write_random(f, gp["file_bytes"])
-            made.append(f)
-    exp = cfg["sensitivity_ranking"]
-    for name, size in (("calibration.dat", exp["calibration_bytes"]),
-                       ("calibration_nops.dat", NOP_PROBE_READS * exp["block_size"])):
-        cal = data_dir / name
-        if not (cal.exists() and cal.stat().st_size == size):
-            _write_random(cal, size)
+            if not fits(f, gp["file_bytes"]):
+                write_random(f, gp["file_bytes"])
+                made.append(f)
+    exp = cfg[NAME]
+    write_calibration_files(data_dir, exp["calibration_bytes"], exp["block_size"])
     return made
 
 
-def _write_random(path: Path, size: int) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        left = size
-        while left:
-            n = min(CHUNK, left)
-            fh.write(os.urandom(n))
-            left -= n
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _run_kernel(path: Path, block: int, nops: int, mode: str) -> dict:
-    cmd = [kernel("sensitivity_ranking"), "--file", str(path), "--block-size", str(block), "--nops", str(nops),
-           "--cache-mode", mode]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode == 4:
-        raise CorunError(f"sensitivity_ranking kernel skipped: {res.stderr.strip()}")
-    if res.returncode != 0:
-        raise CorunError(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.strip()}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def calibrate(cfg: dict, data_dir: Path) -> dict:
-    """Measure t_read (s per block read, nops=0) and t_nop (s per nop) for the kernel on this device."""
-    exp = cfg["sensitivity_ranking"]
-    bs, mode = exp["block_size"], exp["cache_mode"]
-    cal = data_dir / "calibration.dat"
-    reads = []
-    for _ in range(3):
-        r = _run_kernel(cal, bs, 0, mode)
-        reads.append(r["elapsed_s"] / r["reads"])
-    t_read = sorted(reads)[1]
-    probe_nops = exp["calibration_nops"]
-    per = []
-    for _ in range(3):
-        r = _run_kernel(data_dir / "calibration_nops.dat", bs, probe_nops, mode)
-        per.append((r["elapsed_s"] / r["reads"] - t_read) / probe_nops)
-    t_nop = sorted(per)[1]
-    if t_nop <= 0:
-        raise CorunError(f"calibration failed: nops did not take time (t_nop={t_nop}); raise calibration_nops")
-    return {"block_size": bs, "cache_mode": mode, "t_read_s": t_read, "t_nop_s": t_nop,
-            "max_job_rate_mb_s": bs / t_read / MB, "probe_nops": probe_nops,
-            "samples": {"t_read_s": reads, "t_nop_s": per}}
-
-
-def nops_for(rate_mb_s: float, cal: dict, runtime_target_s: float) -> tuple[int, bool]:
-    """Nops between reads for a per-job rate; (nops, attainable).
-
-    Rate 0 is the control group: one block read, then nops for the whole target
-    runtime. Its degradation under stacking is contention that is not I/O (shared
-    physical cores of a VM, memory, frequency), the baseline the other groups sit on.
-    """
-    if rate_mb_s == 0:
-        return int(round(runtime_target_s / cal["t_nop_s"])), True
-    per_read = cal["block_size"] / (rate_mb_s * MB)
-    n = (per_read - cal["t_read_s"]) / cal["t_nop_s"]
-    return (max(0, int(round(n))), n >= 0)
+    """t_read and t_nop of the kernel on this device (corun.experiments.calibration)."""
+    exp = cfg[NAME]
+    return calibrate_reader(data_dir, exp["block_size"], exp["cache_mode"], exp["calibration_nops"])
 
 
 def matrix(cfg: dict) -> list[tuple[int, int, int]]:
     """(group, k, rep) of every run, reps outermost so repetitions are spread over time."""
-    exp = cfg["sensitivity_ranking"]
+    exp = cfg[NAME]
     lay = layout(cfg)
     return [(g, k, r) for r in range(exp["reps"]) for k in range(1, lay["k_max"] + 1)
             for g in range(len(exp["demands_mb_s"]))]
@@ -164,7 +99,7 @@ def spec_name(group: int, k: int, rep: int) -> str:
 
 
 def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path) -> dict:
-    exp = cfg["sensitivity_ranking"]
+    exp = cfg[NAME]
     lay = layout(cfg)
     if not 1 <= k <= lay["k_max"]:
         raise ConfigError("config", "k", k, f"an integer from 1 to {lay['k_max']}")
@@ -195,42 +130,43 @@ def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path
     return spec
 
 
-def main(argv: list[str] | None = None) -> int:
-    from corun.experiments.workflow_config import load_workflow_config
-    ap = argparse.ArgumentParser(prog="corun.experiments.sensitivity_ranking")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("data")
-    d.add_argument("--config", required=True)
-    d.add_argument("--out-dir", required=True, type=Path)
-    c = sub.add_parser("calibrate")
-    c.add_argument("--config", required=True)
-    c.add_argument("--data-dir", required=True, type=Path)
-    c.add_argument("--out", required=True, type=Path)
-    s = sub.add_parser("specs", help="write every run spec of the matrix")
-    s.add_argument("--config", required=True)
-    s.add_argument("--calibration", required=True, type=Path)
-    s.add_argument("--data-dir", required=True, type=Path)
-    s.add_argument("--out-dir", required=True, type=Path)
-    a = ap.parse_args(argv)
-    try:
-        cfg = load_workflow_config(a.config)
-        if a.cmd == "data":
-            made = make_data(cfg, a.out_dir)
-            lay = layout(cfg)
-            atomic_write_json(a.out_dir / "layout.json", {**lay, "groups": group_plan(cfg, lay)})
-            print(f"{len(made)} data file(s) written in {a.out_dir}", file=sys.stderr)
-        elif a.cmd == "calibrate":
-            atomic_write_json(a.out, calibrate(cfg, a.data_dir))
-        elif a.cmd == "specs":
-            cal = json.loads(a.calibration.read_text())
-            for g, k, r in matrix(cfg):
-                spec = make_spec(cfg, cal, g, k, r, a.data_dir)
-                atomic_write_text(a.out_dir / spec_name(g, k, r), yaml.safe_dump(spec, sort_keys=False))
-        return 0
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+def check(cfg: dict, source: str) -> None:
+    exp = cfg[NAME]
+    if exp["cache_mode"] == "direct" and exp["block_size"] % 4096:
+        raise ConfigError(source, f"{NAME}.block_size", exp["block_size"], "a multiple of 4096 with cache_mode: direct")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+class SensitivityRanking(Experiment):
+    name = NAME
+    rule_file = "sensitivity_ranking.smk"
+    analysis = "analysis.sensitivity"
+
+    def check(self, cfg: dict, source: str) -> None:
+        check(cfg, source)
+
+    def data(self, cfg: dict, data_dir: Path) -> str:
+        made = make_data(cfg, data_dir)
+        lay = layout(cfg)
+        atomic_write_json(data_dir / "layout.json", {**lay, "groups": group_plan(cfg, lay)})
+        return f"{len(made)} data file(s) written in {data_dir}"
+
+    def calibrate(self, cfg: dict, data_dir: Path) -> dict:
+        return calibrate(cfg, data_dir)
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        runs = matrix(cfg)
+        for g, k, r in runs:
+            spec = make_spec(cfg, calibration, g, k, r, data_dir)
+            atomic_write_text(out_dir / spec_name(g, k, r), yaml.safe_dump(spec, sort_keys=False))
+        return len(runs)
+
+    def run_names(self, cfg: dict) -> list[str]:
+        return [spec_name(*p)[: -len(".yaml")] for p in matrix(cfg)]
+
+    def estimate(self, cfg: dict) -> dict:
+        runs = matrix(cfg)
+        return {"runs": len(runs), "seconds": len(runs) * (cfg[NAME]["runtime_target_s"] + RUN_OVERHEAD_S),
+                "k_dropped": []}
+
+
+EXPERIMENT = SensitivityRanking()

@@ -1,11 +1,12 @@
-"""CMP-stacking experiments of paper 000 section 2: cmp_stacking, llc_miss, implicit_io.
+"""What the CMP-stacking experiments of paper 000 section 2 share (cmp_stacking, llc_miss,
+implicit_io; each is its own plugin module built on `StackingExperiment`).
 
 Each point of an experiment's matrix is one run: k CMPs loaded, `jobs_per_cmp` jobs
 on each (one per core by default: every CMP fully loaded), all jobs duplicates of
 one workload. k = 1 gives T_1-c, larger k gives T_k-c (paper eq. 1).
 
-  python -m corun.experiments.stacking data  --experiment E --config C --data-dir D
-  python -m corun.experiments.stacking specs --experiment E --config C --data-dir D --out-dir S
+  python -m corun.experiments data  E --config C --data-dir D
+  python -m corun.experiments specs E --config C --data-dir D --out-dir S
 
 Inputs: every x264 job reads its own copy of the clip, and the copies' cached pages are
 dropped before each run (`drop_caches`; only the inputs, so programs and libraries stay
@@ -16,17 +17,15 @@ directory (file-backed shared mmap), the paper's implicit I/O.
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import sys
 from pathlib import Path
 
 import yaml
 
+from corun.errors import ConfigError
+from corun.experiments.base import RUN_OVERHEAD_S, Experiment, machine_cmps
 from corun.run import workloads
-from corun.experiments import machine_cmps
-from corun.errors import ConfigError, CorunError
-from corun.run.inputs import PRESETS, make_y4m, y4m_bytes
+from corun.run.inputs import PRESETS, fits, make_y4m, y4m_bytes
 from corun.util import atomic_write_json, atomic_write_text
 
 EXPERIMENTS = ("cmp_stacking", "llc_miss", "implicit_io")
@@ -112,12 +111,12 @@ def make_data(cfg: dict, exp: str, data_dir: Path) -> dict:
             w, h = PRESETS[wl["input"]]
             size = y4m_bytes(w, h, wl["frames"])
             master = clip_path(data_dir, wl, None)
-            if not (master.exists() and master.stat().st_size == size):
+            if not fits(master, size):
                 make_y4m(master, w, h, wl["frames"])
                 made.append(master)
             for s in range(lay["slots"]):
                 p = clip_path(data_dir, wl, s)
-                if not (p.exists() and p.stat().st_size == size):
+                if not fits(p, size):
                     shutil.copyfile(master, p)
                     made.append(p)
     info = {**lay, "groups": groups(cfg, exp), "made": [str(p) for p in made]}
@@ -212,32 +211,31 @@ def analysis_options(cfg: dict, exp: str, results: str) -> str:
     return opts
 
 
-def main(argv: list[str] | None = None) -> int:
-    from corun.experiments.workflow_config import load_workflow_config
-    ap = argparse.ArgumentParser(prog="corun.experiments.stacking", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["data", "specs"])
-    ap.add_argument("--experiment", required=True, choices=EXPERIMENTS)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--data-dir", required=True, type=Path)
-    ap.add_argument("--out-dir", type=Path)
-    a = ap.parse_args(argv)
-    try:
-        cfg = load_workflow_config(a.config)
-        if a.action == "data":
-            info = make_data(cfg, a.experiment, a.data_dir)
-            print(f"{len(info['made'])} input file(s) written in {a.data_dir}", file=sys.stderr)
-        else:
-            if a.out_dir is None:
-                raise CorunError("specs needs --out-dir", exit_code=2)
-            for g, k, r in matrix(cfg, a.experiment):
-                spec = make_spec(cfg, a.experiment, g, k, r, a.data_dir)
-                atomic_write_text(a.out_dir / f"{run_name(g, k, r)}.yaml", yaml.safe_dump(spec, sort_keys=False))
-        return 0
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+class StackingExperiment(Experiment):
+    """k CMPs loaded with duplicates of one workload per group; subclasses say how long a job takes."""
 
+    rule_file = "stacking.smk"
 
-if __name__ == "__main__":
-    sys.exit(main())
+    def job_s(self, cfg: dict, group: dict) -> float:
+        """Rough time of one job of `group` alone, for the plan."""
+        return 0.0
+
+    def data(self, cfg: dict, data_dir: Path) -> str:
+        info = make_data(cfg, self.name, data_dir)
+        return f"{len(info['made'])} input file(s) written in {data_dir}"
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        runs = matrix(cfg, self.name)
+        for g, k, r in runs:
+            spec = make_spec(cfg, self.name, g, k, r, data_dir)
+            atomic_write_text(out_dir / f"{run_name(g, k, r)}.yaml", yaml.safe_dump(spec, sort_keys=False))
+        return len(runs)
+
+    def run_names(self, cfg: dict) -> list[str]:
+        return [run_name(*p) for p in matrix(cfg, self.name)]
+
+    def estimate(self, cfg: dict) -> dict:
+        gs = groups(cfg, self.name)
+        runs = matrix(cfg, self.name)
+        secs = sum(self.job_s(cfg, gs[g]) + RUN_OVERHEAD_S for g, _, _ in runs)
+        return {"runs": len(runs), "seconds": secs, "k_dropped": layout(cfg, self.name)["k_dropped"]}

@@ -1,31 +1,92 @@
-"""The workflow configuration (workflows/config/*.yaml), checked against workflows/schemas/config.schema.json."""
+"""The workflow configuration (workflows/config/*.yaml).
+
+Its schema is workflows/schemas/config.schema.json with one section per registered experiment
+merged in from workflows/schemas/experiments/<name>.schema.json (as `$ref: #/$defs/experiment_<name>`).
+Validation fills the defaults, runs each selected experiment's own checks, and checks every
+scheduler parameter the runs would pass against the variant's manifest, so a bad value is one
+line before anything runs.
+"""
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 from pathlib import Path
 from typing import Any
 
 from corun import config
+from corun.experiments import registry
+from corun.run import schedulers
 from corun.util import repo_root
 
-SCHEMA = repo_root() / "workflows" / "schemas" / "config.schema.json"
+SCHEMA_DIR = repo_root() / "workflows" / "schemas"
+SCHEMA = SCHEMA_DIR / "config.schema.json"
+
+
+def experiment_schema_file(name: str) -> Path:
+    return SCHEMA_DIR / "experiments" / f"{name}.schema.json"
+
+
+@functools.cache
+def _schema() -> dict:
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    defs = schema.setdefault("$defs", {})
+    names = list(registry())
+    for name in names:
+        path = experiment_schema_file(name)
+        if not path.exists():
+            continue  # an experiment without settings of its own
+        section = json.loads(path.read_text(encoding="utf-8"))
+        defs.update(section.pop("$defs", {}))
+        for key in ("$schema", "$comment", "title"):
+            section.pop(key, None)
+        defs[f"experiment_{name}"] = section
+        schema["properties"][name] = {"$ref": f"#/$defs/experiment_{name}"}
+    schema["properties"]["experiments"]["items"] = {"enum": names}
+    schema["properties"]["multi_host"]["properties"]["experiments"]["items"] = {"enum": names}
+    return schema
+
+
+def workflow_schema() -> dict:
+    """The merged schema (a copy: callers may change it)."""
+    return copy.deepcopy(_schema())
+
+
+def check_variant_params(cfg: dict, source: str) -> None:
+    """Every (variant, parameter) the selected experiments' runs would use, against the manifests."""
+    exps = registry()
+    for name in cfg["experiments"]:
+        for key, variant, param, value in exps[name].variant_params(cfg, source):
+            schedulers.check_param(variant, param, value, source, key)
 
 
 def validate_config(cfg: Any, source: str) -> dict:
     """Defaults filled in; a bad key or value is a one-line ConfigError."""
-    from corun.experiments.dynamic_io import overlay_catalog
-    schema = config.load_schema(SCHEMA)
-    cfg = config.validate(overlay_catalog(cfg or {}, schema), schema, source)
-    exp = cfg["sensitivity_ranking"]
-    if exp["cache_mode"] == "direct" and exp["block_size"] % 4096:
-        from corun.errors import ConfigError
-        raise ConfigError(source, "sensitivity_ranking.block_size", exp["block_size"],
-                          "a multiple of 4096 with cache_mode: direct")
-    if "dynamic_io" in cfg["experiments"]:
-        from corun.experiments.dynamic_io import check
-        check(cfg, source)
+    schema = _schema()
+    exps = registry()
+    raw = cfg or {}
+    if isinstance(raw, dict):
+        for exp in exps.values():
+            if isinstance(raw.get(exp.name), dict):
+                raw = exp.prepare_config(raw, schema["$defs"][f"experiment_{exp.name}"])
+    cfg = config.validate(raw, schema, source)
+    for name in cfg["experiments"]:
+        exps[name].check(cfg, source)
+    check_variant_params(cfg, source)
     return cfg
 
 
 def load_workflow_config(path: str | Path) -> dict:
     return validate_config(config.read_document(path), str(path))
+
+
+def experiments_with_runs(cfg: dict) -> list[str]:
+    """The experiments whose runs the selected ones need (io_latency_split needs cmp_stacking's)."""
+    exps = registry()
+    out = []
+    for name in cfg["experiments"]:
+        owner = exps[name].runs_of or name
+        if owner not in out:
+            out.append(owner)
+    return [n for n in exps if n in out]

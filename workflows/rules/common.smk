@@ -3,7 +3,9 @@ import sys
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.experiments.workflow_config import validate_config
+from corun.experiments import registry
+from corun.experiments.plan import describe
+from corun.experiments.workflow_config import experiments_with_runs, validate_config
 from corun.util import atomic_write_text
 import yaml
 
@@ -15,6 +17,9 @@ try:
 except CorunError as exc:
     sys.exit(f"corun: {exc}")
 
+EXPERIMENTS = registry()  # name -> corun.experiments.base.Experiment
+RUN_EXPERIMENTS = experiments_with_runs(config)  # the selected ones and those whose runs they use
+EXPERIMENT_RULE_FILES = sorted({e.rule_file for e in EXPERIMENTS.values()})
 PY = sys.executable
 RESULTS = config["results_dir"]
 DATA = config["data_dir"]
@@ -39,8 +44,6 @@ def section_files():
 
 
 # The plan and a lower-bound duration, on every invocation (so `snakemake -n` shows it too).
-from corun.experiments.plan import describe
-
 try:
     print(describe(config), file=sys.stderr)
 except CorunError as exc:

@@ -7,11 +7,13 @@
 # measures only the missing ones, still in campaign order.
 import os
 
-from corun.experiments import dynamic_io as dio
-
 DIO_DIR = f"{RESULTS}/dynamic_io"
 DIO_DATA = f"{DATA}/dynamic_io"
-DIO_NAMES = dio.run_names(config) if "dynamic_io" in config["experiments"] else []
+DIO_NAMES = (
+    EXPERIMENTS["dynamic_io"].run_names(config)
+    if "dynamic_io" in config["experiments"]
+    else []
+)
 DIO_PRIORITY = {name: len(DIO_NAMES) - i for i, name in enumerate(DIO_NAMES)}
 
 
@@ -26,7 +28,7 @@ rule make_dynamic_io_data:
         py=PY,
         data=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m corun.experiments.dynamic_io data --config {input.config}"
+        "{params.py} -m corun.experiments data dynamic_io --config {input.config}"
         " --data-dir {params.data} > {log} 2>&1"
 
 
@@ -43,7 +45,7 @@ rule calibrate_dynamic_io:
         py=PY,
         data=lambda wildcards, input: os.path.dirname(input.layout),
     shell:
-        "{params.py} -m corun.experiments.dynamic_io calibrate --config {input.config}"
+        "{params.py} -m corun.experiments calibrate dynamic_io --config {input.config}"
         " --data-dir {params.data} --out {output} > {log} 2>&1"
 
 
@@ -61,7 +63,7 @@ rule make_dynamic_io_specs:
         data=DIO_DATA,
         out_dir=lambda wildcards, output: os.path.dirname(output.campaign),
     shell:
-        "{params.py} -m corun.experiments.dynamic_io specs --config {input.config}"
+        "{params.py} -m corun.experiments specs dynamic_io --config {input.config}"
         " --calibration {input.calibration} --data-dir {params.data}"
         " --out-dir {params.out_dir} > {log} 2>&1"
 
@@ -84,7 +86,7 @@ rule run_dynamic_io:
 
 rule collect_dynamic_io:
     input:
-        dio.run_dirs(config, RESULTS) if DIO_NAMES else [],
+        [f"{DIO_DIR}/runs/{name}" for name in DIO_NAMES],
     output:
         jobs=f"{DIO_DIR}/jobs.csv",
         runs=f"{DIO_DIR}/runs.csv",
@@ -107,11 +109,12 @@ rule analyze_dynamic_io:
         f"{DIO_DIR}/logs/analyze_dynamic_io.log",
     params:
         py=PY,
+        module=EXPERIMENTS["dynamic_io"].analysis,
         baseline=config["dynamic_io"]["baseline"],
         variant=config["dynamic_io"]["paper_variant"],
         tol=config["dynamic_io"]["tol_pct"],
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m analysis.dynamic_io --jobs {input.jobs} --runs {input.runs}"
+        "{params.py} -m {params.module} --jobs {input.jobs} --runs {input.runs}"
         " --baseline {params.baseline} --paper-variant {params.variant} --tol-pct {params.tol}"
         " --out-dir {params.out_dir} > {log} 2>&1"

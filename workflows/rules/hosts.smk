@@ -34,20 +34,12 @@ if isinstance(config.get("hosts"), dict):
 else:
     HOST_ARGS = shlex.join(["--names", ",".join(config.get("hosts") or [])])
 
-# The runs of each experiment, named as its own rule file names them; a new experiment with
-# runs adds its line here.
-HOST_RUN_NAMES = {
-    "sensitivity_ranking": [os.path.basename(r) for r in SR_RUNS],
-    **{
-        e: [os.path.basename(d) for d in st.run_dirs(config, e, RESULTS)]
-        for e in ST_EXPERIMENTS
-    },
-    "dynamic_io": DIO_NAMES,
-}
+# The runs of each experiment that has runs (its plugin's run_names).
+HOST_RUN_NAMES = {e: EXPERIMENTS[e].run_names(config) for e in RUN_EXPERIMENTS}
 HOST_EXPERIMENTS = [
     e
     for e in (MULTI_HOST["experiments"] or config["experiments"])
-    if e in HOST_RUN_NAMES and (e in config["experiments"] or e in ST_EXPERIMENTS)
+    if HOST_RUN_NAMES.get(e)
 ]
 
 

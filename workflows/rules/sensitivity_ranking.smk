@@ -2,15 +2,11 @@
 # I/O demand per CMP, stacked on k = 1..K CMPs; degradation against k and the safe demand.
 import os
 
-from corun.experiments.sensitivity_ranking import layout as sr_layout
-from corun.experiments.sensitivity_ranking import matrix as sr_matrix
-from corun.experiments.sensitivity_ranking import spec_name as sr_spec_name
-
 SR = config["sensitivity_ranking"]
 SR_DIR = f"{RESULTS}/sensitivity_ranking"
 SR_DATA = f"{DATA}/sensitivity_ranking"
-SR_MATRIX = sr_matrix(config)
-SR_RUNS = [f"{SR_DIR}/runs/{sr_spec_name(*p)[:-5]}" for p in SR_MATRIX]
+SR_NAMES = EXPERIMENTS["sensitivity_ranking"].run_names(config)
+SR_RUNS = [f"{SR_DIR}/runs/{name}" for name in SR_NAMES]
 
 
 rule make_sensitivity_data:
@@ -24,8 +20,8 @@ rule make_sensitivity_data:
         py=PY,
         data=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m corun.experiments.sensitivity_ranking data --config {input.config}"
-        " --out-dir {params.data} > {log} 2>&1"
+        "{params.py} -m corun.experiments data sensitivity_ranking --config {input.config}"
+        " --data-dir {params.data} > {log} 2>&1"
 
 
 rule calibrate_sensitivity:
@@ -41,7 +37,7 @@ rule calibrate_sensitivity:
         py=PY,
         data=lambda wildcards, input: os.path.dirname(input.layout),
     shell:
-        "{params.py} -m corun.experiments.sensitivity_ranking calibrate --config {input.config}"
+        "{params.py} -m corun.experiments calibrate sensitivity_ranking --config {input.config}"
         " --data-dir {params.data} --out {output} > {log} 2>&1"
 
 
@@ -50,7 +46,7 @@ rule make_sensitivity_specs:
         config=EFFECTIVE_CONFIG,
         calibration=f"{SR_DIR}/calibration.json",
     output:
-        [f"{SR_DIR}/specs/{sr_spec_name(*p)}" for p in SR_MATRIX],
+        [f"{SR_DIR}/specs/{name}.yaml" for name in SR_NAMES],
     log:
         f"{SR_DIR}/logs/make_sensitivity_specs.log",
     params:
@@ -58,7 +54,7 @@ rule make_sensitivity_specs:
         data=SR_DATA,
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m corun.experiments.sensitivity_ranking specs --config {input.config}"
+        "{params.py} -m corun.experiments specs sensitivity_ranking --config {input.config}"
         " --calibration {input.calibration} --data-dir {params.data} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -101,8 +97,9 @@ rule analyze_sensitivity:
         f"{SR_DIR}/logs/analyze_sensitivity.log",
     params:
         py=PY,
+        module=EXPERIMENTS["sensitivity_ranking"].analysis,
         tol=SR["tol_pct"],
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m analysis.sensitivity --jobs {input.jobs} --runs {input.runs}"
+        "{params.py} -m {params.module} --jobs {input.jobs} --runs {input.runs}"
         " --tol-pct {params.tol} --out-dir {params.out_dir} > {log} 2>&1"

@@ -5,17 +5,10 @@ import os
 
 from corun.experiments import stacking as st
 
+# the stacking experiments with runs of their own (io_latency_split analyses cmp_stacking's)
 ST_EXPERIMENTS = [
-    e for e in ("cmp_stacking", "llc_miss", "implicit_io") if e in config["experiments"]
+    e for e in RUN_EXPERIMENTS if e in ("cmp_stacking", "llc_miss", "implicit_io")
 ]
-if "io_latency_split" in config["experiments"] and "cmp_stacking" not in ST_EXPERIMENTS:
-    ST_EXPERIMENTS.insert(0, "cmp_stacking")  # the latency split analyses those runs
-
-ST_ANALYSIS = {
-    "cmp_stacking": "analysis.cmp_stacking",
-    "llc_miss": "analysis.llc_miss",
-    "implicit_io": "analysis.implicit_io",
-}
 
 
 for exp in ST_EXPERIMENTS:
@@ -34,7 +27,7 @@ for exp in ST_EXPERIMENTS:
             exp=exp,
             data=lambda wildcards, output: os.path.dirname(output[0]),
         shell:
-            "{params.py} -m corun.experiments.stacking data --experiment {params.exp}"
+            "{params.py} -m corun.experiments data {params.exp}"
             " --config {input.config} --data-dir {params.data} > {log} 2>&1"
 
     rule:
@@ -45,8 +38,8 @@ for exp in ST_EXPERIMENTS:
             layout=f"{DATA}/{exp}/layout.json",
         output:
             [
-                f"{RESULTS}/{exp}/specs/{st.run_name(*p)}.yaml"
-                for p in st.matrix(config, exp)
+                f"{RESULTS}/{exp}/specs/{name}.yaml"
+                for name in EXPERIMENTS[exp].run_names(config)
             ],
         log:
             f"{RESULTS}/{exp}/logs/make_{exp}_specs.log",
@@ -56,7 +49,7 @@ for exp in ST_EXPERIMENTS:
             data=lambda wildcards, input: os.path.dirname(input.layout),
             out_dir=lambda wildcards, output: os.path.dirname(output[0]),
         shell:
-            "{params.py} -m corun.experiments.stacking specs --experiment {params.exp}"
+            "{params.py} -m corun.experiments specs {params.exp}"
             " --config {input.config} --data-dir {params.data} --out-dir {params.out_dir}"
             " > {log} 2>&1"
 
@@ -103,7 +96,7 @@ for exp in ST_EXPERIMENTS:
             f"{RESULTS}/{exp}/logs/analyze_{exp}.log",
         params:
             py=PY,
-            module=ST_ANALYSIS[exp],
+            module=EXPERIMENTS[exp].analysis,
             options=st.analysis_options(config, exp, RESULTS),
             out_dir=lambda wildcards, output: os.path.dirname(output[0]),
         shell:
@@ -121,8 +114,9 @@ rule analyze_io_latency_split:
         f"{RESULTS}/io_latency_split/logs/analyze_io_latency_split.log",
     params:
         py=PY,
+        module=EXPERIMENTS["io_latency_split"].analysis,
         workload=config["cmp_stacking"]["latency_workload"],
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{params.py} -m analysis.io_latency --jobs {input.jobs} --runs {input.runs}"
+        "{params.py} -m {params.module} --jobs {input.jobs} --runs {input.runs}"
         " --workload {params.workload} --out-dir {params.out_dir} > {log} 2>&1"

@@ -1,0 +1,93 @@
+"""The interface every experiment plugin has, and what the experiments share.
+
+An experiment is a module of corun/experiments/ that defines `EXPERIMENT`, an instance of a
+subclass of `Experiment`; `corun.experiments.registry()` finds them all. The workflow's generic
+code (config validation, the plan, the multi-host rules, the report) loops over the registry and
+names no experiment. See docs/howto/add-experiment.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corun.machine import topology
+
+RUN_OVERHEAD_S = 3.0  # per-run cost beyond the jobs (start, set-up, settle, teardown), for the plan
+
+
+class Experiment:
+    """One experiment of the workflow. Subclasses set the class attributes and override what they need.
+
+    name         the config section (workflows/schemas/experiments/<name>.schema.json) and results folder
+    rule_file    its rule file under workflows/rules/ (several experiments may share one)
+    analysis     the analysis module that writes its section.json (analysis/<module>.py)
+    runs_of      the experiment whose runs it analyses (io_latency_split: cmp_stacking), else itself
+    """
+
+    name: str = ""
+    rule_file: str = ""
+    analysis: str = ""
+    runs_of: str | None = None
+
+    # ----------------------------------------------------------------- configuration
+    def prepare_config(self, raw: dict, section_schema: dict) -> dict:
+        """The raw configuration before schema validation (e.g. catalogs merged over defaults)."""
+        return raw
+
+    def check(self, cfg: dict, source: str) -> None:
+        """Cross-key checks the schema cannot express; raise a one-line ConfigError."""
+
+    def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
+        """(config key, variant, param, value) of every scheduler parameter its runs pass, and
+        (key, variant, None, None) for each variant they use; checked against the variants'
+        manifests before anything runs. Default: the section's `scheduler` and `scheduler_params`."""
+        sec = cfg.get(self.name) or {}
+        if "scheduler" not in sec:
+            return []
+        variant = sec["scheduler"]
+        given = sec.get("scheduler_params") or {}
+        return [(f"{self.name}.scheduler", variant, None, None)] + [
+            (f"{self.name}.scheduler_params.{p}", variant, p, v) for p, v in given.items()
+        ]
+
+    # ----------------------------------------------------------------- the rules' steps
+    def data(self, cfg: dict, data_dir: Path) -> str:
+        """Write the input files; a one-line summary."""
+        return "no input files"
+
+    def calibrate(self, cfg: dict, data_dir: Path) -> dict:
+        """Measure what the specs need on this machine (calibration.json)."""
+        return {"needed": False}
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        """Write every run spec of the experiment into out_dir; how many."""
+        return 0
+
+    def run_names(self, cfg: dict) -> list[str]:
+        """The names of its run folders (results/<profile>/<name>/runs/<run>)."""
+        return []
+
+    def estimate(self, cfg: dict) -> dict | None:
+        """{"runs", "seconds", "k_dropped"} for the plan, or None when it makes no runs of its own."""
+        return None
+
+
+def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:
+    """(grouping, CMPs) of this machine, or of the machine `plan_for` describes (for planning)."""
+    pc = cfg["cmp"]
+    if cfg.get("plan_for"):
+        n, c = (int(x) for x in cfg["plan_for"].split("x"))
+        return "assumed", [list(range(i * c, (i + 1) * c)) for i in range(n)]
+    return topology.cmp_groups(topology.discover(), pc["grouping"], pc.get("cores_per_cmp"), pc.get("groups"), source)
+
+
+def x264_s(wl: dict) -> float:
+    """Rough time of one x264 job alone (PARSEC's options at about 4 Mpixel/s on a 2-core VM)."""
+    w, h = {"simlarge": (640, 360), "native": (1920, 1080)}[wl["input"]]
+    return w * h * wl["frames"] / 4e6
+
+
+def graph_s(scale: int, ef: int, roots: int) -> float:
+    """Rough time of one graph job alone (about 0.6 us per edge plus BFS)."""
+    edges = ef * 2**scale
+    return edges * (0.6e-6 + roots * 0.02e-6)

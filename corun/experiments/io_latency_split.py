@@ -1,0 +1,16 @@
+"""Paper 000 section 2.4 (Figs. 5-7): waiting against serving time per k, from the iostat records
+of the cmp_stacking runs (it makes no runs of its own)."""
+
+from __future__ import annotations
+
+from corun.experiments.base import Experiment
+
+
+class IoLatencySplit(Experiment):
+    name = "io_latency_split"
+    rule_file = "stacking.smk"
+    analysis = "analysis.io_latency"
+    runs_of = "cmp_stacking"
+
+
+EXPERIMENT = IoLatencySplit()
