@@ -15,8 +15,9 @@ keep running during the run and get the runner's job events in {job_events}.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -28,7 +29,7 @@ from pathlib import Path
 from corun import config
 from corun.errors import ConfigError, CorunError, MissingTool
 from corun.machine.state import Journal
-from corun.util import repo_root
+from corun.util import proc_starttime, repo_root
 
 SCHEDULERS_DIR = repo_root() / "schedulers"
 
@@ -38,40 +39,92 @@ def search_path() -> list[Path]:
     return [Path(p) for p in extra.split(":") if p] + [SCHEDULERS_DIR]
 
 
+def _named_by(path: Path) -> str | None:
+    """The param a parametrised variant's generated names select (`named_by`), or None."""
+    return load_manifest(path).get("named_by")
+
+
+def _generated(path: Path) -> dict[str, dict]:
+    """{name: fixed params} of the names a parametrised variant stands for:
+    `<variant>_<value>` for each value of its `named_by` param, `-` written `_`."""
+    pname = _named_by(path)
+    if not pname:
+        return {}
+    man = load_manifest(path)
+    return {f"{man['name']}_{str(v).replace('-', '_')}": {pname: v} for v in man["params"][pname]["enum"]}
+
+
 def available() -> list[str]:
     names = set()
     for d in search_path():
-        names.update(p.parent.name for p in d.glob("*/manifest.yaml"))
+        for p in d.glob("*/manifest.yaml"):
+            names.add(p.parent.name)
+            names.update(_generated(p))
     return sorted(names)
 
 
-def find(name: str, source: str = "spec", key: str = "scheduler.name") -> Path:
+def lookup(name: str, source: str = "spec", key: str = "scheduler.name") -> tuple[Path, dict]:
+    """(manifest path, fixed params) of a variant name: a folder of schedulers/, or a name a
+    parametrised variant generates (elevator_bfq: the elevator variant with elevator: bfq)."""
     for d in search_path():
         m = d / name / "manifest.yaml"
         if m.exists():
-            return m
+            return m, {}
+    for d in search_path():
+        for m in d.glob("*/manifest.yaml"):
+            if name.startswith(m.parent.name + "_") and name in _generated(m):
+                return m, _generated(m)[name]
     raise ConfigError(source, key, name, "one of " + ", ".join(available()))
 
 
-def load_manifest(path: Path, _chain: tuple[str, ...] = ()) -> dict:
-    man = config.load(path, "scheduler_manifest")
+def find(name: str, source: str = "spec", key: str = "scheduler.name") -> Path:
+    return lookup(name, source, key)[0]
+
+
+INHERITED = ("build", "start", "stop", "verify", "daemon", "job_events", "requires")
+
+
+@functools.cache
+def _load_manifest(path: Path, mtime_ns: int, chain: tuple[str, ...]) -> dict:
+    doc = config.read_document(path)
+    man = config.validate(doc, "scheduler_manifest", str(path))
     if man["name"] != path.parent.name:
         raise ConfigError(str(path), "name", man["name"], f"the folder name {path.parent.name!r}")
     base_name = man.get("extends")
     if base_name:
-        if base_name in _chain or base_name == man["name"]:
+        if base_name in chain or base_name == man["name"]:
             raise ConfigError(str(path), "extends", base_name, "a variant that does not extend this one")
         base_path = find(base_name, str(path), "extends")
-        base = load_manifest(base_path, _chain + (man["name"],))
+        base = load_manifest(base_path, chain + (man["name"],))
         rel = os.path.relpath(base_path.parent, path.parent)
         man["params"] = {**base["params"], **man["params"]}
-        if "build" not in man and "build" in base:  # built in the base's folder
-            man["build"] = [a.replace("{scheduler_dir}", "{scheduler_dir}/" + rel) for a in base["build"]]
+        for key in INHERITED:  # what the variant does not say itself, it does as its base does
+            if key in base and not (isinstance(doc, dict) and key in doc):
+                value = base[key]
+                if isinstance(value, list) and key != "requires":  # commands run in the base's folder
+                    value = [a.replace("{scheduler_dir}", "{scheduler_dir}/" + rel) for a in value]
+                man[key] = value
         man["sources"] = [rel] + [os.path.normpath(os.path.join(rel, s)) for s in base["sources"]] + man["sources"]
+    if man.get("start_args"):
+        if not man.get("start"):
+            raise ConfigError(str(path), "start_args", man["start_args"], "a start command (its own or its base's)")
+        man["start"] = man["start"] + man.pop("start_args")
+    pname = man.get("named_by")
+    if pname and not (pname in man["params"] and man["params"][pname].get("enum")):
+        raise ConfigError(str(path), "named_by", pname, "a param of this variant with an enum")
     for pname, p in man["params"].items():
         if "default" in p:
             _check_param(man, pname, p["default"], str(path), f"params.{pname}.default")
     return man
+
+
+def load_manifest(path: Path, _chain: tuple[str, ...] = ()) -> dict:
+    """A variant's manifest, checked, with what it inherits from the variant it `extends`."""
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return copy.deepcopy(_load_manifest(Path(path), mtime, tuple(_chain)))
 
 
 def _param_schema(man: dict) -> dict:
@@ -88,6 +141,20 @@ def _check_param(man, pname, value, source, key):
         config.validate({pname: value}, {"type": "object", "properties": {pname: sch}}, source)
     except ConfigError as exc:
         raise ConfigError(source, key, value, exc.expected) from None
+
+
+def check_param(variant: str, param: str | None, value, source: str, key: str) -> None:
+    """One parameter a configuration gives a variant, checked against the variant's manifest
+    (param None: only that the variant exists)."""
+    path, fixed = lookup(variant, source, key if param is None else key.rsplit(".", 1)[0])
+    if param is None:
+        return
+    man = load_manifest(path)
+    if param not in man["params"]:
+        raise ConfigError(source, key, value, f"a parameter of {variant}: " + ", ".join(sorted(man["params"])))
+    if param in fixed and value != fixed[param]:
+        raise ConfigError(source, key, value, f"{fixed[param]!r}, which the name {variant} stands for")
+    _check_param(man, param, value, source, key)
 
 
 def resolve_params(man: dict, given: dict, source: str = "spec", key: str = "scheduler.params") -> dict:
@@ -141,9 +208,14 @@ class Variant:
     @classmethod
     def load(cls, name: str, params: dict | None = None, source: str = "spec",
              need_built: bool = True) -> "Variant":
-        path = find(name, source)
+        path, fixed = lookup(name, source)
         man = load_manifest(path)
-        resolved = resolve_params(man, params or {}, source)
+        given = params or {}
+        for pname, value in fixed.items():
+            if pname in given and given[pname] != value:
+                raise ConfigError(source, f"scheduler.params.{pname}", given[pname],
+                                  f"{value!r}, which the name {name} stands for")
+        resolved = resolve_params(man, {**given, **fixed}, source)
         for tool in man["requires"]:
             if shutil.which(tool) is None:
                 raise MissingTool(tool, "corun_schedulers", f"scheduler variant {name}")
@@ -209,7 +281,6 @@ class Variant:
             self.process = subprocess.Popen(argv, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, env=command_env())
             log.close()
-            from corun.util import proc_starttime
             self._daemon_action = journal.push({
                 "kind": "processes", "what": f"daemon of {self.name}",
                 "pids": {str(self.process.pid): proc_starttime(self.process.pid)}})
