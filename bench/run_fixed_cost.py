@@ -5,8 +5,9 @@ Runs `python -m corun run SPEC --out DIR` as a fresh process (interpreter start,
 parsing and validation, machine set-up and teardown, metadata, tidy tables) on two trivial
 specs: a job that exits at once without monitors, and the same job with the usual monitors
 (iostat, pidstat, psi, perf, memory as the workflow configs enable them). The job's own
-runtime is subtracted, so the figure is what a campaign pays per run on top of its jobs.
-Also prints the import time of the run path alone. Prints figures; not a pass/fail test.
+runtime is subtracted, so the figure is what a campaign pays per run on top of its jobs; the
+CPU time of the corun process and the tools it starts is printed too (less sensitive to a busy
+machine than wall time). Also prints the import time of the run path alone. Prints figures; not a pass/fail test.
 
   .venv/bin/python bench/run_fixed_cost.py [--reps 5]
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,20 +38,23 @@ def spec(name: str, work: Path, monitors: list[str]) -> dict:
     }
 
 
-def one_run(work: Path, i: int, monitors: list[str]) -> tuple[float, float]:
-    """(wall time of the corun process, runtime of the job) in seconds."""
+def one_run(work: Path, i: int, monitors: list[str]) -> tuple[float, float, float]:
+    """(wall time of the corun process, runtime of the job, CPU time of corun and its children) in s."""
     path = work / f"spec{i}.json"
     path.write_text(json.dumps(spec(f"fixed-cost-{i}", work, monitors)))
     out = work / f"run{i}"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "corun", "run", str(path), "--out", str(out), "--quiet"],
                          cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if res.returncode != 0:
         raise SystemExit(f"bench: corun run exited {res.returncode}: {res.stderr.strip()}")
     with open(out / "jobs.csv", newline="") as fh:
         job = float(next(csv.DictReader(fh))["runtime_s"])
-    return wall, job
+    return wall, job, cpu
 
 
 def import_time() -> float:
@@ -74,13 +79,15 @@ def main() -> int:
         for label, monitors in (("no monitors", []), ("usual monitors", USUAL_MONITORS)):
             one_run(work, i, monitors)  # warm-up, discarded
             i += 1
-            costs = []
+            costs, cpus = [], []
             for _ in range(a.reps):
-                wall, job = one_run(work, i, monitors)
+                wall, job, cpu = one_run(work, i, monitors)
                 i += 1
                 costs.append(wall - job)
+                cpus.append(cpu)
             print(f"fixed cost per run, {label}: median {statistics.median(costs):.3f} s "
-                  f"(min {min(costs):.3f}, max {max(costs):.3f}, {a.reps} runs)")
+                  f"(min {min(costs):.3f}, max {max(costs):.3f}, {a.reps} runs; "
+                  f"CPU time of corun and its tools: median {statistics.median(cpus):.3f} s)")
     return 0
 
 

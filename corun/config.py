@@ -8,6 +8,7 @@ and what was expected.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,22 @@ import yaml
 
 from corun.errors import ConfigError
 
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built with it: same result, faster
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 def load_schema(name_or_path: str | Path) -> dict:
+    """A schema by name (corun/schemas/<name>.schema.json) or path; loaded once per process, so do
+    not change it (copy.deepcopy first)."""
     path = Path(name_or_path)
     if not path.suffix:
         path = SCHEMA_DIR / f"{name_or_path}.schema.json"
+    return _load_schema_file(path.resolve())
+
+
+@functools.cache
+def _load_schema_file(path: Path) -> dict:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
 
@@ -38,7 +48,7 @@ def read_document(path: str | Path) -> Any:
     except OSError as exc:
         raise ConfigError(str(path), "", str(path), f"a readable file: {exc.strerror}") from None
     try:
-        return yaml.safe_load(text) if text.strip() else {}
+        return yaml.load(text, Loader=SafeLoader) if text.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "document"
@@ -142,12 +152,23 @@ def _fill_defaults(instance: Any, schema: dict, root: dict) -> Any:
     return instance
 
 
+_VALIDATORS: dict[int, tuple[dict, jsonschema.protocols.Validator]] = {}
+
+
+def _validator(schema: dict):
+    """A compiled validator per schema object (schemas are loaded once, see load_schema)."""
+    hit = _VALIDATORS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = (schema, jsonschema.Draft202012Validator(schema))
+        _VALIDATORS[id(schema)] = hit
+    return hit[1]
+
+
 def validate(instance: Any, schema: dict | str, source: str) -> Any:
     """Validate; return the instance with defaults filled in. Raise ConfigError on the first error."""
     if isinstance(schema, str):
         schema = load_schema(schema)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = list(validator.iter_errors(instance))
+    errors = list(_validator(schema).iter_errors(instance))
     if errors:
         err = jsonschema.exceptions.best_match(errors)
         # prefer the deepest, most specific error

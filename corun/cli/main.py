@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib.metadata import entry_points
 
 from corun import __version__
 from corun.cli.results import add_commands as add_result_commands
@@ -111,6 +110,8 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     add_doctor_parser(sub)
     add_result_commands(sub)  # archive, verify, publish
     if plugins:
+        from importlib.metadata import entry_points  # about 0.1 s: only when a plugin command may be asked for
+
         for ep in entry_points(group="corun.commands"):
             try:
                 add = ep.load()  # analysis.cli: compare, index, campaign

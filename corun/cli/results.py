@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from corun.results import archive
-
 
 def _cmd_archive(a) -> int:
+    from corun.results import archive  # packing and hashing: loaded only for these commands
+
     res = archive.archive(Path(a.campaign_dir), Path(a.out), exclude=a.exclude or [], title=a.title,
                           description=a.description, creators=a.creator or [], license=a.license,
                           version=a.version)
@@ -29,6 +29,8 @@ def _cmd_archive(a) -> int:
 
 
 def _cmd_verify(a) -> int:
+    from corun.results import archive  # packing and hashing: loaded only for these commands
+
     problems, n = archive.verify(Path(a.archive))
     for p in problems:
         print(f"corun: {a.archive}: {p}", file=sys.stderr)
@@ -39,6 +41,8 @@ def _cmd_verify(a) -> int:
 
 
 def _cmd_publish(a) -> int:
+    from corun.results import archive  # packing and hashing: loaded only for these commands
+
     res = archive.publish(Path(a.archive), sandbox=a.sandbox, base_url=a.base_url, do_publish=a.publish,
                           creators=a.creator or [], title=a.title, description=a.description)
     print(json.dumps(res, indent=2))

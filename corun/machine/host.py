@@ -5,12 +5,15 @@ corun.machine.doctor judges it)."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 
-from corun.util import tool_version
+from corun.machine.state import state_dir
+from corun.util import atomic_write_json, tool_version
 
 TOOLS = {
     "iostat": ["iostat", "-V"],
@@ -31,14 +34,42 @@ def _read(path: str, default: str | None = None) -> str | None:
         return default
 
 
+def _tool_stamp(argv: list[str]) -> list | None:
+    """Path, size and mtime of a tool's executable: its version changes only with them."""
+    path = shutil.which(argv[0])
+    if path is None:
+        return None
+    st = os.stat(path)
+    return [os.path.realpath(path), st.st_size, st.st_mtime_ns]
+
+
 @functools.lru_cache(maxsize=1)
 def tool_versions() -> dict:
-    out = {}
+    """The version of each tool in TOOLS (None: not installed). Asking 8 programs takes a few
+    hundred ms; the answers are kept in the state folder (/run/corun/tool_versions.json) and
+    asked again only for a tool whose executable changed."""
+    cache_path = state_dir() / "tool_versions.json"
+    try:
+        cache = json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    out, fresh = {}, {}
     for name, argv in TOOLS.items():
-        v = tool_version(argv)
-        if name in ("iostat", "pidstat") and v:
-            v = v.split()[-1]
-        out[name] = v
+        stamp = _tool_stamp(argv)
+        hit = cache.get(name)
+        if stamp is not None and isinstance(hit, dict) and hit.get("stamp") == stamp:
+            out[name] = hit["version"]
+        else:
+            v = tool_version(argv)
+            if name in ("iostat", "pidstat") and v:
+                v = v.split()[-1]
+            out[name] = v
+        fresh[name] = {"stamp": stamp, "version": out[name]}
+    if fresh != cache:
+        try:
+            atomic_write_json(cache_path, fresh)
+        except OSError:
+            pass  # a cache only
     out["python"] = platform.python_version()
     return out
 

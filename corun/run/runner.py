@@ -25,15 +25,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corun.machine import cgroup as cg
 from corun import config
-from corun.machine import device as devmod, topology
-from corun.results import metadata
 from corun.errors import ConfigError, CorunError
-from corun.run.placement import Placer, Slot
-from corun.run.schedulers import Variant
+from corun.machine import cgroup as cg
+from corun.machine import device as devmod
+from corun.machine import topology
 from corun.machine.recovery import recover_stale
 from corun.machine.state import Journal
+from corun.results import metadata
+from corun.run.placement import Placer, Slot
+from corun.run.schedulers import Variant
 from corun.util import atomic_write_json, proc_starttime, read_proc_io
 
 DAEMON_WATCH_S = 0.05  # the shortest quantum a daemon variant may take (dynamic_io: 0.05 s)
@@ -176,12 +177,15 @@ class Runner:
         if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
             raise ConfigError(src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)")
         self.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], src)
-        from corun.monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
         mon = spec["monitors"]
         self.raw_dir = self.tmp / "monitors"
-        self.mon_ctx = MonitorContext(raw_dir=self.raw_dir, interval_s=mon["interval_s"],
-                                      devices=[self.device.name], perf_events=list(mon["perf_events"]))
-        self.monitors = make_monitors(list(mon["enabled"]), self.mon_ctx)
+        self.mon_ctx, self.monitors = None, []
+        if mon["enabled"]:  # the monitors' parsers bring pandas: imported only for runs that have monitors
+            from corun.monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
+
+            self.mon_ctx = MonitorContext(raw_dir=self.raw_dir, interval_s=mon["interval_s"],
+                                          devices=[self.device.name], perf_events=list(mon["perf_events"]))
+            self.monitors = make_monitors(list(mon["enabled"]), self.mon_ctx)
         if (self.out / "metadata.json").exists():
             raise CorunError(f"{self.out}: already measured (metadata.json exists); remove the folder to measure again")
 
@@ -202,6 +206,7 @@ class Runner:
         self.journal = Journal(self.cgroup.run_id)
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         ok = False
+        self.host_meta: dict | BaseException | None = None
         self.meta: dict = {"run_id": self.cgroup.run_id, "spec_name": self.spec["name"],
                            "labels": self.spec["labels"], "teardown_errors": []}
         try:
@@ -222,6 +227,7 @@ class Runner:
         """One run at a time per machine: runs would disturb each other's measurements and
         race on the elevator and caps. A second run waits for the first."""
         import fcntl
+
         from corun.machine.state import state_dir
         path = state_dir() / "machine.lock"
         self._lock_fh = open(path, "a+")
@@ -255,7 +261,8 @@ class Runner:
                 self.cgroup.throttle(self.device.majmin, thr)
             if mem is not None:
                 self.cgroup.limit_memory(mem)
-            self.mon_ctx.memory_cgroup = str(self.cgroup.memory_path or self.cgroup.path)
+            if self.mon_ctx is not None:
+                self.mon_ctx.memory_cgroup = str(self.cgroup.memory_path or self.cgroup.path)
         self.device_before = self.device.describe()
         sched_dir = self.tmp / "sched"
         sched_dir.mkdir()
@@ -284,8 +291,21 @@ class Runner:
             if proc is not None:  # a killed runner must not leave its monitors running
                 m.journal_action = j.push({"kind": "processes", "what": f"monitor {m.name}",
                                            "pids": {str(proc.pid): proc_starttime(proc.pid)}})
+        # the host's state (tools, doctor's findings, hwloc) is read before the jobs, while the
+        # monitors' own start-up passes; nothing of it runs beside a job
+        collect = threading.Thread(target=self._collect_host, name="metadata", daemon=True)
+        collect.start()
         if self.monitors:  # let the monitors' own start-up pass before the first job starts
             time.sleep(self.spec["monitors"]["settle_s"])
+        collect.join()
+        if isinstance(self.host_meta, BaseException):
+            raise self.host_meta
+
+    def _collect_host(self) -> None:
+        try:
+            self.host_meta = {**metadata.collect(self.device_during), "hwloc": metadata.hwloc_summary()}
+        except BaseException as exc:  # noqa: BLE001 - raised again in the runner's thread
+            self.host_meta = exc
 
     def _execute(self) -> None:
         pending = collections.deque(self.jobs)
@@ -491,7 +511,7 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - a broken monitor file is a missing metric, not a crash
                 missing.append({"metric": m.name, "reason": f"could not parse raw output: {exc}", "source": m.name})
         failed = [r["job_id"] for r in rows if r["exit_code"] != 0]
-        meta = metadata.collect(self.device_during)
+        meta = dict(self.host_meta)
         meta.update(self.meta)
         meta.update({
             "spec": self.spec,
@@ -511,8 +531,7 @@ class Runner:
             "evicted": self.meta.get("evicted"),
             "scheduler": {**self.variant.describe(), "verified": self.meta.get("variant_verified_at_start", False),
                           "verified_at_end": self.meta.get("variant_verified_at_end")},
-            "hwloc": metadata.hwloc_summary(),
-            "monitors": {"enabled": self.spec["monitors"]["enabled"], "interval_s": self.mon_ctx.interval_s},
+            "monitors": {"enabled": self.spec["monitors"]["enabled"], "interval_s": self.spec["monitors"]["interval_s"]},
             "missing": missing,
             "jobs_failed": failed,
             "status": "ok" if not failed else "jobs_failed",
