@@ -474,7 +474,7 @@ def compare_with_paper(result: dict, paper: dict, baseline: str, variant: str, t
 
     metric_claim = {"throughput_jobs_per_s": "improves_throughput", "slowdown_sum": "improves_slowdown",
                     "avg_runtime_s": "improves_runtime"}
-    for key, (members, title, value_keys) in GROUPS.items():
+    for _key, (members, title, value_keys) in GROUPS.items():
         present = [w for w in members if w in workloads]
         for metric in PAPER_METRICS:
             label = METRICS[metric][1].split(",")[0]

@@ -329,7 +329,7 @@ def analyse(
         )
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table["workload_id"] = table["workload_id"].astype("Int64")
-    for workload, g in table.groupby("workload"):
+    for _workload, g in table.groupby("workload"):
         base = g[g["k"] == 1]
         for metric in ("await", "svc", "wait"):
             b = float(base[f"{metric}_ms"].iloc[0]) if len(base) else math.nan

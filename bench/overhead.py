@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from corun.run.runner import Runner  # noqa: E402
 from corun.config import validate  # noqa: E402
+from corun.run.runner import Runner  # noqa: E402
 
 KERNEL = ROOT / "kernels" / "build" / "sensitivity_ranking"
 

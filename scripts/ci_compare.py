@@ -49,10 +49,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis import compare_runs  # noqa: E402
-from corun.results import campaign
-from corun.run import schedulers  # noqa: E402
-from corun.run.inputs import fits, write_random
 from corun.errors import ConfigError, CorunError, one_line_errors  # noqa: E402
+from corun.results import campaign  # noqa: E402
+from corun.run import schedulers  # noqa: E402
+from corun.run.inputs import fits, write_random  # noqa: E402
 
 CAMPAIGN = "ci_compare"
 

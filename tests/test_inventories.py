@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corun.testbed import oar
 from corun.errors import ConfigError, CorunError
+from corun.testbed import oar
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "testbeds"

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from test_provision import ansible_env, output, run_tool
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from corun.machine.device import current_elevator, device_by_name, set_elevator
 from corun.errors import one_line_errors
+from corun.machine.device import current_elevator, device_by_name, set_elevator
 from corun.util import atomic_write_text
 
 

@@ -14,8 +14,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from corun.util import atomic_write_text, proc_starttime
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import shutil
 
 from corun.errors import ConfigError, MissingTool
-
 from corun.monitors.base import Monitor, MonitorContext
 from corun.monitors.iostat import DERIVED_COLUMNS as IOSTAT_DERIVED_COLUMNS
 from corun.monitors.iostat import IostatMonitor, parse_iostat

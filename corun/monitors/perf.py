@@ -36,7 +36,6 @@ import numpy as np
 import pandas as pd
 
 from corun.errors import missing
-
 from corun.monitors.base import MonitorContext, ProcessMonitor, finish_table, read_meta, read_text
 
 NAME = "perf"

@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 
 from corun.errors import missing
-
 from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
 
 NAME = "psi"

@@ -9,8 +9,8 @@ Policies are pluggable (POLICIES): later experiments add SMT- and NUMA-aware one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass

@@ -207,7 +207,7 @@ class Variant:
 
     @classmethod
     def load(cls, name: str, params: dict | None = None, source: str = "spec",
-             need_built: bool = True) -> "Variant":
+             need_built: bool = True) -> Variant:
         path, fixed = lookup(name, source)
         man = load_manifest(path)
         given = params or {}

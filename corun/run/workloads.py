@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from corun.errors import ConfigError, MissingTool
@@ -67,7 +67,7 @@ def kernel(name: str) -> str:
     return str(p)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _version(argv: tuple[str, ...], pattern: str) -> str:
     m = re.search(pattern, tool_version(list(argv)) or "")
     return m.group(1) if m else "unknown"

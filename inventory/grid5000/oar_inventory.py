@@ -20,8 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from corun.testbed import testbeds  # noqa: E402
 from corun.errors import ConfigError, one_line_errors  # noqa: E402
+from corun.testbed import testbeds  # noqa: E402
 
 
 @one_line_errors(prefix="oar_inventory")

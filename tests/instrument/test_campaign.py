@@ -7,10 +7,10 @@ import sys
 import pytest
 import yaml
 
-from analysis.synthetic import write_run
 from analysis.campaign_decision import decide, decider
-from corun.results import campaign
+from analysis.synthetic import write_run
 from corun.errors import ConfigError
+from corun.results import campaign
 
 PY = sys.executable
 

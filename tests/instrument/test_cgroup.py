@@ -2,8 +2,8 @@
 
 import pytest
 
-from corun.machine import cgroup as cg
 from corun.errors import CorunError
+from corun.machine import cgroup as cg
 
 
 def v1_tree(tmp_path):
@@ -22,7 +22,7 @@ def v2_tree(tmp_path):
     return tmp_path
 
 
-def test_detect(tmp_path):
+def test_detect_cgroup_version_from_the_tree(tmp_path):
     assert cg.detect(v1_tree(tmp_path / "a"))[0] == "v1"
     assert cg.detect(v2_tree(tmp_path / "b"))[0] == "v2"
     (tmp_path / "c").mkdir()

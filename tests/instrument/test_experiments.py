@@ -8,7 +8,9 @@ import pytest
 
 from corun import config
 from corun.errors import ConfigError
-from corun.experiments import plan, sensitivity_ranking as sr, stacking as st
+from corun.experiments import plan
+from corun.experiments import sensitivity_ranking as sr
+from corun.experiments import stacking as st
 from corun.experiments.workflow_config import validate_config
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from corun.machine import topology
 from corun.errors import ConfigError
+from corun.machine import topology
 
 
 def fake_sysfs(tmp_path, cpus):

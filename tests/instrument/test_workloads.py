@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from corun.run import workloads
 from corun.errors import ConfigError
+from corun.run import workloads
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ KERNEL; a test that takes `binary` runs once against the kernel's ASan/UBSan
 build and once against its normal build."""
 
 import pytest
-
 from kernel_helpers import builds, make_builds
 
 

@@ -14,7 +14,6 @@ from collections import deque
 
 import numpy as np
 import pytest
-
 from kernel_helpers import (
     ENV,
     KERNELS,
@@ -164,7 +163,7 @@ def test_help_lists_units_and_defaults(binary):
         assert fragment in text
 
 
-def test_version(binary):
+def test_version_option_prints_the_kernel_name(binary):
     code, out, err = run(binary, ["--version"])
     assert (code, err) == (0, "")
     assert out.decode().startswith("graph_bfs ")

@@ -6,7 +6,6 @@ against Lloyd's algorithm in numpy on the same file.
 
 import numpy as np
 import pytest
-
 from kernel_helpers import json_result, run_kernel
 
 KERNEL = "kmeans"

@@ -8,7 +8,6 @@ import subprocess
 import time
 
 import pytest
-
 from kernel_helpers import json_result, run_kernel, skip_if_skipped
 
 KERNEL = "llc_miss"
@@ -91,7 +90,7 @@ def test_help_lists_units_and_defaults(binary):
         assert fragment in text
 
 
-def test_version(binary):
+def test_version_option_prints_the_kernel_name(binary):
     code, out, err = run(binary, ["--version"])
     assert (code, err) == (0, "")
     assert out.decode().startswith("llc_miss ")
@@ -123,7 +122,7 @@ def test_result_fields(binary):
     assert before - 1 <= result["start_epoch_s"] <= after + 1
 
 
-def test_defaults(binary):
+def test_defaults_without_options(binary):
     result = run_ok(binary, [])
     assert result["params"] == {"mem_size": 64 * MIB, "line_size": 64,
                                 "nops": 0, "iterations": 10,
@@ -138,7 +137,7 @@ def test_defaults(binary):
     ("256K", 4, 65536),        # one int per row: every int copied
     ("1M", 4096, 256),         # one row per page
 ])
-def test_rows(binary, mem_arg, line, rows):
+def test_rows_follow_mem_size_and_line_size(binary, mem_arg, line, rows):
     result = run_ok(binary, ["--mem-size", mem_arg, "--line-size", str(line),
                              "--iterations", "2"])
     assert result["params"]["line_size"] == line

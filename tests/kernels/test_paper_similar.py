@@ -7,7 +7,6 @@ import math
 import os
 
 import pytest
-
 from kernel_helpers import json_result, run_kernel
 
 KERNEL = "paper_similar"
@@ -69,7 +68,7 @@ def test_help_lists_units_and_defaults(binary):
         assert fragment in out.decode()
 
 
-def test_version(binary):
+def test_version_option_prints_the_kernel_name(binary):
     code, out, _ = run(binary, ["--version"])
     assert code == 0 and out.decode().startswith("paper_similar ")
 

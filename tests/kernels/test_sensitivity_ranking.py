@@ -10,7 +10,6 @@ import tempfile
 import time
 
 import pytest
-
 from kernel_helpers import (
     KERNELS,
     builds,
@@ -146,7 +145,7 @@ def test_help_lists_units_and_defaults(binary):
         assert fragment in text
 
 
-def test_version(binary):
+def test_version_option_prints_the_kernel_name(binary):
     code, out, err = run(binary, ["--version"])
     assert (code, err) == (0, "")
     assert out.decode().startswith("sensitivity_ranking ")
@@ -181,7 +180,7 @@ def test_direct_reads_file_once(binary, data_dir, block_arg, block_size):
     assert before - 1 <= result["start_epoch_s"] <= after + 1
 
 
-def test_defaults(binary, data_dir):
+def test_defaults_without_options(binary, data_dir):
     path = write_file(data_dir / "data.bin", MIB + 123)
     result = run_ok(binary, ["--file", str(path)])
     assert result["params"] == {"file": str(path), "block_size": 65536,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from monitor_helpers import run_live
@@ -15,7 +15,7 @@ from corun.monitors.iostat import COLUMNS, DERIVED_COLUMNS, IostatMonitor, read_
 
 
 def epoch(*args: int) -> float:
-    return datetime(*args, tzinfo=timezone.utc).timestamp()
+    return datetime(*args, tzinfo=UTC).timestamp()
 
 
 def test_complete_report_columns_and_devices(fixtures):
@@ -110,7 +110,7 @@ def test_interval_rounded_up(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("iostat") is None, reason="sysstat not installed")
-def test_live(tmp_path):
+def test_live_run_writes_raw_file_and_meta(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     mon = IostatMonitor(MonitorContext(raw, interval_s=1.0))

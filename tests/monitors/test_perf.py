@@ -117,7 +117,7 @@ def test_cgroup_not_applied_is_recorded(fixtures, tmp_path):
     assert records[0]["metric"] == "perf_cgroup_job1"
 
 
-def test_command(tmp_path):
+def test_command_line_from_interval_and_events(tmp_path):
     mon = PerfMonitor(MonitorContext(tmp_path, interval_s=0.25))
     assert mon.command() == [
         "perf", "stat", "-a", "-x,", "-I", "250", "-o", "perf.csv",
@@ -152,7 +152,7 @@ def test_unknown_event_never_raises(tmp_path):
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 @pytest.mark.skipif(not system_wide_allowed(), reason="perf stat -a needs root here")
-def test_live(tmp_path):
+def test_live_run_writes_raw_file_and_meta(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     events = [*DEFAULT_PERF_EVENTS, "task-clock"]

@@ -18,7 +18,7 @@ HEADER = (
 )
 
 
-def test_recorded(fixtures):
+def test_parse_recorded_output(fixtures):
     raw = fixtures / "pidstat" / "basic"
     start = json.loads((raw / "pidstat.meta.json").read_text())["start_epoch_s"]
     df, records = parse_pidstat(raw, t0_epoch=start)
@@ -86,7 +86,7 @@ def test_no_output(tmp_path):
     assert "Requested activities not available" in records[0]["reason"]
 
 
-def test_command(tmp_path):
+def test_command_line_and_c_locale(tmp_path):
     mon = PidstatMonitor(MonitorContext(tmp_path, interval_s=1.5))
     assert mon.command() == ["pidstat", "-d", "-u", "-h", "-H", "2"]
     env = mon.env()
@@ -94,7 +94,7 @@ def test_command(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("pidstat") is None, reason="sysstat not installed")
-def test_live(tmp_path):
+def test_live_run_writes_raw_file_and_meta(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     mon = PidstatMonitor(MonitorContext(raw, interval_s=1.0))

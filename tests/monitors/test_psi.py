@@ -97,7 +97,7 @@ def test_pacing_does_not_drift(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/pressure").is_dir(), reason="kernel without PSI")
-def test_live(tmp_path):
+def test_live_run_writes_raw_file_and_meta(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     mon = PsiMonitor(MonitorContext(raw, interval_s=0.5))
