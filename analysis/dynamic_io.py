@@ -75,6 +75,7 @@ from analysis.common import (  # noqa: E402
     tol_pct_arg,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
+from analysis.runmeta import load_metadata  # noqa: E402
 from analysis.stats import t_interval  # noqa: E402
 
 EXPERIMENT = "dynamic_io"
@@ -833,7 +834,6 @@ def apps_table(jobs: pd.DataFrame) -> pd.DataFrame:
 
 def order_note(runs: pd.DataFrame, metadata_paths: list[Path]) -> str:
     """Whether the runs were measured in campaign order (label `order` against start times)."""
-    from analysis.runmeta import load_metadata
     if "order" not in runs.columns:
         return "The runs carry no campaign order label: the measuring order is not checked."
     starts = [load_metadata(p).get("start_epoch_s") for p in metadata_paths]

@@ -25,15 +25,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ci_compare import ROOT, git, resolve_ref  # noqa: E402
 
 from corun.errors import ConfigError, one_line_errors  # noqa: E402
+from corun.run import schedulers  # noqa: E402
 
 NAME = re.compile(r"^[a-z0-9_]+$")
 
 
 def changed_variants(base_commit: str) -> list[str]:
-    """Variants (folders of schedulers/ with a manifest in the working tree) with a file changed."""
+    """Variants (folders of schedulers/ with a manifest in the working tree) with a file changed.
+    A parametrised variant (`named_by`, e.g. elevator) is left out: it builds nothing, and runs
+    only under the names of its values (compare those with make ci-compare BASE=... HEAD=...)."""
     names = {p.split("/")[1] for p in git("diff", "--name-only", base_commit, "--", "schedulers").splitlines()
              if p.count("/") >= 2}
-    return sorted(n for n in names if NAME.match(n) and (ROOT / "schedulers" / n / "manifest.yaml").is_file())
+    out = []
+    for n in sorted(names):
+        manifest = ROOT / "schedulers" / n / "manifest.yaml"
+        if NAME.match(n) and manifest.is_file():
+            if schedulers.load_manifest(manifest).get("named_by"):
+                print(f"ci_pick_variant: {n} changed: a parametrised variant, not compared", file=sys.stderr)
+                continue
+            out.append(n)
+    return out
 
 
 @one_line_errors(prefix="ci_pick_variant")

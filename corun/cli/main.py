@@ -1,6 +1,7 @@
 """corun command line: `corun run SPEC --out DIR`, `corun topology`, `corun sched ...`.
 
-Each command imports what it needs when it runs, so `corun run` pays only for the run path.
+The archive commands and the plugin commands load their code only when asked for, so
+`corun run` pays only for the run path.
 Commands of other packages (analysis: compare, index, campaign) plug in through the
 `corun.commands` entry point group: a function that adds subparsers; corun imports no analysis
 module itself.
@@ -15,20 +16,23 @@ import sys
 from corun import __version__
 from corun.cli.results import add_commands as add_result_commands
 from corun.errors import CorunError, one_line_errors
+from corun.machine import topology
 from corun.machine.doctor import add_parser as add_doctor_parser
+from corun.machine.recovery import recover_stale
+from corun.results import metadata
+from corun.run import schedulers
+from corun.run.runner import Runner, load_spec, run_spec_file
 
 BUILTIN = ("run", "validate", "topology", "sched", "recover", "metadata", "doctor", "archive", "verify", "publish")
 
 
 def _cmd_run(a) -> int:
-    from corun.run.runner import run_spec_file
     out = run_spec_file(a.spec, a.out, progress=not a.quiet, allow_job_failures=a.allow_job_failures)
     print(out)
     return 0
 
 
 def _cmd_validate(a) -> int:
-    from corun.run.runner import Runner, load_spec
     spec = load_spec(a.spec)
     r = Runner(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
     r.prepare()
@@ -38,7 +42,6 @@ def _cmd_validate(a) -> int:
 
 
 def _cmd_topology(a) -> int:
-    from corun.machine import topology
     topo = topology.discover()
     grouping, cmps = topology.cmp_groups(topo, a.grouping, a.cores_per_cmp, source="command line")
     info = {**topo.as_dict(), "cmp_grouping": grouping,
@@ -48,7 +51,6 @@ def _cmd_topology(a) -> int:
 
 
 def _cmd_sched(a) -> int:
-    from corun.run import schedulers
     if a.action == "list":
         for name in schedulers.available():
             man = schedulers.load_manifest(schedulers.find(name))
@@ -65,7 +67,6 @@ def _cmd_sched(a) -> int:
 
 
 def _cmd_recover(a) -> int:
-    from corun.machine.recovery import recover_stale
     lines = recover_stale()
     for line in lines:
         print(line)
@@ -75,7 +76,6 @@ def _cmd_recover(a) -> int:
 
 
 def _cmd_metadata(a) -> int:
-    from corun.results import metadata
     print(json.dumps(metadata.collect(), indent=2, default=str))
     return 0
 

@@ -31,8 +31,10 @@ from __future__ import annotations
 import math
 import random
 import shutil
+import tarfile
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from corun.errors import ConfigError, CorunError
@@ -278,7 +280,6 @@ def parsec_run_dir(app_name: str, app: dict, i: int, data_dir: Path) -> Path:
 
 def _paper_text(path: Path, size: int, seed: int) -> None:
     """A document of about `size` bytes: words of a fixed vocabulary, Zipf-distributed."""
-    import numpy as np
     rng = np.random.default_rng(seed)
     vocab_rng = np.random.default_rng(12345)
     syll = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po", "da", "qu"]
@@ -297,7 +298,6 @@ def _paper_text(path: Path, size: int, seed: int) -> None:
 
 def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> None:
     """float32 points around `clusters` random centers."""
-    import numpy as np
     rng = np.random.default_rng(seed)
     centers = rng.normal(0.0, 20.0, (clusters, dims))
     with atomic_file(path, "wb") as fh:
@@ -311,7 +311,6 @@ def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> Non
 
 def _unpack(tar: Path, dest: Path) -> None:
     """Unpack an input tarball: regular files and folders only, all inside `dest`."""
-    import tarfile
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
     with tarfile.open(tar) as tf:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import collections
 import csv
+import fcntl
 import json
 import os
 import queue
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -31,7 +33,7 @@ from corun.machine import cgroup as cg
 from corun.machine import device as devmod
 from corun.machine import topology
 from corun.machine.recovery import recover_stale
-from corun.machine.state import Journal
+from corun.machine.state import Journal, state_dir
 from corun.results import metadata
 from corun.run.placement import Placer, Slot
 from corun.run.schedulers import Variant
@@ -226,9 +228,7 @@ class Runner:
     def _lock_machine(self) -> None:
         """One run at a time per machine: runs would disturb each other's measurements and
         race on the elevator and caps. A second run waits for the first."""
-        import fcntl
 
-        from corun.machine.state import state_dir
         path = state_dir() / "machine.lock"
         self._lock_fh = open(path, "a+")
         try:
@@ -394,7 +394,6 @@ class Runner:
 
         out = open(self.tmp / "jobs" / f"{job.job_id}.out", "wb")
         err = open(self.tmp / "jobs" / f"{job.job_id}.err", "wb")
-        import subprocess
         try:
             p = subprocess.Popen(js["cmd"], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                                  cwd=js.get("cwd"), preexec_fn=child_setup, start_new_session=True)
