@@ -16,22 +16,31 @@ from analysis.stats import repetition_decision
 from corun.errors import ConfigError
 
 
-def decide(values_by_variant: dict[str, list[float]], target: float, max_reps: int, min_reps: int = 3,
-           aggregation: str = "arithmetic") -> dict:
+def decide(
+    values_by_variant: dict[str, list[float]],
+    target: float,
+    max_reps: int,
+    min_reps: int = 3,
+    aggregation: str = "arithmetic",
+) -> dict:
     """{'decision': 'more' | 'stop', 'variants': {name: analysis.stats.repetition_decision}}:
     stop when every variant is under the target or at the cap."""
     if not 0 < target < 1:
         raise ConfigError("campaign", "target", target, "a relative half-width between 0 and 1, e.g. 0.02")
     if max_reps < min_reps:
         raise ConfigError("campaign", "max_reps", max_reps, f"an integer >= min_reps ({min_reps})")
-    per = {v: repetition_decision(vals, target, max_reps, min_reps, aggregation)
-           for v, vals in values_by_variant.items()}
-    return {"decision": "stop" if per and all(d["decision"] == "stop" for d in per.values()) else "more",
-            "variants": per}
+    per = {
+        v: repetition_decision(vals, target, max_reps, min_reps, aggregation) for v, vals in values_by_variant.items()
+    }
+    return {
+        "decision": "stop" if per and all(d["decision"] == "stop" for d in per.values()) else "more",
+        "variants": per,
+    }
 
 
-def decide_from_runs(sources: list[Path], by: str, metric: str, target: float, max_reps: int,
-                     min_reps: int = 3, where: str | None = None) -> dict:
+def decide_from_runs(
+    sources: list[Path], by: str, metric: str, target: float, max_reps: int, min_reps: int = 3, where: str | None = None
+) -> dict:
     """`decide` on finished runs (folders or an index), grouped by `by`; warm-up, unverified
     and failed runs do not count."""
     m = metrics_mod.get(metric)

@@ -28,13 +28,28 @@ def _cmd_compare(a) -> int:
     if a.resamples < 100:
         raise ConfigError("command line", "--resamples", a.resamples, "an integer >= 100")
     result, _, md = compare_runs.run(
-        [Path(s) for s in a.sources], sets=a.set or [], by=a.by, baseline=a.baseline, where=a.where,
-        metric_names=_csv(a.metrics), test=a.test, alpha=a.alpha, pair_by=a.pair_by, seed=a.seed,
-        resamples=a.resamples, fail_if_worse=threshold, out=a.out, plots=not a.no_plots)
+        [Path(s) for s in a.sources],
+        sets=a.set or [],
+        by=a.by,
+        baseline=a.baseline,
+        where=a.where,
+        metric_names=_csv(a.metrics),
+        test=a.test,
+        alpha=a.alpha,
+        pair_by=a.pair_by,
+        seed=a.seed,
+        resamples=a.resamples,
+        fail_if_worse=threshold,
+        out=a.out,
+        plots=not a.no_plots,
+    )
     sys.stdout.write(md)
     if a.out:
-        print(f"\nwritten: {a.out}/comparison.md, comparison.html, comparison.json, comparison.csv, runs.csv"
-              + ("" if a.no_plots else ", figures/"), file=sys.stderr)
+        print(
+            f"\nwritten: {a.out}/comparison.md, comparison.html, comparison.json, comparison.csv, runs.csv"
+            + ("" if a.no_plots else ", figures/"),
+            file=sys.stderr,
+        )
     if a.summary:
         with open(a.summary, "a", encoding="utf-8") as fh:
             fh.write(md)
@@ -46,8 +61,10 @@ def _cmd_index(a) -> int:
         if not a.results:
             raise ConfigError("command line", "RESULTS_DIR", "none", "at least one results folder")
         counts = runindex.build_index([Path(r) for r in a.results], Path(a.db))
-        print(f"{a.db}: {counts['total']} runs indexed ({counts['added']} added, {counts['updated']} updated, "
-              f"{counts['unchanged']} unchanged, {counts['removed']} removed)")
+        print(
+            f"{a.db}: {counts['total']} runs indexed ({counts['added']} added, {counts['updated']} updated, "
+            f"{counts['unchanged']} unchanged, {counts['removed']} removed)"
+        )
         return 0
     recs = runindex.load_index(Path(a.db)) if runindex.is_index(Path(a.db)) else None
     if recs is None:
@@ -67,47 +84,70 @@ def _cmd_index(a) -> int:
 def _cmd_campaign(a) -> int:
     if a.action == "order":
         plan = campaign.order(_csv(a.variants), a.reps, a.seed, a.warmup)
-        print(json.dumps(plan, indent=None if a.lines else 2) if not a.lines
-              else "\n".join(json.dumps(e) for e in plan))
+        print(
+            json.dumps(plan, indent=None if a.lines else 2) if not a.lines else "\n".join(json.dumps(e) for e in plan)
+        )
         return 0
     target = compare_runs.parse_percent(a.target, key="--target")
     if a.action == "decide":
         sources = ([a.spec] if a.spec else []) + a.sources
         if not sources:
             raise ConfigError("command line", "SOURCE", "none", "run folders, campaign folders or an index")
-        out = decide_from_runs([Path(s) for s in sources], a.by, a.metric, target, a.max_reps,
-                                        a.min_reps, a.where)
+        out = decide_from_runs([Path(s) for s in sources], a.by, a.metric, target, a.max_reps, a.min_reps, a.where)
         print(out["decision"] if a.quiet else json.dumps(out, indent=2))
         return 0
     if not a.spec or not a.out:
         raise ConfigError("command line", "campaign run", "SPEC/--out missing", "a spec template and --out DIR")
-    state = campaign.run_campaign(Path(a.spec), _csv(a.variants), Path(a.out), reps=a.reps, warmup=a.warmup,
-                                  seed=a.seed, name=a.name, target=target if a.adaptive else None,
-                                  max_reps=a.max_reps, metric=a.metric,
-                                  decide=decider(a.metric) if a.adaptive else None,
-                                  log=lambda line: print(line, file=sys.stderr))
+    state = campaign.run_campaign(
+        Path(a.spec),
+        _csv(a.variants),
+        Path(a.out),
+        reps=a.reps,
+        warmup=a.warmup,
+        seed=a.seed,
+        name=a.name,
+        target=target if a.adaptive else None,
+        max_reps=a.max_reps,
+        metric=a.metric,
+        decide=decider(a.metric) if a.adaptive else None,
+        log=lambda line: print(line, file=sys.stderr),
+    )
     print(f"{a.out}: {len(state['runs'])} runs, seed {state['seed']}")
     return 0
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("compare", help="compare sets of runs: ratios with CIs, significance, verdicts",
-                       description="Compare two or more sets of runs (see analysis/compare_runs.py).")
-    c.add_argument("sources", nargs="+", help="run folders, campaign or results folders, extracted archives, index files")
-    c.add_argument("--set", action="append", metavar="[NAME:]SELECTOR",
-                   help="a set of runs, e.g. 'base:variant=linux' (repeat; the first is the baseline)")
+    c = sub.add_parser(
+        "compare",
+        help="compare sets of runs: ratios with CIs, significance, verdicts",
+        description="Compare two or more sets of runs (see analysis/compare_runs.py).",
+    )
+    c.add_argument(
+        "sources", nargs="+", help="run folders, campaign or results folders, extracted archives, index files"
+    )
+    c.add_argument(
+        "--set",
+        action="append",
+        metavar="[NAME:]SELECTOR",
+        help="a set of runs, e.g. 'base:variant=linux' (repeat; the first is the baseline)",
+    )
     c.add_argument("--by", metavar="KEY", help="one set per value of KEY (variant, host, labels.k ...)")
     c.add_argument("--baseline", metavar="VALUE", help="with --by: the baseline value (default: the first, sorted)")
     c.add_argument("--where", metavar="SELECTOR", help="only runs matching SELECTOR, e.g. 'campaign=ci host=node-1'")
     c.add_argument("--metrics", help="comma-separated metric names (default: all registered)")
-    c.add_argument("--test", default="mannwhitney", choices=["mannwhitney", "welch"],
-                   help="significance test (default mannwhitney)")
+    c.add_argument(
+        "--test",
+        default="mannwhitney",
+        choices=["mannwhitney", "welch"],
+        help="significance test (default mannwhitney)",
+    )
     c.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
     c.add_argument("--pair-by", metavar="KEY", help="pair runs across sets by KEY (e.g. block) for the bootstrap")
     c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     c.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
-    c.add_argument("--fail-if-worse", metavar="PCT",
-                   help="exit 1 when a metric is significantly worse by PCT or more (e.g. 5%%)")
+    c.add_argument(
+        "--fail-if-worse", metavar="PCT", help="exit 1 when a metric is significantly worse by PCT or more (e.g. 5%%)"
+    )
     c.add_argument("--out", type=Path, help="folder for comparison.md/.html/.json/.csv, runs.csv and figures/")
     c.add_argument("--summary", metavar="FILE", help="append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
     c.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
@@ -142,4 +182,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-reps", type=int, default=20, help="cap on measured runs per variant (default 20)")
     g.add_argument("--quiet", action="store_true", help="decide: print only 'more' or 'stop'")
     g.set_defaults(fn=_cmd_campaign)
-

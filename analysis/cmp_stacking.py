@@ -199,9 +199,7 @@ def normalized_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
                     "normalized_runtime": r["ratio"],
                     "ci95_low": r["ci95_low"],
                     "ci95_high": r["ci95_high"],
-                    "degraded": rt.exceeds(
-                        r["ratio"], r["ci95_low"], r["n_reps"], 1.0 + tol_pct / 100.0
-                    ),
+                    "degraded": rt.exceeds(r["ratio"], r["ci95_low"], r["n_reps"], 1.0 + tol_pct / 100.0),
                     "reason": r["reason"],
                 }
             )
@@ -370,8 +368,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
     graph_onset = int(vals["graph_onset_k"]["value"])
     rows = []
     per_workload = [
-        _grows_row(w, claims["runtime_grows_with_k"], graph_onset, result["tol_pct"])
-        for w in rt.records(workloads)
+        _grows_row(w, claims["runtime_grows_with_k"], graph_onset, result["tol_pct"]) for w in rt.records(workloads)
     ]
     rows.extend(per_workload)
 
@@ -404,9 +401,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
     }
     onsets = [w["onset_k"] for w in graphs if w["onset_k"] is not None]
     measured = "; ".join(
-        f"{_name(w)}: "
-        + (f"k = {w['onset_k']}" if w["onset_k"] is not None else f"none up to k = {K}")
-        for w in graphs
+        f"{_name(w)}: " + (f"k = {w['onset_k']}" if w["onset_k"] is not None else f"none up to k = {K}") for w in graphs
     )
     if not graphs:
         row.update(
@@ -567,10 +562,7 @@ def build_section(
     ]
     if at_k:
         summary.append(f"Normalized runtime T_k-c / T_1-c: {at_k}.")
-    summary.append(
-        f"Degraded means the 95% CI lower bound of the normalized runtime exceeds "
-        f"{fmt_num(1 + tol / 100)}."
-    )
+    summary.append(f"Degraded means the 95% CI lower bound of the normalized runtime exceeds {fmt_num(1 + tol / 100)}.")
     notes = [
         "Normalized runtime follows paper eq. (1): T_k-c / T_1-c, T_1-c the mean runtime of the "
         "workload's valid k=1 jobs over all reps, T_k-c the mean runtime of its valid jobs at k.",
@@ -627,9 +619,7 @@ def build_section(
     )
 
 
-def run(
-    jobs_csv: str, runs_csv: str, tol_pct: float, out_dir: str, paper_id: str = PAPER_ID
-) -> dict:
+def run(jobs_csv: str, runs_csv: str, tol_pct: float, out_dir: str, paper_id: str = PAPER_ID) -> dict:
     """Read the inputs, analyse, and write the output files into out_dir."""
     jobs, runs = read_jobs(jobs_csv), read_runs(runs_csv)
     rt.one_variant(runs, runs_csv)
@@ -654,13 +644,11 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser(
         "analysis.cmp_stacking",
-        "CMP stacking (paper 000, Fig. 1): normalized runtime T_k-c / T_1-c per workload and "
-        "number of loaded CMPs k.",
+        "CMP stacking (paper 000, Fig. 1): normalized runtime T_k-c / T_1-c per workload and number of loaded CMPs k.",
     )
     add_tol_pct(
         parser,
-        "slowdown tolerance in percent: degraded means T_k-c / T_1-c above 1 + PCT/100 "
-        "(default: 5)",
+        "slowdown tolerance in percent: degraded means T_k-c / T_1-c above 1 + PCT/100 (default: 5)",
     )
     return cli(
         parser,

@@ -27,21 +27,28 @@ def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
         raise CollectError(f"{run_dir}: not a finished run (no metadata.json)")
     meta = json.loads(meta_path.read_text())
     jobs = pd.read_csv(run_dir / "jobs.csv")
-    jobs = jobs.rename(columns={c: c[len("label_"):] for c in jobs.columns if c.startswith("label_")})
+    jobs = jobs.rename(columns={c: c[len("label_") :] for c in jobs.columns if c.startswith("label_")})
     run_id = run_dir.name
     jobs.insert(0, "run_id", run_id)
     thr = meta.get("throttle") or {}
     sched = meta.get("scheduler") or {}
-    run = {"run_id": run_id, **(meta.get("labels") or {}),
-           "variant": sched.get("name"), "variant_params": json.dumps(sched.get("params", {}), sort_keys=True),
-           "throttle_read_bps": thr.get("read_bps"), "throttle_write_bps": thr.get("write_bps"),
-           "elevator": (meta.get("device") or {}).get("elevator"),
-           "device": (meta.get("device") or {}).get("name"),
-           "memory_limit_bytes": (meta.get("memory_cap") or {}).get("limit_bytes"),
-           "caches_dropped": meta.get("caches_dropped"),
-           "duration_s": meta.get("duration_s"), "status": meta.get("status"),
-           "host": (meta.get("host") or {}).get("hostname"),
-           "metadata_path": str(meta_path), "run_dir": str(run_dir)}
+    run = {
+        "run_id": run_id,
+        **(meta.get("labels") or {}),
+        "variant": sched.get("name"),
+        "variant_params": json.dumps(sched.get("params", {}), sort_keys=True),
+        "throttle_read_bps": thr.get("read_bps"),
+        "throttle_write_bps": thr.get("write_bps"),
+        "elevator": (meta.get("device") or {}).get("elevator"),
+        "device": (meta.get("device") or {}).get("name"),
+        "memory_limit_bytes": (meta.get("memory_cap") or {}).get("limit_bytes"),
+        "caches_dropped": meta.get("caches_dropped"),
+        "duration_s": meta.get("duration_s"),
+        "status": meta.get("status"),
+        "host": (meta.get("host") or {}).get("hostname"),
+        "metadata_path": str(meta_path),
+        "run_dir": str(run_dir),
+    }
     return jobs, run
 
 
@@ -56,8 +63,9 @@ def collect(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="analysis.collect", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="analysis.collect", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out-jobs", required=True, type=Path)
     ap.add_argument("--out-runs", required=True, type=Path)
     ap.add_argument("runs", nargs="+", type=Path)

@@ -108,7 +108,7 @@ def fmt_num(x: float | int | None, digits: int = 3) -> str:
     """
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "missing"
-    if abs(x) >= 10 ** digits or float(x).is_integer():
+    if abs(x) >= 10**digits or float(x).is_integer():
         return f"{x:.0f}"
     return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
 
@@ -136,9 +136,7 @@ def check_ints(df: pd.DataFrame, columns: dict[str, int | None], source: str) ->
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             want = "an integer" + (f" >= {minimum}" if minimum is not None else "")
-            raise AnalysisInputError(
-                f"{source}: row {row + 2}: {col}: {df[col].iloc[row]!r} (expected {want})"
-            )
+            raise AnalysisInputError(f"{source}: row {row + 2}: {col}: {df[col].iloc[row]!r} (expected {want})")
         df[col] = num.astype("int64")
     return df
 
@@ -153,9 +151,7 @@ def read_csv(path: str | os.PathLike, text_columns: list[str]) -> pd.DataFrame:
         raise AnalysisInputError(f"{path}: not a readable CSV ({exc})") from None
 
 
-def resolve_run_paths(
-    runs: pd.DataFrame, runs_csv: str | os.PathLike, column: str = "metadata_path"
-) -> list[Path]:
+def resolve_run_paths(runs: pd.DataFrame, runs_csv: str | os.PathLike, column: str = "metadata_path") -> list[Path]:
     """Each run's `column` path: as given if it exists (absolute, or relative to cwd); else
     relative to the runs.csv folder; else, for tables moved to another place or machine (an
     extracted archive), the longest tail of the path found under the runs.csv folder or one of
@@ -164,9 +160,7 @@ def resolve_run_paths(
     out = []
     for i, value in enumerate(runs[column]):
         if not isinstance(value, str) or not value.strip():
-            raise AnalysisInputError(
-                f"{runs_csv}: row {i + 2}: {column}: {value!r} (expected a path)"
-            )
+            raise AnalysisInputError(f"{runs_csv}: row {i + 2}: {column}: {value!r} (expected a path)")
         out.append(_find_moved(Path(value), base))
     return out
 
@@ -209,8 +203,7 @@ def run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     empty = sorted(set(runs["run_id"]) - set(jobs["run_id"]))
     if empty:
         notes.append(
-            f"{len(empty)} run(s) in runs.csv have no jobs: "
-            f"{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
+            f"{len(empty)} run(s) in runs.csv have no jobs: {', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
         )
     per_run = jobs.groupby("run_id").agg(
         n=("job_id", "size"),
@@ -218,9 +211,7 @@ def run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         jpc=("jobs_per_cmp", "first"),
         cmps=("cmp", "nunique"),
     )
-    off = per_run[
-        (per_run["n"] != per_run["k"] * per_run["jpc"]) | (per_run["cmps"] != per_run["k"])
-    ]
+    off = per_run[(per_run["n"] != per_run["k"] * per_run["jpc"]) | (per_run["cmps"] != per_run["k"])]
     if len(off):
         notes.append(
             f"{len(off)} run(s) do not have k x jobs_per_cmp jobs on k distinct CMPs: "
@@ -267,9 +258,7 @@ def setup_frame(rows: list[tuple[str, dict, object]]) -> pd.DataFrame:
     )
 
 
-def direction_row(
-    quantity: str, claim: dict, t: dict, sign: int, what: str, items: str = "groups"
-) -> dict:
+def direction_row(quantity: str, claim: dict, t: dict, sign: int, what: str, items: str = "groups") -> dict:
     """A comparison row for a direction claim decided by `stats.rank_trend` result `t`.
 
     rho of the expected sign with one-sided p < ALPHA -> reproduced in direction; otherwise not
@@ -277,15 +266,13 @@ def direction_row(
     """
     row = {"quantity": quantity, "paper_value": claim["statement"], "unit": ""}
     rule = (
-        f"Rule: Spearman rho {'>' if sign > 0 else '<'} 0 with one-sided permutation "
-        f"p < {ALPHA} over {items} ({what})."
+        f"Rule: Spearman rho {'>' if sign > 0 else '<'} 0 with one-sided permutation p < {ALPHA} over {items} ({what})."
     )
     if t["rho"] is None:
         row.update(
             measured_value=None,
             verdict=VERDICT_UNMEASURABLE,
-            note=f"{paper_note(claim)} Why not measurable: {t['n']} {items[:-1]}(s) with no "
-            f"spread in {what}. {rule}",
+            note=f"{paper_note(claim)} Why not measurable: {t['n']} {items[:-1]}(s) with no spread in {what}. {rule}",
         )
     elif t["attainable_p"] >= ALPHA:
         row.update(
@@ -306,10 +293,7 @@ def direction_row(
 
 # ----------------------------------------------------------------------------- command line
 
-RUNS_HELP = (
-    "per-run table (runs.csv); relative paths are read from its folder, else from the "
-    "current directory"
-)
+RUNS_HELP = "per-run table (runs.csv); relative paths are read from its folder, else from the current directory"
 
 
 def base_parser(
@@ -346,9 +330,7 @@ def cli(
     """Add --out-dir and --paper-id, parse argv and call run(args); a CorunError becomes one
     line `<module>: <message>` on stderr and its exit code."""
     parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--paper-id", default=paper_id, help=f"paper values to compare with (default: {paper_id})"
-    )
+    parser.add_argument("--paper-id", default=paper_id, help=f"paper values to compare with (default: {paper_id})")
     args = parser.parse_args(argv)
     code = one_line_errors(run, prefix=parser.prog.removeprefix("python -m "))(args)
     return code if isinstance(code, int) else 0

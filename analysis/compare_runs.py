@@ -53,10 +53,24 @@ from corun.errors import ConfigError  # noqa: E402
 from corun.util import atomic_path  # noqa: E402
 
 TESTS = ("mannwhitney", "welch")
-VERDICT_STYLE = {"better": "#1b7a2f", "worse": "#b3261e", "no significant change": "#555555",
-                 "not enough runs": "#7a5b00", "missing": "#7a5b00"}
-EXCLUSION_KEYS = {"labels.warmup", "variant_verified_at_start", "variant_verified_at_end",
-                  "scheduler.verified", "scheduler.verified_at_end", "status", "run_id", "run", "campaign"}
+VERDICT_STYLE = {
+    "better": "#1b7a2f",
+    "worse": "#b3261e",
+    "no significant change": "#555555",
+    "not enough runs": "#7a5b00",
+    "missing": "#7a5b00",
+}
+EXCLUSION_KEYS = {
+    "labels.warmup",
+    "variant_verified_at_start",
+    "variant_verified_at_end",
+    "scheduler.verified",
+    "scheduler.verified_at_end",
+    "status",
+    "run_id",
+    "run",
+    "campaign",
+}
 
 
 @dataclass
@@ -79,12 +93,18 @@ def exclusion(rec: runindex.RunRecord) -> str | None:
         return "warm-up run"
     start = rec.keys.get("variant_verified_at_start", rec.keys.get("scheduler.verified"))
     if start is not True:
-        return ("variant not verified in effect at the start" if start is False
-                else "variant verification at the start not recorded")
+        return (
+            "variant not verified in effect at the start"
+            if start is False
+            else "variant verification at the start not recorded"
+        )
     end = rec.keys.get("variant_verified_at_end", rec.keys.get("scheduler.verified_at_end"))
     if end is not True:
-        return "variant not verified in effect at the end" if end is False else \
-            "variant verification at the end not recorded"
+        return (
+            "variant not verified in effect at the end"
+            if end is False
+            else "variant verification at the end not recorded"
+        )
     status = rec.keys.get("status")
     if status not in (None, "ok"):
         return f"status {status}"
@@ -110,8 +130,9 @@ def parse_set(text: str) -> tuple[str, str]:
     return text, text
 
 
-def build_sets(records: list, set_args: list[str], by: str | None, baseline: str | None,
-               where: str | None) -> list[RunSet]:
+def build_sets(
+    records: list, set_args: list[str], by: str | None, baseline: str | None, where: str | None
+) -> list[RunSet]:
     if where:
         records = runindex.select(records, runindex.parse_selector(where, what="--where"), what="--where")
         if not records:
@@ -131,13 +152,17 @@ def build_sets(records: list, set_args: list[str], by: str | None, baseline: str
             sets.append(RunSet(v, f"{by}={v}", [r for r in records if r.has(by) and runindex.as_text(r.get(by)) == v]))
     else:
         if baseline is not None:
-            raise ConfigError("command line", "--baseline", baseline, "used with --by (with --set the first set is the baseline)")
+            raise ConfigError(
+                "command line", "--baseline", baseline, "used with --by (with --set the first set is the baseline)"
+            )
         for text in set_args:
             name, sel = parse_set(text)
             terms = runindex.parse_selector(sel, what="--set")
             sets.append(RunSet(name, sel, runindex.select(records, terms, what="--set")))
     if len(sets) < 2:
-        raise ConfigError("command line", "sets", len(sets), "at least 2 sets (--set twice or more, or --by KEY with 2+ values)")
+        raise ConfigError(
+            "command line", "sets", len(sets), "at least 2 sets (--set twice or more, or --by KEY with 2+ values)"
+        )
     names = [s.name for s in sets]
     if len(set(names)) != len(names):
         raise ConfigError("command line", "--set", names, "distinct set names")
@@ -164,9 +189,17 @@ def _worse_by(ratio: float, better: str) -> float:
     return ratio - 1 if better == "lower" else 1 - ratio
 
 
-def compare_sets(sets: list[RunSet], metrics: list, *, test: str = "mannwhitney", alpha: float = stats.ALPHA,
-                 pair_by: str | None = None, seed: int = 0, resamples: int = stats.BOOTSTRAP_RESAMPLES,
-                 fail_if_worse: float | None = None) -> dict:
+def compare_sets(
+    sets: list[RunSet],
+    metrics: list,
+    *,
+    test: str = "mannwhitney",
+    alpha: float = stats.ALPHA,
+    pair_by: str | None = None,
+    seed: int = 0,
+    resamples: int = stats.BOOTSTRAP_RESAMPLES,
+    fail_if_worse: float | None = None,
+) -> dict:
     """The comparison as plain data: rows (one per set and metric), gate and exclusions."""
     base = sets[0]
     rows = []
@@ -174,17 +207,35 @@ def compare_sets(sets: list[RunSet], metrics: list, *, test: str = "mannwhitney"
         for m in metrics:
             rb, vb = _values(base, m.name)
             rh, vh = _values(s, m.name)
-            row = {"baseline": base.name, "set": s.name, "metric": m.name, "unit": m.unit, "better": m.better,
-                   "aggregation": m.aggregation, "n_baseline": len(vb), "n_set": len(vh),
-                   "baseline_value": float(stats.aggregate(vb, m.aggregation)) if vb else math.nan,
-                   "set_value": float(stats.aggregate(vh, m.aggregation)) if vh else math.nan,
-                   "baseline_median": stats.median(vb), "set_median": stats.median(vh),
-                   "baseline_trimmed_mean": stats.trimmed_mean(vb), "set_trimmed_mean": stats.trimmed_mean(vh),
-                   "ratio": math.nan, "ci95_low": math.nan, "ci95_high": math.nan, "change_pct": math.nan,
-                   "paired": False, "test": None, "p": None, "p_holm": None, "verdict": "", "gate": "",
-                   "baseline_outliers": " ".join(r.run for r, f in zip(rb, stats.mad_outliers(vb)) if f),
-                   "set_outliers": " ".join(r.run for r, f in zip(rh, stats.mad_outliers(vh)) if f),
-                   "missing_runs": " ".join(r.run for r in [*base.runs, *s.runs] if r.metrics.get(m.name) is None)}
+            row = {
+                "baseline": base.name,
+                "set": s.name,
+                "metric": m.name,
+                "unit": m.unit,
+                "better": m.better,
+                "aggregation": m.aggregation,
+                "n_baseline": len(vb),
+                "n_set": len(vh),
+                "baseline_value": float(stats.aggregate(vb, m.aggregation)) if vb else math.nan,
+                "set_value": float(stats.aggregate(vh, m.aggregation)) if vh else math.nan,
+                "baseline_median": stats.median(vb),
+                "set_median": stats.median(vh),
+                "baseline_trimmed_mean": stats.trimmed_mean(vb),
+                "set_trimmed_mean": stats.trimmed_mean(vh),
+                "ratio": math.nan,
+                "ci95_low": math.nan,
+                "ci95_high": math.nan,
+                "change_pct": math.nan,
+                "paired": False,
+                "test": None,
+                "p": None,
+                "p_holm": None,
+                "verdict": "",
+                "gate": "",
+                "baseline_outliers": " ".join(r.run for r, f in zip(rb, stats.mad_outliers(vb)) if f),
+                "set_outliers": " ".join(r.run for r, f in zip(rh, stats.mad_outliers(vh)) if f),
+                "missing_runs": " ".join(r.run for r in [*base.runs, *s.runs] if r.metrics.get(m.name) is None),
+            }
             if not vb or not vh:
                 row["verdict"] = "missing"
                 rows.append(row)
@@ -196,11 +247,15 @@ def compare_sets(sets: list[RunSet], metrics: list, *, test: str = "mannwhitney"
                 common = sorted(set(kb) & set(kh))
                 pb, ph = [kb[k] for k in common], [kh[k] for k in common]
                 row["paired"] = True
-            row["ratio"], row["ci95_low"], row["ci95_high"] = stats.bootstrap_ratio(
-                pb, ph, m.aggregation, paired=bool(pair_by), n_resamples=resamples, seed=seed) if pb else (
-                math.nan, math.nan, math.nan)
+            row["ratio"], row["ci95_low"], row["ci95_high"] = (
+                stats.bootstrap_ratio(pb, ph, m.aggregation, paired=bool(pair_by), n_resamples=resamples, seed=seed)
+                if pb
+                else (math.nan, math.nan, math.nan)
+            )
             row["change_pct"] = (row["ratio"] - 1) * 100 if math.isfinite(row["ratio"]) else math.nan
-            res = stats.welch(vb, vh, log=m.aggregation == "geometric") if test == "welch" else stats.mann_whitney(vb, vh)
+            res = (
+                stats.welch(vb, vh, log=m.aggregation == "geometric") if test == "welch" else stats.mann_whitney(vb, vh)
+            )
             row["test"], row["p"] = res["test"], res["p"]
             rows.append(row)
     adjusted = stats.holm([r["p"] for r in rows])
@@ -221,17 +276,31 @@ def compare_sets(sets: list[RunSet], metrics: list, *, test: str = "mannwhitney"
             if bad:
                 gate_failed.append(f"{r['set']} {r['metric']} worse by {_worse_by(r['ratio'], r['better']):.1%}")
     return {
-        "settings": {"test": test, "alpha": alpha, "holm_family": len([p for p in adjusted if p is not None]),
-                     "bootstrap_resamples": resamples, "seed": seed, "pair_by": pair_by,
-                     "confidence": stats.CONFIDENCE, "fail_if_worse": fail_if_worse},
+        "settings": {
+            "test": test,
+            "alpha": alpha,
+            "holm_family": len([p for p in adjusted if p is not None]),
+            "bootstrap_resamples": resamples,
+            "seed": seed,
+            "pair_by": pair_by,
+            "confidence": stats.CONFIDENCE,
+            "fail_if_worse": fail_if_worse,
+        },
         "metrics": [m.describe() for m in metrics],
-        "sets": [{"name": s.name, "selector": s.selector, "runs": len(s.runs), "excluded": len(s.excluded)}
-                 for s in sets],
-        "excluded": [{"set": s.name, "run": r.run, "run_id": runindex.as_text(r.keys.get("run_id")), "reason": why}
-                     for s in sets for r, why in s.excluded],
+        "sets": [
+            {"name": s.name, "selector": s.selector, "runs": len(s.runs), "excluded": len(s.excluded)} for s in sets
+        ],
+        "excluded": [
+            {"set": s.name, "run": r.run, "run_id": runindex.as_text(r.keys.get("run_id")), "reason": why}
+            for s in sets
+            for r, why in s.excluded
+        ],
         "rows": rows,
-        "gate": {"threshold": fail_if_worse, "failed": gate_failed,
-                 "status": None if fail_if_worse is None else ("failed" if gate_failed else "passed")},
+        "gate": {
+            "threshold": fail_if_worse,
+            "failed": gate_failed,
+            "status": None if fail_if_worse is None else ("failed" if gate_failed else "passed"),
+        },
     }
 
 
@@ -246,9 +315,16 @@ def runs_table(sets: list[RunSet], metrics: list) -> pd.DataFrame:
     rows = []
     for s in sets:
         for r, why in [*((r, "") for r in s.runs), *s.excluded]:
-            rows.append({"set": s.name, "run": r.run, "run_id": runindex.as_text(r.keys.get("run_id")),
-                         "included": not why, "excluded_reason": why,
-                         **{m.name: r.metrics.get(m.name) for m in metrics}})
+            rows.append(
+                {
+                    "set": s.name,
+                    "run": r.run,
+                    "run_id": runindex.as_text(r.keys.get("run_id")),
+                    "included": not why,
+                    "excluded_reason": why,
+                    **{m.name: r.metrics.get(m.name) for m in metrics},
+                }
+            )
     df = pd.DataFrame(rows)
     for m in metrics:
         df[m.name] = pd.to_numeric(df[m.name], errors="coerce").astype("float64")
@@ -266,8 +342,9 @@ def plot_ratios(result: dict, path: Path) -> None:
         ax.plot([r["ratio"]], [i], "o", color=color)
     ax.axvline(1.0, color="black", lw=0.8, ls="--")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r['set']} / {r['baseline']}: {r['metric']} ({r['better']} is better)" for r in rows],
-                       fontsize=8)
+    ax.set_yticklabels(
+        [f"{r['set']} / {r['baseline']}: {r['metric']} ({r['better']} is better)" for r in rows], fontsize=8
+    )
     ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
     ax.invert_yaxis()
     ax.set_xlabel("ratio to the baseline, 95% bootstrap CI (colour: verdict)")
@@ -300,7 +377,7 @@ def plot_values(sets: list[RunSet], metrics: list, path: Path) -> None:
         ax.set_xticklabels(labels, fontsize=8, rotation=15)
         ax.set_title(f"{m.name} ({m.better} is better)", fontsize=9)
         ax.set_ylabel(m.unit, fontsize=8)
-    for ax in list(axes.flat)[len(metrics):]:
+    for ax in list(axes.flat)[len(metrics) :]:
         ax.axis("off")
     fig.suptitle("per-run values (x: MAD outlier, reported and kept)", fontsize=9)
     fig.tight_layout()
@@ -323,32 +400,41 @@ def _p(p: float | None) -> str:
 def _ratio(r: dict) -> str:
     if not math.isfinite(r["ratio"]):
         return "missing"
-    ci = (f" [{fmt_num(r['ci95_low'])}, {fmt_num(r['ci95_high'])}]"
-          if math.isfinite(r["ci95_low"]) else " [CI n/a]")
+    ci = f" [{fmt_num(r['ci95_low'])}, {fmt_num(r['ci95_high'])}]" if math.isfinite(r["ci95_low"]) else " [CI n/a]"
     return f"{fmt_num(r['ratio'])}{ci}"
 
 
 def _table_rows(result: dict) -> tuple[list[str], list[list[str]]]:
-    head = ["set", "metric", "better", "baseline", "set value", "ratio [95% CI]", "change",
-            "p (Holm)", "verdict"]
+    head = ["set", "metric", "better", "baseline", "set value", "ratio [95% CI]", "change", "p (Holm)", "verdict"]
     body = []
     for r in result["rows"]:
         change = f"{r['change_pct']:+.1f}%" if math.isfinite(r["change_pct"]) else "missing"
-        body.append([r["set"], f"{r['metric']} ({r['unit']})", r["better"],
-                     f"{fmt_num(r['baseline_value'])} (n={r['n_baseline']})",
-                     f"{fmt_num(r['set_value'])} (n={r['n_set']})", _ratio(r), change,
-                     f"{_p(r['p'])} ({_p(r['p_holm'])})", r["verdict"] + (" GATE FAILED" if r["gate"] == "failed" else "")])
+        body.append(
+            [
+                r["set"],
+                f"{r['metric']} ({r['unit']})",
+                r["better"],
+                f"{fmt_num(r['baseline_value'])} (n={r['n_baseline']})",
+                f"{fmt_num(r['set_value'])} (n={r['n_set']})",
+                _ratio(r),
+                change,
+                f"{_p(r['p'])} ({_p(r['p_holm'])})",
+                r["verdict"] + (" GATE FAILED" if r["gate"] == "failed" else ""),
+            ]
+        )
     return head, body
 
 
 def _notes(result: dict) -> list[str]:
     st = result["settings"]
     test = "Welch's t (log values for geometric metrics)" if st["test"] == "welch" else "two-sided Mann-Whitney U"
-    notes = [f"Significance: {test}, Holm-adjusted across {st['holm_family']} tests, alpha {st['alpha']}.",
-             f"Ratios: set / baseline of each metric's aggregate (arithmetic mean for times, harmonic for "
-             f"rates, geometric for ratios), {st['confidence']:.0%} percentile bootstrap CI with "
-             f"{st['bootstrap_resamples']} resamples, seed {st['seed']}"
-             + (f", paired by {st['pair_by']}." if st["pair_by"] else ", unpaired.")]
+    notes = [
+        f"Significance: {test}, Holm-adjusted across {st['holm_family']} tests, alpha {st['alpha']}.",
+        f"Ratios: set / baseline of each metric's aggregate (arithmetic mean for times, harmonic for "
+        f"rates, geometric for ratios), {st['confidence']:.0%} percentile bootstrap CI with "
+        f"{st['bootstrap_resamples']} resamples, seed {st['seed']}"
+        + (f", paired by {st['pair_by']}." if st["pair_by"] else ", unpaired."),
+    ]
     gate = result["gate"]
     if gate["status"] == "failed":
         notes.append(f"Gate FAILED (worse by {gate['threshold']:.1%} or more): " + "; ".join(gate["failed"]) + ".")
@@ -393,11 +479,16 @@ img{max-width:100%;border:1px solid #ddd}.failed{color:#b3261e;font-weight:700}"
 def to_html(result: dict, figures: list[Path]) -> str:
     e = html.escape
     base = result["sets"][0]["name"]
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>corun compare: {e(base)}</title>",
-             f"<style>{CSS}</style></head><body><h1>corun compare: baseline {e(base)}</h1>",
-             "<table><tr><th>set</th><th>selector</th><th>runs used</th><th>excluded</th></tr>"]
-    parts += [f"<tr><td>{e(s['name'])}</td><td><code>{e(s['selector'])}</code></td><td>{s['runs']}</td>"
-              f"<td>{s['excluded']}</td></tr>" for s in result["sets"]]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>corun compare: {e(base)}</title>",
+        f"<style>{CSS}</style></head><body><h1>corun compare: baseline {e(base)}</h1>",
+        "<table><tr><th>set</th><th>selector</th><th>runs used</th><th>excluded</th></tr>",
+    ]
+    parts += [
+        f"<tr><td>{e(s['name'])}</td><td><code>{e(s['selector'])}</code></td><td>{s['runs']}</td>"
+        f"<td>{s['excluded']}</td></tr>"
+        for s in result["sets"]
+    ]
     parts.append("</table>")
     head, body = _table_rows(result)
     parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
@@ -405,18 +496,27 @@ def to_html(result: dict, figures: list[Path]) -> str:
         color = VERDICT_STYLE.get(r["verdict"], "#555")
         cells = "".join(f"<td>{e(c)}</td>" for c in row[:-1])
         parts.append(f"<tr>{cells}<td style='color:{color};font-weight:600'>{e(row[-1])}</td></tr>")
-    parts.append("</table><ul>" + "".join(
-        f"<li{' class=failed' if n.startswith('Gate FAILED') else ''}>{e(n)}</li>" for n in _notes(result)) + "</ul>")
+    parts.append(
+        "</table><ul>"
+        + "".join(f"<li{' class=failed' if n.startswith('Gate FAILED') else ''}>{e(n)}</li>" for n in _notes(result))
+        + "</ul>"
+    )
     for fig in figures:
         data = base64.b64encode(fig.read_bytes()).decode("ascii")
         parts.append(f"<figure><img alt='{e(fig.stem)}' src='data:image/png;base64,{data}'></figure>")
     if result["excluded"]:
-        parts.append("<h2>Excluded runs</h2><ul>" + "".join(
-            f"<li>{e(x['set'])}: {e(x['run'])}: {e(x['reason'])}</li>" for x in result["excluded"]) + "</ul>")
+        parts.append(
+            "<h2>Excluded runs</h2><ul>"
+            + "".join(f"<li>{e(x['set'])}: {e(x['run'])}: {e(x['reason'])}</li>" for x in result["excluded"])
+            + "</ul>"
+        )
     outl = _outlier_lines(result)
     if outl:
-        parts.append("<h2>Outliers (|modified z| &gt; 3.5; reported, kept)</h2><ul>"
-                     + "".join(f"<li>{e(o)}</li>" for o in outl) + "</ul>")
+        parts.append(
+            "<h2>Outliers (|modified z| &gt; 3.5; reported, kept)</h2><ul>"
+            + "".join(f"<li>{e(o)}</li>" for o in outl)
+            + "</ul>"
+        )
     parts.append("</body></html>\n")
     return "".join(parts)
 
@@ -444,15 +544,33 @@ def write_outputs(result: dict, sets: list[RunSet], metrics: list, out: Path, pl
     write_atomic(out / "comparison.json", dumps_json(_json_safe(result)))
     write_atomic(out / "comparison.md", to_markdown(result))
     write_atomic(out / "comparison.html", to_html(result, figures))
-    return [out / "comparison.md", out / "comparison.html", out / "comparison.json", out / "comparison.csv",
-            out / "runs.csv", *figures]
+    return [
+        out / "comparison.md",
+        out / "comparison.html",
+        out / "comparison.json",
+        out / "comparison.csv",
+        out / "runs.csv",
+        *figures,
+    ]
 
 
-def run(sources: list[Path], *, sets: list[str] = (), by: str | None = None, baseline: str | None = None,
-        where: str | None = None, metric_names: list[str] | None = None, test: str = "mannwhitney",
-        alpha: float = stats.ALPHA, pair_by: str | None = None, seed: int = 0,
-        resamples: int = stats.BOOTSTRAP_RESAMPLES, fail_if_worse: float | None = None,
-        out: Path | None = None, plots: bool = True) -> tuple[dict, list[RunSet], str]:
+def run(
+    sources: list[Path],
+    *,
+    sets: list[str] = (),
+    by: str | None = None,
+    baseline: str | None = None,
+    where: str | None = None,
+    metric_names: list[str] | None = None,
+    test: str = "mannwhitney",
+    alpha: float = stats.ALPHA,
+    pair_by: str | None = None,
+    seed: int = 0,
+    resamples: int = stats.BOOTSTRAP_RESAMPLES,
+    fail_if_worse: float | None = None,
+    out: Path | None = None,
+    plots: bool = True,
+) -> tuple[dict, list[RunSet], str]:
     """Load, select, compare and (with `out`) write; returns (result, sets, markdown)."""
     if test not in TESTS:
         raise ConfigError("command line", "--test", test, f"one of {', '.join(TESTS)}")
@@ -464,8 +582,16 @@ def run(sources: list[Path], *, sets: list[str] = (), by: str | None = None, bas
         keys |= {t.key for t in runindex.parse_selector(parse_set(text)[1], what=what)}
     records = runindex.load_runs(sources, keys=keys)
     run_sets = build_sets(records, list(sets), by, baseline, where)
-    result = compare_sets(run_sets, metrics, test=test, alpha=alpha, pair_by=pair_by, seed=seed,
-                          resamples=resamples, fail_if_worse=fail_if_worse)
+    result = compare_sets(
+        run_sets,
+        metrics,
+        test=test,
+        alpha=alpha,
+        pair_by=pair_by,
+        seed=seed,
+        resamples=resamples,
+        fail_if_worse=fail_if_worse,
+    )
     md = to_markdown(result)
     if out is not None:
         write_outputs(result, run_sets, metrics, out, plots=plots)

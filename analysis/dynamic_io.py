@@ -96,15 +96,33 @@ METRICS = {
 }
 PAPER_METRICS = ("throughput_jobs_per_s", "slowdown_sum", "avg_runtime_s")
 GROUPS = {  # Table 3 rows the paper reports together, with their paper value keys
-    "explicit": (("w01", "w02", "w03", "w04", "w05", "w06"), "D-TYPE explicit I/O (#1-#6, Fig. 16)",
-                 {"throughput_jobs_per_s": "d_explicit_throughput_pct", "slowdown_sum": "d_explicit_slowdown_pct",
-                  "avg_runtime_s": "d_explicit_runtime_pct"}),
-    "graph": (("w07", "w08", "w09"), "D-TYPE graph (#7-#9, Fig. 17)",
-              {"throughput_jobs_per_s": "d_graph_throughput_pct", "slowdown_sum": "d_graph_slowdown_pct",
-               "avg_runtime_s": "d_graph_runtime_pct"}),
-    "mixed": (("w10", "w11", "w12", "w13", "w14", "w15"), "M-TYPE (#10-#15, Fig. 20)",
-              {"throughput_jobs_per_s": "m_throughput_pct", "slowdown_sum": "m_slowdown_pct",
-               "avg_runtime_s": "m_runtime_pct"}),
+    "explicit": (
+        ("w01", "w02", "w03", "w04", "w05", "w06"),
+        "D-TYPE explicit I/O (#1-#6, Fig. 16)",
+        {
+            "throughput_jobs_per_s": "d_explicit_throughput_pct",
+            "slowdown_sum": "d_explicit_slowdown_pct",
+            "avg_runtime_s": "d_explicit_runtime_pct",
+        },
+    ),
+    "graph": (
+        ("w07", "w08", "w09"),
+        "D-TYPE graph (#7-#9, Fig. 17)",
+        {
+            "throughput_jobs_per_s": "d_graph_throughput_pct",
+            "slowdown_sum": "d_graph_slowdown_pct",
+            "avg_runtime_s": "d_graph_runtime_pct",
+        },
+    ),
+    "mixed": (
+        ("w10", "w11", "w12", "w13", "w14", "w15"),
+        "M-TYPE (#10-#15, Fig. 20)",
+        {
+            "throughput_jobs_per_s": "m_throughput_pct",
+            "slowdown_sum": "m_slowdown_pct",
+            "avg_runtime_s": "m_runtime_pct",
+        },
+    ),
 }
 NO_CHANGE = {("w03", "throughput_jobs_per_s"), ("w06", "throughput_jobs_per_s"), ("w10", "throughput_jobs_per_s")}
 FIG_IMPROVEMENT = "fig16_17_20_improvement.png"
@@ -112,32 +130,66 @@ FIG_SUSPENDED = "suspended_jobs.png"
 
 JOB_COLUMNS = ["run_id", "job_id", "runtime_s", "exit_code", "end_s", "app", "job_index"]
 RUN_COLUMNS = ["run_id", "run_kind", "workload", "variant", "rep", "duration_s", "metadata_path", "run_dir"]
-RUN_TABLE = ["run_id", "workload", "variant", "rep", "order", "n_jobs", "n_valid", "t_workload_s",
-             "throughput_jobs_per_s", "slowdown_sum", "mean_slowdown", "avg_runtime_s", "jain_fairness",
-             "wait_ms", "svc_ms", "n_io_intervals", "quanta", "suspends", "resumes", "forced_resumes",
-             "throttles", "max_suspended_jobs", "mean_suspended_jobs", "daemon_cpu_pct", "reason"]
+RUN_TABLE = [
+    "run_id",
+    "workload",
+    "variant",
+    "rep",
+    "order",
+    "n_jobs",
+    "n_valid",
+    "t_workload_s",
+    "throughput_jobs_per_s",
+    "slowdown_sum",
+    "mean_slowdown",
+    "avg_runtime_s",
+    "jain_fairness",
+    "wait_ms",
+    "svc_ms",
+    "n_io_intervals",
+    "quanta",
+    "suspends",
+    "resumes",
+    "forced_resumes",
+    "throttles",
+    "max_suspended_jobs",
+    "mean_suspended_jobs",
+    "daemon_cpu_pct",
+    "reason",
+]
 
 
 # ----------------------------------------------------------------------------- input
 
 
 def read_jobs(path: str | os.PathLike) -> pd.DataFrame:
-    df = rt.read_table(path, required=JOB_COLUMNS, ints={"exit_code": None, "job_index": 0},
-                       floats=["runtime_s", "end_s", "start_s"], texts=["job_id", "app", "workload", "variant",
-                                                                        "result_check"],
-                       experiments=(EXPERIMENT,))
+    df = rt.read_table(
+        path,
+        required=JOB_COLUMNS,
+        ints={"exit_code": None, "job_index": 0},
+        floats=["runtime_s", "end_s", "start_s"],
+        texts=["job_id", "app", "workload", "variant", "result_check"],
+        experiments=(EXPERIMENT,),
+    )
     return df
 
 
 def read_runs(path: str | os.PathLike) -> pd.DataFrame:
-    df = rt.read_table(path, required=RUN_COLUMNS, ints={"rep": 0}, floats=["duration_s", "throttle_read_bps"],
-                       texts=["run_kind", "workload", "variant", "device", "metadata_path", "run_dir", "job_type"],
-                       experiments=(EXPERIMENT,), what="one row per run")
+    df = rt.read_table(
+        path,
+        required=RUN_COLUMNS,
+        ints={"rep": 0},
+        floats=["duration_s", "throttle_read_bps"],
+        texts=["run_kind", "workload", "variant", "device", "metadata_path", "run_dir", "job_type"],
+        experiments=(EXPERIMENT,),
+        what="one row per run",
+    )
     bad = ~df["run_kind"].isin(["campaign", "alone"])
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise AnalysisInputError(f"{path}: row {row + 2}: run_kind: {df['run_kind'].iloc[row]!r} "
-                                 "(expected 'campaign' or 'alone')")
+        raise AnalysisInputError(
+            f"{path}: row {row + 2}: run_kind: {df['run_kind'].iloc[row]!r} (expected 'campaign' or 'alone')"
+        )
     return df
 
 
@@ -159,11 +211,9 @@ def improvement_pct(ratio: float, higher: bool) -> float:
     return (ratio - 1.0) * 100.0 if higher else (1.0 - ratio) * 100.0
 
 
-def paired_ratio(variant: dict[int, float], base: dict[int, float], n_boot: int = N_BOOT,
-                 seed: int = 0) -> dict:
+def paired_ratio(variant: dict[int, float], base: dict[int, float], n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """Ratio of the means over the reps both have, with a paired percentile bootstrap interval."""
-    reps = sorted(r for r in set(variant) & set(base)
-                  if math.isfinite(variant[r]) and math.isfinite(base[r]))
+    reps = sorted(r for r in set(variant) & set(base) if math.isfinite(variant[r]) and math.isfinite(base[r]))
     out = {"n_pairs": len(reps), "ratio": math.nan, "ci95_low": math.nan, "ci95_high": math.nan}
     if not reps:
         return out
@@ -195,18 +245,34 @@ def t_alone_table(jobs: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     for app, g in sub.groupby("app", sort=True):
         gv = g[valid.loc[g.index]]
         lo, hi = t_interval(gv["runtime_s"])
-        rows.append({"app": app, "n_runs": int(g["run_id"].nunique()), "n_valid": len(gv),
-                     "t_alone_s": float(gv["runtime_s"].mean()) if len(gv) else math.nan,
-                     "ci95_low": lo, "ci95_high": hi,
-                     "reason": "" if len(gv) else "no alone run of this job type succeeded"})
+        rows.append(
+            {
+                "app": app,
+                "n_runs": int(g["run_id"].nunique()),
+                "n_valid": len(gv),
+                "t_alone_s": float(gv["runtime_s"].mean()) if len(gv) else math.nan,
+                "ci95_low": lo,
+                "ci95_high": hi,
+                "reason": "" if len(gv) else "no alone run of this job type succeeded",
+            }
+        )
     return pd.DataFrame(rows, columns=["app", "n_runs", "n_valid", "t_alone_s", "ci95_low", "ci95_high", "reason"])
 
 
 def job_metrics(g: pd.DataFrame, t_alone: dict[str, float]) -> tuple[dict, str]:
     """Eq. 3-5 and Jain for one run's jobs; (metrics, reason when some are missing)."""
     n = len(g)
-    out = {k: math.nan for k in ("t_workload_s", "throughput_jobs_per_s", "slowdown_sum", "mean_slowdown",
-                                 "avg_runtime_s", "jain_fairness")}
+    out = {
+        k: math.nan
+        for k in (
+            "t_workload_s",
+            "throughput_jobs_per_s",
+            "slowdown_sum",
+            "mean_slowdown",
+            "avg_runtime_s",
+            "jain_fairness",
+        )
+    }
     valid = rt.valid_jobs_mask(g, check_required=False)
     out["n_jobs"], out["n_valid"] = n, int(valid.sum())
     if n == 0 or not valid.all():
@@ -238,10 +304,18 @@ def iostat_series(run: dict, run_dir: Path, log: rt.MissingLog) -> pd.DataFrame:
         log.add("iostat waiting and serving time", why, SOURCE, run["run_id"])
         return pd.DataFrame(columns=cols)
     rows = rt.in_run(rows, rt.number_or_none(run.get("duration_s")))
-    req = sum(pd.to_numeric(rows[c], errors="coerce").fillna(0.0) for c in ("r_per_s", "w_per_s", "d_per_s", "f_per_s")
-              if c in rows.columns)
-    out = pd.DataFrame({"t_s": pd.to_numeric(rows["t_s"], errors="coerce"), "req": req,
-                        **{c: pd.to_numeric(rows[c], errors="coerce") for c in cols[2:]}})
+    req = sum(
+        pd.to_numeric(rows[c], errors="coerce").fillna(0.0)
+        for c in ("r_per_s", "w_per_s", "d_per_s", "f_per_s")
+        if c in rows.columns
+    )
+    out = pd.DataFrame(
+        {
+            "t_s": pd.to_numeric(rows["t_s"], errors="coerce"),
+            "req": req,
+            **{c: pd.to_numeric(rows[c], errors="coerce") for c in cols[2:]},
+        }
+    )
     return out.reset_index(drop=True)
 
 
@@ -270,9 +344,25 @@ def read_decisions(run_dir: Path) -> tuple[pd.DataFrame | None, str]:
         if "q" not in obj:
             continue  # a note of the daemon (a refused job, its exit), not a quantum
         actions = obj.get("actions") or []
-        rows.append({k: obj.get(k) for k in ("q", "t_s", "dt_s", "overall_mbps", "bound_mbps", "running",
-                                             "suspended", "throttled", "psi_some", "collect_us", "decide_us")}
-                    | {"n_actions": len(actions)})
+        rows.append(
+            {
+                k: obj.get(k)
+                for k in (
+                    "q",
+                    "t_s",
+                    "dt_s",
+                    "overall_mbps",
+                    "bound_mbps",
+                    "running",
+                    "suspended",
+                    "throttled",
+                    "psi_some",
+                    "collect_us",
+                    "decide_us",
+                )
+            }
+            | {"n_actions": len(actions)}
+        )
     if not rows:
         return None, "sched/state/decisions.jsonl has no decision"
     return pd.DataFrame(rows).apply(pd.to_numeric, errors="coerce").astype(float), ""
@@ -297,8 +387,19 @@ def _num(d: dict, key: str) -> float:
 
 
 def scheduler_metrics(run: dict, run_dir: Path, log: rt.MissingLog) -> tuple[dict, pd.DataFrame | None]:
-    out = {k: math.nan for k in ("quanta", "suspends", "resumes", "forced_resumes", "throttles",
-                                 "max_suspended_jobs", "mean_suspended_jobs", "daemon_cpu_pct")}
+    out = {
+        k: math.nan
+        for k in (
+            "quanta",
+            "suspends",
+            "resumes",
+            "forced_resumes",
+            "throttles",
+            "max_suspended_jobs",
+            "mean_suspended_jobs",
+            "daemon_cpu_pct",
+        )
+    }
     if run["variant"] not in DYNAMIC_FAMILY:
         return out, None
     dec, why = read_decisions(run_dir)
@@ -323,8 +424,7 @@ def scheduler_metrics(run: dict, run_dir: Path, log: rt.MissingLog) -> tuple[dic
 # ----------------------------------------------------------------------------- analysis
 
 
-def analyse(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog,
-            baseline: str) -> dict:
+def analyse(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog, baseline: str) -> dict:
     t_alone = t_alone_table(jobs, runs)
     alone_map = dict(zip(t_alone["app"], t_alone["t_alone_s"]))
     camp = runs[runs["run_kind"] == "campaign"]
@@ -343,15 +443,32 @@ def analyse(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: 
         series[rid] = io
         if dec is not None:
             decisions[rid] = dec
-        rows.append({"run_id": rid, "workload": run["workload"], "variant": run["variant"], "rep": int(run["rep"]),
-                     "order": run.get("order"), **m, "wait_ms": _weighted(has["wait_ms"], has["req"]),
-                     "svc_ms": _weighted(has["svc_ms"], has["req"]), "n_io_intervals": len(has), **sched,
-                     "reason": why})
+        rows.append(
+            {
+                "run_id": rid,
+                "workload": run["workload"],
+                "variant": run["variant"],
+                "rep": int(run["rep"]),
+                "order": run.get("order"),
+                **m,
+                "wait_ms": _weighted(has["wait_ms"], has["req"]),
+                "svc_ms": _weighted(has["svc_ms"], has["req"]),
+                "n_io_intervals": len(has),
+                **sched,
+                "reason": why,
+            }
+        )
     per_run = pd.DataFrame(rows, columns=RUN_TABLE).sort_values(["workload", "variant", "rep"], kind="stable")
     per_run = per_run.reset_index(drop=True)
-    return {"t_alone": t_alone, "runs": per_run, "summary": summary_table(per_run),
-            "improvement": improvement_table(per_run, baseline), "per_job": per_job_table(jobs, camp),
-            "series": series, "decisions": decisions}
+    return {
+        "t_alone": t_alone,
+        "runs": per_run,
+        "summary": summary_table(per_run),
+        "improvement": improvement_table(per_run, baseline),
+        "per_job": per_job_table(jobs, camp),
+        "series": series,
+        "decisions": decisions,
+    }
 
 
 def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
@@ -362,8 +479,13 @@ def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
         for metric in METRICS:
             vals = g[metric].dropna().to_numpy(float)
             lo, hi = t_interval(vals)
-            row.update({metric: float(vals.mean()) if len(vals) else math.nan,
-                        f"{metric}_ci95_low": lo, f"{metric}_ci95_high": hi})
+            row.update(
+                {
+                    metric: float(vals.mean()) if len(vals) else math.nan,
+                    f"{metric}_ci95_low": lo,
+                    f"{metric}_ci95_high": hi,
+                }
+            )
         for k in ("suspends", "max_suspended_jobs", "daemon_cpu_pct"):
             row[k] = float(g[k].mean()) if g[k].notna().any() else math.nan
         rows.append(row)
@@ -373,9 +495,22 @@ def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
 def improvement_table(per_run: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Per workload, non-baseline variant and metric: ratio to the baseline (paired bootstrap) and
     the paper's improvement."""
-    cols = ["workload", "variant", "metric", "higher_is_better", "n_pairs", "baseline_mean", "variant_mean",
-            "ratio", "ratio_ci95_low", "ratio_ci95_high", "improvement_pct", "improvement_ci95_low",
-            "improvement_ci95_high", "reason"]
+    cols = [
+        "workload",
+        "variant",
+        "metric",
+        "higher_is_better",
+        "n_pairs",
+        "baseline_mean",
+        "variant_mean",
+        "ratio",
+        "ratio_ci95_low",
+        "ratio_ci95_high",
+        "improvement_pct",
+        "improvement_ci95_low",
+        "improvement_ci95_high",
+        "reason",
+    ]
     rows = []
     for w, gw in per_run.groupby("workload", sort=True):
         base = gw[gw["variant"] == baseline]
@@ -399,13 +534,24 @@ def improvement_table(per_run: pd.DataFrame, baseline: str) -> pd.DataFrame:
                 paired = sorted(set(b) & set(x))
                 bv = [b[k] for k in paired if math.isfinite(b[k])]
                 xv = [x[k] for k in paired if math.isfinite(x[k])]
-                rows.append({"workload": w, "variant": v, "metric": metric, "higher_is_better": higher,
-                             "n_pairs": r["n_pairs"],
-                             "baseline_mean": float(np.mean(bv)) if bv else math.nan,
-                             "variant_mean": float(np.mean(xv)) if xv else math.nan,
-                             "ratio": r["ratio"], "ratio_ci95_low": r["ci95_low"], "ratio_ci95_high": r["ci95_high"],
-                             "improvement_pct": imp, "improvement_ci95_low": lo, "improvement_ci95_high": hi,
-                             "reason": reason})
+                rows.append(
+                    {
+                        "workload": w,
+                        "variant": v,
+                        "metric": metric,
+                        "higher_is_better": higher,
+                        "n_pairs": r["n_pairs"],
+                        "baseline_mean": float(np.mean(bv)) if bv else math.nan,
+                        "variant_mean": float(np.mean(xv)) if xv else math.nan,
+                        "ratio": r["ratio"],
+                        "ratio_ci95_low": r["ci95_low"],
+                        "ratio_ci95_high": r["ci95_high"],
+                        "improvement_pct": imp,
+                        "improvement_ci95_low": lo,
+                        "improvement_ci95_high": hi,
+                        "reason": reason,
+                    }
+                )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -415,8 +561,11 @@ def per_job_table(jobs: pd.DataFrame, camp: pd.DataFrame) -> pd.DataFrame:
     sub = sub[rt.valid_jobs_mask(sub, check_required=False)]
     if sub.empty:
         return pd.DataFrame(columns=["workload", "variant", "job_index", "app", "n_reps", "runtime_s"])
-    out = sub.groupby(["workload", "variant", "job_index"], sort=True).agg(
-        app=("app", "first"), n_reps=("runtime_s", "size"), runtime_s=("runtime_s", "mean")).reset_index()
+    out = (
+        sub.groupby(["workload", "variant", "job_index"], sort=True)
+        .agg(app=("app", "first"), n_reps=("runtime_s", "size"), runtime_s=("runtime_s", "mean"))
+        .reset_index()
+    )
     return out
 
 
@@ -426,28 +575,42 @@ def per_job_table(jobs: pd.DataFrame, camp: pd.DataFrame) -> pd.DataFrame:
 def _imp_text(r: dict) -> str:
     if not math.isfinite(r["improvement_pct"]):
         return "missing"
-    ci = (f" [{fmt_num(r['improvement_ci95_low'])}, {fmt_num(r['improvement_ci95_high'])}]"
-          if math.isfinite(r["improvement_ci95_low"]) else "")
+    ci = (
+        f" [{fmt_num(r['improvement_ci95_low'])}, {fmt_num(r['improvement_ci95_high'])}]"
+        if math.isfinite(r["improvement_ci95_low"])
+        else ""
+    )
     return f"{r['improvement_pct']:+.3g}%{ci} ({r['n_pairs']} paired reps)"
 
 
 def _direction(r: dict | None, expect: str, tol: float, rule_what: str, note: str) -> dict:
     """measured_value, verdict, note for one improvement against an expectation
     ('better', 'worse', 'none')."""
-    rules = {"better": "Rule: the 95% bootstrap interval of the improvement lies above 0.",
-             "worse": "Rule: the 95% bootstrap interval of the improvement lies below 0.",
-             "none": f"Rule: the interval contains 0 or the improvement is within {fmt_num(tol)}%."}
+    rules = {
+        "better": "Rule: the 95% bootstrap interval of the improvement lies above 0.",
+        "worse": "Rule: the 95% bootstrap interval of the improvement lies below 0.",
+        "none": f"Rule: the interval contains 0 or the improvement is within {fmt_num(tol)}%.",
+    }
     if r is None:
-        return {"measured_value": None, "verdict": VERDICT_UNMEASURABLE,
-                "note": f"{note} Why not measurable: {rule_what}. {rules[expect]}"}
+        return {
+            "measured_value": None,
+            "verdict": VERDICT_UNMEASURABLE,
+            "note": f"{note} Why not measurable: {rule_what}. {rules[expect]}",
+        }
     if r["n_pairs"] < 2 or not math.isfinite(r["improvement_ci95_low"]):
         why = r["reason"] or "fewer than 2 paired reps"
-        return {"measured_value": _imp_text(r), "verdict": VERDICT_UNMEASURABLE,
-                "note": f"{note} Why not measurable: {why}. {rules[expect]}"}
+        return {
+            "measured_value": _imp_text(r),
+            "verdict": VERDICT_UNMEASURABLE,
+            "note": f"{note} Why not measurable: {why}. {rules[expect]}",
+        }
     lo, hi, imp = r["improvement_ci95_low"], r["improvement_ci95_high"], r["improvement_pct"]
     ok = {"better": lo > 0, "worse": hi < 0, "none": (lo <= 0 <= hi) or abs(imp) <= tol}[expect]
-    return {"measured_value": _imp_text(r), "verdict": VERDICT_DIRECTION if ok else VERDICT_NOT,
-            "note": f"{note} {rules[expect]}"}
+    return {
+        "measured_value": _imp_text(r),
+        "verdict": VERDICT_DIRECTION if ok else VERDICT_NOT,
+        "note": f"{note} {rules[expect]}",
+    }
 
 
 def _imp_row(result: dict, workload: str, variant: str, metric: str) -> dict | None:
@@ -456,8 +619,9 @@ def _imp_row(result: dict, workload: str, variant: str, metric: str) -> dict | N
     return None if hit.empty else hit.iloc[0].to_dict()
 
 
-def compare_with_paper(result: dict, paper: dict, baseline: str, variant: str, tol: float,
-                       workloads: list[str]) -> pd.DataFrame:
+def compare_with_paper(
+    result: dict, paper: dict, baseline: str, variant: str, tol: float, workloads: list[str]
+) -> pd.DataFrame:
     exp = experiment_values(paper, EXPERIMENT)
     vals, claims = exp["values"], exp["claims"]
     rows = []
@@ -473,18 +637,33 @@ def compare_with_paper(result: dict, paper: dict, baseline: str, variant: str, t
             return f"baseline {baseline} was not run"
         return "no paired runs"
 
-    metric_claim = {"throughput_jobs_per_s": "improves_throughput", "slowdown_sum": "improves_slowdown",
-                    "avg_runtime_s": "improves_runtime"}
+    metric_claim = {
+        "throughput_jobs_per_s": "improves_throughput",
+        "slowdown_sum": "improves_slowdown",
+        "avg_runtime_s": "improves_runtime",
+    }
     for _key, (members, title, value_keys) in GROUPS.items():
         present = [w for w in members if w in workloads]
         for metric in PAPER_METRICS:
             label = METRICS[metric][1].split(",")[0]
             item = vals[value_keys[metric]]
             if not present:
-                rows.append({"quantity": f"{title}: {label} improves", "paper_value": item["value"],
-                             "unit": item["unit"],
-                             **_direction(None, "better", tol, "none of " + ", ".join(f"#{int(w[1:])}" for w in members)
-                                          + " is in this campaign (dynamic_io.workloads)", paper_note(item))})
+                rows.append(
+                    {
+                        "quantity": f"{title}: {label} improves",
+                        "paper_value": item["value"],
+                        "unit": item["unit"],
+                        **_direction(
+                            None,
+                            "better",
+                            tol,
+                            "none of "
+                            + ", ".join(f"#{int(w[1:])}" for w in members)
+                            + " is in this campaign (dynamic_io.workloads)",
+                            paper_note(item),
+                        ),
+                    }
+                )
                 continue
             for w in present:
                 expect, item_w, claim = "better", item, claims[metric_claim[metric]]
@@ -496,9 +675,14 @@ def compare_with_paper(result: dict, paper: dict, baseline: str, variant: str, t
                     item_w = vals["w08_throughput_pct"]
                 r = _imp_row(result, w, variant, metric)
                 note = f"{paper_note(item_w)} {paper_note(claim)}"
-                rows.append({"quantity": f"#{int(w[1:])} {label}: improvement of {variant} over {baseline}",
-                             "paper_value": item_w["value"], "unit": item_w["unit"],
-                             **_direction(r, expect, tol, missing_why(w), note)})
+                rows.append(
+                    {
+                        "quantity": f"#{int(w[1:])} {label}: improvement of {variant} over {baseline}",
+                        "paper_value": item_w["value"],
+                        "unit": item_w["unit"],
+                        **_direction(r, expect, tol, missing_why(w), note),
+                    }
+                )
 
     for w, fig_w, fig_s in (("w01", "Fig. 18", "Fig. 19"), ("w11", "Fig. 21", "Fig. 22")):
         for metric, name, fig in (("wait_ms", "wait", fig_w), ("svc_ms", "svc", fig_s)):
@@ -506,25 +690,39 @@ def compare_with_paper(result: dict, paper: dict, baseline: str, variant: str, t
             r = _imp_row(result, w, variant, metric)
             item = vals[f"{w}_{name}_pct"]
             claim = claims["wait_improves" if name == "wait" else "svc_improves"]
-            rows.append({"quantity": f"#{int(w[1:])} I/O {word} time improves ({fig})", "paper_value": item["value"],
-                         "unit": item["unit"],
-                         **_direction(r, "better", tol, missing_why(w), f"{paper_note(item)} {paper_note(claim)}")})
+            rows.append(
+                {
+                    "quantity": f"#{int(w[1:])} I/O {word} time improves ({fig})",
+                    "paper_value": item["value"],
+                    "unit": item["unit"],
+                    **_direction(r, "better", tol, missing_why(w), f"{paper_note(item)} {paper_note(claim)}"),
+                }
+            )
             for who, vkey in ((baseline, "linux"), (variant, "dynamic")):
                 item = vals[f"{w}_{name}_{vkey}_ms"]
                 s = result["summary"]
                 hit = s[(s["workload"] == w) & (s["variant"] == who)]
                 value = float(hit[metric].iloc[0]) if len(hit) and pd.notna(hit[metric].iloc[0]) else None
-                row = {"quantity": f"#{int(w[1:])} mean I/O {word} time under {who}", "paper_value": item["value"],
-                       "unit": item["unit"]}
+                row = {
+                    "quantity": f"#{int(w[1:])} mean I/O {word} time under {who}",
+                    "paper_value": item["value"],
+                    "unit": item["unit"],
+                }
                 if value is None:
                     why = missing_why(w) if r is None else "no iostat interval with I/O"
-                    row.update(measured_value=None, verdict=VERDICT_UNMEASURABLE,
-                               note=f"{paper_note(item)} Why not measurable: {why}.")
+                    row.update(
+                        measured_value=None,
+                        verdict=VERDICT_UNMEASURABLE,
+                        note=f"{paper_note(item)} Why not measurable: {why}.",
+                    )
                 else:
-                    row.update(measured_value=value, verdict=VERDICT_MACHINE,
-                               note=f"{paper_note(item)} {ratio_note(value, item['value'])}; depends on the device, "
-                               "its queue and the throttle (a throttled request waits in the cgroup, which iostat "
-                               "does not see).")
+                    row.update(
+                        measured_value=value,
+                        verdict=VERDICT_MACHINE,
+                        note=f"{paper_note(item)} {ratio_note(value, item['value'])}; depends on the device, "
+                        "its queue and the throttle (a throttled request waits in the cgroup, which iostat "
+                        "does not see).",
+                    )
                 rows.append(row)
 
     rows.append(_per_job_row(result, "w08", baseline, variant, tol, claims["w08_all_jobs_improve"], "all", missing_why))
@@ -548,8 +746,11 @@ def _per_job_row(result, w, baseline, variant, tol, claim, kind, missing_why) ->
     row = {"quantity": f"#{int(w[1:])} per-job runtimes ({fig})", "paper_value": claim["statement"], "unit": ""}
     change = _per_job_change(result, w, baseline, variant)
     if change.empty:
-        row.update(measured_value=None, verdict=VERDICT_UNMEASURABLE,
-                   note=f"{paper_note(claim)} Why not measurable: {missing_why(w)}.")
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{paper_note(claim)} Why not measurable: {missing_why(w)}.",
+        )
         return row
     if kind == "all":
         n_ok = int((change > tol).sum())
@@ -561,45 +762,68 @@ def _per_job_row(result, w, baseline, variant, tol, claim, kind, missing_why) ->
         ok = med <= tol
         text = f"median |change| {fmt_num(med)}% over {len(change)} jobs"
         rule = f"Rule: the median absolute per-job change is within {fmt_num(tol)}%."
-    row.update(measured_value=text, verdict=VERDICT_DIRECTION if ok else VERDICT_NOT,
-               note=f"{paper_note(claim)} {rule}")
+    row.update(
+        measured_value=text, verdict=VERDICT_DIRECTION if ok else VERDICT_NOT, note=f"{paper_note(claim)} {rule}"
+    )
     return row
 
 
 def _overhead_row(result: dict, variant: str, item: dict, claim: dict) -> dict:
-    row = {"quantity": f"CPU time of the {variant} daemon, share of its wall time", "paper_value": item["value"],
-           "unit": item["unit"]}
+    row = {
+        "quantity": f"CPU time of the {variant} daemon, share of its wall time",
+        "paper_value": item["value"],
+        "unit": item["unit"],
+    }
     r = result["runs"]
     cpu = r.loc[r["variant"] == variant, "daemon_cpu_pct"].dropna()
     rule = f"Rule: the largest share over the runs is below {fmt_num(item['value'])}%."
     if cpu.empty:
-        why = (f"variant {variant} was not run" if variant not in set(r["variant"])
-               else "no run has the daemon's summary.json (cpu_user_s, cpu_sys_s, wall_s)")
-        row.update(measured_value=None, verdict=VERDICT_UNMEASURABLE,
-                   note=f"{paper_note(claim)} Why not measurable: {why}. {rule}")
+        why = (
+            f"variant {variant} was not run"
+            if variant not in set(r["variant"])
+            else "no run has the daemon's summary.json (cpu_user_s, cpu_sys_s, wall_s)"
+        )
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{paper_note(claim)} Why not measurable: {why}. {rule}",
+        )
         return row
     top = float(cpu.max())
-    row.update(measured_value=f"mean {fmt_num(float(cpu.mean()))}%, max {fmt_num(top)}% over {len(cpu)} runs",
-               verdict=VERDICT_DIRECTION if top < item["value"] else VERDICT_NOT, note=f"{paper_note(claim)} {rule}")
+    row.update(
+        measured_value=f"mean {fmt_num(float(cpu.mean()))}%, max {fmt_num(top)}% over {len(cpu)} runs",
+        verdict=VERDICT_DIRECTION if top < item["value"] else VERDICT_NOT,
+        note=f"{paper_note(claim)} {rule}",
+    )
     return row
 
 
 def _fairness_row(result: dict, variant: str, baseline: str, claim: dict) -> dict:
-    row = {"quantity": f"Jain's fairness of {variant} against {baseline}", "paper_value": claim["statement"],
-           "unit": ""}
+    row = {
+        "quantity": f"Jain's fairness of {variant} against {baseline}",
+        "paper_value": claim["statement"],
+        "unit": "",
+    }
     t = result["improvement"]
     t = t[(t["variant"] == variant) & (t["metric"] == "jain_fairness") & t["improvement_ci95_low"].notna()]
-    rule = ("Rule: in at least one workload the interval of the change of Jain's index lies below 0, "
-            "and in none above 0.")
+    rule = (
+        "Rule: in at least one workload the interval of the change of Jain's index lies below 0, and in none above 0."
+    )
     if t.empty:
-        row.update(measured_value=None, verdict=VERDICT_UNMEASURABLE,
-                   note=f"{paper_note(claim)} Why not measurable: no workload with 2 paired reps and T_alone. {rule}")
+        row.update(
+            measured_value=None,
+            verdict=VERDICT_UNMEASURABLE,
+            note=f"{paper_note(claim)} Why not measurable: no workload with 2 paired reps and T_alone. {rule}",
+        )
         return row
     worse = int((t["improvement_ci95_high"] < 0).sum())
     better = int((t["improvement_ci95_low"] > 0).sum())
-    row.update(measured_value=f"lower in {worse}, higher in {better}, no clear change in {len(t) - worse - better} "
-               f"of {len(t)} workloads",
-               verdict=VERDICT_DIRECTION if worse and not better else VERDICT_NOT, note=f"{paper_note(claim)} {rule}")
+    row.update(
+        measured_value=f"lower in {worse}, higher in {better}, no clear change in {len(t) - worse - better} "
+        f"of {len(t)} workloads",
+        verdict=VERDICT_DIRECTION if worse and not better else VERDICT_NOT,
+        note=f"{paper_note(claim)} {rule}",
+    )
     return row
 
 
@@ -627,8 +851,9 @@ def plot_improvement(result: dict, baseline: str, variants: list[str], path: Pat
             sub = t[(t["variant"] == v) & (t["metric"] == metric)].set_index("workload").reindex(wls)
             x = np.arange(len(wls)) + (i - (len(others) - 1) / 2) * width
             y = sub["improvement_pct"].to_numpy(float)
-            err = np.vstack([y - sub["improvement_ci95_low"].to_numpy(float),
-                             sub["improvement_ci95_high"].to_numpy(float) - y])
+            err = np.vstack(
+                [y - sub["improvement_ci95_low"].to_numpy(float), sub["improvement_ci95_high"].to_numpy(float) - y]
+            )
             err = np.where(np.isfinite(err), err, 0.0)
             ax.bar(x, np.nan_to_num(y), width, yerr=err, color=colors[v], label=v, capsize=2)
         ax.axhline(0, color="black", lw=0.6)
@@ -639,8 +864,10 @@ def plot_improvement(result: dict, baseline: str, variants: list[str], path: Pat
         ax.grid(axis="y", alpha=0.3)
     if others and wls:
         axes.flat[0].legend(fontsize=7)
-    fig.suptitle("Improvement over " + baseline + " (paper form; 95% paired bootstrap intervals). "
-                 "Compare Figs. 16, 17, 20", fontsize=10)
+    fig.suptitle(
+        "Improvement over " + baseline + " (paper form; 95% paired bootstrap intervals). Compare Figs. 16, 17, 20",
+        fontsize=10,
+    )
     fig.tight_layout()
     rt.save_png(fig, path)
 
@@ -660,8 +887,10 @@ def plot_latency(result: dict, w: str, baseline: str, variant: str, path: Path, 
     with both)."""
     fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.2), dpi=110)
     ids = _first_rep_pair(result, w, baseline, variant)
-    for ax, col, title in ((axes[0], "wait_ms", "waiting time (derived: await - svc)"),
-                           (axes[1], "svc_ms", "serving time (derived: 10 x %util / IOPS)")):
+    for ax, col, title in (
+        (axes[0], "wait_ms", "waiting time (derived: await - svc)"),
+        (axes[1], "svc_ms", "serving time (derived: 10 x %util / IOPS)"),
+    ):
         drawn = False
         for rid, who, color in zip(ids, (baseline, variant), ("tab:red", "tab:blue")):
             if rid is None:
@@ -681,8 +910,9 @@ def plot_latency(result: dict, w: str, baseline: str, variant: str, path: Path, 
         ax.set_ylabel("ms per request")
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
-    fig.suptitle(f"I/O latency over time, workload #{int(w[1:])} (first rep with both runs). Compare {figs}",
-                 fontsize=10)
+    fig.suptitle(
+        f"I/O latency over time, workload #{int(w[1:])} (first rep with both runs). Compare {figs}", fontsize=10
+    )
     fig.tight_layout()
     rt.save_png(fig, path)
 
@@ -753,11 +983,20 @@ def pick(workloads: list[str], preferred: str, wtype: str, types: dict[str, str]
     return next((w for w in workloads if types.get(w) == wtype), None)
 
 
-def run(jobs_csv: str, runs_csv: str, out_dir: str, baseline: str = "linux", variant: str = "dynamic_io",
-        tol_pct: float = 5.0, paper_id: str = PAPER_ID) -> dict:
+def run(
+    jobs_csv: str,
+    runs_csv: str,
+    out_dir: str,
+    baseline: str = "linux",
+    variant: str = "dynamic_io",
+    tol_pct: float = 5.0,
+    paper_id: str = PAPER_ID,
+) -> dict:
     jobs, runs = read_jobs(jobs_csv), read_runs(runs_csv)
-    variants = sorted(runs.loc[runs["run_kind"] == "campaign", "variant"].dropna().unique(),
-                      key=lambda v: (v != baseline, v != variant, v))
+    variants = sorted(
+        runs.loc[runs["run_kind"] == "campaign", "variant"].dropna().unique(),
+        key=lambda v: (v != baseline, v != variant, v),
+    )
     if baseline not in variants:
         raise AnalysisInputError(f"--baseline: {baseline!r} (expected one of {', '.join(sorted(variants))})")
     metadata_paths = resolve_run_paths(runs, runs_csv, "metadata_path")
@@ -771,38 +1010,71 @@ def run(jobs_csv: str, runs_csv: str, out_dir: str, baseline: str = "linux", var
     comparison = compare_with_paper(result, paper, baseline, variant, tol_pct, workloads)
     out = Path(out_dir)
     figures, plots = [], []
-    figures.append({"path": FIG_IMPROVEMENT, "caption": f"Improvement of every variant over {baseline} per workload "
-                    "in the paper's form ((new - old) / old for throughput, slowdown of eq. 4 and fairness; "
-                    "(old - new) / old for the average runtime), 95% paired bootstrap intervals over reps. "
-                    "Compare paper Figs. 16, 17 and 20."})
+    figures.append(
+        {
+            "path": FIG_IMPROVEMENT,
+            "caption": f"Improvement of every variant over {baseline} per workload "
+            "in the paper's form ((new - old) / old for throughput, slowdown of eq. 4 and fairness; "
+            "(old - new) / old for the average runtime), 95% paired bootstrap intervals over reps. "
+            "Compare paper Figs. 16, 17 and 20.",
+        }
+    )
     plots.append(lambda o: plot_improvement(result, baseline, variants, o / FIG_IMPROVEMENT))
     captions = {
-        "latency": lambda w: f"I/O waiting and serving time over time of workload #{int(w[1:])} under {baseline} "
-                             f"and {variant} (first rep with both; iostat, derived).",
-        "per_job": lambda w: f"Runtime of each job of workload #{int(w[1:])} (mean over reps) under {baseline} "
-                             f"and {variant}.",
+        "latency": lambda w: (
+            f"I/O waiting and serving time over time of workload #{int(w[1:])} under {baseline} "
+            f"and {variant} (first rep with both; iostat, derived)."
+        ),
+        "per_job": lambda w: (
+            f"Runtime of each job of workload #{int(w[1:])} (mean over reps) under {baseline} and {variant}."
+        ),
     }
     plotters = {"latency": plot_latency, "per_job": plot_per_job}
-    for pref, wtype, figs, kind in (("w01", "D", "Figs. 18-19", "latency"), ("w11", "M", "Figs. 21-22", "latency"),
-                                    ("w08", "D", "Fig. 23", "per_job"), ("w15", "M", "Fig. 24", "per_job")):
+    for pref, wtype, figs, kind in (
+        ("w01", "D", "Figs. 18-19", "latency"),
+        ("w11", "M", "Figs. 21-22", "latency"),
+        ("w08", "D", "Fig. 23", "per_job"),
+        ("w15", "M", "Fig. 24", "per_job"),
+    ):
         w = pick(workloads, pref, wtype, types)
         if w is None:
             continue
         name = f"{kind}_{w}.png"
-        figures.append({"path": name, "caption": f"{captions[kind](w)} Compare paper {figs}"
-                        + ("" if w == pref else f" (the paper shows #{int(pref[1:])}, not in this campaign).")})
-        plots.append(lambda o, w=w, name=name, figs=figs, fn=plotters[kind]:
-                     fn(result, w, baseline, variant, o / name, figs))
-    figures.append({"path": FIG_SUSPENDED, "caption": "Jobs suspended (or throttled) by each dynamic variant over "
-                    "the first rep of each workload, from the daemon's decisions.jsonl."})
+        figures.append(
+            {
+                "path": name,
+                "caption": f"{captions[kind](w)} Compare paper {figs}"
+                + ("" if w == pref else f" (the paper shows #{int(pref[1:])}, not in this campaign)."),
+            }
+        )
+        plots.append(
+            lambda o, w=w, name=name, figs=figs, fn=plotters[kind]: fn(result, w, baseline, variant, o / name, figs)
+        )
+    figures.append(
+        {
+            "path": FIG_SUSPENDED,
+            "caption": "Jobs suspended (or throttled) by each dynamic variant over "
+            "the first rep of each workload, from the daemon's decisions.jsonl.",
+        }
+    )
     plots.append(lambda o: plot_suspended(result, variants, o / FIG_SUSPENDED))
-    section = build_section(result, paper, comparison, runs, metadata_paths, log, baseline, variant, variants,
-                            workloads, figures)
-    rt.write_outputs(out, section, {
-        "runs_metrics.csv": result["runs"], "summary.csv": result["summary"],
-        "improvement.csv": result["improvement"], "per_job.csv": result["per_job"],
-        "t_alone.csv": result["t_alone"], "apps.csv": apps_table(jobs), "setup.csv": setup_table(runs, paper).to_csv(
-            index=False, lineterminator="\n")}, plots)
+    section = build_section(
+        result, paper, comparison, runs, metadata_paths, log, baseline, variant, variants, workloads, figures
+    )
+    rt.write_outputs(
+        out,
+        section,
+        {
+            "runs_metrics.csv": result["runs"],
+            "summary.csv": result["summary"],
+            "improvement.csv": result["improvement"],
+            "per_job.csv": result["per_job"],
+            "t_alone.csv": result["t_alone"],
+            "apps.csv": apps_table(jobs),
+            "setup.csv": setup_table(runs, paper).to_csv(index=False, lineterminator="\n"),
+        },
+        plots,
+    )
     return result
 
 
@@ -816,9 +1088,13 @@ def setup_table(runs: pd.DataFrame, paper: dict) -> pd.DataFrame:
         v = sorted({str(x) for x in camp[col].dropna()})
         return ", ".join(v) if v else "not recorded"
 
-    return setup_frame([("TIMESLICE", vals["timeslice_s"], distinct("timeslice_s")),
-                        ("IO_BOUND_INTERVAL", vals["io_bound_mb_s"], distinct("io_bound_mbps")),
-                        ("machine", vals["cores"], distinct("host"))])
+    return setup_frame(
+        [
+            ("TIMESLICE", vals["timeslice_s"], distinct("timeslice_s")),
+            ("IO_BOUND_INTERVAL", vals["io_bound_mb_s"], distinct("io_bound_mbps")),
+            ("machine", vals["cores"], distinct("host")),
+        ]
+    )
 
 
 def apps_table(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -837,8 +1113,13 @@ def order_note(runs: pd.DataFrame, metadata_paths: list[Path]) -> str:
     if "order" not in runs.columns:
         return "The runs carry no campaign order label: the measuring order is not checked."
     starts = [load_metadata(p).get("start_epoch_s") for p in metadata_paths]
-    t = pd.DataFrame({"run_id": runs["run_id"].astype(str), "order": pd.to_numeric(runs["order"], errors="coerce"),
-                      "start": pd.to_numeric(pd.Series(starts, dtype=object), errors="coerce")}).dropna()
+    t = pd.DataFrame(
+        {
+            "run_id": runs["run_id"].astype(str),
+            "order": pd.to_numeric(runs["order"], errors="coerce"),
+            "start": pd.to_numeric(pd.Series(starts, dtype=object), errors="coerce"),
+        }
+    ).dropna()
     t = t.sort_values("start", kind="stable")
     prev_max, late = -1.0, []
     for rid, order in zip(t["run_id"], t["order"]):
@@ -847,12 +1128,15 @@ def order_note(runs: pd.DataFrame, metadata_paths: list[Path]) -> str:
         prev_max = max(prev_max, order)
     if not late:
         return f"All {len(t)} runs were measured in campaign order (start times against the order label)."
-    return (f"{len(late)} of {len(t)} runs were measured after a run that comes later in the campaign "
-            f"order: {', '.join(late[:5])}{' ...' if len(late) > 5 else ''}.")
+    return (
+        f"{len(late)} of {len(t)} runs were measured after a run that comes later in the campaign "
+        f"order: {', '.join(late[:5])}{' ...' if len(late) > 5 else ''}."
+    )
 
 
-def build_section(result, paper, comparison, runs, metadata_paths, log, baseline, variant, variants, workloads,
-                  figures) -> dict:
+def build_section(
+    result, paper, comparison, runs, metadata_paths, log, baseline, variant, variants, workloads, figures
+) -> dict:
     reps = int(result["runs"]["rep"].nunique()) if len(result["runs"]) else 0
     parts = []
     for w in workloads:
@@ -880,33 +1164,55 @@ def build_section(result, paper, comparison, runs, metadata_paths, log, baseline
         "wait = await - svc, means over requests.",
     ]
     if caps:
-        notes.append("The runs share an emulated disk, a read cap of " + ", ".join(f"{fmt_num(c / 1e6)} MB/s"
-                     for c in caps) + ": requests over the cap wait in the cgroup's throttle before the device "
-                     "queue, where iostat cannot see them.")
+        notes.append(
+            "The runs share an emulated disk, a read cap of "
+            + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps)
+            + ": requests over the cap wait in the cgroup's throttle before the device "
+            "queue, where iostat cannot see them."
+        )
     notes.extend(n.strip() for n in paper.get("notes", []))
-    return rt.section(EXPERIMENT, paper, summary, figures=figures, comparison=comparison,
-                      tables=[{"title": "Improvement over the baseline per workload, variant and metric",
-                               "csv": "improvement.csv"},
-                              {"title": "Means over reps with 95% t-intervals", "csv": "summary.csv"},
-                              {"title": "Metrics per run", "csv": "runs_metrics.csv"},
-                              {"title": "T_alone per job type", "csv": "t_alone.csv"},
-                              {"title": "Applications: what ran each one here and what it stands in for",
-                               "csv": "apps.csv"},
-                              {"title": "Per-job runtimes (mean over reps)", "csv": "per_job.csv"},
-                              {"title": "Setup: paper vs this run (no verdict)", "csv": "setup.csv"}],
-                      metadata_paths=metadata_paths, log=log, notes=notes)
+    return rt.section(
+        EXPERIMENT,
+        paper,
+        summary,
+        figures=figures,
+        comparison=comparison,
+        tables=[
+            {"title": "Improvement over the baseline per workload, variant and metric", "csv": "improvement.csv"},
+            {"title": "Means over reps with 95% t-intervals", "csv": "summary.csv"},
+            {"title": "Metrics per run", "csv": "runs_metrics.csv"},
+            {"title": "T_alone per job type", "csv": "t_alone.csv"},
+            {"title": "Applications: what ran each one here and what it stands in for", "csv": "apps.csv"},
+            {"title": "Per-job runtimes (mean over reps)", "csv": "per_job.csv"},
+            {"title": "Setup: paper vs this run (no verdict)", "csv": "setup.csv"},
+        ],
+        metadata_paths=metadata_paths,
+        log=log,
+        notes=notes,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = base_parser(SOURCE, "The dynamic I/O-aware scheduler against Linux (paper 000, section 4, "
-                         "Figs. 16-24), from the dynamic_io campaign's runs.")
-    parser.add_argument("--baseline", default="linux", help="variant improvements are measured against "
-                        "(default: linux)")
-    parser.add_argument("--paper-variant", default="dynamic_io", help="variant judged against the paper's "
-                        "'Dynamic' (default: dynamic_io)")
+    parser = base_parser(
+        SOURCE,
+        "The dynamic I/O-aware scheduler against Linux (paper 000, section 4, "
+        "Figs. 16-24), from the dynamic_io campaign's runs.",
+    )
+    parser.add_argument(
+        "--baseline", default="linux", help="variant improvements are measured against (default: linux)"
+    )
+    parser.add_argument(
+        "--paper-variant",
+        default="dynamic_io",
+        help="variant judged against the paper's 'Dynamic' (default: dynamic_io)",
+    )
     add_tol_pct(parser, "change in percent below which a difference counts as none (default: 5)")
-    return cli(parser, argv, PAPER_ID, lambda a: run(a.jobs, a.runs, a.out_dir, a.baseline, a.paper_variant,
-                                                       tol_pct_arg(a.tol_pct), a.paper_id))
+    return cli(
+        parser,
+        argv,
+        PAPER_ID,
+        lambda a: run(a.jobs, a.runs, a.out_dir, a.baseline, a.paper_variant, tol_pct_arg(a.tol_pct), a.paper_id),
+    )
 
 
 if __name__ == "__main__":

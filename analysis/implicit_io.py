@@ -285,9 +285,7 @@ def memory_values(run: dict, run_dir: Path, log: rt.MissingLog) -> dict:
     return out
 
 
-def contention_values(
-    run: dict, run_dir: Path, criterion: Criterion, log: rt.MissingLog
-) -> tuple[int, int, str]:
+def contention_values(run: dict, run_dir: Path, criterion: Criterion, log: rt.MissingLog) -> tuple[int, int, str]:
     """(intervals, intervals meeting the criterion, reason) of one run."""
     metric = f"contention share ({criterion.text})"
     df, why = rt.load_tidy(run_dir, criterion.table)
@@ -351,9 +349,7 @@ def analyse(
                 "contention_share": hit / n if n else math.nan,
                 "storage_bytes_run": storage_run,
                 "storage_pct_of_memory": (
-                    100.0 * storage_run / memory_bytes
-                    if memory_bytes and math.isfinite(memory_bytes)
-                    else math.nan
+                    100.0 * storage_run / memory_bytes if memory_bytes and math.isfinite(memory_bytes) else math.nan
                 ),
                 "reason": "; ".join(r for r in (mem["reason"], why) if r),
             }
@@ -366,11 +362,7 @@ def analyse(
         scale, edgefactor, k = key
         level = (jobs["scale"] == scale) & (jobs["edgefactor"] == edgefactor) & (jobs["k"] == k)
         lj, lv = jobs[level], jobs[level & valid]
-        sub = per_run[
-            (per_run["scale"] == scale)
-            & (per_run["edgefactor"] == edgefactor)
-            & (per_run["k"] == k)
-        ]
+        sub = per_run[(per_run["scale"] == scale) & (per_run["edgefactor"] == edgefactor) & (per_run["k"] == k)]
         util = pd.concat([u for u in b["util"] if len(u)] or [pd.Series(dtype=float)])
         majflt = pd.concat([m for m in b["majflt"] if len(m)] or [pd.Series(dtype=float)])
         teps = lv["result_harmonic_mean_teps"]
@@ -393,9 +385,7 @@ def analyse(
                 "n_contended": b["hit"],
                 "contention_share": b["hit"] / b["n"] if b["n"] else math.nan,
                 "mean_runtime_s": float(lv["runtime_s"].mean()) if len(lv) else math.nan,
-                "teps_harmonic_mean": (
-                    float(len(teps) / (1.0 / teps).sum()) if len(teps) else math.nan
-                ),
+                "teps_harmonic_mean": (float(len(teps) / (1.0 / teps).sum()) if len(teps) else math.nan),
                 "storage_bytes_per_job": float(lj["result_storage_bytes"].mean()),
                 "storage_bytes_run": float(sub["storage_bytes_run"].mean()),
                 "storage_pct_of_memory": float(sub["storage_pct_of_memory"].mean()),
@@ -409,9 +399,7 @@ def analyse(
     points = per_run[per_run["mem_util_pct"].notna() & per_run["contention_share"].notna()]
     levels = table[table["mem_util_pct"].notna() & table["contention_share"].notna()]
     if len(levels) >= 2:
-        trend = rank_trend(
-            points["mem_util_pct"].tolist(), points["contention_share"].tolist(), "greater"
-        )
+        trend = rank_trend(points["mem_util_pct"].tolist(), points["contention_share"].tolist(), "greater")
     else:
         trend = rank_trend([], [], "greater")
         trend["n"] = len(points)
@@ -546,8 +534,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         row.update(
             measured_value=float(b["contention_share"]),
             verdict=VERDICT_MACHINE,
-            note=f"{paper_note(item)} Ours at {fmt_num(b['mem_util_pct'])} % ({b['label']}; "
-            f"paper: 48.4 %).",
+            note=f"{paper_note(item)} Ours at {fmt_num(b['mem_util_pct'])} % ({b['label']}; paper: 48.4 %).",
         )
     rows.append(row)
     columns = ["quantity", "paper_value", "measured_value", "unit", "verdict", "note"]
@@ -623,9 +610,7 @@ def plot_fig8(result: dict, path: str | os.PathLike) -> None:
     basis = bases[0] if len(bases) == 1 else "mixed: " + ", ".join(bases)
     ax.set_xlabel(f"memory utilization, % (mean over the run; basis: {basis})", fontsize=9)
     ax.set_ylabel("intervals with I/O contention (% of the run's intervals)")
-    ax.set_title(
-        f"Memory utilization against I/O contention; contention: {criterion.text}", fontsize=10
-    )
+    ax.set_title(f"Memory utilization against I/O contention; contention: {criterion.text}", fontsize=10)
     ax.set_xlim(0, max(100.0, float(pts["mem_util_pct"].max()) + 5 if len(pts) else 100.0))
     ax.set_ylim(-3, 103)
     ax.grid(alpha=0.3)
@@ -648,8 +633,7 @@ def build_section(
 ) -> dict:
     table, per_run, criterion = result["table"], result["runs"], result["criterion"]
     per_level = "; ".join(
-        f"{r['label']} (k = {r['k']}): {fmt_num(r['mem_util_pct'])} % memory, share "
-        f"{fmt_num(r['contention_share'])}"
+        f"{r['label']} (k = {r['k']}): {fmt_num(r['mem_util_pct'])} % memory, share {fmt_num(r['contention_share'])}"
         for r in rt.records(table)
     )
     bases = per_run.groupby("memory_basis")["run_id"].count()
@@ -726,18 +710,14 @@ def run(
     log = rt.MissingLog()
     result = analyse(jobs, runs, dirs, crit, log)
     comparison = compare_with_paper(result, paper)
-    section = build_section(
-        result, paper, comparison, runs, metadata_paths, log, run_checks(jobs, runs)
-    )
+    section = build_section(result, paper, comparison, runs, metadata_paths, log, run_checks(jobs, runs))
     rt.write_outputs(
         out_dir,
         section,
         {
             "implicit_io.csv": result["table"],
             "implicit_io_runs.csv": result["runs"],
-            "setup.csv": setup_table(result, paper, runs, jobs).to_csv(
-                index=False, lineterminator="\n"
-            ),
+            "setup.csv": setup_table(result, paper, runs, jobs).to_csv(index=False, lineterminator="\n"),
         },
         [lambda out: plot_fig8(result, out / FIG_NAME)],
     )
@@ -747,8 +727,7 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser(
         "analysis.implicit_io",
-        "Memory utilization against I/O contention (paper 000, Fig. 8) for the implicit-I/O "
-        "graph runs.",
+        "Memory utilization against I/O contention (paper 000, Fig. 8) for the implicit-I/O graph runs.",
     )
     parser.add_argument(
         "--criterion",

@@ -174,9 +174,7 @@ def read_runs(path: str | os.PathLike) -> pd.DataFrame:
 
 def _requests(df: pd.DataFrame) -> pd.Series:
     """r/s + w/s + d/s + f/s; r and w must be there, d and f count 0 when not reported."""
-    total = pd.to_numeric(df["r_per_s"], errors="coerce") + pd.to_numeric(
-        df["w_per_s"], errors="coerce"
-    )
+    total = pd.to_numeric(df["r_per_s"], errors="coerce") + pd.to_numeric(df["w_per_s"], errors="coerce")
     for kind in ("d", "f"):
         col = f"{kind}_per_s"
         if col in df.columns:
@@ -249,9 +247,7 @@ def _weighted(values: pd.Series, weights: pd.Series) -> float:
     return float((values[ok] * w).sum() / w.sum()) if w.sum() > 0 else math.nan
 
 
-def analyse(
-    jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog
-) -> dict:
+def analyse(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) -> dict:
     """{'runs': per-run table, 'table': per (workload, k) table}."""
     run_rows, pooled = [], {}
     for run in rt.records(runs):
@@ -259,9 +255,7 @@ def analyse(
         io, info = iostat_intervals(run, run_dir, log)
         psi, psi_why = psi_io(run, run_dir, log)
         key = (run["workload"], int(run["k"]))
-        bucket = pooled.setdefault(
-            key, {"io": [], "psi": [], "runs": 0, "with_io": 0, "why": set()}
-        )
+        bucket = pooled.setdefault(key, {"io": [], "psi": [], "runs": 0, "with_io": 0, "why": set()})
         bucket["runs"] += 1
         bucket["with_io"] += int(len(io) > 0)
         bucket["io"].append(io)
@@ -455,9 +449,7 @@ def compare_with_paper(result: dict, paper: dict, workload: str, tol_pct: float)
 
     rows.append(absolute("Waiting time at k = 1", vals["wait_1c_ms"], 1, "wait_ms", " ms"))
     rows.append(absolute("Waiting time at k = 8", vals["wait_8c_ms"], 8, "wait_ms", " ms"))
-    rows.append(
-        absolute("Growth of the waiting time at k = 8", vals["wait_ratio_8c"], 8, "ratio_wait", "")
-    )
+    rows.append(absolute("Growth of the waiting time at k = 8", vals["wait_ratio_8c"], 8, "ratio_wait", ""))
     columns = ["quantity", "paper_value", "measured_value", "unit", "verdict", "note"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -686,19 +678,16 @@ def main(argv: list[str] | None = None) -> int:
         "I/O waiting and serving time while stacking CMPs (paper 000, Fig. 5-7), from the "
         "cmp_stacking runs' iostat and PSI tables.",
         jobs_help="cmp_stacking per-job table",
-        runs_help="cmp_stacking runs.csv; relative paths are read from its folder, else from the "
-        "current directory",
+        runs_help="cmp_stacking runs.csv; relative paths are read from its folder, else from the current directory",
     )
     parser.add_argument(
         "--workload",
         default=DEFAULT_WORKLOAD,
-        help=f"workload for the figures and verdicts (default: {DEFAULT_WORKLOAD}); the tables "
-        "list every workload",
+        help=f"workload for the figures and verdicts (default: {DEFAULT_WORKLOAD}); the tables list every workload",
     )
     add_tol_pct(
         parser,
-        "growth tolerance in percent: grows means a growth factor above 1 + PCT/100 "
-        "(default: 5)",
+        "growth tolerance in percent: grows means a growth factor above 1 + PCT/100 (default: 5)",
     )
     return cli(
         parser,

@@ -189,13 +189,10 @@ def read_stacking(path: str | os.PathLike) -> pd.DataFrame:
                 f"--stacking-degradation: {path}: columns: normalized_runtime absent "
                 "(expected cmp_stacking's normalized_runtime.csv)"
             )
-        df["degradation_pct"] = 100.0 * (
-            pd.to_numeric(df["normalized_runtime"], errors="coerce") - 1.0
-        )
+        df["degradation_pct"] = 100.0 * (pd.to_numeric(df["normalized_runtime"], errors="coerce") - 1.0)
     if "k" not in df.columns:
         raise AnalysisInputError(
-            f"--stacking-degradation: {path}: columns: k absent "
-            "(expected cmp_stacking's normalized_runtime.csv)"
+            f"--stacking-degradation: {path}: columns: k absent (expected cmp_stacking's normalized_runtime.csv)"
         )
     df["degradation_pct"] = pd.to_numeric(df["degradation_pct"], errors="coerce")
     return df
@@ -263,8 +260,7 @@ def analyse(
     valid = rt.valid_jobs_mask(jobs, check_required=True)
     ratios = rt.ratio_table(jobs, valid, "nops", time_col)
     jpc_of = {
-        nops: int(rt.one_value(g["jobs_per_cmp"], "jobs_per_cmp", f"nops {nops}"))
-        for nops, g in jobs.groupby("nops")
+        nops: int(rt.one_value(g["jobs_per_cmp"], "jobs_per_cmp", f"nops {nops}")) for nops, g in jobs.groupby("nops")
     }
 
     miss_rows = []
@@ -287,9 +283,7 @@ def analyse(
                 "accesses_per_s_per_cmp": access_rate(k1, jpc) if len(k1) else math.nan,
             }
         )
-    miss_runs = pd.DataFrame(miss_rows, columns=MISS_COLUMNS).sort_values(
-        ["nops", "rep", "run_id"], kind="stable"
-    )
+    miss_runs = pd.DataFrame(miss_rows, columns=MISS_COLUMNS).sort_values(["nops", "rep", "run_id"], kind="stable")
 
     rows = []
     for r in ratios.to_dict(orient="records"):
@@ -350,9 +344,7 @@ def _axis_words(result: dict) -> str:
     return "the LLC miss rate per CMP"
 
 
-def compare_with_paper(
-    result: dict, paper: dict, stacking: pd.DataFrame | None = None
-) -> pd.DataFrame:
+def compare_with_paper(result: dict, paper: dict, stacking: pd.DataFrame | None = None) -> pd.DataFrame:
     exp = experiment_values(paper, EXPERIMENT)
     vals, claims = exp["values"], exp["claims"]
     table, K = result["table"], result["K"]
@@ -415,8 +407,7 @@ def compare_with_paper(
     else:
         ok = cc_max < FAR_BELOW * io
         row.update(
-            measured_value=f"largest CC cost {fmt_num(cc_max)} %{where}; largest I/O "
-            f"degradation {fmt_num(io)} %",
+            measured_value=f"largest CC cost {fmt_num(cc_max)} %{where}; largest I/O degradation {fmt_num(io)} %",
             verdict=VERDICT_DIRECTION if ok else VERDICT_NOT,
             note=f"{paper_note(claim)} {rule}",
         )
@@ -490,8 +481,7 @@ def setup_table(result: dict, paper: dict) -> pd.DataFrame:
 def _axis_label(result: dict) -> tuple[str, str]:
     if result["fallback"]:
         return (
-            "kernel access rate at k = 1, accesses/s per CMP "
-            "(FALLBACK: perf could not count LLC misses)",
+            "kernel access rate at k = 1, accesses/s per CMP (FALLBACK: perf could not count LLC misses)",
             "CC cost against the LLC-miss kernel's access rate per CMP\n"
             "(fallback axis: LLC miss rate not measurable on this machine)",
         )
@@ -529,9 +519,7 @@ def plot_fig2(result: dict, path: str | os.PathLike) -> None:
             label=f"k = {k}",
         )
         for x, v, nops in zip(g[axis], y, g["nops"]):
-            ax.annotate(
-                f"nops {nops}", (x, v), textcoords="offset points", xytext=(4, 4), fontsize=7
-            )
+            ax.annotate(f"nops {nops}", (x, v), textcoords="offset points", xytext=(4, 4), fontsize=7)
         xs.extend(g[axis].tolist())
     if not xs:
         rt.no_data(ax, "no degradation with a known x value")
@@ -570,9 +558,7 @@ def build_section(
     table, K = result["table"], result["K"]
     at_k = table[table["k"] == K]
     ks = ", ".join(map(str, result["k_values"]))
-    per_group = "; ".join(
-        f"nops {int(r['nops'])}: {fmt_num(r['degradation_pct'])} %" for r in rt.records(at_k)
-    )
+    per_group = "; ".join(f"nops {int(r['nops'])}: {fmt_num(r['degradation_pct'])} %" for r in rt.records(at_k))
     summary = [
         f"{table['nops'].nunique()} LLC-miss kernel group(s) (nops "
         f"{', '.join(str(n) for n in sorted(table['nops'].unique()))}) run on k = {ks} loaded "
@@ -654,9 +640,7 @@ def run(
     log = rt.MissingLog()
     result = analyse(jobs, runs, dirs, metadata, tol_pct, time, log)
     comparison = compare_with_paper(result, paper, stacking)
-    section = build_section(
-        result, paper, comparison, runs, metadata_paths, log, run_checks(jobs, runs)
-    )
+    section = build_section(result, paper, comparison, runs, metadata_paths, log, run_checks(jobs, runs))
     rt.write_outputs(
         out_dir,
         section,

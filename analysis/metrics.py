@@ -48,12 +48,18 @@ class Metric:
         if self.better not in DIRECTIONS:
             raise ValueError(f"metric {self.name}: better: {self.better!r} (expected lower or higher)")
         if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"metric {self.name}: aggregation: {self.aggregation!r} "
-                             f"(expected one of {', '.join(AGGREGATIONS)})")
+            raise ValueError(
+                f"metric {self.name}: aggregation: {self.aggregation!r} (expected one of {', '.join(AGGREGATIONS)})"
+            )
 
     def describe(self) -> dict:
-        return {"name": self.name, "unit": self.unit, "better": self.better,
-                "aggregation": self.aggregation, "description": self.description}
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "better": self.better,
+            "aggregation": self.aggregation,
+            "description": self.description,
+        }
 
 
 METRICS: dict[str, Metric] = {}
@@ -126,17 +132,38 @@ def _unfairness(jobs: list[dict], meta: dict) -> float | None:
     return max(times) / min(times) if len(times) >= 2 else None
 
 
-register(Metric("runtime_s", "s", "lower", "arithmetic", "mean runtime of the run's jobs",
-                lambda jobs, meta: _mean(_column(jobs, "runtime_s"))))
-register(Metric("makespan_s", "s", "lower", "arithmetic", "last job end - first job start",
-                lambda jobs, meta: _makespan(jobs)))
-register(Metric("cpu_s", "s", "lower", "arithmetic", "mean user + system CPU time of the run's jobs",
-                lambda jobs, meta: _mean(_column(jobs, "cpu_s"))))
+register(
+    Metric(
+        "runtime_s",
+        "s",
+        "lower",
+        "arithmetic",
+        "mean runtime of the run's jobs",
+        lambda jobs, meta: _mean(_column(jobs, "runtime_s")),
+    )
+)
+register(
+    Metric(
+        "makespan_s", "s", "lower", "arithmetic", "last job end - first job start", lambda jobs, meta: _makespan(jobs)
+    )
+)
+register(
+    Metric(
+        "cpu_s",
+        "s",
+        "lower",
+        "arithmetic",
+        "mean user + system CPU time of the run's jobs",
+        lambda jobs, meta: _mean(_column(jobs, "cpu_s")),
+    )
+)
 register(Metric("throughput_jobs_per_s", "jobs/s", "higher", "harmonic", "jobs / makespan", _throughput))
-register(Metric("io_read_mb_s", "MB/s", "higher", "harmonic",
-                "bytes the jobs read from the device / makespan", _read_mb_s))
-register(Metric("unfairness_ratio", "ratio", "lower", "geometric",
-                "slowest job runtime / fastest job runtime", _unfairness))
+register(
+    Metric("io_read_mb_s", "MB/s", "higher", "harmonic", "bytes the jobs read from the device / makespan", _read_mb_s)
+)
+register(
+    Metric("unfairness_ratio", "ratio", "lower", "geometric", "slowest job runtime / fastest job runtime", _unfairness)
+)
 
 
 def run_metrics(jobs: list[dict], meta: dict) -> dict[str, float | None]:

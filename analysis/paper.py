@@ -24,9 +24,7 @@ def load_paper_values(paper_id: str) -> dict:
     path = PAPER_VALUES_DIR / f"{paper_id}.yaml"
     shown = f"analysis/paper_values/{paper_id}.yaml"
     if not path.is_file():
-        raise AnalysisInputError(
-            f"{shown}: paper_id: {paper_id!r} (expected one of {', '.join(available_papers())})"
-        )
+        raise AnalysisInputError(f"{shown}: paper_id: {paper_id!r} (expected one of {', '.join(available_papers())})")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

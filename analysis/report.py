@@ -158,9 +158,7 @@ def _grouped_runs(runs: list[dict]) -> list[dict]:
     """Runs that agree on everything but run_id, start and end, merged into one row."""
     groups: dict[str, dict] = {}
     for run in runs:
-        key = json.dumps(
-            {k: v for k, v in run.items() if k not in ("run_id", "start", "end")}, sort_keys=True
-        )
+        key = json.dumps({k: v for k, v in run.items() if k not in ("run_id", "start", "end")}, sort_keys=True)
         g = groups.setdefault(key, {**run, "run_ids": [], "starts": [], "ends": []})
         g["run_ids"].append(run["run_id"])
         g["starts"].append(run["start"])
@@ -185,8 +183,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
     out = [
         f'<section id="{esc(anchor)}">',
         f"<h2>{esc(section['title'])}</h2>",
-        f'<p class="paper">Experiment <code>{esc(section["experiment"])}</code>. '
-        f"Paper: {esc(section['paper'])}</p>",
+        f'<p class="paper">Experiment <code>{esc(section["experiment"])}</code>. Paper: {esc(section["paper"])}</p>',
         "<h3>Summary</h3>",
         f"<p>{esc(section['summary'])}</p>",
     ]
@@ -195,7 +192,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
     if missing:
         rows = [
             f"<tr><td>{esc(m['metric'])}</td><td><strong>missing</strong>: {esc(m['reason'])}</td>"
-            f"<td>{esc(m['source'] or NOT_RECORDED)}</td><td class=\"num\">{m['runs']}</td></tr>"
+            f'<td>{esc(m["source"] or NOT_RECORDED)}</td><td class="num">{m["runs"]}</td></tr>'
             for m in missing
         ]
         out.append(
@@ -228,9 +225,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
                 f"{_cell(c['measured_value'])}<td>{esc(c['unit'])}</td>"
                 f'<td class="verdict v-{cls}">{esc(c["verdict"])}</td><td>{esc(c["note"])}</td></tr>'
             )
-        out.append(
-            _table(["quantity", "paper", "measured", "unit", "verdict", "note"], rows, "comparison")
-        )
+        out.append(_table(["quantity", "paper", "measured", "unit", "verdict", "note"], rows, "comparison"))
     else:
         out.append("<p>No paper values to compare with.</p>")
 
@@ -243,9 +238,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
     for g in _grouped_runs(section["runs"]):
         advice = "".join(f"<li>{esc(a)}</li>" for a in g["advice"])
         advice_cell = (
-            f'<td class="advice"><ul class="compact">{advice}</ul></td>'
-            if advice
-            else '<td class="na">none</td>'
+            f'<td class="advice"><ul class="compact">{advice}</ul></td>' if advice else '<td class="na">none</td>'
         )
         version = " ".join(v for v in (g.get("corun_version"), g.get("git_describe")) if v) or None
         rows.append(
@@ -295,9 +288,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
         out.append('<p class="na">No run metadata.</p>')
 
     if section["notes"]:
-        out.append(
-            "<h3>Notes</h3><ul>" + "".join(f"<li>{esc(n)}</li>" for n in section["notes"]) + "</ul>"
-        )
+        out.append("<h3>Notes</h3><ul>" + "".join(f"<li>{esc(n)}</li>" for n in section["notes"]) + "</ul>")
     out.append("</section>")
     return "\n".join(out)
 
@@ -313,13 +304,9 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
     )
     recorded = f" Runs recorded with corun {esc(', '.join(versions))}." if versions else ""
     anchors = [f"exp-{i}-{s['experiment']}" for i, (s, _) in enumerate(sections, 1)]
-    toc = "".join(
-        f'<li><a href="#{esc(a)}">{esc(s["title"])}</a></li>'
-        for a, (s, _) in zip(anchors, sections)
-    )
+    toc = "".join(f'<li><a href="#{esc(a)}">{esc(s["title"])}</a></li>' for a, (s, _) in zip(anchors, sections))
     legend = "".join(
-        f'<li><span class="verdict v-{cls}">{esc(v)}</span>: {esc(text)}</li>'
-        for v, (cls, text) in VERDICTS.items()
+        f'<li><span class="verdict v-{cls}">{esc(v)}</span>: {esc(text)}</li>' for v, (cls, text) in VERDICTS.items()
     )
     stamp = generated.strftime("%Y-%m-%d %H:%M:%S UTC")
     body = "\n".join(render_section(s, base, a) for a, (s, base) in zip(anchors, sections))
@@ -344,9 +331,7 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
 """
 
 
-def write_report(
-    section_paths: list[str | os.PathLike], out_html: str | os.PathLike, title: str
-) -> Path:
+def write_report(section_paths: list[str | os.PathLike], out_html: str | os.PathLike, title: str) -> Path:
     """Validate the sections and write one self-contained HTML report to out_html."""
     if not section_paths:
         raise AnalysisInputError("--sections: none given (expected at least one section.json)")
@@ -370,9 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         help="section.json files, in report order",
     )
     parser.add_argument("--out", required=True, metavar="HTML", help="report file to write")
-    parser.add_argument(
-        "--title", default="corun report", help="report title (default: corun report)"
-    )
+    parser.add_argument("--title", default="corun report", help="report title (default: corun report)")
     args = parser.parse_args(argv)
     write_report(args.sections, args.out, args.title)
     return 0

@@ -42,8 +42,12 @@ from analysis import metrics as metrics_mod
 from corun.errors import ConfigError, CorunError
 
 SCHEMA_VERSION = "1"
-ALIASES = {"variant": "scheduler.name", "build": "scheduler.build_id", "host": "host.hostname",
-           "kernel": "host.kernel_release"}
+ALIASES = {
+    "variant": "scheduler.name",
+    "build": "scheduler.build_id",
+    "host": "host.hostname",
+    "kernel": "host.kernel_release",
+}
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -70,8 +74,9 @@ class RunRecord:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "metadata.json").is_file() and (path / "jobs.csv").is_file() \
-        and not path.name.endswith(".incomplete")
+    return (
+        (path / "metadata.json").is_file() and (path / "jobs.csv").is_file() and not path.name.endswith(".incomplete")
+    )
 
 
 def find_run_dirs(source: Path) -> list[Path]:
@@ -149,8 +154,9 @@ def load_runs(sources: list[Path], keys: set[str] | None = None) -> list[RunReco
             continue
         dirs = find_run_dirs(src)
         if not dirs:
-            raise ConfigError("command line", "source", str(src),
-                              "a folder holding finished runs (metadata.json and jobs.csv)")
+            raise ConfigError(
+                "command line", "source", str(src), "a folder holding finished runs (metadata.json and jobs.csv)"
+            )
         records.extend(load_run(d, src) for d in dirs)
     return records
 
@@ -207,21 +213,32 @@ def parse_selector(text: str, source: str = "command line", what: str = "selecto
             continue
         m = TERM.match(part)
         if not m or not m.group("values"):
-            raise ConfigError(source, what, text, "terms key=value or key!=value separated by spaces, "
-                              "e.g. 'variant=linux labels.k=2'")
+            raise ConfigError(
+                source, what, text, "terms key=value or key!=value separated by spaces, e.g. 'variant=linux labels.k=2'"
+            )
         terms.append(Term(m.group("key"), m.group("op") == "!=", tuple(m.group("values").split(","))))
     if not terms:
         raise ConfigError(source, what, text, "at least one term key=value")
     return terms
 
 
-def select(records: list[RunRecord], terms: list[Term], source: str = "command line",
-           what: str = "selector") -> list[RunRecord]:
+def select(
+    records: list[RunRecord], terms: list[Term], source: str = "command line", what: str = "selector"
+) -> list[RunRecord]:
     """The records matching every term; a key no record has is a one-line error."""
     for t in terms:
         if records and not any(r.has(t.key) for r in records):
-            some = ", ".join(["variant", "host", "kernel", "build", "campaign", "run_id",
-                              *sorted({k for r in records[:50] for k in r.keys if k.startswith("labels.")})][:12])
+            some = ", ".join(
+                [
+                    "variant",
+                    "host",
+                    "kernel",
+                    "build",
+                    "campaign",
+                    "run_id",
+                    *sorted({k for r in records[:50] for k in r.keys if k.startswith("labels.")}),
+                ][:12]
+            )
             raise ConfigError(source, f"{what} key", t.key, f"a key recorded by the runs, e.g. {some}")
     return [r for r in records if all(t.matches(r) for t in terms)]
 
@@ -276,9 +293,14 @@ def build_index(sources: list[Path], db: Path) -> dict:
         old = dict(con.execute("SELECT key, value FROM meta").fetchall())
         if old.get("metrics") != reg or old.get("schema_version") != SCHEMA_VERSION:
             con.execute("UPDATE runs SET signature = ''")  # recompute every run
-        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                        [("schema_version", SCHEMA_VERSION), ("metrics", reg),
-                         ("metric_registry", json.dumps([m.describe() for m in metrics_mod.METRICS.values()]))])
+        con.executemany(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            [
+                ("schema_version", SCHEMA_VERSION),
+                ("metrics", reg),
+                ("metric_registry", json.dumps([m.describe() for m in metrics_mod.METRICS.values()])),
+            ],
+        )
         known = dict(con.execute("SELECT run_dir, signature FROM runs").fetchall())
         roots, seen = [], set()
         for src in sources:
@@ -299,12 +321,16 @@ def build_index(sources: list[Path], db: Path) -> dict:
                 counts["updated" if key in known else "added"] += 1
                 con.execute("DELETE FROM run_keys WHERE run_dir = ?", (key,))
                 con.execute("DELETE FROM run_metrics WHERE run_dir = ?", (key,))
-                con.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-                            (key, rec.run, str(rec.keys.get("run_id")), rec.keys["campaign"], sig, time.time()))
-                con.executemany("INSERT INTO run_keys VALUES (?, ?, ?, ?)",
-                                [(key, k, *_json_value(v)) for k, v in rec.keys.items()])
-                con.executemany("INSERT INTO run_metrics VALUES (?, ?, ?)",
-                                [(key, m, v) for m, v in rec.metrics.items()])
+                con.execute(
+                    "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, rec.run, str(rec.keys.get("run_id")), rec.keys["campaign"], sig, time.time()),
+                )
+                con.executemany(
+                    "INSERT INTO run_keys VALUES (?, ?, ?, ?)", [(key, k, *_json_value(v)) for k, v in rec.keys.items()]
+                )
+                con.executemany(
+                    "INSERT INTO run_metrics VALUES (?, ?, ?)", [(key, m, v) for m, v in rec.metrics.items()]
+                )
         for k in known:
             if k in seen:
                 continue
@@ -341,8 +367,10 @@ def load_index(db: Path, keys: set[str] | None = None) -> list[RunRecord]:
     else:
         wanted = set(keys) | {f"labels.{k}" for k in keys} | {ALIASES[k] for k in keys if k in ALIASES}
         marks = ",".join("?" * len(wanted))
-        rows = con.execute(f"SELECT run_dir, key, value FROM run_keys WHERE key IN ({marks})",  # noqa: S608
-                           sorted(wanted))
+        rows = con.execute(
+            f"SELECT run_dir, key, value FROM run_keys WHERE key IN ({marks})",  # noqa: S608
+            sorted(wanted),
+        )
     for run_dir, key, value in rows:
         if run_dir in recs:
             recs[run_dir].keys[key] = json.loads(value)

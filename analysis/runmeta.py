@@ -22,9 +22,7 @@ def load_metadata(path: str | os.PathLike) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise AnalysisInputError(
-            f"{path}: run metadata not found (expected a metadata.json)"
-        ) from None
+        raise AnalysisInputError(f"{path}: run metadata not found (expected a metadata.json)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise AnalysisInputError(f"{path}: not readable JSON ({exc})") from None
     if not isinstance(data, dict):

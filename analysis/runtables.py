@@ -111,8 +111,7 @@ def optional_ints(df: pd.DataFrame, columns: dict[str, int], source: str) -> pd.
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise AnalysisInputError(
-                f"{source}: row {row + 2}: {col}: {raw.iloc[row]!r} "
-                f"(expected an integer >= {minimum} or empty)"
+                f"{source}: row {row + 2}: {col}: {raw.iloc[row]!r} (expected an integer >= {minimum} or empty)"
             )
         df[col] = num.astype("Int64")
     return df
@@ -121,9 +120,7 @@ def optional_ints(df: pd.DataFrame, columns: dict[str, int], source: str) -> pd.
 def one_variant(runs: pd.DataFrame, runs_csv: str | os.PathLike) -> str:
     variants = sorted(runs["variant"].dropna().astype(str).unique())
     if len(variants) != 1:
-        raise AnalysisInputError(
-            f"{runs_csv}: variant: {variants!r} (expected exactly one scheduler variant)"
-        )
+        raise AnalysisInputError(f"{runs_csv}: variant: {variants!r} (expected exactly one scheduler variant)")
     return variants[0]
 
 
@@ -220,10 +217,7 @@ class MissingLog:
         self._runs.setdefault((metric, reason, source), set()).add(run_id)
 
     def records(self) -> list[dict]:
-        return [
-            {"metric": m, "reason": r, "source": s, "runs": len(ids)}
-            for (m, r, s), ids in self._runs.items()
-        ]
+        return [{"metric": m, "reason": r, "source": s, "runs": len(ids)} for (m, r, s), ids in self._runs.items()]
 
 
 # ----------------------------------------------------------------------------- ratio to k = 1

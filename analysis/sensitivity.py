@@ -213,12 +213,7 @@ def resolve_metadata_paths(runs: pd.DataFrame, runs_csv: str | os.PathLike) -> l
 def valid_jobs_mask(jobs: pd.DataFrame) -> pd.Series:
     """True for jobs that count: exit code 0, self-check 'ok', finite positive runtime."""
     runtime = jobs["runtime_s"]
-    return (
-        (jobs["exit_code"] == 0)
-        & (jobs["result_check"].fillna("") == "ok")
-        & np.isfinite(runtime)
-        & (runtime > 0)
-    )
+    return (jobs["exit_code"] == 0) & (jobs["result_check"].fillna("") == "ok") & np.isfinite(runtime) & (runtime > 0)
 
 
 def control_group(frame: pd.DataFrame, source: str = "jobs") -> int | None:
@@ -353,9 +348,7 @@ def degradation_table(jobs: pd.DataFrame, tol_pct: float) -> pd.DataFrame:
                 per_rep[(int(group), int(k))] = reps
                 low, high = t_interval(reps.to_numpy())
                 row["ci95_low_pct"], row["ci95_high_pct"] = low, high
-                row["degraded"] = bool(
-                    low > tol_pct if len(reps) >= 2 else row["degradation_pct"] > tol_pct
-                )
+                row["degraded"] = bool(low > tol_pct if len(reps) >= 2 else row["degradation_pct"] > tol_pct)
             rows.append(row)
     if control is not None:
         _add_excess(rows, per_rep, control, tol_pct)
@@ -442,11 +435,7 @@ def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | No
     groups.sort(key=lambda r: (r["demand_per_cmp_mb_s"], r["group"]))
     degrading = [r["demand_per_cmp_mb_s"] for r in groups if r["degraded_at_any_k"]]
     first = min(degrading) if degrading else None
-    below = [
-        r["demand_per_cmp_mb_s"]
-        for r in groups
-        if first is None or r["demand_per_cmp_mb_s"] < first
-    ]
+    below = [r["demand_per_cmp_mb_s"] for r in groups if first is None or r["demand_per_cmp_mb_s"] < first]
     no_deg = max(below) if below else None
     cap = None
     if throttle_read_bps is not None and math.isfinite(throttle_read_bps):
@@ -553,10 +542,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
         "paper_value": claim["statement"],
         "unit": "",
     }
-    rule = (
-        "Rule: reproduced when the lowest-demand group is not degraded at any k "
-        "and some higher-demand group is."
-    )
+    rule = "Rule: reproduced when the lowest-demand group is not degraded at any k and some higher-demand group is."
     if not groups:
         row.update(
             measured_value=None,
@@ -581,9 +567,7 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
             )
         else:
             verdict, why = VERDICT_DIRECTION, ""
-        row.update(
-            measured_value=measured, verdict=verdict, note=f"{paper_note(claim)}{why} {rule}"
-        )
+        row.update(measured_value=measured, verdict=verdict, note=f"{paper_note(claim)}{why} {rule}")
     rows.append(row)
 
     item = vals["no_degradation_below_mb_s"]
@@ -648,15 +632,13 @@ def compare_with_paper(result: dict, paper: dict) -> pd.DataFrame:
             row.update(
                 measured_value=None,
                 verdict=VERDICT_NOT,
-                note=f"{paper_note(item)} Our highest-demand group did not degrade at any "
-                f"k <= {K} ({where}).",
+                note=f"{paper_note(item)} Our highest-demand group did not degrade at any k <= {K} ({where}).",
             )
         else:
             row.update(
                 measured_value=top["onset_k"],
                 verdict=VERDICT_MACHINE,
-                note=f"{paper_note(item)} The onset depends on the group's demand relative "
-                f"to the device ({where}).",
+                note=f"{paper_note(item)} The onset depends on the group's demand relative to the device ({where}).",
             )
     rows.append(row)
 
@@ -820,8 +802,7 @@ def build_section(
     excess = thr["basis"] == BASIS_EXCESS
     beyond = " beyond the control" if excess else ""
     judged = (
-        "excess degradation (the group's degradation minus the compute-only control's at the "
-        "same k)"
+        "excess degradation (the group's degradation minus the compute-only control's at the same k)"
         if excess
         else "average runtime degradation"
     )
@@ -852,9 +833,7 @@ def build_section(
         first = thr["first_degrading_demand_mb_s"]
         summary.append(f"The lowest demand that degrades{beyond} is {fmt_num(first)} MB/s per CMP.")
         if thr["no_degradation_demand_mb_s"] is None:
-            summary.append(
-                f"The lowest-demand group already degrades{beyond}, so no threshold is found."
-            )
+            summary.append(f"The lowest-demand group already degrades{beyond}, so no threshold is found.")
         else:
             summary.append(
                 f"No group at or below {fmt_num(thr['no_degradation_demand_mb_s'])} MB/s per CMP "
@@ -923,10 +902,7 @@ def build_section(
             }
         ],
         "comparison": [
-            {
-                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in row.items()
-            }
+            {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
             for row in comparison.to_dict(orient="records")
         ],
         "tables": [
@@ -942,9 +918,7 @@ def build_section(
     }
 
 
-def run(
-    jobs_csv: str, runs_csv: str, tol_pct: float, out_dir: str, paper_id: str = PAPER_ID
-) -> dict:
+def run(jobs_csv: str, runs_csv: str, tol_pct: float, out_dir: str, paper_id: str = PAPER_ID) -> dict:
     """Read the inputs, analyse, and write the five output files into out_dir."""
     jobs, runs = read_jobs(jobs_csv), read_runs(runs_csv)
     rt.one_variant(runs, runs_csv)
@@ -961,9 +935,7 @@ def run(
         {
             "degradation.csv": result["table"],
             "setup.csv": setup_table(result, paper).to_csv(index=False, lineterminator="\n"),
-            "threshold.json": dumps_json(
-                {**_json_ready(result["threshold"]), "trends": result["trends"]}
-            ),
+            "threshold.json": dumps_json({**_json_ready(result["threshold"]), "trends": result["trends"]}),
         },
         [lambda out: plot_fig14(result["table"], out / FIG_NAME, tol_pct)],
     )

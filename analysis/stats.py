@@ -110,9 +110,16 @@ def aggregate(values, how: str = "arithmetic", axis: int = -1):
     return np.where(bad, math.nan, out) if np.ndim(out) else (math.nan if bad else float(out))
 
 
-def bootstrap_ratio(base, head, how: str = "arithmetic", *, paired: bool = False,
-                    confidence: float = CONFIDENCE, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                    seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_ratio(
+    base,
+    head,
+    how: str = "arithmetic",
+    *,
+    paired: bool = False,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float, float]:
     """(ratio, low, high): aggregate(head) / aggregate(base) and its percentile bootstrap CI.
 
     Paired: base[i] and head[i] belong together (same rep, same block) and are resampled as
@@ -245,22 +252,28 @@ def relative_half_width(values, how: str = "arithmetic", confidence: float = CON
     return float((high - low) / 2 / abs(centre)) if centre else math.nan
 
 
-def repetition_decision(values, target: float, max_reps: int, min_reps: int = 3,
-                        how: str = "arithmetic", confidence: float = CONFIDENCE) -> dict:
+def repetition_decision(
+    values, target: float, max_reps: int, min_reps: int = 3, how: str = "arithmetic", confidence: float = CONFIDENCE
+) -> dict:
     """Whether a variant needs more repetitions: {'decision': 'more' | 'stop', 'reason', 'n',
     'rel_half_width'}. Stop when n >= min_reps and the relative CI half-width is <= target,
     or when n >= max_reps (the cap), whichever comes first."""
     n = len(values)
     hw = relative_half_width(values, how, confidence) if n >= 2 else math.nan
-    out = {"n": n, "rel_half_width": None if math.isnan(hw) else hw, "target": target,
-           "max_reps": max_reps}
+    out = {"n": n, "rel_half_width": None if math.isnan(hw) else hw, "target": target, "max_reps": max_reps}
     if n >= min_reps and math.isfinite(hw) and hw <= target:
         out.update(decision="stop", reason=f"CI half-width {hw:.2%} <= target {target:.2%} after {n} runs")
     elif n >= max_reps:
         shown = "undefined" if math.isnan(hw) else f"{hw:.2%}"
-        out.update(decision="stop", reason=f"cap of {max_reps} runs reached (CI half-width {shown}, target {target:.2%})")
+        out.update(
+            decision="stop", reason=f"cap of {max_reps} runs reached (CI half-width {shown}, target {target:.2%})"
+        )
     else:
         shown = "undefined" if math.isnan(hw) else f"{hw:.2%}"
-        out.update(decision="more", reason=f"CI half-width {shown} > target {target:.2%} after {n} runs"
-                   if n >= min_reps else f"{n} of at least {min_reps} runs")
+        out.update(
+            decision="more",
+            reason=f"CI half-width {shown} > target {target:.2%} after {n} runs"
+            if n >= min_reps
+            else f"{n} of at least {min_reps} runs",
+        )
     return out

@@ -41,9 +41,15 @@ def generate(root: Path, n: int) -> None:
         variant = "linux" if i % 2 == 0 else "dynamic_io"
         base = 10.0 * (0.97 if variant == "dynamic_io" else 1.0)
         rts = [rng.lognormvariate(0, 0.05) * base for _ in range(4)]
-        write_run(root / "runs" / f"r{i:05d}", variant, rts,
-                  labels={"campaign": "scale", "rep": i // 2, "block": i // 2, "warmup": i < 4, "k": 1 + i % 4},
-                  host=f"node-{i % 8}", build_id="b1", start_epoch_s=1_700_000_000.0 + i * 20)
+        write_run(
+            root / "runs" / f"r{i:05d}",
+            variant,
+            rts,
+            labels={"campaign": "scale", "rep": i // 2, "block": i // 2, "warmup": i < 4, "k": 1 + i % 4},
+            host=f"node-{i % 8}",
+            build_id="b1",
+            start_epoch_s=1_700_000_000.0 + i * 20,
+        )
 
 
 def timed(label: str, fn):
@@ -70,22 +76,30 @@ def main(argv: list[str] | None = None) -> int:
         counts, t_index = timed("index build", lambda: runindex.build_index([camp], db))
         again, _ = timed("index rebuild", lambda: runindex.build_index([camp], db))
         assert again["unchanged"] == counts["total"] == a.runs, (counts, again)
-        (res, _, _), t_cmp = timed("compare (index)", lambda: compare_runs.run(
-            [db], by="variant", baseline="linux", fail_if_worse=0.05, out=work / "cmp-index"))
-        timed("compare (folders)", lambda: compare_runs.run(
-            [camp], by="variant", baseline="linux", out=work / "cmp-folders", plots=False))
+        (res, _, _), t_cmp = timed(
+            "compare (index)",
+            lambda: compare_runs.run([db], by="variant", baseline="linux", fail_if_worse=0.05, out=work / "cmp-index"),
+        )
+        timed(
+            "compare (folders)",
+            lambda: compare_runs.run([camp], by="variant", baseline="linux", out=work / "cmp-folders", plots=False),
+        )
         if not a.no_archive:
             out = work / "scale.tar.gz"
             timed("archive", lambda: archive.archive(camp, out))
             (problems, n), _ = timed("verify", lambda: archive.verify(out))
             print(f"{'':22s} {n} files, {len(problems)} problems, {out.stat().st_size / 1e6:.1f} MB")
         row = next(r for r in res["rows"] if r["metric"] == "runtime_s")
-        print(f"runtime_s dynamic_io / linux: {row['ratio']:.4f} [{row['ci95_low']:.4f}, {row['ci95_high']:.4f}] "
-              f"{row['verdict']} ({row['n_baseline']} + {row['n_set']} runs, "
-              f"{sum(s['excluded'] for s in res['sets'])} warm-ups excluded)")
+        print(
+            f"runtime_s dynamic_io / linux: {row['ratio']:.4f} [{row['ci95_low']:.4f}, {row['ci95_high']:.4f}] "
+            f"{row['verdict']} ({row['n_baseline']} + {row['n_set']} runs, "
+            f"{sum(s['excluded'] for s in res['sets'])} warm-ups excluded)"
+        )
         total = t_index + t_cmp
-        print(f"analysis + comparison of {a.runs} runs (index build + compare): {total:.1f} s "
-              f"(target <= {TARGET_S:.0f} s)")
+        print(
+            f"analysis + comparison of {a.runs} runs (index build + compare): {total:.1f} s "
+            f"(target <= {TARGET_S:.0f} s)"
+        )
     finally:
         if a.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -39,28 +39,56 @@ def decision_time(sizes: list[int], rounds: int, cmps: int) -> None:
     print("decision time per quantum (decision module alone):")
     for n in sizes:
         r = min(rounds, max(50, 2_000_000 // n))
-        out = json.loads(subprocess.run([str(EXE), "--bench-decide", str(n), "--rounds", str(r),
-                                         "--cmps", str(cmps)], capture_output=True, text=True,
-                                        check=True).stdout)
-        print(f"  {n:6d} jobs, {cmps} CMPs, {r} quanta: mean {out['mean_us'] / 1000:.3f} ms, "
-              f"p99 {out['p99_us'] / 1000:.3f} ms, max {out['max_us'] / 1000:.3f} ms")
+        out = json.loads(
+            subprocess.run(
+                [str(EXE), "--bench-decide", str(n), "--rounds", str(r), "--cmps", str(cmps)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        print(
+            f"  {n:6d} jobs, {cmps} CMPs, {r} quanta: mean {out['mean_us'] / 1000:.3f} ms, "
+            f"p99 {out['p99_us'] / 1000:.3f} ms, max {out['max_us'] / 1000:.3f} ms"
+        )
 
 
 def cpu_use(n_jobs: int, duration_s: float, timeslice_s: float, cmps: int) -> None:
     with tempfile.TemporaryDirectory(prefix="corun-bench-dio-") as tmp:
         tmp = Path(tmp)
-        jobs = [subprocess.Popen(["sleep", str(duration_s + 60)], start_new_session=True)
-                for _ in range(n_jobs)]
+        jobs = [subprocess.Popen(["sleep", str(duration_s + 60)], start_new_session=True) for _ in range(n_jobs)]
         try:
             now = time.monotonic()
             with open(tmp / "events.jsonl", "w") as fh:
                 for i, p in enumerate(jobs):
-                    fh.write(json.dumps({"event": "start", "job_id": f"j{i:05d}", "pid": p.pid,
-                                         "starttime": proc_starttime(p.pid), "cmp": i % cmps,
-                                         "cpus": [0], "t_s": 0.0, "mono_s": now}) + "\n")
-            d = subprocess.Popen([str(EXE), "--job-events", str(tmp / "events.jsonl"),
-                                  "--state-dir", str(tmp), "--timeslice-s", str(timeslice_s),
-                                  "--io-bound-mbps", "40"])
+                    fh.write(
+                        json.dumps(
+                            {
+                                "event": "start",
+                                "job_id": f"j{i:05d}",
+                                "pid": p.pid,
+                                "starttime": proc_starttime(p.pid),
+                                "cmp": i % cmps,
+                                "cpus": [0],
+                                "t_s": 0.0,
+                                "mono_s": now,
+                            }
+                        )
+                        + "\n"
+                    )
+            d = subprocess.Popen(
+                [
+                    str(EXE),
+                    "--job-events",
+                    str(tmp / "events.jsonl"),
+                    "--state-dir",
+                    str(tmp),
+                    "--timeslice-s",
+                    str(timeslice_s),
+                    "--io-bound-mbps",
+                    "40",
+                ]
+            )
             time.sleep(duration_s)
             d.send_signal(signal.SIGTERM)
             d.wait(timeout=30)
@@ -70,11 +98,12 @@ def cpu_use(n_jobs: int, duration_s: float, timeslice_s: float, cmps: int) -> No
                 p.kill()
                 p.wait()
     cpu = s["cpu_user_s"] + s["cpu_sys_s"]
-    print(f"daemon CPU use, {n_jobs} jobs, TIMESLICE {timeslice_s} s, {s['wall_s']:.0f} s "
-          f"({s['quanta']} quanta):")
-    print(f"  {100 * cpu / s['wall_s']:.3f} % of one core ({cpu:.3f} s CPU); per quantum: collect "
-          f"{s['collect_us']['mean'] / 1000:.3f} ms (max {s['collect_us']['max'] / 1000:.3f}), "
-          f"decide {s['decide_us']['mean'] / 1000:.3f} ms")
+    print(f"daemon CPU use, {n_jobs} jobs, TIMESLICE {timeslice_s} s, {s['wall_s']:.0f} s ({s['quanta']} quanta):")
+    print(
+        f"  {100 * cpu / s['wall_s']:.3f} % of one core ({cpu:.3f} s CPU); per quantum: collect "
+        f"{s['collect_us']['mean'] / 1000:.3f} ms (max {s['collect_us']['max'] / 1000:.3f}), "
+        f"decide {s['decide_us']['mean'] / 1000:.3f} ms"
+    )
 
 
 def main() -> int:

@@ -30,8 +30,12 @@ CORUN = [sys.executable, "-m", "corun"]
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5, help="runs per variant (default 5)")
-    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "fairness",
-                    help="folder for inputs, campaign and comparison (on the disk under test)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "results" / "bench" / "fairness",
+        help="folder for inputs, campaign and comparison (on the disk under test)",
+    )
     ap.add_argument("--seed", type=int, default=11, help="order seed (default 11)")
     a = ap.parse_args()
     if a.reps < 2:
@@ -47,18 +51,39 @@ def main() -> int:
             f.write_bytes(os.urandom(12 << 20))
         files.append(f)
     os.sync()
-    spec = {"name": "fairness",
-            "placement": {"cmp": {"grouping": "cores", "cores_per_cmp": os.cpu_count()}, "slots_per_core": 3},
-            "jobs": [{"name": f"r{i}", "cmd": ["dd", f"if={f}", "of=/dev/null", "bs=64k", "iflag=direct"]}
-                     for i, f in enumerate(files)],
-            "device": {"path": str(out), "throttle": {"read_bps": 8_000_000}},
-            "scheduler": {"name": "dynamic_io",
-                          "params": {"timeslice_s": 0.25, "io_bound_mbps": 3, "max_suspend_s": 1.0}},
-            "monitors": {"enabled": ["psi"]}}
+    spec = {
+        "name": "fairness",
+        "placement": {"cmp": {"grouping": "cores", "cores_per_cmp": os.cpu_count()}, "slots_per_core": 3},
+        "jobs": [
+            {"name": f"r{i}", "cmd": ["dd", f"if={f}", "of=/dev/null", "bs=64k", "iflag=direct"]}
+            for i, f in enumerate(files)
+        ],
+        "device": {"path": str(out), "throttle": {"read_bps": 8_000_000}},
+        "scheduler": {"name": "dynamic_io", "params": {"timeslice_s": 0.25, "io_bound_mbps": 3, "max_suspend_s": 1.0}},
+        "monitors": {"enabled": ["psi"]},
+    }
     (out / "spec.yaml").write_text(yaml.safe_dump(spec))
-    subprocess.run([*CORUN, "campaign", "run", str(out / "spec.yaml"), "--variants",
-                    "linux,dynamic_io,dynamic_io_fair", "--reps", str(a.reps), "--warmup", "0",
-                    "--seed", str(a.seed), "--out", str(out / "campaign"), "--quiet"], check=True, cwd=ROOT)
+    subprocess.run(
+        [
+            *CORUN,
+            "campaign",
+            "run",
+            str(out / "spec.yaml"),
+            "--variants",
+            "linux,dynamic_io,dynamic_io_fair",
+            "--reps",
+            str(a.reps),
+            "--warmup",
+            "0",
+            "--seed",
+            str(a.seed),
+            "--out",
+            str(out / "campaign"),
+            "--quiet",
+        ],
+        check=True,
+        cwd=ROOT,
+    )
     for v in ("dynamic_io", "dynamic_io_fair"):
         longest, forced = [], []
         for d in sorted((out / "campaign" / "runs").glob(f"*-{v}-r*")):
@@ -66,9 +91,24 @@ def main() -> int:
             longest.append(round(max(j["max_suspended_s"] for j in s["jobs"].values()), 2))
             forced.append(s["forced_resumes"])
         print(f"{v}: longest suspension per run {longest} s; forced resumptions {forced}")
-    res = subprocess.run([*CORUN, "compare", str(out / "campaign"), "--by", "variant", "--baseline", "linux",
-                          "--metrics", "makespan_s,runtime_s,unfairness_ratio", "--out", str(out / "compare")],
-                         capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run(
+        [
+            *CORUN,
+            "compare",
+            str(out / "campaign"),
+            "--by",
+            "variant",
+            "--baseline",
+            "linux",
+            "--metrics",
+            "makespan_s,runtime_s,unfairness_ratio",
+            "--out",
+            str(out / "compare"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     print("\n".join(line for line in res.stdout.splitlines() if line.startswith("| dynamic_io")))
     return 0
 

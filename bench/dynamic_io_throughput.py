@@ -40,24 +40,39 @@ class BenchArgumentError(Exception):
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="bench/dynamic_io_throughput.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", default="w01",
-                    help="a D-TYPE explicit-I/O workload of Table 3, w01 to w06 (default w01)")
+    ap = argparse.ArgumentParser(
+        prog="bench/dynamic_io_throughput.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--workload", default="w01", help="a D-TYPE explicit-I/O workload of Table 3, w01 to w06 (default w01)"
+    )
     ap.add_argument("--reps", type=int, default=5, help="interleaved reps, >= 2 (default 5)")
-    ap.add_argument("--throttle-mbps", type=float, default=8.0,
-                    help="read cap shared by the run's jobs, MB/s, > 0 (default 8)")
-    ap.add_argument("--io-bound-mbps", type=float, default=6.0,
-                    help="IO_BOUND_INTERVAL of the variant, MB/s, > 0 (default 6: 75%% of the cap)")
-    ap.add_argument("--timeslice-s", type=float, default=0.5,
-                    help="TIMESLICE of the variant, 0.05 to 60 s (default 0.5)")
+    ap.add_argument(
+        "--throttle-mbps", type=float, default=8.0, help="read cap shared by the run's jobs, MB/s, > 0 (default 8)"
+    )
+    ap.add_argument(
+        "--io-bound-mbps",
+        type=float,
+        default=6.0,
+        help="IO_BOUND_INTERVAL of the variant, MB/s, > 0 (default 6: 75%% of the cap)",
+    )
+    ap.add_argument(
+        "--timeslice-s", type=float, default=0.5, help="TIMESLICE of the variant, 0.05 to 60 s (default 0.5)"
+    )
     ap.add_argument("--scale", type=float, default=0.05, help="input size factor, 0 < f <= 1 (default 0.05)")
-    ap.add_argument("--batch-scale", type=float, default=0.03125,
-                    help="batch length factor, 0 < f <= 1 (default 1/32; at least one full load)")
+    ap.add_argument(
+        "--batch-scale",
+        type=float,
+        default=0.03125,
+        help="batch length factor, 0 < f <= 1 (default 1/32; at least one full load)",
+    )
     ap.add_argument("--variant", default="dynamic_io", help="variant under test (default dynamic_io)")
     ap.add_argument("--baseline", default="linux", help="baseline variant (default linux)")
-    ap.add_argument("--results", default="results/bench-dynamic_io",
-                    help="results folder, relative to the repository (default results/bench-dynamic_io)")
+    ap.add_argument(
+        "--results",
+        default="results/bench-dynamic_io",
+        help="results folder, relative to the repository (default results/bench-dynamic_io)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the workflow command, run nothing")
     return ap.parse_args(argv)
 
@@ -81,12 +96,27 @@ def check(a: argparse.Namespace) -> None:
 
 def bench_config(a: argparse.Namespace) -> dict:
     """The workflow configuration of the benchmark, validated (a bad value is a one-line error)."""
-    section = {"workloads": [a.workload], "variants": [a.baseline, a.variant], "baseline": a.baseline,
-               "paper_variant": a.variant, "reps": a.reps, "alone_reps": 1, "scale": a.scale,
-               "batch_scale": a.batch_scale, "throttle": {"read_bps": int(a.throttle_mbps * 1e6)},
-               "io_bound_mbps": a.io_bound_mbps, "timeslice_s": a.timeslice_s, "timeslice_graph_s": a.timeslice_s}
-    cfg = {"results_dir": a.results, "data_dir": f"{a.results}/data", "experiments": ["dynamic_io"],
-           "dynamic_io": section, "report": {"title": "dynamic_io throughput benchmark"}}
+    section = {
+        "workloads": [a.workload],
+        "variants": [a.baseline, a.variant],
+        "baseline": a.baseline,
+        "paper_variant": a.variant,
+        "reps": a.reps,
+        "alone_reps": 1,
+        "scale": a.scale,
+        "batch_scale": a.batch_scale,
+        "throttle": {"read_bps": int(a.throttle_mbps * 1e6)},
+        "io_bound_mbps": a.io_bound_mbps,
+        "timeslice_s": a.timeslice_s,
+        "timeslice_graph_s": a.timeslice_s,
+    }
+    cfg = {
+        "results_dir": a.results,
+        "data_dir": f"{a.results}/data",
+        "experiments": ["dynamic_io"],
+        "dynamic_io": section,
+        "report": {"title": "dynamic_io throughput benchmark"},
+    }
     try:
         validate_config(cfg, "bench options")
     except ConfigError as exc:
@@ -96,8 +126,15 @@ def bench_config(a: argparse.Namespace) -> dict:
 
 def command(a: argparse.Namespace, config_file: Path) -> list[str]:
     smk = Path(sys.executable).parent / "snakemake"
-    return [str(smk), "--profile", "workflows/profiles/local", "--configfile", str(config_file),
-            "--", f"{a.results}/dynamic_io/analysis/section.json"]
+    return [
+        str(smk),
+        "--profile",
+        "workflows/profiles/local",
+        "--configfile",
+        str(config_file),
+        "--",
+        f"{a.results}/dynamic_io/analysis/section.json",
+    ]
 
 
 def read_ratio(a: argparse.Namespace) -> dict:
@@ -128,17 +165,24 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     res = subprocess.run(cmd, cwd=ROOT, env=env)
     if res.returncode != 0:
-        print(f"dynamic_io_throughput: the workflow failed (exit {res.returncode}); see {a.results}/dynamic_io/logs",
-              file=sys.stderr)
+        print(
+            f"dynamic_io_throughput: the workflow failed (exit {res.returncode}); see {a.results}/dynamic_io/logs",
+            file=sys.stderr,
+        )
         return 1
     row = read_ratio(a)
     ratio, lo, hi = (float(row[k]) if row[k] else math.nan for k in ("ratio", "ratio_ci95_low", "ratio_ci95_high"))
-    print(f"workload {a.workload}, {row['n_pairs']} paired reps, read cap {a.throttle_mbps:g} MB/s, "
-          f"IO_BOUND {a.io_bound_mbps:g} MB/s, TIMESLICE {a.timeslice_s:g} s")
-    print(f"throughput {a.variant} / {a.baseline}: {ratio:.3f}  95% CI [{lo:.3f}, {hi:.3f}] "
-          f"(bootstrap over reps, paired)")
-    print(f"  {a.baseline}: {float(row['baseline_mean']):.4g} jobs/s, {a.variant}: {float(row['variant_mean']):.4g} "
-          "jobs/s (means over the paired reps)")
+    print(
+        f"workload {a.workload}, {row['n_pairs']} paired reps, read cap {a.throttle_mbps:g} MB/s, "
+        f"IO_BOUND {a.io_bound_mbps:g} MB/s, TIMESLICE {a.timeslice_s:g} s"
+    )
+    print(
+        f"throughput {a.variant} / {a.baseline}: {ratio:.3f}  95% CI [{lo:.3f}, {hi:.3f}] (bootstrap over reps, paired)"
+    )
+    print(
+        f"  {a.baseline}: {float(row['baseline_mean']):.4g} jobs/s, {a.variant}: {float(row['variant_mean']):.4g} "
+        "jobs/s (means over the paired reps)"
+    )
     return 0
 
 

@@ -39,10 +39,19 @@ def bare(cmd: list[str]) -> tuple[float, float]:
 
 
 def under_corun(cmd: list[str], work: Path, i: int, monitors: list[str]) -> tuple[float, float]:
-    spec = validate({"name": f"overhead-{i}", "jobs": [{"name": "k", "cmd": cmd, "result": "json"}],
-                     "device": {"path": str(work)}, "monitors": {"enabled": monitors}}, "run_spec", "bench")
+    spec = validate(
+        {
+            "name": f"overhead-{i}",
+            "jobs": [{"name": "k", "cmd": cmd, "result": "json"}],
+            "device": {"path": str(work)},
+            "monitors": {"enabled": monitors},
+        },
+        "run_spec",
+        "bench",
+    )
     out = Runner(spec, work / f"run{i}", source="bench", progress=False).run()
     import csv
+
     row = next(csv.DictReader(open(out / "jobs.csv")))
     return float(row["result_elapsed_s"]), float(row["runtime_s"])
 
@@ -56,12 +65,16 @@ def bootstrap_ci(values: list[float], rng: random.Random, n: int = 5000) -> tupl
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=10, help="interleaved pairs (default 10)")
-    ap.add_argument("--nops", type=int, default=20000000,
-                    help="nops between reads (default 20000000: a job of a few seconds)")
+    ap.add_argument(
+        "--nops", type=int, default=20000000, help="nops between reads (default 20000000: a job of a few seconds)"
+    )
     ap.add_argument("--mib", type=int, default=32, help="file size in MiB (default 32)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--monitors", default="iostat,pidstat,psi,perf",
-                    help="monitors under corun, comma-separated ('' for none; default all four)")
+    ap.add_argument(
+        "--monitors",
+        default="iostat,pidstat,psi,perf",
+        help="monitors under corun, comma-separated ('' for none; default all four)",
+    )
     a = ap.parse_args()
     if not os.access(KERNEL, os.X_OK):
         print("bench: build the kernels first (make -C kernels)", file=sys.stderr)
@@ -89,13 +102,17 @@ def main() -> int:
             ratios_k.append(got["corun"][0] / got["bare"][0])
             ratios_w.append(got["corun"][1] / got["bare"][1])
             rows.append((i, order[0], got["bare"][0], got["corun"][0], got["bare"][1], got["corun"][1]))
-    print(f"{'pair':>4} {'first':>6} {'bare_kernel_s':>14} {'corun_kernel_s':>15} {'bare_wall_s':>12} {'corun_wall_s':>13}")
+    print(
+        f"{'pair':>4} {'first':>6} {'bare_kernel_s':>14} {'corun_kernel_s':>15} {'bare_wall_s':>12} {'corun_wall_s':>13}"
+    )
     for r in rows:
         print(f"{r[0]:>4} {r[1]:>6} {r[2]:>14.4f} {r[3]:>15.4f} {r[4]:>12.4f} {r[5]:>13.4f}")
     mk, mw = statistics.median(ratios_k), statistics.median(ratios_w)
     lo_k, hi_k = bootstrap_ci(ratios_k, rng)
     lo_w, hi_w = bootstrap_ci(ratios_w, rng)
-    print(f"median ratio corun/bare, kernel elapsed: {mk:.4f} (95% bootstrap CI {lo_k:.4f} to {hi_k:.4f}; target <= 1.01)")
+    print(
+        f"median ratio corun/bare, kernel elapsed: {mk:.4f} (95% bootstrap CI {lo_k:.4f} to {hi_k:.4f}; target <= 1.01)"
+    )
     print(f"median ratio corun/bare, wall spawn-to-exit: {mw:.4f} (95% bootstrap CI {lo_w:.4f} to {hi_w:.4f})")
     spread = statistics.pstdev([r[2] for r in rows]) / statistics.mean([r[2] for r in rows])
     print(f"run-to-run spread of the bare runs (coefficient of variation): {spread:.1%}")

@@ -45,8 +45,12 @@ def one_run(work: Path, i: int, monitors: list[str]) -> tuple[float, float, floa
     out = work / f"run{i}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "corun", "run", str(path), "--out", str(out), "--quiet"],
-                         cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "corun", "run", str(path), "--out", str(out), "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -85,9 +89,11 @@ def main() -> int:
                 i += 1
                 costs.append(wall - job)
                 cpus.append(cpu)
-            print(f"fixed cost per run, {label}: median {statistics.median(costs):.3f} s "
-                  f"(min {min(costs):.3f}, max {max(costs):.3f}, {a.reps} runs; "
-                  f"CPU time of corun and its tools: median {statistics.median(cpus):.3f} s)")
+            print(
+                f"fixed cost per run, {label}: median {statistics.median(costs):.3f} s "
+                f"(min {min(costs):.3f}, max {max(costs):.3f}, {a.reps} runs; "
+                f"CPU time of corun and its tools: median {statistics.median(cpus):.3f} s)"
+            )
     return 0
 
 

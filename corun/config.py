@@ -71,8 +71,13 @@ def _expected(err: jsonschema.ValidationError) -> tuple[str, Any, str]:
     key = _key_path(err.absolute_path)
     v, vv, inst = err.validator, err.validator_value, err.instance
     type_names = {
-        "integer": "an integer", "number": "a number", "string": "a string",
-        "boolean": "true or false", "array": "a list", "object": "a mapping", "null": "null",
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "a mapping",
+        "null": "null",
     }
     if v == "type":
         types = vv if isinstance(vv, list) else [vv]

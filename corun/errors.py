@@ -39,8 +39,7 @@ class MissingTool(CorunError):
         self.tool, self.role = tool, role
         why = f" for {purpose}" if purpose else ""
         super().__init__(
-            f"{tool} not found{why}: install it with the '{role}' role "
-            f"(ansible-playbook site.yml --tags {role})"
+            f"{tool} not found{why}: install it with the '{role}' role (ansible-playbook site.yml --tags {role})"
         )
 
 

@@ -67,7 +67,7 @@ def proc_starttime(pid: int) -> int | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    rest = text[text.rfind(")") + 2:].split()
+    rest = text[text.rfind(")") + 2 :].split()
     return int(rest[19])
 
 

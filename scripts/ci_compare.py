@@ -59,6 +59,7 @@ CAMPAIGN = "ci_compare"
 
 def write_inputs(out: Path, size_mib: int, readers: int, read_bps: int) -> Path:
     import yaml
+
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
     f = data / "ci_input.bin"
@@ -69,9 +70,24 @@ def write_inputs(out: Path, size_mib: int, readers: int, read_bps: int) -> Path:
     spec = {
         "name": "ci-compare",
         "labels": {"experiment": "ci_compare"},
-        "jobs": [{"name": "reader", "cmd": [str(kernel), "--file", str(f), "--block-size", "65536",
-                                            "--nops", "2000", "--cache-mode", "direct"],
-                  "repeat": readers, "result": "json"}],
+        "jobs": [
+            {
+                "name": "reader",
+                "cmd": [
+                    str(kernel),
+                    "--file",
+                    str(f),
+                    "--block-size",
+                    "65536",
+                    "--nops",
+                    "2000",
+                    "--cache-mode",
+                    "direct",
+                ],
+                "repeat": readers,
+                "result": "json",
+            }
+        ],
         "device": {"path": str(data), "evict": [str(f)], "throttle": {"read_bps": read_bps}},
         "monitors": {"enabled": ["psi"]},
     }
@@ -93,11 +109,18 @@ def git(*args: str) -> str:
 
 def resolve_ref(ref: str, option: str) -> str:
     """The commit `ref` names; a one-line usage error when it names none."""
-    res = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", "--end-of-options",
-                          f"{ref}^{{commit}}"], capture_output=True, text=True)
+    res = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0 or not ref or ref.startswith("-"):
-        raise ConfigError("command line", option, ref, "a commit, branch or tag of this repository "
-                          "(fetched, e.g. git fetch origin main)")
+        raise ConfigError(
+            "command line",
+            option,
+            ref,
+            "a commit, branch or tag of this repository (fetched, e.g. git fetch origin main)",
+        )
     return res.stdout.strip()
 
 
@@ -117,8 +140,9 @@ class Worktree:
 
     def __exit__(self, *exc) -> None:
         if self.path is not None and self.path.exists():
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.path)],
-                           capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.path)], capture_output=True
+            )
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
         subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], capture_output=True)
@@ -127,8 +151,7 @@ class Worktree:
 def variant_build_id(name: str, sched_dir: Path, ref: str) -> str:
     """The build id `corun run` will record for variant `name` found first in `sched_dir`."""
     if not (sched_dir / name / "manifest.yaml").is_file():
-        raise ConfigError("command line", "--variant", name,
-                          f"a scheduler variant in schedulers/ at {ref}")
+        raise ConfigError("command line", "--variant", name, f"a scheduler variant in schedulers/ at {ref}")
     old = os.environ.get("CORUN_SCHEDULERS_PATH")
     os.environ["CORUN_SCHEDULERS_PATH"] = str(sched_dir)
     try:
@@ -143,8 +166,13 @@ def variant_build_id(name: str, sched_dir: Path, ref: str) -> str:
 
 
 def build_variant(name: str, env: dict, ref: str) -> None:
-    res = subprocess.run([sys.executable, "-m", "corun", "sched", "build", name], cwd=ROOT,
-                         env={**os.environ, **env}, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "corun", "sched", "build", name],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         last = ((res.stderr or res.stdout).strip().splitlines() or ["(no message)"])[-1]
         raise CorunError(f"building {name} at {ref} failed: {last}")
@@ -166,38 +194,69 @@ def compare_builds(a, threshold: float) -> tuple[dict, str]:
     head_commit = resolve_ref(a.head_ref, "--head-ref") if a.head_ref else git("rev-parse", "HEAD")
     head_ref = a.head_ref or "HEAD"  # the working tree, uncommitted changes included
     pythonpath = str(ROOT) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
-    with Worktree(base_commit, "base") as base_tree, \
-            (Worktree(head_commit, "head") if a.head_ref else _Here()) as head_tree:
+    with (
+        Worktree(base_commit, "base") as base_tree,
+        Worktree(head_commit, "head") if a.head_ref else _Here() as head_tree,
+    ):
         head_sched = head_tree / "schedulers"
         head_id = variant_build_id(name, head_sched, head_ref)
         base_id = variant_build_id(name, base_tree / "schedulers", a.base_ref)
         if base_id == head_id and not a.allow_same:
-            raise ConfigError("command line", "--base-ref", a.base_ref,
-                              f"a commit where {name} builds differently from {head_ref} (both are build "
-                              f"{base_id}; --allow-same compares them anyway)")
+            raise ConfigError(
+                "command line",
+                "--base-ref",
+                a.base_ref,
+                f"a commit where {name} builds differently from {head_ref} (both are build "
+                f"{base_id}; --allow-same compares them anyway)",
+            )
         spec = write_inputs(a.out, a.size_mib, a.readers, a.read_bps)
-        envs = {"base": {"CORUN_SCHEDULERS_PATH": str(base_tree / "schedulers"), "PYTHONPATH": pythonpath},
-                # the head: the working tree's schedulers/ (or the head worktree's) and nothing else
-                "head": {"CORUN_SCHEDULERS_PATH": str(head_sched) if a.head_ref else "", "PYTHONPATH": pythonpath}}
+        envs = {
+            "base": {"CORUN_SCHEDULERS_PATH": str(base_tree / "schedulers"), "PYTHONPATH": pythonpath},
+            # the head: the working tree's schedulers/ (or the head worktree's) and nothing else
+            "head": {"CORUN_SCHEDULERS_PATH": str(head_sched) if a.head_ref else "", "PYTHONPATH": pythonpath},
+        }
         for arm, ref in (("base", a.base_ref), ("head", head_ref)):
             print(f"building {name} at {ref}", file=sys.stderr)
             build_variant(name, envs[arm], ref)
-        print(f"builds: base {base_id} ({a.base_ref} {base_commit[:12]}), head {head_id} ({head_ref} "
-              f"{head_commit[:12]})", file=sys.stderr)
+        print(
+            f"builds: base {base_id} ({a.base_ref} {base_commit[:12]}), head {head_id} ({head_ref} {head_commit[:12]})",
+            file=sys.stderr,
+        )
         ids = {"base": base_id, "head": head_id}
-        arms = {arm: {"variant": name, "env": envs[arm],
-                      "labels": {"build": arm, "git_ref": ref, "git_commit": commit, "build_id": ids[arm]}}
-                for arm, ref, commit in (("base", a.base_ref, base_commit), ("head", head_ref, head_commit))}
+        arms = {
+            arm: {
+                "variant": name,
+                "env": envs[arm],
+                "labels": {"build": arm, "git_ref": ref, "git_commit": commit, "build_id": ids[arm]},
+            }
+            for arm, ref, commit in (("base", a.base_ref, base_commit), ("head", head_ref, head_commit))
+        }
         camp_dir = a.out / "campaign"
-        state = campaign.run_campaign(spec, ["base", "head"], camp_dir, reps=a.reps, warmup=a.warmup, seed=a.seed,
-                                      name=CAMPAIGN, arms=arms, log=lambda line: print(line, file=sys.stderr))
+        state = campaign.run_campaign(
+            spec,
+            ["base", "head"],
+            camp_dir,
+            reps=a.reps,
+            warmup=a.warmup,
+            seed=a.seed,
+            name=CAMPAIGN,
+            arms=arms,
+            log=lambda line: print(line, file=sys.stderr),
+        )
     print(f"campaign: {len(state['runs'])} runs, seed {state['seed']}", file=sys.stderr)
     check_recorded_builds(camp_dir, ids)
-    result, _, md = compare_runs.run([camp_dir], by="labels.build", baseline="base",
-                                     where=f"labels.campaign={CAMPAIGN} labels.build=base,head",
-                                     fail_if_worse=threshold, out=a.out / "compare")
-    header = (f"Builds of `{name}`: base `{base_id}` from {a.base_ref} ({base_commit[:12]}), "
-              f"head `{head_id}` from {head_ref} ({head_commit[:12]}{'' if a.head_ref else ', working tree'}).\n\n")
+    result, _, md = compare_runs.run(
+        [camp_dir],
+        by="labels.build",
+        baseline="base",
+        where=f"labels.campaign={CAMPAIGN} labels.build=base,head",
+        fail_if_worse=threshold,
+        out=a.out / "compare",
+    )
+    header = (
+        f"Builds of `{name}`: base `{base_id}` from {a.base_ref} ({base_commit[:12]}), "
+        f"head `{head_id}` from {head_ref} ({head_commit[:12]}{'' if a.head_ref else ', working tree'}).\n\n"
+    )
     (a.out / "compare" / "comparison.md").write_text(header + md, encoding="utf-8")
     return result, header + md
 
@@ -239,18 +298,27 @@ def main(argv: list[str] | None = None) -> int:
     if a.variant is not None:
         for opt in ("base", "head"):
             if getattr(a, opt) is not None:
-                raise ConfigError("command line", f"--{opt}", getattr(a, opt),
-                                  "no --base/--head with --variant (builds are chosen by --base-ref/--head-ref)")
+                raise ConfigError(
+                    "command line",
+                    f"--{opt}",
+                    getattr(a, opt),
+                    "no --base/--head with --variant (builds are chosen by --base-ref/--head-ref)",
+                )
         if not a.base_ref:
             raise ConfigError("command line", "--base-ref", "missing", "a git commit to build --variant from")
     else:
         for opt in ("base_ref", "head_ref"):
             if getattr(a, opt) is not None:
-                raise ConfigError("command line", f"--{opt.replace('_', '-')}", getattr(a, opt),
-                                  "no git ref without --variant NAME")
+                raise ConfigError(
+                    "command line", f"--{opt.replace('_', '-')}", getattr(a, opt), "no git ref without --variant NAME"
+                )
         if a.head is None:
-            raise ConfigError("command line", "--head", "missing",
-                              "a scheduler variant (or --variant NAME --base-ref REF to compare builds)")
+            raise ConfigError(
+                "command line",
+                "--head",
+                "missing",
+                "a scheduler variant (or --variant NAME --base-ref REF to compare builds)",
+            )
         a.base = a.base or "linux"
         if a.base == a.head:
             raise ConfigError("command line", "--head", a.head, "a variant other than --base")
@@ -268,12 +336,25 @@ def main(argv: list[str] | None = None) -> int:
     else:
         spec = write_inputs(a.out, a.size_mib, a.readers, a.read_bps)
         camp_dir = a.out / "campaign"
-        state = campaign.run_campaign(spec, [a.base, a.head], camp_dir, reps=a.reps, warmup=a.warmup,
-                                      seed=a.seed, name=CAMPAIGN, log=lambda line: print(line, file=sys.stderr))
+        state = campaign.run_campaign(
+            spec,
+            [a.base, a.head],
+            camp_dir,
+            reps=a.reps,
+            warmup=a.warmup,
+            seed=a.seed,
+            name=CAMPAIGN,
+            log=lambda line: print(line, file=sys.stderr),
+        )
         print(f"campaign: {len(state['runs'])} runs, seed {state['seed']}", file=sys.stderr)
-        result, _, md = compare_runs.run([camp_dir], by="variant", baseline=a.base,
-                                         where=f"labels.campaign={CAMPAIGN} variant={a.base},{a.head}",
-                                         fail_if_worse=threshold, out=a.out / "compare")
+        result, _, md = compare_runs.run(
+            [camp_dir],
+            by="variant",
+            baseline=a.base,
+            where=f"labels.campaign={CAMPAIGN} variant={a.base},{a.head}",
+            fail_if_worse=threshold,
+            out=a.out / "compare",
+        )
     sys.stdout.write(md)
     if a.summary:
         with open(a.summary, "a", encoding="utf-8") as fh:

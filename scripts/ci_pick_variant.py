@@ -34,8 +34,11 @@ def changed_variants(base_commit: str) -> list[str]:
     """Variants (folders of schedulers/ with a manifest in the working tree) with a file changed.
     A parametrised variant (`named_by`, e.g. elevator) is left out: it builds nothing, and runs
     only under the names of its values (compare those with make ci-compare BASE=... HEAD=...)."""
-    names = {p.split("/")[1] for p in git("diff", "--name-only", base_commit, "--", "schedulers").splitlines()
-             if p.count("/") >= 2}
+    names = {
+        p.split("/")[1]
+        for p in git("diff", "--name-only", base_commit, "--", "schedulers").splitlines()
+        if p.count("/") >= 2
+    }
     out = []
     for n in sorted(names):
         manifest = ROOT / "schedulers" / n / "manifest.yaml"

@@ -25,6 +25,7 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def kernels_built(repo_root):
     import subprocess
+
     subprocess.run(["make", "-s", "-C", str(repo_root / "kernels")], check=True)
     return repo_root / "kernels" / "build"
 
@@ -35,6 +36,7 @@ def disk_tmp(repo_root):
     base = repo_root / "results" / "test-scratch"
     base.mkdir(parents=True, exist_ok=True)
     import tempfile
+
     d = Path(tempfile.mkdtemp(dir=base))
     yield d
     shutil.rmtree(d, ignore_errors=True)

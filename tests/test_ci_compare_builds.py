@@ -21,8 +21,7 @@ GIT_ID = ["-c", "user.name=corun tests", "-c", "user.email=tests@corun.invalid",
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *GIT_ID, *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["git", "-C", str(repo), *GIT_ID, *args], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -48,25 +47,36 @@ def clone(repo_root, tmp_path_factory):
 
 
 def ci_compare(repo: Path, *args: str, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "scripts/ci_compare.py", *args, "--out", str(out)], capture_output=True, text=True,
-                          cwd=repo, timeout=600)
+    return subprocess.run(
+        [PY, "scripts/ci_compare.py", *args, "--out", str(out)], capture_output=True, text=True, cwd=repo, timeout=600
+    )
 
 
 def worktrees(repo: Path) -> list[str]:
     return [line for line in git(repo, "worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--variant", "dynamic_io", "--base-ref", "no-such-ref"], "--base-ref: 'no-such-ref' (expected a commit"),
-    (["--variant", "dynamic_io", "--base-ref", "HEAD~1", "--head-ref", "no-such-ref"],
-     "--head-ref: 'no-such-ref' (expected a commit"),
-    (["--variant", "no_such_variant", "--base-ref", "HEAD~1"],
-     "--variant: 'no_such_variant' (expected a scheduler variant in schedulers/ at HEAD)"),
-    (["--variant", "dynamic_io"], "--base-ref: 'missing' (expected a git commit"),
-    (["--variant", "dynamic_io", "--base-ref", "HEAD~1", "--head", "linux"], "--head: 'linux' (expected no --base"),
-    (["--head", "dynamic_io", "--base-ref", "HEAD~1"], "--base-ref: 'HEAD~1' (expected no git ref without --variant"),
-    (["--variant", "dynamic_io", "--base-ref", "HEAD"], "both are build"),  # nothing to compare
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--variant", "dynamic_io", "--base-ref", "no-such-ref"], "--base-ref: 'no-such-ref' (expected a commit"),
+        (
+            ["--variant", "dynamic_io", "--base-ref", "HEAD~1", "--head-ref", "no-such-ref"],
+            "--head-ref: 'no-such-ref' (expected a commit",
+        ),
+        (
+            ["--variant", "no_such_variant", "--base-ref", "HEAD~1"],
+            "--variant: 'no_such_variant' (expected a scheduler variant in schedulers/ at HEAD)",
+        ),
+        (["--variant", "dynamic_io"], "--base-ref: 'missing' (expected a git commit"),
+        (["--variant", "dynamic_io", "--base-ref", "HEAD~1", "--head", "linux"], "--head: 'linux' (expected no --base"),
+        (
+            ["--head", "dynamic_io", "--base-ref", "HEAD~1"],
+            "--base-ref: 'HEAD~1' (expected no git ref without --variant",
+        ),
+        (["--variant", "dynamic_io", "--base-ref", "HEAD"], "both are build"),  # nothing to compare
+    ],
+)
 def test_bad_input_is_one_line(clone, tmp_path, args, message):
     res = ci_compare(clone, *args, out=tmp_path / "ci")
     assert res.returncode == 2, res.stderr
@@ -82,13 +92,25 @@ def test_arms_set_variant_env_and_labels(tmp_path):
 
     def runner(spec, spec_file, out, env=None):
         from analysis.synthetic import write_run
+
         calls.append((spec, env))
         write_run(out, spec["scheduler"]["name"], [1.0, 1.0], labels=spec["labels"])
 
-    arms = {"base": {"variant": "v", "env": {"CORUN_SCHEDULERS_PATH": "elsewhere"}, "labels": {"build": "base"}},
-            "head": {"variant": "v", "labels": {"build": "head"}}}
-    state = campaign.run_campaign(spec, ["base", "head"], tmp_path / "camp", reps=2, warmup=1, seed=3,
-                                  arms=arms, runner=runner, log=lambda s: None)
+    arms = {
+        "base": {"variant": "v", "env": {"CORUN_SCHEDULERS_PATH": "elsewhere"}, "labels": {"build": "base"}},
+        "head": {"variant": "v", "labels": {"build": "head"}},
+    }
+    state = campaign.run_campaign(
+        spec,
+        ["base", "head"],
+        tmp_path / "camp",
+        reps=2,
+        warmup=1,
+        seed=3,
+        arms=arms,
+        runner=runner,
+        log=lambda s: None,
+    )
     assert len(calls) == 6 and all(s["scheduler"]["name"] == "v" for s, _ in calls)
     for s, env in calls:
         assert s["labels"]["variant"] == "v" and s["labels"]["build"] == s["labels"]["arm"]
@@ -106,8 +128,26 @@ def test_builds_compared_end_to_end(clone, repo_root, kernels_built, disk_tmp):
     """Both builds made, the base runs ran the base build, the comparison written; a few tiny runs."""
     shutil.copytree(kernels_built, clone / "kernels" / "build", dirs_exist_ok=True)
     out = disk_tmp / "ci"
-    res = ci_compare(clone, "--variant", "dynamic_io", "--base-ref", "HEAD~1", "--reps", "2", "--warmup", "0",
-                     "--size-mib", "2", "--read-bps", "8000000", "--seed", "1", "--fail-if-worse", "900%", out=out)
+    res = ci_compare(
+        clone,
+        "--variant",
+        "dynamic_io",
+        "--base-ref",
+        "HEAD~1",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--size-mib",
+        "2",
+        "--read-bps",
+        "8000000",
+        "--seed",
+        "1",
+        "--fail-if-worse",
+        "900%",
+        out=out,
+    )
     assert res.returncode == 0, res.stderr
     assert "building dynamic_io at HEAD~1" in res.stderr and "building dynamic_io at HEAD" in res.stderr
     assert (clone / "schedulers" / "dynamic_io" / "build" / "corun-dynamic-io").is_file()  # the head build
@@ -130,20 +170,28 @@ def test_builds_compared_end_to_end(clone, repo_root, kernels_built, disk_tmp):
     assert (out / "compare" / "comparison.md").is_file()
 
 
-@pytest.mark.parametrize("args, outputs", [
-    (["--base-ref", "HEAD~1", "--default", "dynamic_io"], ["variant=dynamic_io", "args="]),
-    (["--base-ref", "HEAD~1", "--default", "linux"], ["variant=dynamic_io", "args="]),  # the changed one
-    (["--base-ref", "HEAD", "--default", "linux"], ["variant=linux", "args=--allow-same"]),  # none changed
-])
+@pytest.mark.parametrize(
+    "args, outputs",
+    [
+        (["--base-ref", "HEAD~1", "--default", "dynamic_io"], ["variant=dynamic_io", "args="]),
+        (["--base-ref", "HEAD~1", "--default", "linux"], ["variant=dynamic_io", "args="]),  # the changed one
+        (["--base-ref", "HEAD", "--default", "linux"], ["variant=linux", "args=--allow-same"]),  # none changed
+    ],
+)
 def test_pick_variant(clone, args, outputs):
     res = subprocess.run([PY, "scripts/ci_pick_variant.py", *args], capture_output=True, text=True, cwd=clone)
     assert res.returncode == 0 and res.stdout.splitlines() == outputs, res.stderr
 
 
 def test_pick_variant_bad_input(clone):
-    res = subprocess.run([PY, "scripts/ci_pick_variant.py", "--base-ref", "no-such-ref"], capture_output=True,
-                         text=True, cwd=clone)
+    res = subprocess.run(
+        [PY, "scripts/ci_pick_variant.py", "--base-ref", "no-such-ref"], capture_output=True, text=True, cwd=clone
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "--base-ref: 'no-such-ref'" in res.stderr
-    res = subprocess.run([PY, "scripts/ci_pick_variant.py", "--base-ref", "HEAD", "--default", "nope"],
-                         capture_output=True, text=True, cwd=clone)
+    res = subprocess.run(
+        [PY, "scripts/ci_pick_variant.py", "--base-ref", "HEAD", "--default", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=clone,
+    )
     assert res.returncode == 2 and "--default: 'nope' (expected a scheduler variant" in res.stderr

@@ -25,7 +25,7 @@ def test_testbed_workflow(repo_root):
     assert "vars.CORUN_CI_VARIANT" in job["env"]["CI_VARIANT"] and "dynamic_io" in job["env"]["CI_VARIANT"]
     pick = next(s for s in steps if s.get("id") == "pick")
     assert pick["if"] == "github.event_name == 'pull_request'"
-    assert "scripts/ci_pick_variant.py --base-ref \"$BASE_REF\"" in pick["run"] and "GITHUB_OUTPUT" in pick["run"]
+    assert 'scripts/ci_pick_variant.py --base-ref "$BASE_REF"' in pick["run"] and "GITHUB_OUTPUT" in pick["run"]
     assert steps.index(pick) < steps.index(compare)
     assert 'VARIANT="$VARIANT" BASE_REF="$BASE_REF"' in compare["run"]
     assert compare["env"]["VARIANT"] == "${{ steps.pick.outputs.variant }}"
@@ -51,8 +51,13 @@ def test_make_ci_compare_target(repo_root):
 def test_ci_compare_bad_input(repo_root, tmp_path):
     import subprocess
     import sys
-    res = subprocess.run([sys.executable, "scripts/ci_compare.py", "--base", "linux", "--head", "linux",
-                          "--out", str(tmp_path)], capture_output=True, text=True, cwd=repo_root)
+
+    res = subprocess.run(
+        [sys.executable, "scripts/ci_compare.py", "--base", "linux", "--head", "linux", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=repo_root,
+    )
     assert res.returncode == 2 and "--head: 'linux' (expected a variant other than --base)" in res.stderr
 
 
@@ -62,10 +67,33 @@ def test_ci_compare_real_runs(repo_root, disk_tmp, kernels_built):
     import json
     import subprocess
     import sys
+
     out = disk_tmp / "ci"
-    res = subprocess.run([sys.executable, "scripts/ci_compare.py", "--base", "linux", "--head", "elevator_bfq",
-                          "--out", str(out), "--reps", "2", "--size-mib", "2", "--read-bps", "8000000",
-                          "--seed", "1", "--fail-if-worse", "900%"], capture_output=True, text=True, cwd=repo_root)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "scripts/ci_compare.py",
+            "--base",
+            "linux",
+            "--head",
+            "elevator_bfq",
+            "--out",
+            str(out),
+            "--reps",
+            "2",
+            "--size-mib",
+            "2",
+            "--read-bps",
+            "8000000",
+            "--seed",
+            "1",
+            "--fail-if-worse",
+            "900%",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=repo_root,
+    )
     assert res.returncode == 0, res.stderr
     result = json.loads((out / "compare" / "comparison.json").read_text())
     assert [s["runs"] for s in result["sets"]] == [2, 2]

@@ -24,14 +24,19 @@ PY = sys.executable
 
 
 def generate(script, *args):
-    return subprocess.run([PY, str(REPO / "inventory" / script), *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)
+    return subprocess.run(
+        [PY, str(REPO / "inventory" / script), *args], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
 
 
 def listed(inventory_file):
     """The inventory as Ansible reads it (ansible-inventory --list)."""
-    proc = subprocess.run([str(Path(PY).parent / "ansible-inventory"), "-i", str(inventory_file), "--list"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(Path(PY).parent / "ansible-inventory"), "-i", str(inventory_file), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -39,8 +44,17 @@ def listed(inventory_file):
 @pytest.mark.parametrize("source", [("--nodefile", "oar_nodefile"), ("--oarstat-json", "oarstat_job.json")])
 def test_grid5000_inventory_from_oar(tmp_path, source):
     out = tmp_path / "g5k.yml"
-    proc = generate("grid5000/oar_inventory.py", source[0], str(FIXTURES / source[1]), "--corun-dir", "/root/corun",
-                    "--jump", "alice@access.grid5000.fr", "--out", str(out))
+    proc = generate(
+        "grid5000/oar_inventory.py",
+        source[0],
+        str(FIXTURES / source[1]),
+        "--corun-dir",
+        "/root/corun",
+        "--jump",
+        "alice@access.grid5000.fr",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     inv = listed(out)
     assert inv["testbed"]["hosts"] == ["dahu-3", "dahu-7"]
@@ -64,24 +78,43 @@ def test_grid5000_job_not_running_is_one_line(tmp_path):
 
 def test_cloudlab_inventory_from_manifest(tmp_path):
     out = tmp_path / "cl.yml"
-    proc = generate("cloudlab/manifest_inventory.py", str(FIXTURES / "cloudlab_manifest.xml"), "--user", "bob",
-                    "--corun-dir", "/users/bob/corun", "--out", str(out))
+    proc = generate(
+        "cloudlab/manifest_inventory.py",
+        str(FIXTURES / "cloudlab_manifest.xml"),
+        "--user",
+        "bob",
+        "--corun-dir",
+        "/users/bob/corun",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     inv = listed(out)
     assert inv["testbed"]["hosts"] == ["node0", "node1"]
     hv = inv["_meta"]["hostvars"]["node1"]
-    assert (hv["ansible_host"], hv["ansible_user"], hv["corun_lan_address"]) == ("pc102.utah.cloudlab.us", "bob",
-                                                                                "10.10.1.2")
+    assert (hv["ansible_host"], hv["ansible_user"], hv["corun_lan_address"]) == (
+        "pc102.utah.cloudlab.us",
+        "bob",
+        "10.10.1.2",
+    )
     assert hv["corun_mpi_network"] == "10.10.1.0/24" and hv["corun_become"] is True
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--user", "carol"], "node node0: login: 'carol' (expected a user of the manifest's ssh logins (alice, bob))"),
-    (["--corun-dir", "corun"], "corun_dir: 'corun' (expected an absolute path on the nodes)"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--user", "carol"], "node node0: login: 'carol' (expected a user of the manifest's ssh logins (alice, bob))"),
+        (["--corun-dir", "corun"], "corun_dir: 'corun' (expected an absolute path on the nodes)"),
+    ],
+)
 def test_cloudlab_bad_input_is_one_line(tmp_path, args, needle):
-    proc = generate("cloudlab/manifest_inventory.py", str(FIXTURES / "cloudlab_manifest.xml"), *args,
-                    "--out", str(tmp_path / "x.yml"))
+    proc = generate(
+        "cloudlab/manifest_inventory.py",
+        str(FIXTURES / "cloudlab_manifest.xml"),
+        *args,
+        "--out",
+        str(tmp_path / "x.yml"),
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr
 
 
@@ -93,7 +126,7 @@ def test_cloudlab_request_rspec_is_not_a_manifest(tmp_path):
 
 
 # A stand-in for the part of geni-lib's portal API the profile uses; the rspec is printed as JSON.
-FAKE_PORTAL = '''
+FAKE_PORTAL = """
 import json, os, sys
 class ParameterType:
     INTEGER, STRING, IMAGE, NODETYPE = "integer", "string", "image", "nodetype"
@@ -124,8 +157,8 @@ class Context:
         return Request()
     def printRequestRSpec(self, request):
         print(json.dumps(request.as_dict()))
-'''
-FAKE_PG = '''
+"""
+FAKE_PG = """
 class IPv4Address:
     def __init__(self, address, netmask):
         self.address, self.netmask = address, netmask
@@ -159,7 +192,7 @@ class Request:
         return {"nodes": [{"name": n.name, "image": n.disk_image, "type": n.hardware_type,
                            "addresses": [a for i in n.interfaces for a in i.addresses]} for n in self.nodes],
                 "lans": [{"name": l.name, "interfaces": l.interfaces} for l in self.lans]}
-'''
+"""
 
 
 @pytest.fixture
@@ -175,8 +208,9 @@ def fake_geni(tmp_path):
 
 def run_profile(fake_geni, **params):
     env = dict(os.environ, PYTHONPATH=str(fake_geni), FAKE_PARAMS=json.dumps(params))
-    return subprocess.run([PY, str(REPO / "inventory" / "cloudlab" / "profile.py")], capture_output=True,
-                          text=True, env=env, timeout=60)
+    return subprocess.run(
+        [PY, str(REPO / "inventory" / "cloudlab" / "profile.py")], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_cloudlab_profile_requests_raw_pcs_on_one_lan(fake_geni):
@@ -197,20 +231,37 @@ def test_cloudlab_profile_rejects_zero_nodes(fake_geni):
 
 # The OAR wrapper of Snakemake's cluster-generic executor.
 
+
 def test_oar_submit_command():
-    argv = oar.submit_argv("/home/a/corun/.snakemake/tmp.x/job.sh", "2:30:00", nodes=1, name="corun-run x",
-                           project="p1", types=["deploy"])
-    assert argv == ["oarsub", "-l", "nodes=1,walltime=2:30:00", "-n", "corun-run_x", "--project", "p1",
-                    "-t", "deploy", "-O", "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.out",
-                    "-E", "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.err",
-                    "/bin/bash /home/a/corun/.snakemake/tmp.x/job.sh"]
+    argv = oar.submit_argv(
+        "/home/a/corun/.snakemake/tmp.x/job.sh", "2:30:00", nodes=1, name="corun-run x", project="p1", types=["deploy"]
+    )
+    assert argv == [
+        "oarsub",
+        "-l",
+        "nodes=1,walltime=2:30:00",
+        "-n",
+        "corun-run_x",
+        "--project",
+        "p1",
+        "-t",
+        "deploy",
+        "-O",
+        "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.out",
+        "-E",
+        "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.err",
+        "/bin/bash /home/a/corun/.snakemake/tmp.x/job.sh",
+    ]
     assert oar.submit_argv("j.sh", cores=4)[2] == "nodes=1/core=4,walltime=1:00:00"
 
 
-@pytest.mark.parametrize(("kw", "needle"), [
-    ({"walltime": "2h"}, "walltime: '2h' (expected hours[:minutes[:seconds]]"),
-    ({"nodes": 0}, "(expected integers >= 1)"),
-])
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"walltime": "2h"}, "walltime: '2h' (expected hours[:minutes[:seconds]]"),
+        ({"nodes": 0}, "(expected integers >= 1)"),
+    ],
+)
 def test_oar_submit_bad_resources(kw, needle):
     with pytest.raises(ConfigError, match=r".*") as exc:
         oar.submit_argv("j.sh", **kw)

@@ -34,8 +34,9 @@ pytestmark = pytest.mark.root
 
 
 def cluster(state_dir, *args, timeout=120):
-    return subprocess.run([PY, str(SCRIPT), "--state-dir", str(state_dir), *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [PY, str(SCRIPT), "--state-dir", str(state_dir), *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +88,20 @@ def mpi_program(netns, tmp_path_factory):
     if shutil.which("mpicc") is None:
         pytest.skip("mpicc not found: ansible-playbook site.yml --tags openmpi")
     exe = tmp_path_factory.mktemp("mpi") / "mpi_hosts"
-    subprocess.run(["mpicc", "-Wall", "-Wextra", "-Werror", "-O2", "-o", str(exe),
-                    str(REPO / "tests" / "fixtures" / "mpi" / "mpi_hosts.c")], check=True, timeout=120)
+    subprocess.run(
+        [
+            "mpicc",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O2",
+            "-o",
+            str(exe),
+            str(REPO / "tests" / "fixtures" / "mpi" / "mpi_hosts.c"),
+        ],
+        check=True,
+        timeout=120,
+    )
     return exe
 
 
@@ -96,9 +109,26 @@ def mpi_program(netns, tmp_path_factory):
 def test_mpi_job_runs_across_the_two_hosts(netns, mpi_program, tmp_path):
     _, inventory = netns
     out = tmp_path / "mpi.json"
-    proc = subprocess.run([PY, "-m", "corun.testbed.hosts", "--inventory", str(inventory), "mpirun", "--np", "2",
-                           "--out", str(out), "--", str(mpi_program)], capture_output=True, text=True,
-                          cwd=REPO, timeout=150)
+    proc = subprocess.run(
+        [
+            PY,
+            "-m",
+            "corun.testbed.hosts",
+            "--inventory",
+            str(inventory),
+            "mpirun",
+            "--np",
+            "2",
+            "--out",
+            str(out),
+            "--",
+            str(mpi_program),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=150,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text()) == {"ranks": 2, "sum": 1, "hosts": HOSTS}
     assert (tmp_path / "mpi.json.hostfile").read_text() == "10.77.1.11 slots=1\n10.77.1.12 slots=1\n"
@@ -107,15 +137,20 @@ def test_mpi_job_runs_across_the_two_hosts(netns, mpi_program, tmp_path):
 @pytest.mark.timeout(180)
 def test_doctor_checks_the_hosts_over_ssh(netns):
     _, inventory = netns
-    proc = subprocess.run([PY, "-m", "corun", "doctor", "--inventory", str(inventory), "--json"],
-                          capture_output=True, text=True, cwd=REPO, timeout=150)
+    proc = subprocess.run(
+        [PY, "-m", "corun", "doctor", "--inventory", str(inventory), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=150,
+    )
     report = json.loads(proc.stdout)
     assert [h["host"] for h in report["hosts"]] == HOSTS
     for h in report["hosts"]:
-        assert h["findings"][0] == {"check": "ssh", "status": "ok", "value": h["findings"][0]["value"],
-                                    "advice": None}
+        assert h["findings"][0] == {"check": "ssh", "status": "ok", "value": h["findings"][0]["value"], "advice": None}
         assert {"tool perf", "corun kernels", "governor", "elevator", "free disk"} <= {
-            f["check"] for f in h["findings"]}
+            f["check"] for f in h["findings"]
+        }
     assert proc.returncode == (0 if report["ready"] else 1), proc.stderr
 
 
@@ -138,8 +173,13 @@ def campaign_config(base, inventory, mpi_program):
 
 
 def snakemake(config):
-    return subprocess.run([str(Path(PY).parent / "snakemake"), "--configfile", str(config), "--cores", "2",
-                           "--keep-going", "all_hosts"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    return subprocess.run(
+        [str(Path(PY).parent / "snakemake"), "--configfile", str(config), "--cores", "2", "--keep-going", "all_hosts"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
 
 
 @pytest.mark.timeout(900)
@@ -161,18 +201,26 @@ def test_campaign_survives_a_host_dropping_out(netns, mpi_program):
         runs1 = sorted((hosts_dir / HOSTS[0] / "llc_miss" / "runs").iterdir())
         assert [r.name for r in runs1] == ["g00_k1_r0", "g00_k2_r0"]
         assert not (hosts_dir / HOSTS[1] / "llc_miss" / "runs").exists() or not any(
-            (hosts_dir / HOSTS[1] / "llc_miss" / "runs").iterdir())
+            (hosts_dir / HOSTS[1] / "llc_miss" / "runs").iterdir()
+        )
         log = (hosts_dir / HOSTS[1] / "llc_miss" / "logs" / "run_g00_k1_r0.log").read_text()
         assert "host unreachable" in log and log.count("\n") == 1, log
         # corun doctor says which host is not ready, and why.
-        doc = subprocess.run([PY, "-m", "corun", "doctor", "--inventory", str(inventory), HOSTS[1]],
-                             capture_output=True, text=True, cwd=REPO, timeout=60)
+        doc = subprocess.run(
+            [PY, "-m", "corun", "doctor", "--inventory", str(inventory), HOSTS[1]],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
         assert doc.returncode == 1 and f"not ready: {HOSTS[1]} (ssh)" in doc.stderr, doc.stderr
         finished = {r.name: (r / "metadata.json").stat().st_mtime_ns for r in runs1}
 
         # The host is back: the rerun measures only its runs and the MPI job.
-        assert cluster(state, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory",
-                       str(inventory)).returncode == 0
+        assert (
+            cluster(state, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory)).returncode
+            == 0
+        )
         second = snakemake(config)
         assert second.returncode == 0, run_logs(hosts_dir) + second.stderr[-3000:]
         reasons = "\n".join(line for line in second.stderr.splitlines() if "reason:" in line or "wildcards:" in line)
@@ -217,12 +265,15 @@ def process_state(pid):
         return None
 
 
-@pytest.mark.parametrize(("args", "code", "needle"), [
-    (["up", "0"], 2, "N: 0 (expected an integer from 1 to 200)"),
-    (["up", "2", "--prefix", "Bad-Prefix"], 2, "--prefix: 'Bad-Prefix' (expected 1 to 8 lower-case"),
-    (["up", "2", "--subnet", "10.77.0.0/30"], 2, "--subnet: '10.77.0.0/30' (expected room for 2 hosts"),
-    (["up", "2", "--subnet", "nonsense"], 2, "--subnet: 'nonsense' (expected an IPv4 network"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["up", "0"], 2, "N: 0 (expected an integer from 1 to 200)"),
+        (["up", "2", "--prefix", "Bad-Prefix"], 2, "--prefix: 'Bad-Prefix' (expected 1 to 8 lower-case"),
+        (["up", "2", "--subnet", "10.77.0.0/30"], 2, "--subnet: '10.77.0.0/30' (expected room for 2 hosts"),
+        (["up", "2", "--subnet", "nonsense"], 2, "--subnet: 'nonsense' (expected an IPv4 network"),
+    ],
+)
 def test_cluster_usage_errors(tmp_path, args, code, needle):
     proc = cluster(tmp_path / "state", *args)
     assert proc.returncode == code and proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr

@@ -17,9 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 RECAP = re.compile(r"^localhost\s*:.*\bchanged=(\d+).*\bfailed=(\d+)", re.MULTILINE)
 # A failed result with ANSIBLE_CALLBACK_RESULT_FORMAT=json: "fatal: [localhost]: FAILED! => {...}".
-FAILED_RESULT = re.compile(
-    r"^(?:fatal|failed): \[localhost\].*? => (\{.*\})$", re.MULTILINE
-)
+FAILED_RESULT = re.compile(r"^(?:fatal|failed): \[localhost\].*? => (\{.*\})$", re.MULTILINE)
 
 
 def ansible_env(**extra):
@@ -79,8 +77,7 @@ def test_provisioning_again_changes_nothing():
     assert recap, f"no PLAY RECAP line for localhost:\n{output(proc)}"
     changed, failed = map(int, recap.groups())
     assert (changed, failed) == (0, 0), (
-        "a provisioning run changed something (provision first: make provision):\n"
-        + output(proc)
+        "a provisioning run changed something (provision first: make provision):\n" + output(proc)
     )
 
 
@@ -157,9 +154,7 @@ def write_playbook(path, role, variable, value):
 
 def failure_messages(stdout):
     """The msg of every failed task result, from the default callback's one-line JSON results."""
-    return [
-        json.loads(result).get("msg", "") for result in FAILED_RESULT.findall(stdout)
-    ]
+    return [json.loads(result).get("msg", "") for result in FAILED_RESULT.findall(stdout)]
 
 
 @pytest.mark.timeout(120)

@@ -146,9 +146,7 @@ def test_unreachable_source_names_the_local_mirror(tmp_path, role):
     message = final_failure(run_playbook(playbook))
     assert "\n" not in message
     assert message.startswith(f"{role}: cannot fetch {UNREACHABLE} ("), message
-    assert message.endswith(
-        f"; set {role}_local_mirror to a folder holding x.tar.gz"
-    ), message
+    assert message.endswith(f"; set {role}_local_mirror to a folder holding x.tar.gz"), message
 
 
 @pytest.mark.timeout(120)
@@ -166,9 +164,7 @@ def test_default_source_offline_names_the_local_mirror(tmp_path, role):
     message = final_failure(run_playbook(playbook))
     assert "\n" not in message
     assert message.startswith(f"{role}: cannot fetch https://{host}/"), message
-    assert message.endswith(
-        f"; set {role}_local_mirror to a folder holding {file_name}"
-    ), message
+    assert message.endswith(f"; set {role}_local_mirror to a folder holding {file_name}"), message
 
 
 @pytest.mark.timeout(120)
@@ -182,14 +178,10 @@ def test_local_mirror_with_a_wrong_sha256_names_the_checksum_variable(tmp_path, 
     playbook = role_play(
         tmp_path / "play.yml",
         role,
-        source_vars(
-            tmp_path, role, **{f"{role}_local_mirror": str(mirror), sha_variable: wrong}
-        ),
+        source_vars(tmp_path, role, **{f"{role}_local_mirror": str(mirror), sha_variable: wrong}),
     )
     message = final_failure(run_playbook(playbook))
-    assert message.startswith(
-        f"{role}: {sha_variable}: {wrong} does not match"
-    ), message
+    assert message.startswith(f"{role}: {sha_variable}: {wrong} does not match"), message
     assert actual in message
 
 
@@ -266,8 +258,7 @@ def test_local_mirror_without_the_tarball_names_the_mirror(tmp_path):
     )
     message = final_failure(run_playbook(playbook))
     assert message == (
-        f"ior: ior_local_mirror: {mirror} has no file ior-4.0.0.tar.gz "
-        "(expected a folder holding ior-4.0.0.tar.gz)"
+        f"ior: ior_local_mirror: {mirror} has no file ior-4.0.0.tar.gz (expected a folder holding ior-4.0.0.tar.gz)"
     )
 
 
@@ -294,9 +285,7 @@ def web_root(tmp_path):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("role", sorted(SOURCE_ROLES))
-def test_download_with_a_wrong_sha256_names_the_checksum_variable(
-    tmp_path, web_root, role
-):
+def test_download_with_a_wrong_sha256_names_the_checksum_variable(tmp_path, web_root, role):
     url_variable, sha_variable, file_name = SOURCE_ROLES[role]
     root, base = web_root
     fake_tarball(root / file_name)
@@ -308,9 +297,7 @@ def test_download_with_a_wrong_sha256_names_the_checksum_variable(
         source_vars(tmp_path, role, **{url_variable: url, sha_variable: wrong}),
     )
     message = final_failure(run_playbook(playbook))
-    assert message.startswith(
-        f"{role}: {sha_variable}: {wrong} does not match the file fetched from {url} ("
-    ), message
+    assert message.startswith(f"{role}: {sha_variable}: {wrong} does not match the file fetched from {url} ("), message
 
 
 @pytest.mark.timeout(120)
@@ -329,9 +316,7 @@ def test_download_with_the_right_sha256_reaches_the_unpack_check(tmp_path, web_r
         ),
     )
     message = final_failure(run_playbook(playbook))
-    assert message.startswith(
-        f"graph500: {downloads / 'graph500-2.1.4.tar.gz'} did not unpack"
-    ), message
+    assert message.startswith(f"graph500: {downloads / 'graph500-2.1.4.tar.gz'} did not unpack"), message
 
 
 @pytest.mark.timeout(120)
@@ -448,9 +433,7 @@ def test_parsec_build_stage_is_idempotent(tmp_path):
     gcc_bldconf = (tree / "config" / "gcc.bldconf").read_text()
     assert "-fcommon" in gcc_bldconf and "-std=gnu++98" in gcc_bldconf, gcc_bldconf
     x264_bldconf = (tree / "pkgs/apps/x264/parsec/gcc-pthreads.bldconf").read_text()
-    assert x264_bldconf.index("-no-pie") < x264_bldconf.index(
-        "build_conf="
-    ), x264_bldconf
+    assert x264_bldconf.index("-no-pie") < x264_bldconf.index("build_conf="), x264_bldconf
     assert "parsec: PARSEC 3.0-stub (parsec_version 3.0)" in first.stdout
     second = run_playbook(playbook)
     assert second.returncode == 0, output(second)
@@ -464,8 +447,7 @@ def test_parsec_build_stage_is_idempotent(tmp_path):
     # The upstream manifest names the built programs as corun/run/workloads.py reads them.
     manifest = json.loads((tmp_path / "upstream.d" / "parsec.json").read_text())
     binaries = {
-        name: str(tree / f"pkgs/apps/{name}/inst/amd64-linux.gcc-pthreads/bin/{name}")
-        for name in ("x264", "swaptions")
+        name: str(tree / f"pkgs/apps/{name}/inst/amd64-linux.gcc-pthreads/bin/{name}") for name in ("x264", "swaptions")
     }
     assert manifest == {
         "parsec": {
@@ -479,9 +461,7 @@ def test_parsec_build_stage_is_idempotent(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_parsec_failed_build_names_the_package_and_the_error(tmp_path):
-    playbook = role_play(
-        tmp_path / "play.yml", "parsec", stub_parsec_vars(tmp_path, ["bodytrack"])
-    )
+    playbook = role_play(tmp_path / "play.yml", "parsec", stub_parsec_vars(tmp_path, ["bodytrack"]))
     message = final_failure(run_playbook(playbook))
     assert message == (
         "parsec: parsecmgmt -a build -p bodytrack -c gcc-pthreads failed (Thread.h:62:24: "
@@ -496,9 +476,9 @@ def test_parsec_package_without_the_configuration_names_parsec_config(tmp_path):
     variables["parsec_package_configs"] = {}
     playbook = role_play(tmp_path / "play.yml", "parsec", variables)
     message = final_failure(run_playbook(playbook))
-    assert message.startswith(
-        "parsec: parsec_config: pkgs/apps/freqmine/parsec/gcc-pthreads.bldconf does not exist"
-    ), message
+    assert message.startswith("parsec: parsec_config: pkgs/apps/freqmine/parsec/gcc-pthreads.bldconf does not exist"), (
+        message
+    )
 
 
 @pytest.mark.timeout(120)
@@ -546,9 +526,7 @@ def test_graph500_hugepages_only_with_2_1_4(tmp_path):
     playbook = role_play(
         tmp_path / "play.yml",
         "graph500",
-        source_vars(
-            tmp_path, "graph500", graph500_version="3.0.0", graph500_hugepages=True
-        ),
+        source_vars(tmp_path, "graph500", graph500_version="3.0.0", graph500_hugepages=True),
     )
     message = final_failure(run_playbook(playbook, "--check"))
     assert message.startswith("graph500: graph500_hugepages: true ("), message
@@ -591,15 +569,11 @@ SITE_INCLUDES = {
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("tag", sorted(SITE_INCLUDES))
 def test_site_skips_kernel_build_and_upstream_roles_by_default(tag):
-    proc = run_tool(
-        "ansible-playbook", "site.yml", "--tags", tag, timeout=300, env=ansible_env()
-    )
+    proc = run_tool("ansible-playbook", "site.yml", "--tags", tag, timeout=300, env=ansible_env())
     assert proc.returncode == 0, output(proc)
     assert recap(proc) == (0, 0), output(proc)
     for task, role in SITE_INCLUDES[tag].items():
-        result = re.search(
-            rf"^TASK \[{re.escape(task)}\]\s*\**\n(\w+)", proc.stdout, re.MULTILINE
-        )
+        result = re.search(rf"^TASK \[{re.escape(task)}\]\s*\**\n(\w+)", proc.stdout, re.MULTILINE)
         assert result, f"no task {task!r}:\n{proc.stdout}"
         assert result.group(1) == "skipping", proc.stdout
         assert f"TASK [{role} : " not in proc.stdout, proc.stdout
@@ -611,9 +585,7 @@ def test_kernel_build_disabled_only_checks_its_variables(tmp_path):
     proc = run_playbook(playbook)
     assert proc.returncode == 0, output(proc)
     assert recap(proc) == (0, 0), output(proc)
-    assert (
-        "kernel_build: kernel_build_enabled is false; no kernel is built" in proc.stdout
-    )
+    assert "kernel_build: kernel_build_enabled is false; no kernel is built" in proc.stdout
 
 
 @pytest.mark.timeout(120)
@@ -631,9 +603,7 @@ def test_kernel_build_reboot_ok_must_be_a_boolean(tmp_path, value):
     )
     proc = run_playbook(playbook, "--check")
     message = final_failure(proc)
-    assert message == (
-        f"kernel_build: kernel_build_reboot_ok: {json.dumps(value)} (expected true or false)"
-    )
+    assert message == (f"kernel_build: kernel_build_reboot_ok: {json.dumps(value)} (expected true or false)")
     assert "TASK [kernel_build : Install the build dependencies]" not in proc.stdout
 
 
@@ -652,16 +622,21 @@ def test_kernel_build_enabled_needs_a_ref(tmp_path):
 # corun reads from them.
 MANIFEST_FACTS = {
     "graph500": (
-        {"graph500_version": "2.1.4",
-         "graph500_binaries": {"seq-csr": "/opt/g/seq-csr/seq-csr", "omp-csr": "/opt/g/omp-csr/omp-csr"}},
-        {"graph500": {"version": "2.1.4", "seq-csr": "/opt/g/seq-csr/seq-csr",
-                      "omp-csr": "/opt/g/omp-csr/omp-csr"}},
+        {
+            "graph500_version": "2.1.4",
+            "graph500_binaries": {"seq-csr": "/opt/g/seq-csr/seq-csr", "omp-csr": "/opt/g/omp-csr/omp-csr"},
+        },
+        {"graph500": {"version": "2.1.4", "seq-csr": "/opt/g/seq-csr/seq-csr", "omp-csr": "/opt/g/omp-csr/omp-csr"}},
     ),
     "npb": (
-        {"npb_version": "3.3.1", "npb_class": "A",
-         "npb_binaries": ["/opt/n/bin/bt.A.4", "/opt/n/bin/cg.A.4"]},
-        {"npb": {"version": "3.3.1", "class": "A",
-                 "binaries": {"bt.A.4": "/opt/n/bin/bt.A.4", "cg.A.4": "/opt/n/bin/cg.A.4"}}},
+        {"npb_version": "3.3.1", "npb_class": "A", "npb_binaries": ["/opt/n/bin/bt.A.4", "/opt/n/bin/cg.A.4"]},
+        {
+            "npb": {
+                "version": "3.3.1",
+                "class": "A",
+                "binaries": {"bt.A.4": "/opt/n/bin/bt.A.4", "cg.A.4": "/opt/n/bin/cg.A.4"},
+            }
+        },
     ),
     "ior": (
         {"ior_version": "4.0.0", "ior_binary": "/opt/i/bin/ior", "ior_mdtest_binary": "/opt/i/bin/mdtest"},

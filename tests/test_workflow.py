@@ -28,8 +28,12 @@ def test_lint_has_only_the_environment_lint(repo_root):
 
 
 def test_snakefmt_clean(repo_root):
-    res = subprocess.run([str(BIN / "snakefmt"), "--check", "Snakefile", "workflows/rules"],
-                         cwd=repo_root, capture_output=True, text=True)
+    res = subprocess.run(
+        [str(BIN / "snakefmt"), "--check", "Snakefile", "workflows/rules"],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
 
 

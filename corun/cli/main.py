@@ -36,16 +36,14 @@ def _cmd_validate(a) -> int:
     spec = load_spec(a.spec)
     r = Runner(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
     r.prepare()
-    print(f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {r.device.name}, "
-          f"scheduler {r.variant.name})")
+    print(f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {r.device.name}, scheduler {r.variant.name})")
     return 0
 
 
 def _cmd_topology(a) -> int:
     topo = topology.discover()
     grouping, cmps = topology.cmp_groups(topo, a.grouping, a.cores_per_cmp, source="command line")
-    info = {**topo.as_dict(), "cmp_grouping": grouping,
-            "cmps": [topology.format_cpulist(g) for g in cmps]}
+    info = {**topo.as_dict(), "cmp_grouping": grouping, "cmps": [topology.format_cpulist(g) for g in cmps]}
     print(json.dumps(info, indent=2))
     return 0
 

@@ -16,11 +16,20 @@ from pathlib import Path
 def _cmd_archive(a) -> int:
     from corun.results import archive  # packing and hashing: loaded only for these commands
 
-    res = archive.archive(Path(a.campaign_dir), Path(a.out), exclude=a.exclude or [], title=a.title,
-                          description=a.description, creators=a.creator or [], license=a.license,
-                          version=a.version)
-    print(f"{res['archive']}: {res['files']} files, {res['runs']} runs, "
-          f"{len(res['redactions'])} redactions, {len(res['left_out'])} left out")
+    res = archive.archive(
+        Path(a.campaign_dir),
+        Path(a.out),
+        exclude=a.exclude or [],
+        title=a.title,
+        description=a.description,
+        creators=a.creator or [],
+        license=a.license,
+        version=a.version,
+    )
+    print(
+        f"{res['archive']}: {res['files']} files, {res['runs']} runs, "
+        f"{len(res['redactions'])} redactions, {len(res['left_out'])} left out"
+    )
     for item in res["redactions"]:
         print(f"  redacted {item['what']} in {item['file']}", file=sys.stderr)
     for item in res["left_out"]:
@@ -43,8 +52,15 @@ def _cmd_verify(a) -> int:
 def _cmd_publish(a) -> int:
     from corun.results import archive  # packing and hashing: loaded only for these commands
 
-    res = archive.publish(Path(a.archive), sandbox=a.sandbox, base_url=a.base_url, do_publish=a.publish,
-                          creators=a.creator or [], title=a.title, description=a.description)
+    res = archive.publish(
+        Path(a.archive),
+        sandbox=a.sandbox,
+        base_url=a.base_url,
+        do_publish=a.publish,
+        creators=a.creator or [],
+        title=a.title,
+        description=a.description,
+    )
     print(json.dumps(res, indent=2))
     return 0
 

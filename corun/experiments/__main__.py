@@ -42,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cal = json.loads(a.calibration.read_text()) if a.calibration else {"needed": False}
         except (OSError, ValueError) as exc:
-            raise ConfigError("command line", "--calibration", str(a.calibration), f"a calibration.json ({exc})") from None
+            raise ConfigError(
+                "command line", "--calibration", str(a.calibration), f"a calibration.json ({exc})"
+            ) from None
         n = exp.specs(cfg, cal, a.data_dir, a.out_dir)
         print(f"{n} run spec(s) written in {a.out_dir}", file=sys.stderr)
     return 0

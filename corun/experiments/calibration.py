@@ -23,8 +23,17 @@ NOP_PROBE_READS = 32  # reads in the nop-probe file: nop time dominates there
 
 def run_kernel(path: Path, block: int, nops: int, mode: str) -> dict:
     """One run of the sensitivity_ranking kernel; its JSON result line."""
-    cmd = [kernel("sensitivity_ranking"), "--file", str(path), "--block-size", str(block), "--nops", str(nops),
-           "--cache-mode", mode]
+    cmd = [
+        kernel("sensitivity_ranking"),
+        "--file",
+        str(path),
+        "--block-size",
+        str(block),
+        "--nops",
+        str(nops),
+        "--cache-mode",
+        mode,
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode == 4:
         raise CorunError(f"sensitivity_ranking kernel skipped: {res.stderr.strip()}")
@@ -36,8 +45,7 @@ def run_kernel(path: Path, block: int, nops: int, mode: str) -> dict:
 def write_calibration_files(data_dir: Path, calibration_bytes: int, block_size: int) -> None:
     """calibration.dat (read time) and calibration_nops.dat (nop time), written when missing."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    for name, size in (("calibration.dat", calibration_bytes),
-                       ("calibration_nops.dat", NOP_PROBE_READS * block_size)):
+    for name, size in (("calibration.dat", calibration_bytes), ("calibration_nops.dat", NOP_PROBE_READS * block_size)):
         if not fits(data_dir / name, size):
             write_random(data_dir / name, size)
 
@@ -57,9 +65,15 @@ def calibrate_reader(data_dir: Path, block_size: int, cache_mode: str, probe_nop
     t_nop = sorted(per)[1]
     if t_nop <= 0:
         raise CorunError(f"calibration failed: nops did not take time (t_nop={t_nop}); raise calibration_nops")
-    return {"block_size": block_size, "cache_mode": cache_mode, "t_read_s": t_read, "t_nop_s": t_nop,
-            "max_job_rate_mb_s": block_size / t_read / MB, "probe_nops": probe_nops,
-            "samples": {"t_read_s": reads, "t_nop_s": per}}
+    return {
+        "block_size": block_size,
+        "cache_mode": cache_mode,
+        "t_read_s": t_read,
+        "t_nop_s": t_nop,
+        "max_job_rate_mb_s": block_size / t_read / MB,
+        "probe_nops": probe_nops,
+        "samples": {"t_read_s": reads, "t_nop_s": per},
+    }
 
 
 def nops_for(rate_mb_s: float, cal: dict, runtime_target_s: float) -> tuple[int, bool]:

@@ -61,20 +61,33 @@ def check(cfg: dict, source: str = "config") -> None:
     e = cfg[NAME]
     for i, w in enumerate(e["workloads"]):
         if w not in e["table3"]:
-            raise ConfigError(source, f"{NAME}.workloads[{i}]", w,
-                              "a workload defined under dynamic_io.table3: " + ", ".join(sorted(e["table3"])))
+            raise ConfigError(
+                source,
+                f"{NAME}.workloads[{i}]",
+                w,
+                "a workload defined under dynamic_io.table3: " + ", ".join(sorted(e["table3"])),
+            )
     for w, wl in sorted(e["table3"].items()):
         for i, app in enumerate(wl["apps"]):
             if app not in e["apps"]:
-                raise ConfigError(source, f"{NAME}.table3.{w}.apps[{i}]", app,
-                                  "an application defined under dynamic_io.apps: " + ", ".join(sorted(e["apps"])))
+                raise ConfigError(
+                    source,
+                    f"{NAME}.table3.{w}.apps[{i}]",
+                    app,
+                    "an application defined under dynamic_io.apps: " + ", ".join(sorted(e["apps"])),
+                )
     if e["baseline"] not in e["variants"]:
-        raise ConfigError(source, f"{NAME}.baseline", e["baseline"],
-                          "one of dynamic_io.variants: " + ", ".join(e["variants"]))
+        raise ConfigError(
+            source, f"{NAME}.baseline", e["baseline"], "one of dynamic_io.variants: " + ", ".join(e["variants"])
+        )
     for name in e["variant_params"]:
         if name not in e["variants"]:
-            raise ConfigError(source, f"{NAME}.variant_params.{name}", "unknown variant",
-                              "one of dynamic_io.variants: " + ", ".join(e["variants"]))
+            raise ConfigError(
+                source,
+                f"{NAME}.variant_params.{name}",
+                "unknown variant",
+                "one of dynamic_io.variants: " + ", ".join(e["variants"]),
+            )
 
 
 def batch_scale(e: dict) -> float:
@@ -192,8 +205,16 @@ def campaign(cfg: dict) -> list[dict]:
             vs = list(e["variants"])
             random.Random(f"{e['seed']}-order-{rep}-{wid}").shuffle(vs)
             for pos, v in enumerate(vs):
-                order.append({"kind": "campaign", "workload": wid, "variant": v, "rep": rep, "rep_order": pos,
-                              "name": f"{wid}-{v}-r{rep}"})
+                order.append(
+                    {
+                        "kind": "campaign",
+                        "workload": wid,
+                        "variant": v,
+                        "rep": rep,
+                        "rep_order": pos,
+                        "name": f"{wid}-{v}-r{rep}",
+                    }
+                )
     for rep in range(e["reps"], e["alone_reps"]):
         alone(rep)
     for i, entry in enumerate(order):
@@ -241,8 +262,13 @@ def layout(cfg: dict) -> dict:
             need[key] = max(need.get(key, 0), c)
     for app in job_types(cfg):  # the alone runs read set 0 of the duplicated inputs
         need[f"{app}/duplicated"] = max(need.get(f"{app}/duplicated", 0), 1)
-    return {"grouping": grouping, "cmps": cmps, "cmp_cores": min(len(g) for g in cmps),
-            "slots": sum(len(g) for g in cmps), "inputs": dict(sorted(need.items()))}
+    return {
+        "grouping": grouping,
+        "cmps": cmps,
+        "cmp_cores": min(len(g) for g in cmps),
+        "slots": sum(len(g) for g in cmps),
+        "inputs": dict(sorted(need.items())),
+    }
 
 
 def inputs_dir(data_dir: Path) -> Path:
@@ -283,8 +309,9 @@ def _paper_text(path: Path, size: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     vocab_rng = np.random.default_rng(12345)
     syll = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po", "da", "qu"]
-    vocab = ["".join(syll[j] for j in vocab_rng.integers(0, len(syll), int(vocab_rng.integers(2, 5))))
-             for _ in range(WORDS)]
+    vocab = [
+        "".join(syll[j] for j in vocab_rng.integers(0, len(syll), int(vocab_rng.integers(2, 5)))) for _ in range(WORDS)
+    ]
     vb = [w.encode() for w in vocab]
     written = 0
     with atomic_file(path, "wb") as fh:
@@ -439,9 +466,23 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         cmd += ["--threads", str(app["threads"]), "--block-size", str(e["block_size"])]
         t = workloads.JobTemplate(cmd, {"binary": "corun paper_similar"}, result="json")
     elif app["kind"] == "kmeans":
-        cmd = [workloads.kernel("kmeans"), "--data", files[0], "--dims", str(app["dims"]),
-               "--clusters", str(app["clusters"]), "--iterations", str(app["iterations"]),
-               "--threads", str(app["threads"]), "--block-size", str(e["block_size"]), "--mode", "stream"]
+        cmd = [
+            workloads.kernel("kmeans"),
+            "--data",
+            files[0],
+            "--dims",
+            str(app["dims"]),
+            "--clusters",
+            str(app["clusters"]),
+            "--iterations",
+            str(app["iterations"]),
+            "--threads",
+            str(app["threads"]),
+            "--block-size",
+            str(e["block_size"]),
+            "--mode",
+            "stream",
+        ]
         t = workloads.JobTemplate(cmd, {"binary": "corun kmeans"}, result="json")
     elif (prog := parsec_of(app)) is not None:
         t = prog.template
@@ -451,16 +492,32 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         size = _reader_bytes(e, app)
         rate = app["input_bytes"] / 1e6 / app["alone_s"]
         nops, ok = nops_for(rate, {**cal, "block_size": e["block_size"]}, app["alone_s"])
-        cmd = [workloads.kernel("sensitivity_ranking"), "--file", files[0], "--block-size", str(e["block_size"]),
-               "--nops", str(nops), "--cache-mode", "evict"]
+        cmd = [
+            workloads.kernel("sensitivity_ranking"),
+            "--file",
+            files[0],
+            "--block-size",
+            str(e["block_size"]),
+            "--nops",
+            str(nops),
+            "--cache-mode",
+            "evict",
+        ]
         t = workloads.JobTemplate(cmd, {"binary": "corun sensitivity_ranking (file reader)"}, result="json")
         labels.update(target_mb_s=round(rate, 6), target_attainable=ok, file_bytes=size)
     labels.update(t.labels)
     labels["stands_in_for"] = app["stands_in_for"]
-    labels["scale_note"] = app["scale_note"] if cwd is None else \
-        f"PARSEC's own {app.get('input', 'simlarge')} input set, not scaled"
-    job = {"name": f"{app_name}-{ns[:3]}{i}", "cmd": t.cmd, "env": t.env, "cores": cores, "result": t.result,
-           "labels": labels}
+    labels["scale_note"] = (
+        app["scale_note"] if cwd is None else f"PARSEC's own {app.get('input', 'simlarge')} input set, not scaled"
+    )
+    job = {
+        "name": f"{app_name}-{ns[:3]}{i}",
+        "cmd": t.cmd,
+        "env": t.env,
+        "cores": cores,
+        "result": t.result,
+        "labels": labels,
+    }
     if cwd:
         job["cwd"] = cwd
     return job
@@ -474,8 +531,15 @@ def cores_for(e: dict, app_name: str, wtype: str, cmp_cores: int) -> int:
 def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
     e = cfg[NAME]
     lay = layout(cfg)
-    labels = {"experiment": NAME, "run_kind": entry["kind"], "rep": entry["rep"], "order": entry["order"],
-              "seed": e["seed"], "scale": e["scale"], "batch_scale": batch_scale(e)}
+    labels = {
+        "experiment": NAME,
+        "run_kind": entry["kind"],
+        "rep": entry["rep"],
+        "order": entry["order"],
+        "seed": e["seed"],
+        "scale": e["scale"],
+        "batch_scale": batch_scale(e),
+    }
     jobs = []
     if entry["kind"] == "alone":
         app = entry["app"]
@@ -497,10 +561,18 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             job["labels"]["job_index"] = j
             jobs.append(job)
         params = variant_params(cfg, variant, wid)
-        labels.update(workload=wid, workload_id=int(wid[1:]), wtype=wl["type"], variant=variant,
-                      rep_order=entry["rep_order"], batch_length=len(jobs),
-                      paper_batch_length=wl["batch_length"], input_set=wl["input_set"],
-                      timeslice_s=params.get("timeslice_s"), io_bound_mbps=params.get("io_bound_mbps"))
+        labels.update(
+            workload=wid,
+            workload_id=int(wid[1:]),
+            wtype=wl["type"],
+            variant=variant,
+            rep_order=entry["rep_order"],
+            batch_length=len(jobs),
+            paper_batch_length=wl["batch_length"],
+            input_set=wl["input_set"],
+            timeslice_s=params.get("timeslice_s"),
+            io_bound_mbps=params.get("io_bound_mbps"),
+        )
     evict = [str(inputs_dir(data_dir).resolve())] if e["drop_caches"] and inputs_dir(data_dir).exists() else []
     return {
         "name": f"{NAME}-{entry['name']}",

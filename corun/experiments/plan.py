@@ -28,12 +28,20 @@ def estimate(cfg: dict) -> list[dict]:
 def describe(cfg: dict) -> str:
     rows = estimate(cfg)
     total = sum(r["seconds"] for r in rows)
-    parts = ", ".join(f"{r['experiment']} {r['runs']} runs ~{_fmt(r['seconds'])}"
-                      + (f" (k = {', '.join(map(str, r['k_dropped']))} dropped: more CMPs than this machine has;"
-                         " plan for another with --config plan_for=NxC)"
-                         if r["k_dropped"] else "") for r in rows)
-    return (f"corun plan: {sum(r['runs'] for r in rows)} runs, at least {_fmt(total)} of measuring "
-            f"without contention ({parts})")
+    parts = ", ".join(
+        f"{r['experiment']} {r['runs']} runs ~{_fmt(r['seconds'])}"
+        + (
+            f" (k = {', '.join(map(str, r['k_dropped']))} dropped: more CMPs than this machine has;"
+            " plan for another with --config plan_for=NxC)"
+            if r["k_dropped"]
+            else ""
+        )
+        for r in rows
+    )
+    return (
+        f"corun plan: {sum(r['runs'] for r in rows)} runs, at least {_fmt(total)} of measuring "
+        f"without contention ({parts})"
+    )
 
 
 def _fmt(s: float) -> str:

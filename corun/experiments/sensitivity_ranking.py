@@ -42,10 +42,20 @@ def layout(cfg: dict, source: str = "config") -> dict:
         k_max = len(cmps)  # capped at what the machine has; recorded in the plan
     per_cmp = exp["jobs_per_cmp"] or min(len(g) for g in cmps)
     if per_cmp > min(len(g) for g in cmps) * exp["slots_per_core"]:
-        raise ConfigError(source, "sensitivity_ranking.jobs_per_cmp", per_cmp,
-                          f"an integer <= {min(len(g) for g in cmps) * exp['slots_per_core']} (slots of the smallest CMP)")
-    return {"grouping": grouping, "cmps": cmps, "k_max": k_max, "k_requested": exp["k_max"],
-            "jobs_per_cmp": per_cmp, "slots": k_max * per_cmp}
+        raise ConfigError(
+            source,
+            "sensitivity_ranking.jobs_per_cmp",
+            per_cmp,
+            f"an integer <= {min(len(g) for g in cmps) * exp['slots_per_core']} (slots of the smallest CMP)",
+        )
+    return {
+        "grouping": grouping,
+        "cmps": cmps,
+        "k_max": k_max,
+        "k_requested": exp["k_max"],
+        "jobs_per_cmp": per_cmp,
+        "slots": k_max * per_cmp,
+    }
 
 
 def group_plan(cfg: dict, lay: dict) -> list[dict]:
@@ -90,8 +100,12 @@ def matrix(cfg: dict) -> list[tuple[int, int, int]]:
     """(group, k, rep) of every run, reps outermost so repetitions are spread over time."""
     exp = cfg[NAME]
     lay = layout(cfg)
-    return [(g, k, r) for r in range(exp["reps"]) for k in range(1, lay["k_max"] + 1)
-            for g in range(len(exp["demands_mb_s"]))]
+    return [
+        (g, k, r)
+        for r in range(exp["reps"])
+        for k in range(1, lay["k_max"] + 1)
+        for g in range(len(exp["demands_mb_s"]))
+    ]
 
 
 def spec_name(group: int, k: int, rep: int) -> str:
@@ -107,21 +121,39 @@ def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path
     nops, ok = nops_for(gp["job_rate_mb_s"], cal, exp["runtime_target_s"])
     jobs = []
     for slot in range(k * lay["jobs_per_cmp"]):
-        jobs.append({
-            "name": f"sr-g{group}-s{slot}",
-            "cmd": [kernel("sensitivity_ranking"), "--file", str(data_file(data_dir, group, slot).resolve()),
-                    "--block-size", str(exp["block_size"]), "--nops", str(nops),
-                    "--cache-mode", exp["cache_mode"]],
-            "cores": 1, "cmp": slot // lay["jobs_per_cmp"], "result": "json",
-            "labels": {"slot": slot},
-        })
+        jobs.append(
+            {
+                "name": f"sr-g{group}-s{slot}",
+                "cmd": [
+                    kernel("sensitivity_ranking"),
+                    "--file",
+                    str(data_file(data_dir, group, slot).resolve()),
+                    "--block-size",
+                    str(exp["block_size"]),
+                    "--nops",
+                    str(nops),
+                    "--cache-mode",
+                    exp["cache_mode"],
+                ],
+                "cores": 1,
+                "cmp": slot // lay["jobs_per_cmp"],
+                "result": "json",
+                "labels": {"slot": slot},
+            }
+        )
     spec = {
         "name": f"sensitivity_ranking-g{group}-k{k}-r{rep}",
-        "labels": {"experiment": "sensitivity_ranking", "group": group, "k": k, "rep": rep,
-                   "demand_target_mb_s": gp["demand_target_mb_s"], "jobs_per_cmp": lay["jobs_per_cmp"],
-                   "nops": nops, "target_attainable": ok},
-        "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k)),
-                      "slots_per_core": exp["slots_per_core"]},
+        "labels": {
+            "experiment": "sensitivity_ranking",
+            "group": group,
+            "k": k,
+            "rep": rep,
+            "demand_target_mb_s": gp["demand_target_mb_s"],
+            "jobs_per_cmp": lay["jobs_per_cmp"],
+            "nops": nops,
+            "target_attainable": ok,
+        },
+        "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k)), "slots_per_core": exp["slots_per_core"]},
         "jobs": jobs,
         "device": {"path": str(data_dir.resolve()), "throttle": exp["throttle"]},
         "scheduler": {"name": exp["scheduler"], "params": exp["scheduler_params"]},
@@ -165,8 +197,11 @@ class SensitivityRanking(Experiment):
 
     def estimate(self, cfg: dict) -> dict:
         runs = matrix(cfg)
-        return {"runs": len(runs), "seconds": len(runs) * (cfg[NAME]["runtime_target_s"] + RUN_OVERHEAD_S),
-                "k_dropped": []}
+        return {
+            "runs": len(runs),
+            "seconds": len(runs) * (cfg[NAME]["runtime_target_s"] + RUN_OVERHEAD_S),
+            "k_dropped": [],
+        }
 
 
 EXPERIMENT = SensitivityRanking()

@@ -52,8 +52,15 @@ def layout(cfg: dict, exp: str, source: str = "config") -> dict:
     dropped = sorted(k for k in wanted if k > K)
     if not ks:
         raise ConfigError(source, f"{exp}.k_values", wanted, f"values <= {K} (CMPs on this machine)")
-    return {"grouping": grouping, "cmps": cmps, "K": K, "jobs_per_cmp": per_cmp, "k_values": ks,
-            "k_dropped": dropped, "slots": max(ks) * per_cmp}
+    return {
+        "grouping": grouping,
+        "cmps": cmps,
+        "K": K,
+        "jobs_per_cmp": per_cmp,
+        "k_values": ks,
+        "k_dropped": dropped,
+        "slots": max(ks) * per_cmp,
+    }
 
 
 def groups(cfg: dict, exp: str) -> list[dict]:
@@ -63,20 +70,25 @@ def groups(cfg: dict, exp: str) -> list[dict]:
         out = []
         for name in e["workloads"]:
             if name not in cfg["workloads"]:
-                raise ConfigError("config", "cmp_stacking.workloads", name, "a name defined under workloads: "
-                                  + ", ".join(cfg["workloads"]))
+                raise ConfigError(
+                    "config",
+                    "cmp_stacking.workloads",
+                    name,
+                    "a name defined under workloads: " + ", ".join(cfg["workloads"]),
+                )
             out.append({"workload": name})
         return out
     if exp == "llc_miss":
         return [{"workload": "llc_miss", "nops": n} for n in e["nops"]]
-    return [{"workload": f"graph_s{g['scale']}_e{g['edgefactor']}", "scale": g["scale"],
-             "edgefactor": g["edgefactor"]} for g in e["graphs"]]
+    return [
+        {"workload": f"graph_s{g['scale']}_e{g['edgefactor']}", "scale": g["scale"], "edgefactor": g["edgefactor"]}
+        for g in e["graphs"]
+    ]
 
 
 def matrix(cfg: dict, exp: str) -> list[tuple[int, int, int]]:
     lay = layout(cfg, exp)
-    return [(g, k, r) for r in range(cfg[exp]["reps"]) for k in lay["k_values"]
-            for g in range(len(groups(cfg, exp)))]
+    return [(g, k, r) for r in range(cfg[exp]["reps"]) for k in lay["k_values"] for g in range(len(groups(cfg, exp)))]
 
 
 def run_name(group: int, k: int, rep: int) -> str:
@@ -131,8 +143,12 @@ def job_for(cfg: dict, exp: str, group: dict, slot: int, data_dir: Path) -> dict
         wl = cfg["workloads"][name]
         if wl["kind"] == "x264":
             clip = workloads.parsec_input(wl["input"]) or clip_path(data_dir, wl, slot)
-            t = workloads.x264(wl["input"], clip.resolve(), (data_dir / "out" / f"x264_s{slot:03d}.264").resolve(),
-                               wl.get("threads", 1))
+            t = workloads.x264(
+                wl["input"],
+                clip.resolve(),
+                (data_dir / "out" / f"x264_s{slot:03d}.264").resolve(),
+                wl.get("threads", 1),
+            )
             cores = wl.get("threads", 1)
         else:
             t = workloads.graph(wl["scale"], wl["edgefactor"], (data_dir / "graph").resolve(), wl.get("roots", 8))
@@ -144,8 +160,14 @@ def job_for(cfg: dict, exp: str, group: dict, slot: int, data_dir: Path) -> dict
     else:
         t = workloads.graph(group["scale"], group["edgefactor"], (data_dir / "graph").resolve(), e["roots"])
         cores, labels = 1, t.labels
-    return {"name": f"{exp}-s{slot}", "cmd": t.cmd, "env": t.env, "cores": cores, "result": t.result,
-            "labels": {"slot": slot, **labels}}
+    return {
+        "name": f"{exp}-s{slot}",
+        "cmd": t.cmd,
+        "env": t.env,
+        "cores": cores,
+        "result": t.result,
+        "labels": {"slot": slot, **labels},
+    }
 
 
 def make_spec(cfg: dict, exp: str, gi: int, k: int, rep: int, data_dir: Path) -> dict:
@@ -158,16 +180,24 @@ def make_spec(cfg: dict, exp: str, gi: int, k: int, rep: int, data_dir: Path) ->
         j["cmp"] = slot // lay["jobs_per_cmp"]
         jobs.append(j)
     if jobs and jobs[0]["cores"] > 1 and lay["jobs_per_cmp"] * jobs[0]["cores"] > min(len(c) for c in lay["cmps"]):
-        raise ConfigError("config", f"{exp}.jobs_per_cmp", lay["jobs_per_cmp"],
-                          f"jobs_per_cmp x threads <= cores per CMP ({min(len(c) for c in lay['cmps'])})")
+        raise ConfigError(
+            "config",
+            f"{exp}.jobs_per_cmp",
+            lay["jobs_per_cmp"],
+            f"jobs_per_cmp x threads <= cores per CMP ({min(len(c) for c in lay['cmps'])})",
+        )
     return {
         "name": f"{exp}-{run_name(gi, k, rep)}",
-        "labels": {"experiment": exp, "group": gi, "k": k, "rep": rep, "jobs_per_cmp": lay["jobs_per_cmp"],
-                   **group},
+        "labels": {"experiment": exp, "group": gi, "k": k, "rep": rep, "jobs_per_cmp": lay["jobs_per_cmp"], **group},
         "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k))},
         "jobs": jobs,
-        "device": {"path": str(data_dir.resolve()), "throttle": e["throttle"],
-                   "evict": [str((data_dir / "inputs").resolve())] if e["drop_caches"] and (data_dir / "inputs").exists() else []},
+        "device": {
+            "path": str(data_dir.resolve()),
+            "throttle": e["throttle"],
+            "evict": [str((data_dir / "inputs").resolve())]
+            if e["drop_caches"] and (data_dir / "inputs").exists()
+            else [],
+        },
         "memory": {"limit_bytes": e.get("memory_limit_bytes")},
         "scheduler": {"name": e["scheduler"], "params": e["scheduler_params"]},
         "monitors": _monitors(cfg, exp),

@@ -48,8 +48,8 @@ class RunCgroup:
         self.root = root
         self.version, self.mount = detect(root)
         self.run_id = run_id
-        self.path: Path | None = None          # the io group (blkio on v1)
-        self.memory_path: Path | None = None   # the memory group (same as path on v2)
+        self.path: Path | None = None  # the io group (blkio on v1)
+        self.memory_path: Path | None = None  # the memory group (same as path on v2)
         self.limits: dict[str, int] = {}
         self.memory_limit: int | None = None
         self.device_majmin: str | None = None
@@ -60,15 +60,19 @@ class RunCgroup:
 
     def memory_available(self) -> bool:
         if self.version == "v1":
-            return os.access(self.root / "memory", os.W_OK) and (self.root / "memory" / "memory.limit_in_bytes").exists()
+            return (
+                os.access(self.root / "memory", os.W_OK) and (self.root / "memory" / "memory.limit_in_bytes").exists()
+            )
         if self.version == "v2":
             return "memory" in (self.mount / "cgroup.controllers").read_text().split()
         return False
 
     def create(self, memory: bool = False) -> Path:
         if not self.available:
-            raise CorunError("no writable blkio (cgroup v1) or io (cgroup v2) controller: "
-                             "run as root on a kernel with cgroups, or drop device.throttle")
+            raise CorunError(
+                "no writable blkio (cgroup v1) or io (cgroup v2) controller: "
+                "run as root on a kernel with cgroups, or drop device.throttle"
+            )
         parent = self.mount / "corun"
         parent.mkdir(exist_ok=True)
         if self.version == "v2":
@@ -132,7 +136,7 @@ class RunCgroup:
         if self.version == "v1":
             for key, fname in V1_FILES.items():
                 f = self.path / fname
-                for line in (f.read_text().splitlines() if f.exists() else []):
+                for line in f.read_text().splitlines() if f.exists() else []:
                     dev, _, val = line.partition(" ")
                     if dev == self.device_majmin:
                         out[key] = int(val)
@@ -155,18 +159,21 @@ class RunCgroup:
         return sorted(out)
 
     def describe(self) -> dict:
-        return {"version": self.version, "path": str(self.path) if self.path else None,
-                "memory_path": str(self.memory_path) if self.memory_path else None,
-                "device": self.device_majmin, "limits": dict(self.limits),
-                "memory_limit_bytes": self.memory_limit}
+        return {
+            "version": self.version,
+            "path": str(self.path) if self.path else None,
+            "memory_path": str(self.memory_path) if self.memory_path else None,
+            "device": self.device_majmin,
+            "limits": dict(self.limits),
+            "memory_limit_bytes": self.memory_limit,
+        }
 
     def undo_actions(self) -> list[dict]:
         """Undo records, memory group first (it is removed after the io group's processes die)."""
         out = []
         if self.memory_path is not None and self.memory_path != self.path:
             out.append({"kind": "cgroup", "path": str(self.memory_path), "version": self.version, "device": None})
-        out.append({"kind": "cgroup", "path": str(self.path), "version": self.version,
-                    "device": self.device_majmin})
+        out.append({"kind": "cgroup", "path": str(self.path), "version": self.version, "device": self.device_majmin})
         return out
 
 

@@ -14,7 +14,7 @@ SYS_DEV_BLOCK = Path("/sys/dev/block")
 
 @dataclass
 class Device:
-    name: str          # whole disk, e.g. "vda", "nvme0n1"
+    name: str  # whole disk, e.g. "vda", "nvme0n1"
     major: int
     minor: int
     partition: str | None  # e.g. "vda1" when the path is on a partition
@@ -58,8 +58,12 @@ def device_of(path: str | Path, source: str = "spec", key: str = "device.path") 
     major, minor = os.major(st.st_dev), os.minor(st.st_dev)
     node = SYS_DEV_BLOCK / f"{major}:{minor}"
     if not node.exists():
-        raise ConfigError(source, key, str(path),
-                          f"a path on a block device (its file system {major}:{minor} has none: tmpfs, overlay or network?)")
+        raise ConfigError(
+            source,
+            key,
+            str(path),
+            f"a path on a block device (its file system {major}:{minor} has none: tmpfs, overlay or network?)",
+        )
     real = node.resolve()
     part = None
     if (real / "partition").exists():

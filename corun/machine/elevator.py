@@ -1,8 +1,8 @@
 """Set, check and restore the block elevator of a device (used by the elevator_* variants).
 
-  python -m corun.machine.elevator set DEV NAME --save FILE   # remembers the current one in FILE first
-  python -m corun.machine.elevator check DEV NAME             # exit 0 if NAME is in effect, 1 if not
-  python -m corun.machine.elevator restore DEV --from FILE    # puts back the remembered one (no FILE: nothing to do)
+python -m corun.machine.elevator set DEV NAME --save FILE   # remembers the current one in FILE first
+python -m corun.machine.elevator check DEV NAME             # exit 0 if NAME is in effect, 1 if not
+python -m corun.machine.elevator restore DEV --from FILE    # puts back the remembered one (no FILE: nothing to do)
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from corun.util import atomic_write_text
 
 @one_line_errors(prefix="corun.machine.elevator")
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="corun.machine.elevator", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="corun.machine.elevator", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("set")
     s.add_argument("device")

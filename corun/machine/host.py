@@ -151,10 +151,9 @@ def _meminfo() -> dict:
 
 def hwloc_summary() -> str | None:
     try:
-        res = subprocess.run(["lstopo-no-graphics", "--of", "console", "--no-io"],
-                             capture_output=True, text=True, timeout=20)
+        res = subprocess.run(
+            ["lstopo-no-graphics", "--of", "console", "--no-io"], capture_output=True, text=True, timeout=20
+        )
         return res.stdout if res.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         return None
-
-

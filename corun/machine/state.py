@@ -28,6 +28,7 @@ def undo_handler(kind: str):
     def deco(fn):
         UNDO[kind] = fn
         return fn
+
     return deco
 
 
@@ -52,10 +53,18 @@ class Journal:
         self._save()
 
     def _save(self) -> None:
-        atomic_write_text(self.path, json.dumps({
-            "run_id": self.run_id, "pid": self.pid, "starttime": self.starttime,
-            "actions": self.actions,
-        }, indent=1))
+        atomic_write_text(
+            self.path,
+            json.dumps(
+                {
+                    "run_id": self.run_id,
+                    "pid": self.pid,
+                    "starttime": self.starttime,
+                    "actions": self.actions,
+                },
+                indent=1,
+            ),
+        )
 
     def push(self, action: dict) -> dict:
         """Record an undo action before making the change it undoes."""
@@ -107,8 +116,6 @@ def run_undo(action: dict) -> str | None:
         return f"undo {action.get('kind')}: {exc}"
 
 
-
-
 def wait_gone(pids: list[int], timeout_s: float) -> bool:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -119,6 +126,7 @@ def wait_gone(pids: list[int], timeout_s: float) -> bool:
 
 
 # ---- generic undo handlers; modules register their own too --------------------------
+
 
 @undo_handler("processes")
 def _undo_processes(action: dict) -> None:
@@ -141,7 +149,13 @@ def _undo_command(action: dict) -> None:
     """Run a restore command (argv list) with an optional cwd and env."""
     env = dict(os.environ)
     env.update(action.get("env", {}))
-    res = subprocess.run(action["argv"], cwd=action.get("cwd"), env=env, capture_output=True,
-                         text=True, timeout=action.get("timeout_s", 60))
+    res = subprocess.run(
+        action["argv"],
+        cwd=action.get("cwd"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=action.get("timeout_s", 60),
+    )
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(action['argv'])} exited {res.returncode}: {res.stderr.strip()[-300:]}")

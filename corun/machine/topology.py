@@ -120,8 +120,13 @@ def discover(sys_cpu: Path = SYS_CPU, sys_node: Path = SYS_NODE) -> Topology:
 GROUPINGS = ("auto", "socket", "numa", "cores", "explicit")
 
 
-def cmp_groups(topo: Topology, grouping: str = "auto", cores_per_cmp: int | None = None,
-               groups: list[list[int]] | None = None, source: str = "spec") -> tuple[str, list[list[int]]]:
+def cmp_groups(
+    topo: Topology,
+    grouping: str = "auto",
+    cores_per_cmp: int | None = None,
+    groups: list[list[int]] | None = None,
+    source: str = "spec",
+) -> tuple[str, list[list[int]]]:
     """Group the online CPUs into CMPs. Returns (grouping actually used, [[cpu ids] per CMP]).
 
     auto: sockets if there are several, else NUMA nodes if several, else one CMP per
@@ -131,13 +136,16 @@ def cmp_groups(topo: Topology, grouping: str = "auto", cores_per_cmp: int | None
     online = set(topo.cpu_ids())
     if grouping == "explicit":
         if not groups:
-            raise ConfigError(source, "placement.cmp.groups", groups, "a non-empty list of CPU lists with grouping: explicit")
+            raise ConfigError(
+                source, "placement.cmp.groups", groups, "a non-empty list of CPU lists with grouping: explicit"
+            )
         seen: set[int] = set()
         for i, g in enumerate(groups):
             for c in g:
                 if c not in online:
-                    raise ConfigError(source, f"placement.cmp.groups[{i}]", c,
-                                      f"an online CPU ({format_cpulist(sorted(online))})")
+                    raise ConfigError(
+                        source, f"placement.cmp.groups[{i}]", c, f"an online CPU ({format_cpulist(sorted(online))})"
+                    )
                 if c in seen:
                     raise ConfigError(source, f"placement.cmp.groups[{i}]", c, "each CPU in one CMP only")
                 seen.add(c)
@@ -167,8 +175,9 @@ def cmp_groups(topo: Topology, grouping: str = "auto", cores_per_cmp: int | None
             phys.append(sib)
         n = cores_per_cmp or 1
         if n > len(phys):
-            raise ConfigError(source, "placement.cmp.cores_per_cmp", n,
-                              f"an integer <= {len(phys)} (physical cores on this machine)")
-        out = [sum(phys[i:i + n], []) for i in range(0, len(phys) - n + 1, n)]
+            raise ConfigError(
+                source, "placement.cmp.cores_per_cmp", n, f"an integer <= {len(phys)} (physical cores on this machine)"
+            )
+        out = [sum(phys[i : i + n], []) for i in range(0, len(phys) - n + 1, n)]
         return "cores", [sorted(g) for g in out]
     raise ConfigError(source, "placement.cmp.grouping", grouping, "one of " + ", ".join(GROUPINGS))

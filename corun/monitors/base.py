@@ -228,9 +228,7 @@ class SampledMonitor(Monitor):
             self._writer = csv.DictWriter(self._file, fieldnames=fields)
             self._writer.writeheader()
             self._file.flush()
-            self._thread = threading.Thread(
-                target=self._run, name=f"corun-{self.name}", daemon=True
-            )
+            self._thread = threading.Thread(target=self._run, name=f"corun-{self.name}", daemon=True)
             self._thread.start()
         write_meta(self.ctx.raw_dir, self.name, self._meta)
 

@@ -116,9 +116,7 @@ class IostatMonitor(ProcessMonitor):
         self.interval_s = whole_seconds_interval(ctx.interval_s)
 
     def command(self) -> list[str]:
-        return ["iostat", "-dxmt", "-y", "-o", "JSON", str(self.interval_s), str(COUNT)] + list(
-            self.ctx.devices
-        )
+        return ["iostat", "-dxmt", "-y", "-o", "JSON", str(self.interval_s), str(COUNT)] + list(self.ctx.devices)
 
     def env(self) -> dict[str, str]:
         env = super().env()
@@ -197,9 +195,7 @@ def parse_iostat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dic
     reports, _complete = read_reports(text or "")
     if not reports:
         why = meta.get("launch_error") or first_line(read_text(raw_dir / f"{NAME}.stderr"))
-        reason = "iostat wrote no report" + (
-            f": {why}" if why else " (run shorter than one interval?)"
-        )
+        reason = "iostat wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
         records.append(missing("iostat", reason, NAME))
         return finish_table(pd.DataFrame(), COLUMNS, t0_epoch), records
 
@@ -221,8 +217,7 @@ def parse_iostat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dic
         records.append(
             missing(
                 "iostat",
-                f"{bad_stamps} of {len(reports)} reports without an ISO timestamp "
-                "(S_TIME_FORMAT=ISO not honoured?)",
+                f"{bad_stamps} of {len(reports)} reports without an ISO timestamp (S_TIME_FORMAT=ISO not honoured?)",
                 NAME,
             )
         )

@@ -109,8 +109,7 @@ CG_STAT_RATES = {
     },
 }
 CG_STAT_KEYS = {
-    v: [k for spec in (*CG_STAT_LEVELS.values(), *CG_STAT_RATES.values()) for k in spec[v]]
-    for v in ("v1", "v2")
+    v: [k for spec in (*CG_STAT_LEVELS.values(), *CG_STAT_RATES.values()) for k in spec[v]] for v in ("v1", "v2")
 }
 # v1 reports "no limit" as PAGE_COUNTER_MAX pages: LONG_MAX rounded down to the page size
 # (9223372036854771712 with 4 KiB pages); anything from 2^63 - 64 KiB up is unlimited.
@@ -233,9 +232,7 @@ class MemoryMonitor(SampledMonitor):
             meminfo = parse_meminfo((self.proc / "meminfo").read_text())
             vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
         except OSError as exc:
-            self._meta["unavailable"] = (
-                f"memory: {self.proc}/meminfo or vmstat unreadable ({_err(exc)})"
-            )
+            self._meta["unavailable"] = f"memory: {self.proc}/meminfo or vmstat unreadable ({_err(exc)})"
             return None
         self._meminfo_keys = [k for k in MEMINFO_KEYS if k in meminfo]
         reclaim = sorted(k for k in vmstat if k.startswith(RECLAIM_PREFIXES))
@@ -251,9 +248,7 @@ class MemoryMonitor(SampledMonitor):
             fields["cgroup"] = cg_fields
         self._meta["fields"] = fields
         self._fields = (
-            [f"meminfo_{k}" for k in self._meminfo_keys]
-            + [f"vmstat_{k}" for k in self._vmstat_keys]
-            + cg_fields
+            [f"meminfo_{k}" for k in self._meminfo_keys] + [f"vmstat_{k}" for k in self._vmstat_keys] + cg_fields
         )
         return ["epoch_s", "monotonic_s", *self._fields, "error"]
 

@@ -171,9 +171,7 @@ def parse_perf(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]
     df = pd.DataFrame(rows)
     start = meta.get("start_epoch_s")
     if start is None:
-        records.append(
-            missing("perf_time", "perf: no start epoch in perf.meta.json; t is perf-relative", NAME)
-        )
+        records.append(missing("perf_time", "perf: no start epoch in perf.meta.json; t is perf-relative", NAME))
         start = 0.0
     # interval length: from the previous interval's end (perf start for the first)
     stamps = np.sort(df["t_rel_s"].unique())
@@ -193,18 +191,13 @@ def parse_perf(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]
         odd = sub[sub["value"].isna()]
         if len(odd):
             kinds = sorted(set(odd["raw"]))
-            why = (
-                "multiplexing or counter not scheduled"
-                if kinds == [NOT_COUNTED]
-                else "no number in perf's output"
-            )
+            why = "multiplexing or counter not scheduled" if kinds == [NOT_COUNTED] else "no number in perf's output"
             stamps_odd = [f"{t:.6f}" for t in odd["t_rel_s"]]
             when = ", ".join(stamps_odd[:5]) + (", ..." if len(stamps_odd) > 5 else "")
             records.append(
                 missing(
                     event,
-                    f"perf: {'/'.join(kinds)} in {len(odd)} of {len(sub)} intervals ({why}; "
-                    f"perf t = {when} s)",
+                    f"perf: {'/'.join(kinds)} in {len(odd)} of {len(sub)} intervals ({why}; perf t = {when} s)",
                     NAME,
                 )
             )

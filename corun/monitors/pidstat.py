@@ -146,9 +146,7 @@ def parse_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[di
         headers = sum(1 for line in text.splitlines() if line.lstrip().startswith("#"))
         if headers == 0:
             why = meta.get("launch_error") or first_line(read_text(raw_dir / f"{NAME}.stderr"))
-            reason = "pidstat wrote no report" + (
-                f": {why}" if why else " (run shorter than one interval?)"
-            )
+            reason = "pidstat wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
             records.append(missing("pidstat", reason, NAME))
         return finish_table(pd.DataFrame(), COLUMNS, t0_epoch), records
 
@@ -172,9 +170,7 @@ def parse_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[di
             )
         )
     if "wait_pct" not in df.columns:
-        records.append(
-            missing("pidstat_wait", "pidstat: no %wait column in this sysstat version", NAME)
-        )
+        records.append(missing("pidstat_wait", "pidstat: no %wait column in this sysstat version", NAME))
     df["time_epoch_s"] = refine_whole_seconds(
         df["printed_s"].to_numpy(),
         df["k"].to_numpy(),

@@ -117,9 +117,7 @@ class PsiMonitor(SampledMonitor):
             resources=list(RESOURCES),
         )
         if not self.root.is_dir():
-            self._meta["unavailable"] = (
-                f"psi: no {self.root} (kernel without CONFIG_PSI, or booted with psi=0)"
-            )
+            self._meta["unavailable"] = f"psi: no {self.root} (kernel without CONFIG_PSI, or booted with psi=0)"
             return None
         return RAW_FIELDS
 
@@ -196,9 +194,7 @@ def parse_psi(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]
             table["full_avg10_pct"] = np.nan
             records.append(missing("psi_cpu_full", CPU_FULL_REASON, NAME))
         elif len(ok) and ok["full_total_us"].isna().all():
-            records.append(
-                missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME)
-            )
+            records.append(missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME))
         tables.append(table)
     df = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     return finish_table(df, COLUMNS, t0_epoch), records

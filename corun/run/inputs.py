@@ -43,7 +43,7 @@ def make_y4m(path: str | Path, width: int, height: int, frames: int, seed: int =
             for b in range(4):
                 x0 = (f * (3 + b) + b * width // 4) % (width - bs)
                 y0 = (f * (2 + b) + b * height // 5) % (height - bs)
-                y[y0:y0 + bs, x0:x0 + bs] = 40 + 50 * b
+                y[y0 : y0 + bs, x0 : x0 + bs] = 40 + 50 * b
             y = y + rng.integers(-6, 7, size=y.shape, dtype=np.int16)
             u = np.full((height // 2, width // 2), 128 + (f % 32), dtype=np.int16)
             v = (128 + ((xx[::2, ::2] + f) % 64) - 32).astype(np.int16)

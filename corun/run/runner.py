@@ -109,8 +109,14 @@ class Progress:
 
 
 class Runner:
-    def __init__(self, spec: dict, out_dir: str | Path, source: str = "spec", progress: bool = True,
-                 allow_job_failures: bool = False):
+    def __init__(
+        self,
+        spec: dict,
+        out_dir: str | Path,
+        source: str = "spec",
+        progress: bool = True,
+        allow_job_failures: bool = False,
+    ):
         self.spec, self.source = spec, source
         self.out = Path(out_dir)
         self.tmp = self.out.parent / (self.out.name + ".incomplete")
@@ -129,19 +135,26 @@ class Runner:
         spec, src = self.spec, self.source
         self.topo = topology.discover()
         pc = spec["placement"]["cmp"]
-        self.grouping, cmps = topology.cmp_groups(self.topo, pc["grouping"], pc.get("cores_per_cmp"),
-                                                  pc.get("groups"), src)
+        self.grouping, cmps = topology.cmp_groups(
+            self.topo, pc["grouping"], pc.get("cores_per_cmp"), pc.get("groups"), src
+        )
         use = spec["placement"]["use_cmps"]
         if use is not None:
             for i, c in enumerate(use):
                 if c >= len(cmps):
-                    raise ConfigError(src, f"placement.use_cmps[{i}]", c, f"a CMP index < {len(cmps)} (this machine has {len(cmps)} CMPs)")
+                    raise ConfigError(
+                        src,
+                        f"placement.use_cmps[{i}]",
+                        c,
+                        f"a CMP index < {len(cmps)} (this machine has {len(cmps)} CMPs)",
+                    )
             self.cmp_ids = list(use)
         else:
             self.cmp_ids = list(range(len(cmps)))
         self.all_cmps = cmps
-        self.placer = Placer([cmps[i] for i in self.cmp_ids], spec["placement"]["slots_per_core"],
-                             spec["placement"]["policy"])
+        self.placer = Placer(
+            [cmps[i] for i in self.cmp_ids], spec["placement"]["slots_per_core"], spec["placement"]["policy"]
+        )
         self.jobs = expand_jobs(spec)
         for i, js in enumerate(spec["jobs"]):
             pin = js.get("cmp")
@@ -156,7 +169,12 @@ class Runner:
             exe = js["cmd"][0]
             if "/" in exe:
                 if not os.access(exe, os.X_OK):
-                    raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "an executable file (built by the corun_kernels role: ansible-playbook site.yml --tags corun_kernels)")
+                    raise ConfigError(
+                        src,
+                        f"jobs[{i}].cmd[0]",
+                        exe,
+                        "an executable file (built by the corun_kernels role: ansible-playbook site.yml --tags corun_kernels)",
+                    )
             elif shutil.which(exe, path=js["env"].get("PATH", os.environ.get("PATH"))) is None:
                 raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "a program on PATH")
         for j in self.jobs:
@@ -167,17 +185,24 @@ class Runner:
         thr = spec["device"]["throttle"]
         self.cgroup = cg.RunCgroup(self._run_id())
         if thr and not self.cgroup.available:
-            raise ConfigError(src, "device.throttle", thr,
-                              "a machine with a writable blkio (v1) or io (v2) cgroup controller (run as root)")
+            raise ConfigError(
+                src,
+                "device.throttle",
+                thr,
+                "a machine with a writable blkio (v1) or io (v2) cgroup controller (run as root)",
+            )
         mem = spec["memory"]["limit_bytes"]
         if mem is not None and not (self.cgroup.available and self.cgroup.memory_available()):
-            raise ConfigError(src, "memory.limit_bytes", mem,
-                              "a machine with a writable memory cgroup controller (run as root)")
+            raise ConfigError(
+                src, "memory.limit_bytes", mem, "a machine with a writable memory cgroup controller (run as root)"
+            )
         for i, e in enumerate(spec["device"]["evict"]):
             if not Path(e).exists():
                 raise ConfigError(src, f"device.evict[{i}]", e, "an existing file or folder")
         if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
-            raise ConfigError(src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)")
+            raise ConfigError(
+                src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)"
+            )
         self.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], src)
         mon = spec["monitors"]
         self.raw_dir = self.tmp / "monitors"
@@ -185,8 +210,12 @@ class Runner:
         if mon["enabled"]:  # the monitors' parsers bring pandas: imported only for runs that have monitors
             from corun.monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
 
-            self.mon_ctx = MonitorContext(raw_dir=self.raw_dir, interval_s=mon["interval_s"],
-                                          devices=[self.device.name], perf_events=list(mon["perf_events"]))
+            self.mon_ctx = MonitorContext(
+                raw_dir=self.raw_dir,
+                interval_s=mon["interval_s"],
+                devices=[self.device.name],
+                perf_events=list(mon["perf_events"]),
+            )
             self.monitors = make_monitors(list(mon["enabled"]), self.mon_ctx)
         if (self.out / "metadata.json").exists():
             raise CorunError(f"{self.out}: already measured (metadata.json exists); remove the folder to measure again")
@@ -209,8 +238,12 @@ class Runner:
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         ok = False
         self.host_meta: dict | BaseException | None = None
-        self.meta: dict = {"run_id": self.cgroup.run_id, "spec_name": self.spec["name"],
-                           "labels": self.spec["labels"], "teardown_errors": []}
+        self.meta: dict = {
+            "run_id": self.cgroup.run_id,
+            "spec_name": self.spec["name"],
+            "labels": self.spec["labels"],
+            "teardown_errors": [],
+        }
         try:
             self._setup_machine()
             self._execute()
@@ -221,8 +254,9 @@ class Runner:
                 signal.signal(s, h)
             self._lock_fh.close()  # releases the machine lock
             if not ok:
-                atomic_write_json(self.tmp / "status.json",
-                                  {"state": "interrupted", "reason": self.stop_reason or "error"})
+                atomic_write_json(
+                    self.tmp / "status.json", {"state": "interrupted", "reason": self.stop_reason or "error"}
+                )
         return self._finish()
 
     def _lock_machine(self) -> None:
@@ -236,8 +270,9 @@ class Runner:
         except BlockingIOError:
             self._lock_fh.seek(0)
             holder = self._lock_fh.read().strip() or "another run"
-            print(f"corun: waiting for {holder} to finish (one run at a time on a machine)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"corun: waiting for {holder} to finish (one run at a time on a machine)", file=sys.stderr, flush=True
+            )
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX)
         self._lock_fh.seek(0)
         self._lock_fh.truncate()
@@ -269,11 +304,15 @@ class Runner:
         self.job_events_path = sched_dir / "job_events.jsonl"
         self.job_events_fh = open(self.job_events_path, "a", buffering=1)
         # absolute: variant commands run in their own folder
-        ctx = {"state_dir": str((sched_dir / "state").absolute()), "run_dir": str(self.tmp.absolute()),
-               "device": self.device.name,
-               "device_majmin": self.device.majmin, "cgroup": str(self.cgroup.path or ""),
-               "job_events": str(self.job_events_path.absolute()),
-               "cpus": topology.format_cpulist(sum(self.placer.cmps, []))}
+        ctx = {
+            "state_dir": str((sched_dir / "state").absolute()),
+            "run_dir": str(self.tmp.absolute()),
+            "device": self.device.name,
+            "device_majmin": self.device.majmin,
+            "cgroup": str(self.cgroup.path or ""),
+            "job_events": str(self.job_events_path.absolute()),
+            "cpus": topology.format_cpulist(sum(self.placer.cmps, [])),
+        }
         self.variant.start(j, ctx)
         self.variant.verify()
         self.meta["variant_verified_at_start"] = True
@@ -289,8 +328,13 @@ class Runner:
             m.start()
             proc = getattr(m, "_proc", None)
             if proc is not None:  # a killed runner must not leave its monitors running
-                m.journal_action = j.push({"kind": "processes", "what": f"monitor {m.name}",
-                                           "pids": {str(proc.pid): proc_starttime(proc.pid)}})
+                m.journal_action = j.push(
+                    {
+                        "kind": "processes",
+                        "what": f"monitor {m.name}",
+                        "pids": {str(proc.pid): proc_starttime(proc.pid)},
+                    }
+                )
         # the host's state (tools, doctor's findings, hwloc) is read before the jobs, while the
         # monitors' own start-up passes; nothing of it runs beside a job
         collect = threading.Thread(target=self._collect_host, name="metadata", daemon=True)
@@ -322,8 +366,7 @@ class Runner:
                 job = pending.popleft()
                 job.slot = slot
                 self._launch(job)
-            prog.show(done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes,
-                      self.placer.capacity())
+            prog.show(done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes, self.placer.capacity())
             try:
                 kind, payload = self.events.get(timeout=self._next_timeout())
             except queue.Empty:
@@ -339,8 +382,14 @@ class Runner:
                 self.journal.forget(job.journal_action)
                 done += 1
                 done_runtimes.append(job.end_mono - job.start_mono)
-                prog.show(done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes,
-                          self.placer.capacity(), force=True)
+                prog.show(
+                    done,
+                    len(self.running),
+                    time.monotonic() - self.t0_mono,
+                    done_runtimes,
+                    self.placer.capacity(),
+                    force=True,
+                )
         self.t_end_mono = time.monotonic()
 
     def _next_timeout(self) -> float:
@@ -395,8 +444,16 @@ class Runner:
         out = open(self.tmp / "jobs" / f"{job.job_id}.out", "wb")
         err = open(self.tmp / "jobs" / f"{job.job_id}.err", "wb")
         try:
-            p = subprocess.Popen(js["cmd"], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                 cwd=js.get("cwd"), preexec_fn=child_setup, start_new_session=True)
+            p = subprocess.Popen(
+                js["cmd"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=js.get("cwd"),
+                preexec_fn=child_setup,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise CorunError(f"job {job.job_id}: cannot start {js['cmd'][0]}: {exc.strerror}") from None
         finally:
@@ -406,8 +463,9 @@ class Runner:
         job.pid = p.pid
         job.starttime = proc_starttime(p.pid)
         self.running[p.pid] = job
-        job.journal_action = self.journal.push({"kind": "processes", "what": f"job {job.job_id}",
-                                                "pids": {str(p.pid): job.starttime}})
+        job.journal_action = self.journal.push(
+            {"kind": "processes", "what": f"job {job.job_id}", "pids": {str(p.pid): job.starttime}}
+        )
         self._job_event("start", job)
         t = threading.Thread(target=self._wait, args=(job, p), daemon=True, name=f"wait-{job.job_id}")
         t.start()
@@ -437,9 +495,16 @@ class Runner:
 
     def _job_event(self, event: str, job: Job) -> None:
         now = time.monotonic()  # CLOCK_MONOTONIC, the clock a variant's daemon reads too
-        rec = {"event": event, "job_id": job.job_id, "pid": job.pid, "starttime": job.starttime,
-               "cmp": self.cmp_ids[job.slot.cmp], "cpus": job.slot.cpus,
-               "t_s": round(now - self.t0_mono, 6), "mono_s": round(now, 6)}
+        rec = {
+            "event": event,
+            "job_id": job.job_id,
+            "pid": job.pid,
+            "starttime": job.starttime,
+            "cmp": self.cmp_ids[job.slot.cmp],
+            "cpus": job.slot.cpus,
+            "t_s": round(now - self.t0_mono, 6),
+            "mono_s": round(now, 6),
+        }
         if event == "end":
             rec["exit_code"] = job.exit_code
         if self.job_events_fh:
@@ -494,8 +559,11 @@ class Runner:
 
     def _finish(self) -> Path:
         if self.stop_reason is not None:
-            raise CorunError(f"run {self.spec['name']} stopped by {self.stop_reason}: "
-                             f"partial data left in {self.tmp} (not a finished run)", exit_code=130)
+            raise CorunError(
+                f"run {self.spec['name']} stopped by {self.stop_reason}: "
+                f"partial data left in {self.tmp} (not a finished run)",
+                exit_code=130,
+            )
         t0 = self.t0_epoch
         rows = [self._job_row(j) for j in self.jobs]
         _write_csv(self.tmp / "jobs.csv", rows)
@@ -512,44 +580,65 @@ class Runner:
         failed = [r["job_id"] for r in rows if r["exit_code"] != 0]
         meta = dict(self.host_meta)
         meta.update(self.meta)
-        meta.update({
-            "spec": self.spec,
-            "start_epoch_s": t0,
-            "end_epoch_s": t0 + (self.t_end_mono - self.t0_mono),
-            "duration_s": self.t_end_mono - self.t0_mono,
-            "topology": {**self.topo.as_dict(), "cmp_grouping": self.grouping,
-                         "cmps": self.all_cmps, "cmps_used": self.cmp_ids},
-            "device": self.device_during,
-            "device_after": self.device_after,
-            "throttle": {**self.cgroup.describe(), **(self.spec["device"]["throttle"] or {})}
-            if self.spec["device"]["throttle"] else None,
-            "memory_cap": {"limit_bytes": self.cgroup.memory_limit, "requested_bytes": self.spec["memory"]["limit_bytes"],
-                           "cgroup": str(self.cgroup.memory_path)}
-            if self.spec["memory"]["limit_bytes"] is not None else None,
-            "caches_dropped": bool(self.spec["device"]["drop_caches"]),
-            "evicted": self.meta.get("evicted"),
-            "scheduler": {**self.variant.describe(), "verified": self.meta.get("variant_verified_at_start", False),
-                          "verified_at_end": self.meta.get("variant_verified_at_end")},
-            "monitors": {"enabled": self.spec["monitors"]["enabled"], "interval_s": self.spec["monitors"]["interval_s"]},
-            "missing": missing,
-            "jobs_failed": failed,
-            "status": "ok" if not failed else "jobs_failed",
-        })
+        meta.update(
+            {
+                "spec": self.spec,
+                "start_epoch_s": t0,
+                "end_epoch_s": t0 + (self.t_end_mono - self.t0_mono),
+                "duration_s": self.t_end_mono - self.t0_mono,
+                "topology": {
+                    **self.topo.as_dict(),
+                    "cmp_grouping": self.grouping,
+                    "cmps": self.all_cmps,
+                    "cmps_used": self.cmp_ids,
+                },
+                "device": self.device_during,
+                "device_after": self.device_after,
+                "throttle": {**self.cgroup.describe(), **(self.spec["device"]["throttle"] or {})}
+                if self.spec["device"]["throttle"]
+                else None,
+                "memory_cap": {
+                    "limit_bytes": self.cgroup.memory_limit,
+                    "requested_bytes": self.spec["memory"]["limit_bytes"],
+                    "cgroup": str(self.cgroup.memory_path),
+                }
+                if self.spec["memory"]["limit_bytes"] is not None
+                else None,
+                "caches_dropped": bool(self.spec["device"]["drop_caches"]),
+                "evicted": self.meta.get("evicted"),
+                "scheduler": {
+                    **self.variant.describe(),
+                    "verified": self.meta.get("variant_verified_at_start", False),
+                    "verified_at_end": self.meta.get("variant_verified_at_end"),
+                },
+                "monitors": {
+                    "enabled": self.spec["monitors"]["enabled"],
+                    "interval_s": self.spec["monitors"]["interval_s"],
+                },
+                "missing": missing,
+                "jobs_failed": failed,
+                "status": "ok" if not failed else "jobs_failed",
+            }
+        )
         if self.device_after.get("elevator") != self.device_before.get("elevator"):
             meta["teardown_errors"].append(
                 f"elevator of {self.device.name} is {self.device_after.get('elevator')} after the run, "
-                f"was {self.device_before.get('elevator')}")
+                f"was {self.device_before.get('elevator')}"
+            )
         (self.tmp / "status.json").unlink(missing_ok=True)
         atomic_write_json(self.tmp / "metadata.json", meta)
         if self.out.exists():
             shutil.rmtree(self.out)
         os.replace(self.tmp, self.out)
         if meta["teardown_errors"]:
-            raise CorunError(f"run {self.spec['name']}: could not restore the machine: "
-                             + "; ".join(meta["teardown_errors"]))
+            raise CorunError(
+                f"run {self.spec['name']}: could not restore the machine: " + "; ".join(meta["teardown_errors"])
+            )
         if failed and not self.allow_job_failures:
-            raise CorunError(f"run {self.spec['name']}: {len(failed)} job(s) failed ({', '.join(failed[:3])}); "
-                             f"see {self.out}/jobs/*.err")
+            raise CorunError(
+                f"run {self.spec['name']}: {len(failed)} job(s) failed ({', '.join(failed[:3])}); "
+                f"see {self.out}/jobs/*.err"
+            )
         return self.out
 
     def _job_row(self, j: Job) -> dict:
@@ -557,7 +646,10 @@ class Runner:
         started = j.start_mono is not None
         rt = (j.end_mono - j.start_mono) if started and j.end_mono else None
         row = {
-            "job_id": j.job_id, "name": j.name, "spec_index": j.index, "copy": j.copy,
+            "job_id": j.job_id,
+            "name": j.name,
+            "spec_index": j.index,
+            "copy": j.copy,
             "cmp": self.cmp_ids[j.slot.cmp] if j.slot else None,
             "cpus": topology.format_cpulist(j.slot.cpus) if j.slot else None,
             "pid": j.pid,
@@ -565,8 +657,11 @@ class Runner:
             "start_s": round(j.start_mono - self.t0_mono, 6) if started else None,
             "end_s": round(j.end_mono - self.t0_mono, 6) if started and j.end_mono else None,
             "runtime_s": round(rt, 6) if rt is not None else None,
-            "exit_code": j.exit_code, "signal": j.term_signal, "timed_out": j.timed_out,
-            "cpu_user_s": _r6(j.cpu_user_s), "cpu_sys_s": _r6(j.cpu_sys_s),
+            "exit_code": j.exit_code,
+            "signal": j.term_signal,
+            "timed_out": j.timed_out,
+            "cpu_user_s": _r6(j.cpu_user_s),
+            "cpu_sys_s": _r6(j.cpu_sys_s),
             "cpu_s": _r6(j.cpu_user_s + j.cpu_sys_s) if j.cpu_user_s is not None else None,
             "max_rss_kb": j.max_rss_kb,
         }
@@ -591,7 +686,7 @@ def evict(paths: list[str]) -> dict:
     files = 0
     for root in paths:
         p = Path(root)
-        for f in ([p] if p.is_file() else [x for x in p.rglob("*") if x.is_file()]):
+        for f in [p] if p.is_file() else [x for x in p.rglob("*") if x.is_file()]:
             fd = os.open(f, os.O_RDONLY)
             try:
                 os.fdatasync(fd)

@@ -206,15 +206,15 @@ class Variant:
     _daemon_action: dict | None = None
 
     @classmethod
-    def load(cls, name: str, params: dict | None = None, source: str = "spec",
-             need_built: bool = True) -> Variant:
+    def load(cls, name: str, params: dict | None = None, source: str = "spec", need_built: bool = True) -> Variant:
         path, fixed = lookup(name, source)
         man = load_manifest(path)
         given = params or {}
         for pname, value in fixed.items():
             if pname in given and given[pname] != value:
-                raise ConfigError(source, f"scheduler.params.{pname}", given[pname],
-                                  f"{value!r}, which the name {name} stands for")
+                raise ConfigError(
+                    source, f"scheduler.params.{pname}", given[pname], f"{value!r}, which the name {name} stands for"
+                )
         resolved = resolve_params(man, {**given, **fixed}, source)
         for tool in man["requires"]:
             if shutil.which(tool) is None:
@@ -224,8 +224,7 @@ class Variant:
         if need_built and man["daemon"] and start and "{scheduler_dir}" in start[0]:
             exe = start[0].replace("{scheduler_dir}", str(path.parent))
             if not os.access(exe, os.X_OK):  # a daemon that was never built
-                raise MissingTool(os.path.normpath(exe), "corun_schedulers",
-                                  f"scheduler variant {name}")
+                raise MissingTool(os.path.normpath(exe), "corun_schedulers", f"scheduler variant {name}")
         return variant
 
     @property
@@ -233,9 +232,14 @@ class Variant:
         return self.manifest["kind"]
 
     def describe(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "description": self.manifest["description"],
-                "params": self.params, "build_id": build_id(self.directory, self.manifest["sources"]),
-                "paper": self.manifest.get("paper")}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "description": self.manifest["description"],
+            "params": self.params,
+            "build_id": build_id(self.directory, self.manifest["sources"]),
+            "paper": self.manifest.get("paper"),
+        }
 
     def expand(self, argv: list[str]) -> list[str]:
         values = {"python": sys.executable, "scheduler_dir": str(self.directory), **self.ctx}
@@ -253,12 +257,12 @@ class Variant:
         if not argv:
             return None
         cmd = self.expand(argv)
-        res = subprocess.run(cmd, cwd=self.directory, capture_output=True, text=True, timeout=300,
-                             env=command_env())
+        res = subprocess.run(cmd, cwd=self.directory, capture_output=True, text=True, timeout=300, env=command_env())
         if check and res.returncode != 0:
             err = (res.stderr or res.stdout).strip().splitlines()
-            raise CorunError(f"scheduler {self.name}: {step} failed (exit {res.returncode}): "
-                             f"{err[-1] if err else ' '.join(cmd)}")
+            raise CorunError(
+                f"scheduler {self.name}: {step} failed (exit {res.returncode}): {err[-1] if err else ' '.join(cmd)}"
+            )
         return res
 
     def build(self) -> str:
@@ -271,27 +275,44 @@ class Variant:
         Path(self.ctx.get("state_dir", ".")).mkdir(parents=True, exist_ok=True)
         stop = self.manifest.get("stop")
         if stop:
-            self._journal_action = journal.push({
-                "kind": "command", "argv": self.expand(stop), "cwd": str(self.directory),
-                "env": {"PYTHONPATH": command_env()["PYTHONPATH"]},
-                "what": f"stop scheduler {self.name}"})
+            self._journal_action = journal.push(
+                {
+                    "kind": "command",
+                    "argv": self.expand(stop),
+                    "cwd": str(self.directory),
+                    "env": {"PYTHONPATH": command_env()["PYTHONPATH"]},
+                    "what": f"stop scheduler {self.name}",
+                }
+            )
         if self.manifest["daemon"]:
             argv = self.expand(self.manifest["start"])
             log = open(Path(self.ctx["state_dir"]) / "daemon.log", "ab")
-            self.process = subprocess.Popen(argv, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True, env=command_env())
+            self.process = subprocess.Popen(
+                argv,
+                cwd=self.directory,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=command_env(),
+            )
             log.close()
-            self._daemon_action = journal.push({
-                "kind": "processes", "what": f"daemon of {self.name}",
-                "pids": {str(self.process.pid): proc_starttime(self.process.pid)}})
+            self._daemon_action = journal.push(
+                {
+                    "kind": "processes",
+                    "what": f"daemon of {self.name}",
+                    "pids": {str(self.process.pid): proc_starttime(self.process.pid)},
+                }
+            )
         else:
             self._run("start")
 
     def verify(self) -> bool:
         """True if the variant is in effect (no verify command: nothing to check)."""
         if self.process is not None and self.process.poll() is not None:
-            raise CorunError(f"scheduler {self.name}: daemon exited with {self.process.returncode} "
-                             f"(see {self.ctx.get('state_dir')}/daemon.log)")
+            raise CorunError(
+                f"scheduler {self.name}: daemon exited with {self.process.returncode} "
+                f"(see {self.ctx.get('state_dir')}/daemon.log)"
+            )
         res = self._run("verify", check=False)
         if res is None:
             return True

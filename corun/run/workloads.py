@@ -28,9 +28,28 @@ UPSTREAM_MANIFEST = Path(os.environ.get("CORUN_UPSTREAM", "/var/lib/corun/upstre
 UPSTREAM_DIR = Path("/var/lib/corun/upstream.d")
 
 # PARSEC 3.0 x264 run configuration (simlarge and native use the same options).
-X264_PARSEC_ARGS = ["--quiet", "--qp", "20", "--partitions", "b8x8,i4x4", "--ref", "5", "--direct", "auto",
-                    "--b-pyramid", "normal", "--weightb", "--mixed-refs", "--no-fast-pskip", "--me", "umh",
-                    "--subme", "7", "--analyse", "b8x8,i4x4"]
+X264_PARSEC_ARGS = [
+    "--quiet",
+    "--qp",
+    "20",
+    "--partitions",
+    "b8x8,i4x4",
+    "--ref",
+    "5",
+    "--direct",
+    "auto",
+    "--b-pyramid",
+    "normal",
+    "--weightb",
+    "--mixed-refs",
+    "--no-fast-pskip",
+    "--me",
+    "umh",
+    "--subme",
+    "7",
+    "--analyse",
+    "b8x8,i4x4",
+]
 PARSEC_FRAMES = {"simlarge": 128, "native": 512}
 
 
@@ -53,7 +72,9 @@ def upstream() -> dict:
         try:
             data = json.loads(f.read_text())
         except (OSError, ValueError) as exc:
-            raise ConfigError(str(f), "", "unreadable", f"a JSON object written by a provisioning role ({exc})") from None
+            raise ConfigError(
+                str(f), "", "unreadable", f"a JSON object written by a provisioning role ({exc})"
+            ) from None
         if not isinstance(data, dict):
             raise ConfigError(str(f), "", type(data).__name__, "a JSON object")
         out.update(data)
@@ -80,14 +101,14 @@ def x264(input_name: str, input_path: Path, out_path: Path, threads: int = 1) ->
     parsec = upstream().get("parsec", {})
     args = X264_PARSEC_ARGS + ["--threads", str(threads), "-o", str(out_path), str(input_path)]
     if parsec.get("x264"):
-        return JobTemplate([parsec["x264"], *args],
-                           {"binary": f"PARSEC {parsec.get('version', '?')} x264",
-                            "stands_in_for": f"PARSEC x264 {input_name}"})
+        return JobTemplate(
+            [parsec["x264"], *args],
+            {"binary": f"PARSEC {parsec.get('version', '?')} x264", "stands_in_for": f"PARSEC x264 {input_name}"},
+        )
     if shutil.which("x264") is None:
         raise MissingTool("x264", "x264", "the x264 workloads (or provision PARSEC with the parsec role)")
     ver = _version(("x264", "--version"), r"x264 (\S+)")
-    return JobTemplate(["x264", *args],
-                       {"binary": f"debian x264 {ver}", "stands_in_for": f"PARSEC x264 {input_name}"})
+    return JobTemplate(["x264", *args], {"binary": f"debian x264 {ver}", "stands_in_for": f"PARSEC x264 {input_name}"})
 
 
 def parsec_input(input_name: str) -> Path | None:
@@ -101,6 +122,7 @@ class ParsecProgram:
     """A PARSEC package as its own run configuration runs it: `argv` from run_exec and
     run_args of pkgs/<group>/<pkg>/parsec/<input>.runconf (${NTHREADS} filled in), run in a
     folder holding the unpacked `input_tar`."""
+
     template: JobTemplate
     input_tar: Path
 
@@ -115,18 +137,23 @@ def parsec_program(pkg: str, input_name: str, threads: int = 1) -> ParsecProgram
     binary = (parsec.get("binaries") or {}).get(pkg)
     if not binary or not os.access(binary, os.X_OK):
         return None
-    inst = Path(binary).parent.parent           # pkgs/<group>/<pkg>/inst/<platform>
-    pkg_dir = inst.parent.parent                # pkgs/<group>/<pkg>
+    inst = Path(binary).parent.parent  # pkgs/<group>/<pkg>/inst/<platform>
+    pkg_dir = inst.parent.parent  # pkgs/<group>/<pkg>
     runconf = pkg_dir / "parsec" / f"{input_name}.runconf"
     tar = pkg_dir / "inputs" / f"input_{input_name}.tar"
     try:
         fields = dict(_RUNCONF.findall(runconf.read_text()))
     except OSError:
-        raise ConfigError(str(runconf), "", "unreadable", f"PARSEC's run configuration of {pkg} {input_name} "
-                          "(re-run the parsec role)") from None
+        raise ConfigError(
+            str(runconf), "", "unreadable", f"PARSEC's run configuration of {pkg} {input_name} (re-run the parsec role)"
+        ) from None
     if "run_exec" not in fields or "run_args" not in fields or not tar.exists():
-        raise ConfigError(str(runconf), "run_exec/run_args", "missing",
-                          f"PARSEC's run command of {pkg} and its input {tar.name} (re-run the parsec role)")
+        raise ConfigError(
+            str(runconf),
+            "run_exec/run_args",
+            "missing",
+            f"PARSEC's run command of {pkg} and its input {tar.name} (re-run the parsec role)",
+        )
     args = fields["run_args"].replace("${NTHREADS}", str(threads)).replace("$NTHREADS", str(threads)).split()
     cmd = [str(inst / fields["run_exec"]), *args]
     env = {"OMP_NUM_THREADS": str(threads), "IM_CONCURRENCY": str(threads)}  # freqmine, vips
@@ -138,18 +165,34 @@ def graph(scale: int, edgefactor: int, storage_dir: Path, roots: int = 8) -> Job
     """Graph500 seq-csr (file-backed mmap under TMPDIR) or corun's graph_bfs stand-in."""
     g5 = upstream().get("graph500", {})
     if g5.get("seq-csr"):
-        return JobTemplate([g5["seq-csr"], "-s", str(scale), "-e", str(edgefactor)],
-                           {"binary": f"Graph500 {g5.get('version', '?')} seq-csr",
-                            "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}"},
-                           env={"TMPDIR": str(storage_dir)})
-    return JobTemplate([kernel("graph_bfs"), "-s", str(scale), "-e", str(edgefactor), "--roots", str(roots),
-                        "--storage", str(storage_dir)],
-                       {"binary": "corun graph_bfs", "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}"},
-                       result="json")
+        return JobTemplate(
+            [g5["seq-csr"], "-s", str(scale), "-e", str(edgefactor)],
+            {
+                "binary": f"Graph500 {g5.get('version', '?')} seq-csr",
+                "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}",
+            },
+            env={"TMPDIR": str(storage_dir)},
+        )
+    return JobTemplate(
+        [
+            kernel("graph_bfs"),
+            "-s",
+            str(scale),
+            "-e",
+            str(edgefactor),
+            "--roots",
+            str(roots),
+            "--storage",
+            str(storage_dir),
+        ],
+        {"binary": "corun graph_bfs", "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}"},
+        result="json",
+    )
 
 
 def llc_miss(mem_size: int, nops: int, iterations: int) -> JobTemplate:
-    return JobTemplate([kernel("llc_miss"), "--mem-size", str(mem_size), "--nops", str(nops),
-                        "--iterations", str(iterations)],
-                       {"binary": "corun llc_miss", "stands_in_for": "paper 000 Fig. 3 LLC-miss kernel"},
-                       result="json")
+    return JobTemplate(
+        [kernel("llc_miss"), "--mem-size", str(mem_size), "--nops", str(nops), "--iterations", str(iterations)],
+        {"binary": "corun llc_miss", "stands_in_for": "paper 000 Fig. 3 LLC-miss kernel"},
+        result="json",
+    )

@@ -38,8 +38,10 @@ def remote_python(host: Host) -> str:
 
 def rsync_argv(host: Host, src: str, dst: str) -> list[str]:
     """rsync -a with the host's ssh settings; src or dst is host-side when prefixed with ':'."""
+
     def side(p: str) -> str:
         return f"{host.destination()}:{p[1:]}" if p.startswith(":") else p
+
     return ["rsync", "-a", "--mkpath", "-e", shlex.join(host.ssh_base()), side(src), side(dst)]
 
 
@@ -67,9 +69,14 @@ def run_on_host(host: Host, spec: Path, out: Path, push: list[Path], timeout: fl
     if out.exists():
         raise CorunError(f"{out}: already exists; remove it to run again")
     if host.local:
-        proc = subprocess.run([sys.executable, "-m", "corun", "run", str(spec), "--out", str(out), "--quiet"],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
-                              cwd=repo_root())
+        proc = subprocess.run(
+            [sys.executable, "-m", "corun", "run", str(spec), "--out", str(out), "--quiet"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=repo_root(),
+        )
         sys.stdout.write(proc.stdout)
         _check(proc, "corun run", host)
         return out
@@ -80,9 +87,11 @@ def run_on_host(host: Host, spec: Path, out: Path, push: list[Path], timeout: fl
     # Measure unless the host already finished this run (then only the copy back was missing).
     # corun_become: the login user is not root (CloudLab) and runs corun with sudo.
     sudo = "sudo -n " if host.vars.get("corun_become") else ""
-    script = (f"if [ -f {shlex.quote(str(out))}/metadata.json ]; then echo already measured; else "
-              f"rm -rf {shlex.quote(str(out))}.incomplete; exec {sudo}{shlex.quote(remote_python(host))} -m corun run "
-              f"{shlex.quote(str(spec))} --out {shlex.quote(str(out))} --quiet; fi")
+    script = (
+        f"if [ -f {shlex.quote(str(out))}/metadata.json ]; then echo already measured; else "
+        f"rm -rf {shlex.quote(str(out))}.incomplete; exec {sudo}{shlex.quote(remote_python(host))} -m corun run "
+        f"{shlex.quote(str(spec))} --out {shlex.quote(str(out))} --quiet; fi"
+    )
     proc = _run(host.command(["sh", "-c", script], cwd=str(repo_root())), timeout)
     sys.stdout.write(proc.stdout)
     _check(proc, "corun run", host)
@@ -108,8 +117,10 @@ def mpirun_argv(hosts: list[Host], hostfile: str, np: int, program: list[str]) -
     remote = [h for h in hosts if not h.local]
     agents = {shlex.join(h.ssh_base()) for h in remote}
     if len(agents) > 1:
-        raise CorunError("mpirun: the hosts are reached with different ssh settings; mpirun takes one "
-                         "(set ansible_user, ansible_port, ansible_ssh_* for the whole group)")
+        raise CorunError(
+            "mpirun: the hosts are reached with different ssh settings; mpirun takes one "
+            "(set ansible_user, ansible_port, ansible_ssh_* for the whole group)"
+        )
     networks = {str(h.vars.get("corun_mpi_network")) for h in hosts if h.vars.get("corun_mpi_network")}
     if len(networks) > 1:
         raise CorunError(f"mpirun: the hosts name different corun_mpi_network values ({', '.join(sorted(networks))})")
@@ -172,16 +183,19 @@ def main(argv: list[str] | None = None) -> int:
         if not program:
             raise ConfigError("command line", "program", "", "an MPI program after --")
         if a.np > a.slots * len(hosts):
-            raise ConfigError("command line", "--np", a.np,
-                              f"at most {a.slots * len(hosts)} ({len(hosts)} hosts x {a.slots} slots)")
+            raise ConfigError(
+                "command line", "--np", a.np, f"at most {a.slots * len(hosts)} ({len(hosts)} hosts x {a.slots} slots)"
+            )
         hostfile = a.out.with_name(a.out.name + ".hostfile")
         atomic_write_text(hostfile, hostfile_text(hosts, a.slots))
         cmd = mpirun_argv(hosts, str(hostfile.resolve()), a.np, program)
         proc = _run(cmd)
         if proc.returncode != 0:
             lines = [line for line in proc.stderr.splitlines() if line.strip()]
-            raise CorunError(f"mpirun across {', '.join(h.name for h in hosts)} failed "
-                             f"({lines[-1].strip() if lines else f'exit {proc.returncode}'})")
+            raise CorunError(
+                f"mpirun across {', '.join(h.name for h in hosts)} failed "
+                f"({lines[-1].strip() if lines else f'exit {proc.returncode}'})"
+            )
         atomic_write_text(a.out, proc.stdout)
     return 0
 

@@ -58,8 +58,7 @@ class Host:
         return [*self.ssh_base(), self.destination(), remote]
 
     def describe(self) -> dict:
-        return {"name": self.name, "address": self.address, "local": self.local, "user": self.user,
-                "port": self.port}
+        return {"name": self.name, "address": self.address, "local": self.local, "user": self.user, "port": self.port}
 
 
 def ansible_inventory_program() -> str:
@@ -78,12 +77,21 @@ def read_inventory(path: str | Path, source: str = "--inventory") -> dict:
     if not p.exists():
         raise ConfigError(source, "inventory", str(path), "an existing Ansible inventory file or folder")
     # No standard input: Ansible refuses a non-blocking one (an MPI job beside it may leave one).
-    proc = subprocess.run([ansible_inventory_program(), "-i", str(p), "--list"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [ansible_inventory_program(), "-i", str(p), "--list"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        raise ConfigError(source, "inventory", str(path),
-                          f"an inventory ansible-inventory can read ({lines[-1].strip() if lines else 'failed'})")
+        raise ConfigError(
+            source,
+            "inventory",
+            str(path),
+            f"an inventory ansible-inventory can read ({lines[-1].strip() if lines else 'failed'})",
+        )
     try:
         return json.loads(proc.stdout)
     except ValueError:
@@ -119,12 +127,19 @@ def host_from_vars(name: str, hv: dict, source: str) -> Host:
         port = int(port) if port not in (None, "") else None
     except (TypeError, ValueError):
         raise ConfigError(source, f"{name}.ansible_port", port, "an integer port") from None
-    ssh_args = shlex.split(str(hv.get("ansible_ssh_common_args") or "")) + \
-        shlex.split(str(hv.get("ansible_ssh_extra_args") or ""))
-    return Host(name=name, address=str(hv.get("ansible_host") or name), local=local,
-                user=hv.get("ansible_user") or hv.get("ansible_ssh_user"), port=port,
-                key=hv.get("ansible_ssh_private_key_file") or hv.get("ansible_private_key_file"),
-                ssh_args=ssh_args, vars=hv)
+    ssh_args = shlex.split(str(hv.get("ansible_ssh_common_args") or "")) + shlex.split(
+        str(hv.get("ansible_ssh_extra_args") or "")
+    )
+    return Host(
+        name=name,
+        address=str(hv.get("ansible_host") or name),
+        local=local,
+        user=hv.get("ansible_user") or hv.get("ansible_ssh_user"),
+        port=port,
+        key=hv.get("ansible_ssh_private_key_file") or hv.get("ansible_private_key_file"),
+        ssh_args=ssh_args,
+        vars=hv,
+    )
 
 
 def load(path: str | Path, group: str = "testbed", source: str = "--inventory") -> list[Host]:

@@ -22,12 +22,28 @@ import sys
 from corun.errors import ConfigError, CorunError, one_line_errors
 
 WALLTIME = re.compile(r"^\d+(:[0-5]\d){0,2}$")
-RUNNING_STATES = {"Waiting", "Hold", "toLaunch", "toAckReservation", "Launching", "Running", "Suspended",
-                  "Resuming", "Finishing"}
+RUNNING_STATES = {
+    "Waiting",
+    "Hold",
+    "toLaunch",
+    "toAckReservation",
+    "Launching",
+    "Running",
+    "Suspended",
+    "Resuming",
+    "Finishing",
+}
 
 
-def submit_argv(jobscript: str, walltime: str = "1:00:00", nodes: int = 1, cores: int | None = None,
-                name: str | None = None, project: str | None = None, types: list[str] | None = None) -> list[str]:
+def submit_argv(
+    jobscript: str,
+    walltime: str = "1:00:00",
+    nodes: int = 1,
+    cores: int | None = None,
+    name: str | None = None,
+    project: str | None = None,
+    types: list[str] | None = None,
+) -> list[str]:
     if not WALLTIME.match(walltime):
         raise ConfigError("--walltime", "walltime", walltime, "hours[:minutes[:seconds]] such as 1:30:00")
     if nodes < 1 or (cores is not None and cores < 1):

@@ -40,11 +40,15 @@ def corun_vars(corun_dir: str) -> dict:
     """Where corun is checked out on the nodes, for the roles that build in it."""
     if not corun_dir.startswith("/"):
         raise ConfigError("--corun-dir", "corun_dir", corun_dir, "an absolute path on the nodes")
-    return {"corun_kernels_src_dir": corun_dir, "corun_schedulers_src_dir": corun_dir,
-            "corun_schedulers_data_dir": f"{corun_dir}/results"}
+    return {
+        "corun_kernels_src_dir": corun_dir,
+        "corun_schedulers_src_dir": corun_dir,
+        "corun_schedulers_data_dir": f"{corun_dir}/results",
+    }
 
 
 # Grid'5000 ------------------------------------------------------------------------------------
+
 
 def oar_nodes_from_nodefile(text: str) -> list[str]:
     """$OAR_NODEFILE lists each node once per reserved core: the nodes, in order, once."""
@@ -66,8 +70,9 @@ def oar_nodes_from_oarstat(doc: dict, job: str | None, source: str) -> list[str]
         raise ConfigError(source, "job", key, f"one of the jobs in the output ({', '.join(doc)})")
     nodes = entry.get("assigned_network_address") or []
     if entry.get("state") not in (None, "Running") or not nodes:
-        raise ConfigError(source, f"{key}.state", entry.get("state"),
-                          "a running job with nodes (wait for oarstat to say Running)")
+        raise ConfigError(
+            source, f"{key}.state", entry.get("state"), "a running job with nodes (wait for oarstat to say Running)"
+        )
     return oar_nodes_from_nodefile("\n".join(nodes))
 
 
@@ -75,8 +80,9 @@ def run_oarstat(job: str) -> dict:
     try:
         proc = subprocess.run(["oarstat", "-fj", job, "-J"], capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
-        raise CorunError("oarstat not found: run this on a Grid'5000 frontend, or pass --nodefile "
-                         "or --oarstat-json") from None
+        raise CorunError(
+            "oarstat not found: run this on a Grid'5000 frontend, or pass --nodefile or --oarstat-json"
+        ) from None
     if proc.returncode != 0:
         raise CorunError(f"oarstat -fj {job} -J failed ({(proc.stderr.strip().splitlines() or ['?'])[-1]})")
     return json.loads(proc.stdout)
@@ -91,10 +97,13 @@ def grid5000_inventory(nodes: list[str], user: str, corun_dir: str, jump: str | 
     return inventory_yaml(
         f"Grid'5000 nodes of {source}, written by inventory/grid5000/oar_inventory.py.\n"
         "Deployed nodes (kadeploy3) take root over ssh with your key.",
-        [(n.split(".")[0], {"ansible_host": n}) for n in nodes], group_vars)
+        [(n.split(".")[0], {"ansible_host": n}) for n in nodes],
+        group_vars,
+    )
 
 
 # CloudLab -------------------------------------------------------------------------------------
+
 
 def cloudlab_hosts(xml_text: str, user: str | None, source: str) -> tuple[list[tuple[str, dict]], dict]:
     """Hosts and group variables of a CloudLab (GENI v3) manifest rspec."""
@@ -103,7 +112,7 @@ def cloudlab_hosts(xml_text: str, user: str | None, source: str) -> tuple[list[t
     except ET.ParseError as exc:
         raise ConfigError(source, "", "unparsable XML", f"a CloudLab manifest rspec ({exc})") from None
     if root.tag != f"{RSPEC_NS}rspec" or root.get("type") not in (None, "manifest"):
-        raise ConfigError(source, "rspec", root.tag, "a GENI v3 manifest rspec (<rspec type=\"manifest\">)")
+        raise ConfigError(source, "rspec", root.tag, 'a GENI v3 manifest rspec (<rspec type="manifest">)')
     hosts, networks = [], set()
     for node in root.iter(f"{RSPEC_NS}node"):
         name = node.get("client_id")
@@ -112,8 +121,12 @@ def cloudlab_hosts(xml_text: str, user: str | None, source: str) -> tuple[list[t
             logins = [e for e in logins if e.get("username") == user]
         if not logins:
             users = sorted({e.get("username") for e in node.iter(f"{RSPEC_NS}login")})
-            raise ConfigError(source, f"node {name}: login", user,
-                              f"a user of the manifest's ssh logins ({', '.join(users) or 'none: still booting?'})")
+            raise ConfigError(
+                source,
+                f"node {name}: login",
+                user,
+                f"a user of the manifest's ssh logins ({', '.join(users) or 'none: still booting?'})",
+            )
         login = logins[0]
         hv = {"ansible_host": login.get("hostname"), "ansible_user": login.get("username")}
         if login.get("port") not in (None, "22"):
@@ -139,7 +152,9 @@ def cloudlab_inventory(xml_text: str, user: str | None, corun_dir: str, source: 
     return inventory_yaml(
         f"CloudLab nodes of {source}, written by inventory/cloudlab/manifest_inventory.py.\n"
         "The login user has passwordless sudo: roles use become, corun runs use sudo (corun_become).",
-        hosts, group_vars)
+        hosts,
+        group_vars,
+    )
 
 
 def write(out: str, text: str) -> None:

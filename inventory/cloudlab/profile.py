@@ -15,14 +15,28 @@ import geni.portal as portal
 import geni.rspec.pg as pg
 
 pc = portal.Context()
-pc.defineParameter("node_count", "Number of nodes", portal.ParameterType.INTEGER, 2,
-                   longDescription="Raw PCs to allocate, 1 or more; all join one LAN.")
-pc.defineParameter("image", "Disk image", portal.ParameterType.IMAGE,
-                   "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD",
-                   longDescription="A Debian or Ubuntu image; corun's roles use apt.")
-pc.defineParameter("hardware_type", "Hardware type", portal.ParameterType.NODETYPE, "",
-                   longDescription="A node type such as c220g5 or m510; empty lets the cluster choose. "
-                   "Keep one type so the nodes are comparable.")
+pc.defineParameter(
+    "node_count",
+    "Number of nodes",
+    portal.ParameterType.INTEGER,
+    2,
+    longDescription="Raw PCs to allocate, 1 or more; all join one LAN.",
+)
+pc.defineParameter(
+    "image",
+    "Disk image",
+    portal.ParameterType.IMAGE,
+    "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD",
+    longDescription="A Debian or Ubuntu image; corun's roles use apt.",
+)
+pc.defineParameter(
+    "hardware_type",
+    "Hardware type",
+    portal.ParameterType.NODETYPE,
+    "",
+    longDescription="A node type such as c220g5 or m510; empty lets the cluster choose. "
+    "Keep one type so the nodes are comparable.",
+)
 params = pc.bindParameters()
 
 if params.node_count < 1:

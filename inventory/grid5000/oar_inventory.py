@@ -48,8 +48,9 @@ def main(argv=None) -> int:
             try:
                 doc = json.loads(Path(a.oarstat_json).read_text())
             except (OSError, ValueError) as exc:
-                raise ConfigError("--oarstat-json", "file", a.oarstat_json,
-                                  f"readable oarstat -J output ({exc})") from None
+                raise ConfigError(
+                    "--oarstat-json", "file", a.oarstat_json, f"readable oarstat -J output ({exc})"
+                ) from None
         else:
             doc = testbeds.run_oarstat(a.job)
         nodes = testbeds.oar_nodes_from_oarstat(doc, a.job, source)

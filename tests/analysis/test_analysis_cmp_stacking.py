@@ -213,9 +213,7 @@ def test_wrong_experiment_is_rejected(tmp_path):
 
 
 def test_negative_tolerance_is_one_line(tmp_path, capsys):
-    code = cs.main(
-        ["--jobs", "j.csv", "--runs", "r.csv", "--out-dir", str(tmp_path), "--tol-pct", "-1"]
-    )
+    code = cs.main(["--jobs", "j.csv", "--runs", "r.csv", "--out-dir", str(tmp_path), "--tol-pct", "-1"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--tol-pct" in err
 

@@ -69,9 +69,7 @@ def test_fixture_verdicts_and_paper_values():
 def test_decreasing_trend_is_not_reproduced():
     groups = {
         g: (d, {1: 0.0, 2: pct})
-        for g, (d, pct) in enumerate(
-            [(1.0, 40.0), (2.0, 30.0), (3.0, 20.0), (4.0, 10.0), (5.0, 0.0)]
-        )
+        for g, (d, pct) in enumerate([(1.0, 40.0), (2.0, 30.0), (3.0, 20.0), (4.0, 10.0), (5.0, 0.0)])
     }
     assert verdicts(result_for(groups))["Degradation at k"] == "not reproduced"
 

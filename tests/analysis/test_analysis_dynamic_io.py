@@ -24,8 +24,12 @@ from analysis import runtables as rt
 from analysis.paper import load_paper_values
 
 RUNTIMES = {
-    ("linux", 0): [4, 5], ("linux", 1): [4, 4], ("linux", 2): [6, 4],
-    ("dynamic_io", 0): [3, 3], ("dynamic_io", 1): [2, 4], ("dynamic_io", 2): [4, 4],
+    ("linux", 0): [4, 5],
+    ("linux", 1): [4, 4],
+    ("linux", 2): [6, 4],
+    ("dynamic_io", 0): [3, 3],
+    ("dynamic_io", 1): [2, 4],
+    ("dynamic_io", 2): [4, 4],
 }
 WAIT = {"linux": (100.0, 200.0), "dynamic_io": (50.0, 50.0)}  # at 10 and 30 requests/s
 
@@ -36,47 +40,121 @@ def write_campaign(root, decisions_for=("r0", "r1")):
     def run_dir(rid, variant, kind, rep, duration):
         d = root / "runs" / rid
         (d / "tidy").mkdir(parents=True)
-        (d / "metadata.json").write_text(json.dumps({"run_id": rid, "scheduler": {"name": variant}, "missing": [],
-                                                     "start_epoch_s": 1000.0 + 10 * len(runs)}))
-        runs.append({"run_id": rid, "experiment": "dynamic_io", "run_kind": kind, "workload": "w01" if kind ==
-                     "campaign" else "alone", "variant": variant, "rep": rep, "order": len(runs),
-                     "duration_s": duration, "device": "vda", "throttle_read_bps": 8000000,
-                     "metadata_path": f"runs/{rid}/metadata.json", "run_dir": f"runs/{rid}"})
+        (d / "metadata.json").write_text(
+            json.dumps(
+                {"run_id": rid, "scheduler": {"name": variant}, "missing": [], "start_epoch_s": 1000.0 + 10 * len(runs)}
+            )
+        )
+        runs.append(
+            {
+                "run_id": rid,
+                "experiment": "dynamic_io",
+                "run_kind": kind,
+                "workload": "w01" if kind == "campaign" else "alone",
+                "variant": variant,
+                "rep": rep,
+                "order": len(runs),
+                "duration_s": duration,
+                "device": "vda",
+                "throttle_read_bps": 8000000,
+                "metadata_path": f"runs/{rid}/metadata.json",
+                "run_dir": f"runs/{rid}",
+            }
+        )
         return d
 
     for rep, t in ((0, 1.9), (1, 2.1)):
         rid = f"alone-x264-r{rep}"
         run_dir(rid, "linux", "alone", rep, t)
-        jobs.append({"run_id": rid, "job_id": "0000-x", "runtime_s": t, "exit_code": 0, "start_s": 0.0,
-                     "end_s": t, "app": "x264", "job_index": 0, "workload": "alone", "variant": "linux",
-                     "experiment": "dynamic_io", "binary": "debian x264", "stands_in_for": "PARSEC x264 simlarge",
-                     "scale_note": "scaled down", "threads": 1})
+        jobs.append(
+            {
+                "run_id": rid,
+                "job_id": "0000-x",
+                "runtime_s": t,
+                "exit_code": 0,
+                "start_s": 0.0,
+                "end_s": t,
+                "app": "x264",
+                "job_index": 0,
+                "workload": "alone",
+                "variant": "linux",
+                "experiment": "dynamic_io",
+                "binary": "debian x264",
+                "stands_in_for": "PARSEC x264 simlarge",
+                "scale_note": "scaled down",
+                "threads": 1,
+            }
+        )
     for (variant, rep), times in RUNTIMES.items():
         rid = f"w01-{variant}-r{rep}"
         d = run_dir(rid, variant, "campaign", rep, max(times))
         for i, t in enumerate(times):
-            jobs.append({"run_id": rid, "job_id": f"000{i}-j", "runtime_s": float(t), "exit_code": 0,
-                         "start_s": 0.0, "end_s": float(t), "app": "x264", "job_index": i, "workload": "w01",
-                         "wtype": "D", "variant": variant, "experiment": "dynamic_io", "binary": "debian x264",
-                         "stands_in_for": "PARSEC x264 simlarge", "scale_note": "scaled down", "threads": 1})
+            jobs.append(
+                {
+                    "run_id": rid,
+                    "job_id": f"000{i}-j",
+                    "runtime_s": float(t),
+                    "exit_code": 0,
+                    "start_s": 0.0,
+                    "end_s": float(t),
+                    "app": "x264",
+                    "job_index": i,
+                    "workload": "w01",
+                    "wtype": "D",
+                    "variant": variant,
+                    "experiment": "dynamic_io",
+                    "binary": "debian x264",
+                    "stands_in_for": "PARSEC x264 simlarge",
+                    "scale_note": "scaled down",
+                    "threads": 1,
+                }
+            )
         w1, w2 = WAIT[variant]
-        pd.DataFrame({"time_epoch_s": [1.0, 2.0, 3.0, 9.0], "t_s": [1.0, 2.0, 2.5, 99.0],
-                      "device": ["vda", "vda", "vdb", "vda"], "r_per_s": [10.0, 30.0, 50.0, 50.0],
-                      "w_per_s": [0.0, 0.0, 0.0, 0.0], "await_ms": [w1 + 1, w2 + 2, 9.0, 9.0],
-                      "svc_ms": [1.0, 2.0, 9.0, 9.0], "wait_ms": [w1, w2, 0.0, 0.0],
-                      "util_pct": [1.0, 6.0, 1.0, 1.0]}).to_csv(d / "tidy" / "iostat.csv", index=False)
+        pd.DataFrame(
+            {
+                "time_epoch_s": [1.0, 2.0, 3.0, 9.0],
+                "t_s": [1.0, 2.0, 2.5, 99.0],
+                "device": ["vda", "vda", "vdb", "vda"],
+                "r_per_s": [10.0, 30.0, 50.0, 50.0],
+                "w_per_s": [0.0, 0.0, 0.0, 0.0],
+                "await_ms": [w1 + 1, w2 + 2, 9.0, 9.0],
+                "svc_ms": [1.0, 2.0, 9.0, 9.0],
+                "wait_ms": [w1, w2, 0.0, 0.0],
+                "util_pct": [1.0, 6.0, 1.0, 1.0],
+            }
+        ).to_csv(d / "tidy" / "iostat.csv", index=False)
         if variant == "dynamic_io" and f"r{rep}" in decisions_for:
             state = d / "sched" / "state"
             state.mkdir(parents=True)
-            lines = [{"q": 1, "t_s": None, "suspended": 0, "running": 0, "throttled": 0, "actions": []},
-                     {"note": "refused", "job_id": "x", "reason": "process gone"},
-                     {"q": 2, "t_s": 0.5, "suspended": 1, "running": 1, "throttled": 0,
-                      "actions": [{"job_id": "0000-j", "action": "suspend"}]},
-                     {"q": 3, "t_s": 1.0, "suspended": 0, "running": 2, "throttled": 0, "actions": []}]
+            lines = [
+                {"q": 1, "t_s": None, "suspended": 0, "running": 0, "throttled": 0, "actions": []},
+                {"note": "refused", "job_id": "x", "reason": "process gone"},
+                {
+                    "q": 2,
+                    "t_s": 0.5,
+                    "suspended": 1,
+                    "running": 1,
+                    "throttled": 0,
+                    "actions": [{"job_id": "0000-j", "action": "suspend"}],
+                },
+                {"q": 3, "t_s": 1.0, "suspended": 0, "running": 2, "throttled": 0, "actions": []},
+            ]
             (state / "decisions.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-            (state / "summary.json").write_text(json.dumps(
-                {"quanta": 3, "suspends": 1, "resumes": 1, "forced_resumes": 0, "throttles": 0,
-                 "cpu_user_s": 0.01, "cpu_sys_s": 0.01, "wall_s": 4.0, "jobs": {}}))
+            (state / "summary.json").write_text(
+                json.dumps(
+                    {
+                        "quanta": 3,
+                        "suspends": 1,
+                        "resumes": 1,
+                        "forced_resumes": 0,
+                        "throttles": 0,
+                        "cpu_user_s": 0.01,
+                        "cpu_sys_s": 0.01,
+                        "wall_s": 4.0,
+                        "jobs": {},
+                    }
+                )
+            )
     pd.DataFrame(jobs).to_csv(root / "jobs.csv", index=False)
     pd.DataFrame(runs).to_csv(root / "runs.csv", index=False)
     return root / "jobs.csv", root / "runs.csv"
@@ -136,19 +214,22 @@ def test_t_alone_is_the_mean_of_the_alone_runs(result):
     assert t.loc["x264", "n_runs"] == 2
 
 
-@pytest.mark.parametrize("variant, rep, name, value", [
-    ("linux", 0, "t_workload_s", 5.0),
-    ("linux", 0, "throughput_jobs_per_s", 0.4),
-    ("linux", 0, "avg_runtime_s", 4.5),
-    ("linux", 0, "slowdown_sum", 0.9),          # eq. 4: 2/4 + 2/5
-    ("linux", 0, "mean_slowdown", 2.25),
-    ("linux", 0, "jain_fairness", 20.25 / 20.5),
-    ("linux", 2, "slowdown_sum", 1 / 3 + 1 / 2),
-    ("linux", 2, "jain_fairness", 25 / 26),
-    ("dynamic_io", 1, "slowdown_sum", 1.5),
-    ("dynamic_io", 1, "jain_fairness", 0.9),
-    ("dynamic_io", 0, "throughput_jobs_per_s", 2 / 3),
-])
+@pytest.mark.parametrize(
+    "variant, rep, name, value",
+    [
+        ("linux", 0, "t_workload_s", 5.0),
+        ("linux", 0, "throughput_jobs_per_s", 0.4),
+        ("linux", 0, "avg_runtime_s", 4.5),
+        ("linux", 0, "slowdown_sum", 0.9),  # eq. 4: 2/4 + 2/5
+        ("linux", 0, "mean_slowdown", 2.25),
+        ("linux", 0, "jain_fairness", 20.25 / 20.5),
+        ("linux", 2, "slowdown_sum", 1 / 3 + 1 / 2),
+        ("linux", 2, "jain_fairness", 25 / 26),
+        ("dynamic_io", 1, "slowdown_sum", 1.5),
+        ("dynamic_io", 1, "jain_fairness", 0.9),
+        ("dynamic_io", 0, "throughput_jobs_per_s", 2 / 3),
+    ],
+)
 def test_run_metrics_by_hand(result, variant, rep, name, value):
     assert metric(result, variant, rep, name) == pytest.approx(value)
 
@@ -227,8 +308,12 @@ def test_section_verdicts_and_outputs(campaign, tmp_path):
     assert rows["CPU time of the dynamic_io daemon, share of its wall time"]["verdict"] == "reproduced in direction"
     for f in section["figures"]:
         assert (out / f["path"]).stat().st_size > 0
-    assert {f["path"] for f in section["figures"]} >= {"fig16_17_20_improvement.png", "latency_w01.png",
-                                                       "per_job_w01.png", "suspended_jobs.png"}
+    assert {f["path"] for f in section["figures"]} >= {
+        "fig16_17_20_improvement.png",
+        "latency_w01.png",
+        "per_job_w01.png",
+        "suspended_jobs.png",
+    }
     assert any(m["metric"].startswith("scheduler decisions") for m in section["missing"])
     assert "All 8 runs were measured in campaign order" in " ".join(section["notes"])
     apps = pd.read_csv(out / "apps.csv")
@@ -237,8 +322,9 @@ def test_section_verdicts_and_outputs(campaign, tmp_path):
 
 def test_bad_baseline_is_one_line(campaign, tmp_path, capsys):
     jobs_csv, runs_csv = campaign
-    code = dio.main(["--jobs", str(jobs_csv), "--runs", str(runs_csv), "--baseline", "cfs",
-                     "--out-dir", str(tmp_path / "o")])
+    code = dio.main(
+        ["--jobs", str(jobs_csv), "--runs", str(runs_csv), "--baseline", "cfs", "--out-dir", str(tmp_path / "o")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "--baseline: 'cfs' (expected one of dynamic_io, linux)" in err

@@ -38,9 +38,7 @@ def test_fixture_analysis_matches_golden(tmp_path):
     out = tmp_path / "out"
     code = run_cli(FIXTURES, out)
     assert code == 0
-    assert (out / "degradation.csv").read_bytes() == (
-        FIXTURES / "golden" / "degradation.csv"
-    ).read_bytes()
+    assert (out / "degradation.csv").read_bytes() == (FIXTURES / "golden" / "degradation.csv").read_bytes()
     assert (out / "fig14_degradation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     thr = json.loads((out / "threshold.json").read_text())
@@ -70,9 +68,7 @@ def test_fixture_analysis_matches_golden(tmp_path):
 def test_control_fixture_matches_golden(tmp_path):
     out = tmp_path / "out"
     assert run_cli(CONTROL_FIXTURES, out) == 0
-    assert (out / "degradation.csv").read_bytes() == (
-        CONTROL_FIXTURES / "golden" / "degradation.csv"
-    ).read_bytes()
+    assert (out / "degradation.csv").read_bytes() == (CONTROL_FIXTURES / "golden" / "degradation.csv").read_bytes()
 
     thr = json.loads((out / "threshold.json").read_text())
     assert (thr["basis"], thr["control_group"]) == ("excess over control", 0)

@@ -21,9 +21,7 @@ def analyse(criterion=imp.DEFAULT_CRITERION, runs=None, runs_csv=FIXTURES / "run
     jobs = imp.read_jobs(FIXTURES / "jobs.csv")
     runs = imp.read_runs(runs_csv) if runs is None else runs
     log = rt.MissingLog()
-    result = imp.analyse(
-        jobs, runs, rt.run_dirs(runs, runs_csv), imp.parse_criterion(criterion), log
-    )
+    result = imp.analyse(jobs, runs, rt.run_dirs(runs, runs_csv), imp.parse_criterion(criterion), log)
     result["log"] = log
     return result
 
@@ -101,9 +99,7 @@ def test_system_basis_without_a_cap(tmp_path):
     assert level(t, 18, 16, "mem_util_pct") == pytest.approx(62.0)
     assert level(t, 18, 16, "majfault_per_s") == pytest.approx(905.0)  # pgmajfault_per_s
     # storage over MemTotal (4000000 kB) without a cap
-    assert level(t, 18, 16, "storage_pct_of_memory") == pytest.approx(
-        100 * 4 * 100663296 / (4_000_000 * 1024)
-    )
+    assert level(t, 18, 16, "storage_pct_of_memory") == pytest.approx(100 * 4 * 100663296 / (4_000_000 * 1024))
 
 
 def test_missing_memory_and_psi_tables_are_missing_not_zero(tmp_path):
@@ -191,8 +187,7 @@ def test_criterion_forms():
 def test_fixture_matches_golden_and_section_is_valid(tmp_path):
     out = tmp_path / "out"
     code = imp.main(
-        ["--jobs", str(FIXTURES / "jobs.csv"), "--runs", str(FIXTURES / "runs.csv")]
-        + ["--out-dir", str(out)]
+        ["--jobs", str(FIXTURES / "jobs.csv"), "--runs", str(FIXTURES / "runs.csv")] + ["--out-dir", str(out)]
     )
     assert code == 0
     golden = FIXTURES / "golden" / "implicit_io.csv"

@@ -77,9 +77,7 @@ def test_missing_iostat_is_missing_not_zero(fixture_result):
         for col in ("await_ms", "svc_ms", "wait_ms", "ratio_wait"):
             assert math.isnan(at(t, "graph_s22_e16", k, col))
             assert math.isnan(at(t, "graph_s22_e18", k, col))
-    assert at(t, "graph_s22_e16", 2, "reason") == (
-        "tidy/iostat.csv absent (monitor disabled or run too short)"
-    )
+    assert at(t, "graph_s22_e16", 2, "reason") == ("tidy/iostat.csv absent (monitor disabled or run too short)")
     assert at(t, "graph_s22_e16", 1, "reason") == "tidy/iostat.csv has no rows (no sample)"
     assert "no iostat interval with I/O" in at(t, "graph_s22_e18", 1, "reason")
     assert math.isnan(runs.loc["w3_k2_r0", "io_requests"])
@@ -134,10 +132,7 @@ def test_equal_growth_is_not_more_and_no_io_is_not_measurable(fixture_result):
 
 def run_cli(tmp_path, runs_csv=STACK / "runs.csv", *extra):
     out = tmp_path / "out"
-    code = iol.main(
-        ["--jobs", str(STACK / "jobs.csv"), "--runs", str(runs_csv), "--out-dir", str(out)]
-        + list(extra)
-    )
+    code = iol.main(["--jobs", str(STACK / "jobs.csv"), "--runs", str(runs_csv), "--out-dir", str(out)] + list(extra))
     return code, out
 
 

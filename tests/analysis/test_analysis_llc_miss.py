@@ -80,9 +80,7 @@ def test_fallback_axis_is_the_access_rate(fallback):
     assert t[llc.MISS_METRIC].isna().all()
     assert fallback["miss_reasons"] == [PERF_REASON]
     records = fallback["log"].records()
-    assert records == [
-        {"metric": llc.MISS_METRIC, "reason": PERF_REASON, "source": llc.SOURCE, "runs": 8}
-    ]
+    assert records == [{"metric": llc.MISS_METRIC, "reason": PERF_REASON, "source": llc.SOURCE, "runs": 8}]
 
 
 def test_counted_miss_rate_by_hand(counted):
@@ -143,8 +141,7 @@ def test_cc_cost_not_far_below_small_io_degradation(counted):
 def run_cli(tmp_path, runs_name, *extra):
     out = tmp_path / "out"
     code = llc.main(
-        ["--jobs", str(FIXTURES / "jobs.csv"), "--runs", str(FIXTURES / runs_name)]
-        + ["--out-dir", str(out), *extra]
+        ["--jobs", str(FIXTURES / "jobs.csv"), "--runs", str(FIXTURES / runs_name)] + ["--out-dir", str(out), *extra]
     )
     return code, out
 

@@ -113,17 +113,13 @@ def test_report_shows_missing_measurements(html_text):
         ("llc_misses_per_kcycle", "perf_event_paranoid=3: PMU counters not readable"),
         ("numa_remote_mb_s", "one NUMA node"),
     ]:
-        assert re.search(
-            rf"<td>{name}</td><td><strong>missing</strong>: {re.escape(reason)}</td>", html_text
-        )
+        assert re.search(rf"<td>{name}</td><td><strong>missing</strong>: {re.escape(reason)}</td>", html_text)
     # a measured value the analysis could not produce reads "missing", not 0
     assert '<td class="na">missing</td>' in html_text
 
 
 def test_report_shows_paper_values_from_yaml(html_text):
-    io = experiment_values(load_paper_values("000"), "sensitivity_ranking")["values"][
-        "io_bound_interval_mb_s"
-    ]
+    io = experiment_values(load_paper_values("000"), "sensitivity_ranking")["values"]["io_bound_interval_mb_s"]
     assert f'<td class="num">{io["value"]}</td>' in html_text
     assert "The value in our current policy is set at 40Mbytes/s." in html_text
     assert "Dynamic I/O-Aware Scheduling for Batch-Mode Applications" in html_text
@@ -210,18 +206,13 @@ def test_section_without_key(tmp_path):
 
 def test_figure_file_must_exist(tmp_path):
     path = write_section(tmp_path / "bad", figures=[{"path": "nope.png", "caption": "c"}])
-    with pytest.raises(
-        AnalysisInputError, match=r"figures\[0\]\.path: 'nope.png' \(expected a PNG"
-    ):
+    with pytest.raises(AnalysisInputError, match=r"figures\[0\]\.path: 'nope.png' \(expected a PNG"):
         report.load_section(path)
 
 
 def test_cli_writes_report_and_reports_errors(tmp_path, capsys):
     good = write_section(tmp_path / "good")
-    assert (
-        report.main(["--sections", str(good), "--out", str(tmp_path / "r.html"), "--title", "T"])
-        == 0
-    )
+    assert report.main(["--sections", str(good), "--out", str(tmp_path / "r.html"), "--title", "T"]) == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     bad = write_section(tmp_path / "bad", experiment="Not Snake")
     code = report.main(["--sections", str(good), str(bad), "--out", str(tmp_path / "r2.html")])

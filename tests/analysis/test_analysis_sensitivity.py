@@ -83,9 +83,7 @@ def test_fixture_degradation_by_hand(fixture_table):
     assert row(t, 1, 2)["degradation_pct"] == pytest.approx(51.0)
     # group 2: T_1-c = (10 + 10 + 12 + 12) / 4 = 11; k=2 22 x4 | 23.1 x3 (999 s job failed)
     assert row(t, 2, 2)["t1c_s"] == pytest.approx(11.0)
-    assert row(t, 2, 2)["degradation_pct"] == pytest.approx(
-        100 * ((4 * 22 + 3 * 23.1) / 7 / 11 - 1)
-    )
+    assert row(t, 2, 2)["degradation_pct"] == pytest.approx(100 * ((4 * 22 + 3 * 23.1) / 7 / 11 - 1))
     # group 4: T_1-c = 10; k=2 25 x4 | 26 x3 (one exit code 1)
     assert row(t, 4, 2)["degradation_pct"] == pytest.approx(100 * ((4 * 25 + 3 * 26) / 7 / 10 - 1))
     # at k=1 eq. (1) gives exactly 0

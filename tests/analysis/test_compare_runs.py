@@ -61,21 +61,28 @@ def test_verdicts_known_answers(campaign):
     assert result["settings"]["holm_family"] == 15
     assert slow["runtime_s"]["p"] == pytest.approx(2 / 924)
     excluded = {(e["run"], e["reason"]) for e in result["excluded"]}
-    assert excluded == {("runs/linux_w0", "warm-up run"),
-                        ("runs/slow_unverified", "variant not verified in effect at the end"),
-                        ("runs/fast_failed", "status jobs_failed")}
+    assert excluded == {
+        ("runs/linux_w0", "warm-up run"),
+        ("runs/slow_unverified", "variant not verified in effect at the end"),
+        ("runs/fast_failed", "status jobs_failed"),
+    }
     assert "## Excluded runs" in md and "runs/slow_unverified" in md
 
 
 def test_sets_by_any_key_and_paired(campaign):
     result, _, _ = compare_runs.run(
-        [campaign], sets=["base:build=b1", "other:host=other-host labels.k=2"], metric_names=["runtime_s"],
-        pair_by="block", resamples=2000)
+        [campaign],
+        sets=["base:build=b1", "other:host=other-host labels.k=2"],
+        metric_names=["runtime_s"],
+        pair_by="block",
+        resamples=2000,
+    )
     row = result["rows"][0]
     assert (row["baseline"], row["set"], row["paired"]) == ("base", "other", True)
     assert row["ratio"] == pytest.approx(0.8) and row["ci95_low"] == pytest.approx(0.8)  # exact pairs
-    result, _, _ = compare_runs.run([campaign], sets=["variant=linux", "variant=slow,fast"], metric_names=["makespan_s"],
-                                    resamples=500)
+    result, _, _ = compare_runs.run(
+        [campaign], sets=["variant=linux", "variant=slow,fast"], metric_names=["makespan_s"], resamples=500
+    )
     assert result["sets"][1]["runs"] == 12
 
 
@@ -88,21 +95,65 @@ def test_welch_option(campaign):
 
 def test_cli_gate_outputs_and_exit_codes(campaign, tmp_path, repo_root):
     out = tmp_path / "cmp"
-    res = corun("compare", str(campaign), "--set", "variant=linux", "--set", "variant=slow",
-                "--fail-if-worse", "5%", "--out", str(out), "--resamples", "500", cwd=repo_root)
+    res = corun(
+        "compare",
+        str(campaign),
+        "--set",
+        "variant=linux",
+        "--set",
+        "variant=slow",
+        "--fail-if-worse",
+        "5%",
+        "--out",
+        str(out),
+        "--resamples",
+        "500",
+        cwd=repo_root,
+    )
     assert res.returncode == 1, res.stderr
     assert "Gate FAILED" in res.stdout
-    for name in ("comparison.md", "comparison.html", "comparison.json", "comparison.csv", "runs.csv",
-                 "figures/ratios.png", "figures/values.png"):
+    for name in (
+        "comparison.md",
+        "comparison.html",
+        "comparison.json",
+        "comparison.csv",
+        "runs.csv",
+        "figures/ratios.png",
+        "figures/values.png",
+    ):
         assert (out / name).is_file(), name
     assert (out / "figures/ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (out / "comparison.html").read_text()
     assert "data:image/png;base64," in page and "<script" not in page and "src='http" not in page
-    res = corun("compare", str(campaign), "--set", "variant=linux", "--set", "variant=slow",
-                "--fail-if-worse", "30%", "--resamples", "500", "--no-plots", cwd=repo_root)
+    res = corun(
+        "compare",
+        str(campaign),
+        "--set",
+        "variant=linux",
+        "--set",
+        "variant=slow",
+        "--fail-if-worse",
+        "30%",
+        "--resamples",
+        "500",
+        "--no-plots",
+        cwd=repo_root,
+    )
     assert res.returncode == 0, res.stderr  # worse by 25% < 30%
-    res = corun("compare", str(campaign), "--set", "variant=linux", "--set", "variant=same",
-                "--fail-if-worse", "1%", "--resamples", "500", "--no-plots", cwd=repo_root)
+    res = corun(
+        "compare",
+        str(campaign),
+        "--set",
+        "variant=linux",
+        "--set",
+        "variant=same",
+        "--fail-if-worse",
+        "1%",
+        "--resamples",
+        "500",
+        "--no-plots",
+        cwd=repo_root,
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -142,6 +193,7 @@ def test_index_build_incremental_and_select(campaign, tmp_path):
     os.utime(meta, ns=(1, 1))
     write_run(campaign / "runs" / "linux_r6", "linux", [10.0, 10.0], labels={"rep": 6})
     import shutil
+
     shutil.rmtree(campaign / "runs" / "fast_failed")
     counts = runindex.build_index([campaign], db)
     assert (counts["added"], counts["updated"], counts["removed"], counts["total"]) == (1, 1, 1, 27)

@@ -65,9 +65,15 @@ def test_bootstrap_matches_scipy_percentile_interval():
     rng = np.random.default_rng(1)
     base, head = rng.normal(10, 1, 30), rng.normal(12, 1, 30)
     _, lo, hi = stats.bootstrap_ratio(base, head, n_resamples=20000, seed=1)
-    ref = sst.bootstrap((head, base), lambda h, b, axis=-1: h.mean(axis=axis) / b.mean(axis=axis),
-                        method="percentile", n_resamples=20000, rng=np.random.default_rng(2),
-                        paired=False, vectorized=True).confidence_interval
+    ref = sst.bootstrap(
+        (head, base),
+        lambda h, b, axis=-1: h.mean(axis=axis) / b.mean(axis=axis),
+        method="percentile",
+        n_resamples=20000,
+        rng=np.random.default_rng(2),
+        paired=False,
+        vectorized=True,
+    ).confidence_interval
     assert lo == pytest.approx(ref.low, abs=0.01) and hi == pytest.approx(ref.high, abs=0.01)
 
 

@@ -18,8 +18,13 @@ from analysis.synthetic import write_run
 from corun.results import archive
 
 PY = sys.executable
-SECRETS = ["hunter2-become", "tok-4f9a8b7c6d5e", "s3cr3t-env-value", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-           "pw-in-spec-arg"]
+SECRETS = [
+    "hunter2-become",
+    "tok-4f9a8b7c6d5e",
+    "s3cr3t-env-value",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "pw-in-spec-arg",
+]
 KEY_TEXT = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
 
 
@@ -31,14 +36,21 @@ def corun(*args, cwd=None, env=None):
 def campaign(tmp_path) -> Path:
     camp = tmp_path / "camp"
     for i, b in enumerate([10.0, 10.3, 9.7, 10.1]):
-        write_run(camp / "runs" / f"linux_r{i}", "linux", [b, b * 1.1], labels={"rep": i, "warmup": False},
-                  build_id="aa11")
-        write_run(camp / "runs" / f"bfq_r{i}", "elevator_bfq", [b * 1.3, b * 1.4], labels={"rep": i, "warmup": False},
-                  build_id="bb22", extra_meta={"environment": {"ZENODO_TOKEN": SECRETS[1], "HOME": "/root",
-                                                               "MY_SECRET": SECRETS[2]}})
+        write_run(
+            camp / "runs" / f"linux_r{i}", "linux", [b, b * 1.1], labels={"rep": i, "warmup": False}, build_id="aa11"
+        )
+        write_run(
+            camp / "runs" / f"bfq_r{i}",
+            "elevator_bfq",
+            [b * 1.3, b * 1.4],
+            labels={"rep": i, "warmup": False},
+            build_id="bb22",
+            extra_meta={"environment": {"ZENODO_TOKEN": SECRETS[1], "HOME": "/root", "MY_SECRET": SECRETS[2]}},
+        )
     (camp / "inventory").mkdir()
     (camp / "inventory" / "hosts.ini").write_text(
-        f"[testbed]\nnode1 ansible_host=10.0.0.1 ansible_become_pass={SECRETS[0]}\n")
+        f"[testbed]\nnode1 ansible_host=10.0.0.1 ansible_become_pass={SECRETS[0]}\n"
+    )
     (camp / "config.yaml").write_text(f"profile: local\napi_token: '{SECRETS[1]}'\nnote: {SECRETS[3]}\n")
     spec = {"name": "x", "jobs": [{"cmd": ["tool", "--password", SECRETS[4]]}]}
     (camp / "runs" / "linux_r0" / "spec.json").write_text(json.dumps(spec))
@@ -60,9 +72,18 @@ def test_archive_contents_and_ro_crate(campaign, tmp_path):
     assert res["runs"] == 8
     files = members(out)
     assert all(n.startswith("camp-v1/") for n in files)
-    for n in ("ro-crate-metadata.json", "SHA256SUMS", "provenance/archive.json", "provenance/runs.json",
-              "runs/linux_r0/metadata.json", "runs/linux_r0/jobs.csv", "runs/linux_r0/tidy/psi.csv",
-              "runs/linux_r0/monitors/psi.csv", "report.html", "figures/f.png"):
+    for n in (
+        "ro-crate-metadata.json",
+        "SHA256SUMS",
+        "provenance/archive.json",
+        "provenance/runs.json",
+        "runs/linux_r0/metadata.json",
+        "runs/linux_r0/jobs.csv",
+        "runs/linux_r0/tidy/psi.csv",
+        "runs/linux_r0/monitors/psi.csv",
+        "report.html",
+        "figures/f.png",
+    ):
         assert f"camp-v1/{n}" in files, n
     assert not any(".incomplete" in n for n in files)
     crate = json.loads(files["camp-v1/ro-crate-metadata.json"])
@@ -104,8 +125,8 @@ def test_secrets_never_archived(campaign, tmp_path):
         for s in SECRETS:
             assert s.encode() not in blob, s
         assert b"PRIVATE KEY" not in blob
-        assert b"ansible_become_pass=REDACTED" in blob and b"\"ZENODO_TOKEN\": \"REDACTED\"" in blob
-        assert b"10.0.0.1" in blob and b"\"HOME\": \"/root\"" in blob  # only secrets go
+        assert b"ansible_become_pass=REDACTED" in blob and b'"ZENODO_TOKEN": "REDACTED"' in blob
+        assert b"10.0.0.1" in blob and b'"HOME": "/root"' in blob  # only secrets go
         assert corun("verify", str(out)).returncode == 0
     assert SECRETS[0] in (campaign / "inventory" / "hosts.ini").read_text()  # source untouched
 
@@ -121,16 +142,34 @@ def _retar(src: Path, dst: Path, change) -> None:
             tar.addfile(ti, io.BytesIO(data))
 
 
-@pytest.mark.parametrize("kind, change, needle", [
-    ("altered", lambda f: {**f, "c/runs/linux_r1/jobs.csv": f["c/runs/linux_r1/jobs.csv"] + b"x"},
-     "altered: runs/linux_r1/jobs.csv"),
-    ("missing", lambda f: {k: v for k, v in f.items() if k != "c/runs/bfq_r2/metadata.json"},
-     "missing: runs/bfq_r2/metadata.json"),
-    ("extra", lambda f: {**f, "c/runs/bfq_r2/new.csv": b"a,b\n"}, "extra: runs/bfq_r2/new.csv"),
-    ("sums edited", lambda f: {**f, "c/report.html": b"forged\n", "c/SHA256SUMS": f["c/SHA256SUMS"].replace(
-        hashlib.sha256(f["c/report.html"]).hexdigest().encode(), hashlib.sha256(b"forged\n").hexdigest().encode())},
-     "altered: report.html (differs from its sha256 in ro-crate-metadata.json)"),
-])
+@pytest.mark.parametrize(
+    "kind, change, needle",
+    [
+        (
+            "altered",
+            lambda f: {**f, "c/runs/linux_r1/jobs.csv": f["c/runs/linux_r1/jobs.csv"] + b"x"},
+            "altered: runs/linux_r1/jobs.csv",
+        ),
+        (
+            "missing",
+            lambda f: {k: v for k, v in f.items() if k != "c/runs/bfq_r2/metadata.json"},
+            "missing: runs/bfq_r2/metadata.json",
+        ),
+        ("extra", lambda f: {**f, "c/runs/bfq_r2/new.csv": b"a,b\n"}, "extra: runs/bfq_r2/new.csv"),
+        (
+            "sums edited",
+            lambda f: {
+                **f,
+                "c/report.html": b"forged\n",
+                "c/SHA256SUMS": f["c/SHA256SUMS"].replace(
+                    hashlib.sha256(f["c/report.html"]).hexdigest().encode(),
+                    hashlib.sha256(b"forged\n").hexdigest().encode(),
+                ),
+            },
+            "altered: report.html (differs from its sha256 in ro-crate-metadata.json)",
+        ),
+    ],
+)
 def test_verify_detects_tampering(campaign, tmp_path, kind, change, needle):
     good = tmp_path / "c.tar.gz"
     archive.archive(campaign, good)
@@ -168,6 +207,7 @@ def test_round_trip_reanalysis_identical(campaign, tmp_path):
     for name in ("comparison.csv", "runs.csv", "comparison.md"):
         assert (a / name).read_text() == (b / name).read_text(), name
     from analysis.collect import collect
+
     ja, ra = collect(sorted((campaign / "runs").glob("*_r[0-9]")))
     jb, rb = collect(sorted((elsewhere / "camp" / "runs").glob("*_r[0-9]")))
     assert ja.equals(jb)
@@ -177,6 +217,7 @@ def test_round_trip_reanalysis_identical(campaign, tmp_path):
 
 class Zenodo(http.server.BaseHTTPRequestHandler):
     """The deposition calls corun uses: create, bucket upload, metadata, publish."""
+
     calls: list = []
     store: dict = {}
 
@@ -207,8 +248,7 @@ class Zenodo(http.server.BaseHTTPRequestHandler):
         base = f"http://{self.headers['Host']}"
         self.calls.append(("POST", self.path))
         if self.path == "/api/deposit/depositions":
-            self._reply(201, {"id": 7, "links": {"bucket": f"{base}/api/files/bucket-7",
-                                                 "html": f"{base}/deposit/7"}})
+            self._reply(201, {"id": 7, "links": {"bucket": f"{base}/api/files/bucket-7", "html": f"{base}/deposit/7"}})
         elif self.path == "/api/deposit/depositions/7/actions/publish":
             self._reply(202, {"id": 7, "doi": "10.5072/zenodo.7", "links": {"html": f"{base}/records/7"}})
         else:
@@ -269,8 +309,13 @@ def test_publish_errors(campaign, tmp_path, zenodo):
     assert res.returncode == 2 and "ZENODO_TOKEN" in res.stderr
     res = corun("publish", str(out), "--base-url", zenodo, env={"ZENODO_TOKEN": "wrong", "PATH": "/usr/bin:/bin"})
     assert res.returncode == 1 and "HTTP 401" in res.stderr and "wrong" not in res.stderr
-    res = corun("publish", str(tmp_path / "c2.tar.gz"), "--base-url", zenodo,
-                env={"ZENODO_TOKEN": "test-token", "PATH": "/usr/bin:/bin"})
+    res = corun(
+        "publish",
+        str(tmp_path / "c2.tar.gz"),
+        "--base-url",
+        zenodo,
+        env={"ZENODO_TOKEN": "test-token", "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode == 2
     out2 = tmp_path / "n.tar.gz"
     archive.archive(campaign, out2)
@@ -295,8 +340,7 @@ def test_paper_analysis_of_an_extracted_archive_is_identical(tmp_path, monkeypat
     (exp / "runs.csv").write_text(text)
 
     def analyse(folder, out):
-        code = cs.main(["--jobs", str(folder / "jobs.csv"), "--runs", str(folder / "runs.csv"),
-                        "--out-dir", str(out)])
+        code = cs.main(["--jobs", str(folder / "jobs.csv"), "--runs", str(folder / "runs.csv"), "--out-dir", str(out)])
         assert code == 0
         return {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
 

@@ -11,16 +11,19 @@ bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--workload", "w07"], "--workload: 'w07' (expected a D-TYPE explicit-I/O workload"),
-    (["--reps", "1"], "--reps: 1 (expected an integer >= 2"),
-    (["--throttle-mbps", "0"], "--throttle-mbps: 0.0 (expected a number > 0)"),
-    (["--io-bound-mbps", "nan"], "--io-bound-mbps: nan"),
-    (["--variant", "linux"], "--variant: 'linux' (expected a variant other than the baseline"),
-    (["--results", "/tmp/x"], "--results: '/tmp/x' (expected a folder relative to the repository"),
-    (["--timeslice-s", "100"], "dynamic_io.timeslice_s: 100.0 (expected a number <= 60)"),
-    (["--scale", "2"], "dynamic_io.scale: 2.0 (expected a number <= 1)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--workload", "w07"], "--workload: 'w07' (expected a D-TYPE explicit-I/O workload"),
+        (["--reps", "1"], "--reps: 1 (expected an integer >= 2"),
+        (["--throttle-mbps", "0"], "--throttle-mbps: 0.0 (expected a number > 0)"),
+        (["--io-bound-mbps", "nan"], "--io-bound-mbps: nan"),
+        (["--variant", "linux"], "--variant: 'linux' (expected a variant other than the baseline"),
+        (["--results", "/tmp/x"], "--results: '/tmp/x' (expected a folder relative to the repository"),
+        (["--timeslice-s", "100"], "dynamic_io.timeslice_s: 100.0 (expected a number <= 60)"),
+        (["--scale", "2"], "dynamic_io.scale: 2.0 (expected a number <= 1)"),
+    ],
+)
 def test_bad_options_are_one_line_and_run_nothing(args, message, capsys):
     assert bench.main([*args, "--dry-run"]) == 2
     err = capsys.readouterr().err

@@ -31,12 +31,21 @@ def test_order_blocks_warmups_and_seed():
     drawn = campaign.order(["a", "b"], 1)
     assert isinstance(drawn[0]["seed"], int)  # drawn and recorded
     labels = campaign.labels(plan[0], "camp")
-    assert labels == {"campaign": "camp", "campaign_seed": 42, "order": 0, "block": 0, "rep": 0,
-                      "warmup": True, "variant": plan[0]["variant"]}
+    assert labels == {
+        "campaign": "camp",
+        "campaign_seed": 42,
+        "order": 0,
+        "block": 0,
+        "rep": 0,
+        "warmup": True,
+        "variant": plan[0]["variant"],
+    }
 
 
-@pytest.mark.parametrize("args, key", [((["a", "a"], 2), "variants"), ((["a"], 0), "reps"),
-                                       (([], 2), "variants"), ((["a"], 2, 1, -1), "warmup")])
+@pytest.mark.parametrize(
+    "args, key",
+    [((["a", "a"], 2), "variants"), ((["a"], 0), "reps"), (([], 2), "variants"), ((["a"], 2, 1, -1), "warmup")],
+)
 def test_order_bad_input(args, key):
     with pytest.raises(ConfigError, match=key):
         campaign.order(*args)
@@ -62,6 +71,7 @@ def fake_runner(noise):
         v = spec["scheduler"]["name"]
         rt = 10.0 + (noise[len(calls) % len(noise)] if v == "b" else 0.01 * (len(calls) % 3))
         write_run(out, v, [rt, rt], labels=spec["labels"])
+
     return run, calls
 
 
@@ -69,14 +79,14 @@ def test_run_campaign_fixed_and_resumed(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({"name": "t", "jobs": [{"name": "a", "cmd": ["true"]}], "device": {"path": "."}}))
     run, calls = fake_runner([0.0])
-    state = campaign.run_campaign(spec, ["a", "b"], tmp_path / "camp", reps=2, warmup=1, seed=5, runner=run,
-                                  log=lambda s: None)
+    state = campaign.run_campaign(
+        spec, ["a", "b"], tmp_path / "camp", reps=2, warmup=1, seed=5, runner=run, log=lambda s: None
+    )
     assert len(calls) == 6 and state["seed"] == 5
     assert [c["labels"]["warmup"] for c in calls[:2]] == [True, True]
     assert all(c["labels"]["campaign"] == "camp" and c["labels"]["campaign_seed"] == 5 for c in calls)
     assert json.loads((tmp_path / "camp" / "campaign.json").read_text())["variants"] == ["a", "b"]
-    again = campaign.run_campaign(spec, ["a", "b"], tmp_path / "camp", reps=2, warmup=1, runner=run,
-                                  log=lambda s: None)
+    again = campaign.run_campaign(spec, ["a", "b"], tmp_path / "camp", reps=2, warmup=1, runner=run, log=lambda s: None)
     assert len(calls) == 6 and again["seed"] == 5  # finished runs are not run again
     with pytest.raises(ConfigError, match="seed"):
         campaign.run_campaign(spec, ["a", "b"], tmp_path / "camp", reps=2, seed=6, runner=run)
@@ -86,25 +96,70 @@ def test_run_campaign_adaptive_stops_at_target_or_cap(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({"name": "t", "jobs": [{"name": "a", "cmd": ["true"]}], "device": {"path": "."}}))
     run, calls = fake_runner([3.0, -3.0, 2.5, -2.0])
-    state = campaign.run_campaign(spec, ["a", "b"], tmp_path / "camp", reps=3, warmup=1, seed=1, target=0.02,
-                                  max_reps=6, runner=run, log=lambda s: None, decide=decider("runtime_s"))
+    state = campaign.run_campaign(
+        spec,
+        ["a", "b"],
+        tmp_path / "camp",
+        reps=3,
+        warmup=1,
+        seed=1,
+        target=0.02,
+        max_reps=6,
+        runner=run,
+        log=lambda s: None,
+        decide=decider("runtime_s"),
+    )
     measured_b = [c for c in calls if c["scheduler"]["name"] == "b" and not c["labels"]["warmup"]]
     assert len(measured_b) == 6  # noisy: the cap
     assert state["decision"]["decision"] == "stop" and "cap" in state["decision"]["variants"]["b"]["reason"]
     assert "target" in state["decision"]["variants"]["a"]["reason"]
-    res = subprocess.run([PY, "-m", "corun", "campaign", "decide", str(tmp_path / "camp"), "--by", "variant",
-                          "--target", "2%", "--max-reps", "20", "--quiet"], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            PY,
+            "-m",
+            "corun",
+            "campaign",
+            "decide",
+            str(tmp_path / "camp"),
+            "--by",
+            "variant",
+            "--target",
+            "2%",
+            "--max-reps",
+            "20",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0 and res.stdout.strip() == "more", res.stderr
 
 
 def test_cli_order(tmp_path):
-    res = subprocess.run([PY, "-m", "corun", "campaign", "order", "--variants", "linux,dynamic_io", "--reps", "2",
-                          "--seed", "3", "--lines"], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            PY,
+            "-m",
+            "corun",
+            "campaign",
+            "order",
+            "--variants",
+            "linux,dynamic_io",
+            "--reps",
+            "2",
+            "--seed",
+            "3",
+            "--lines",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert len(lines) == 6 and lines[0]["warmup"] and lines[0]["seed"] == 3
-    res = subprocess.run([PY, "-m", "corun", "campaign", "order", "--variants", "linux", "--reps", "0"],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [PY, "-m", "corun", "campaign", "order", "--variants", "linux", "--reps", "0"], capture_output=True, text=True
+    )
     assert res.returncode == 2 and "reps: 0 (expected an integer >= 1)" in res.stderr
 
 
@@ -113,5 +168,7 @@ def test_template_params_go_to_the_variants_that_declare_them():
     assert campaign.scheduler_for(template, "linux") == {"name": "linux"}
     assert campaign.scheduler_for(template, "dynamic_io") == {"name": "dynamic_io", "params": {"timeslice_s": 0.2}}
     assert campaign.scheduler_for(template, "dynamic_io_fair") == {
-        "name": "dynamic_io_fair", "params": {"timeslice_s": 0.2, "max_suspend_s": 2}}
+        "name": "dynamic_io_fair",
+        "params": {"timeslice_s": 0.2, "max_suspend_s": 2},
+    }
     assert campaign.scheduler_for({}, "anything") == {"name": "anything"}

@@ -18,14 +18,29 @@ def spec(**kw):
 CASES = [
     ("missing file", None, 2, "an existing file"),
     ("bad key", spec(jobz=[]), 2, "jobz: 'unknown key'"),
-    ("cores > CMP", spec(jobs=[{"name": "a", "cmd": ["true"], "cores": 64}]), 2, "jobs[0].cores: 64 (expected an integer <="),
+    (
+        "cores > CMP",
+        spec(jobs=[{"name": "a", "cmd": ["true"], "cores": 64}]),
+        2,
+        "jobs[0].cores: 64 (expected an integer <=",
+    ),
     ("use_cmps out of range", spec(placement={"use_cmps": [99]}), 2, "placement.use_cmps[0]: 99"),
-    ("unknown program", spec(jobs=[{"name": "a", "cmd": ["no-such-program-x"]}]), 2, "jobs[0].cmd[0]: 'no-such-program-x' (expected a program on PATH)"),
+    (
+        "unknown program",
+        spec(jobs=[{"name": "a", "cmd": ["no-such-program-x"]}]),
+        2,
+        "jobs[0].cmd[0]: 'no-such-program-x' (expected a program on PATH)",
+    ),
     ("unbuilt kernel", spec(jobs=[{"name": "a", "cmd": ["./kernels/build/nope"]}]), 2, "expected an executable file"),
     ("unknown scheduler", spec(scheduler={"name": "cfs2"}), 2, "scheduler.name: 'cfs2' (expected one of"),
     ("bad scheduler param", spec(scheduler={"name": "linux", "params": {"x": 1}}), 2, "scheduler.params.x"),
     ("device on tmpfs", spec(device={"path": "/dev/shm"}), 2, "device.path: '/dev/shm'"),
-    ("bad pin", spec(jobs=[{"name": "a", "cmd": ["true"], "cmp": 1}], placement={"use_cmps": [0]}), 2, "jobs[0].cmp: 1"),
+    (
+        "bad pin",
+        spec(jobs=[{"name": "a", "cmd": ["true"], "cmp": 1}], placement={"use_cmps": [0]}),
+        2,
+        "jobs[0].cmp: 1",
+    ),
 ]
 
 
@@ -35,8 +50,9 @@ def test_bad_specs(tmp_path, repo_root, label, doc, code, needle):
     if doc is not None:
         path.write_text(yaml.safe_dump(doc))
     out = tmp_path / "out"
-    res = subprocess.run([PY, "-m", "corun", "run", str(path), "--out", str(out)],
-                         capture_output=True, text=True, cwd=repo_root)
+    res = subprocess.run(
+        [PY, "-m", "corun", "run", str(path), "--out", str(out)], capture_output=True, text=True, cwd=repo_root
+    )
     assert res.returncode == code, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("corun: "), res.stderr

@@ -15,17 +15,20 @@ def spec_with(**kw):
     return s
 
 
-@pytest.mark.parametrize("doc, key, expected", [
-    (spec_with(jobs=[{"name": "a", "cmd": ["true"], "cores": 0}]), "jobs[0].cores", "an integer >= 1"),
-    (spec_with(jobs=[{"name": "a", "cmd": ["true"], "cores": "two"}]), "jobs[0].cores", "an integer"),
-    (spec_with(jobs=[{"name": "a", "cmd": ["true"], "core": 1}]), "jobs[0].core", "one of"),
-    (spec_with(jobs=[{"name": "a"}]), "jobs[0].cmd", "required"),
-    (spec_with(jobs=[]), "jobs", "at least 1"),
-    (spec_with(placement={"policy": "random"}), "placement.policy", "one of pack, spread"),
-    (spec_with(device={"throttle": {"read_bps": -5}}), "device.throttle.read_bps", ">= 1"),
-    (spec_with(name="bad name!"), "name", "letters, digits"),
-    (spec_with(monitors={"enabled": ["iostat", "top"]}), "monitors.enabled[1]", "one of iostat"),
-])
+@pytest.mark.parametrize(
+    "doc, key, expected",
+    [
+        (spec_with(jobs=[{"name": "a", "cmd": ["true"], "cores": 0}]), "jobs[0].cores", "an integer >= 1"),
+        (spec_with(jobs=[{"name": "a", "cmd": ["true"], "cores": "two"}]), "jobs[0].cores", "an integer"),
+        (spec_with(jobs=[{"name": "a", "cmd": ["true"], "core": 1}]), "jobs[0].core", "one of"),
+        (spec_with(jobs=[{"name": "a"}]), "jobs[0].cmd", "required"),
+        (spec_with(jobs=[]), "jobs", "at least 1"),
+        (spec_with(placement={"policy": "random"}), "placement.policy", "one of pack, spread"),
+        (spec_with(device={"throttle": {"read_bps": -5}}), "device.throttle.read_bps", ">= 1"),
+        (spec_with(name="bad name!"), "name", "letters, digits"),
+        (spec_with(monitors={"enabled": ["iostat", "top"]}), "monitors.enabled[1]", "one of iostat"),
+    ],
+)
 def test_spec_errors_are_one_line(doc, key, expected):
     with pytest.raises(ConfigError) as ei:
         config.validate(doc, "run_spec", "spec.yaml")
@@ -58,14 +61,17 @@ def test_missing_file(tmp_path):
         config.load(tmp_path / "nope.yaml", "run_spec")
 
 
-@pytest.mark.parametrize("cfg, key, expected", [
-    ({"sensitivity_ranking": {"reps": 0}}, "sensitivity_ranking.reps", "an integer >= 1"),
-    ({"sensitivity_ranking": {"demands_mb_s": [1]}}, "sensitivity_ranking.demands_mb_s", "at least 2"),
-    ({"sensitivity_ranking": {"block_size": 1000}}, "sensitivity_ranking.block_size", "multiple of 4096"),
-    ({"sensitivity_ranking": {"cache_mode": "mmap"}}, "sensitivity_ranking.cache_mode", "one of direct, evict"),
-    ({"cmp": {"cores_per_cmp": 0}}, "cmp.cores_per_cmp", "an integer >= 1"),
-    ({"experiment": ["x"]}, "experiment", "one of"),
-])
+@pytest.mark.parametrize(
+    "cfg, key, expected",
+    [
+        ({"sensitivity_ranking": {"reps": 0}}, "sensitivity_ranking.reps", "an integer >= 1"),
+        ({"sensitivity_ranking": {"demands_mb_s": [1]}}, "sensitivity_ranking.demands_mb_s", "at least 2"),
+        ({"sensitivity_ranking": {"block_size": 1000}}, "sensitivity_ranking.block_size", "multiple of 4096"),
+        ({"sensitivity_ranking": {"cache_mode": "mmap"}}, "sensitivity_ranking.cache_mode", "one of direct, evict"),
+        ({"cmp": {"cores_per_cmp": 0}}, "cmp.cores_per_cmp", "an integer >= 1"),
+        ({"experiment": ["x"]}, "experiment", "one of"),
+    ],
+)
 def test_workflow_config_errors(cfg, key, expected):
     with pytest.raises(ConfigError) as ei:
         validate_config(cfg, "workflows/config/x.yaml")
@@ -75,6 +81,7 @@ def test_workflow_config_errors(cfg, key, expected):
 
 def test_shipped_configs_are_valid(repo_root):
     from corun.experiments.workflow_config import load_workflow_config
+
     for p in sorted((repo_root / "workflows" / "config").glob("*.yaml")):
         cfg = load_workflow_config(p)
         assert cfg["experiments"]

@@ -11,12 +11,24 @@ from corun.machine import doctor
 PY = sys.executable
 
 CASES = [
-    ("unknown inventory host", ["nosuch", "--inventory", "inventory/local"], 2,
-     "corun: inventory/local: host: 'nosuch' (expected one of localhost)"),
-    ("missing inventory", ["--inventory", "inventory/nope"], 2,
-     "inventory: 'inventory/nope' (expected an existing Ansible inventory file or folder)"),
-    ("empty group", ["--inventory", "inventory/local", "--group", "nogroup"], 2,
-     "group: 'nogroup' (expected a group with hosts in inventory/local"),
+    (
+        "unknown inventory host",
+        ["nosuch", "--inventory", "inventory/local"],
+        2,
+        "corun: inventory/local: host: 'nosuch' (expected one of localhost)",
+    ),
+    (
+        "missing inventory",
+        ["--inventory", "inventory/nope"],
+        2,
+        "inventory: 'inventory/nope' (expected an existing Ansible inventory file or folder)",
+    ),
+    (
+        "empty group",
+        ["--inventory", "inventory/local", "--group", "nogroup"],
+        2,
+        "group: 'nogroup' (expected a group with hosts in inventory/local",
+    ),
     ("bad host name", ["bad name!"], 2, "hosts[0]: 'bad name!' (expected localhost or an ssh destination"),
     ("negative free space", ["--min-free-gib", "-1"], 2, "--min-free-gib: -1.0 (expected a number of GiB >= 0)"),
     ("no such data dir", ["--data-dir", "no/such/dir"], 1, "not ready: localhost (device under test)"),
@@ -27,8 +39,9 @@ CASES = [
 
 @pytest.mark.parametrize(("label", "args", "code", "needle"), CASES, ids=[c[0] for c in CASES])
 def test_doctor_cli_table(repo_root, label, args, code, needle):
-    res = subprocess.run([PY, "-m", "corun", "doctor", *args], capture_output=True, text=True, cwd=repo_root,
-                         timeout=120)
+    res = subprocess.run(
+        [PY, "-m", "corun", "doctor", *args], capture_output=True, text=True, cwd=repo_root, timeout=120
+    )
     lines = res.stderr.strip().splitlines()
     assert res.returncode == code, res.stderr
     assert len(lines) == 1 and lines[0].startswith("corun: "), res.stderr
@@ -36,16 +49,32 @@ def test_doctor_cli_table(repo_root, label, args, code, needle):
 
 
 def test_doctor_json_shape(repo_root):
-    res = subprocess.run([PY, "-m", "corun", "doctor", "--json", "localhost"], capture_output=True, text=True,
-                         cwd=repo_root, timeout=120)
+    res = subprocess.run(
+        [PY, "-m", "corun", "doctor", "--json", "localhost"], capture_output=True, text=True, cwd=repo_root, timeout=120
+    )
     report = json.loads(res.stdout)
     assert set(report) == {"ready", "quiet", "hosts"}
     (host,) = report["hosts"]
     assert set(host) == {"host", "ready", "quiet", "findings"} and host["host"] == "localhost"
     checks = [f["check"] for f in host["findings"]]
-    for check in ("tool iostat", "tool perf", "tool fio", "tool x264", "tool mpirun", "corun kernels",
-                  "scheduler builds", "governor", "turbo", "thp", "swap", "load", "irqbalance",
-                  "perf_event_paranoid", "elevator", "free disk"):
+    for check in (
+        "tool iostat",
+        "tool perf",
+        "tool fio",
+        "tool x264",
+        "tool mpirun",
+        "corun kernels",
+        "scheduler builds",
+        "governor",
+        "turbo",
+        "thp",
+        "swap",
+        "load",
+        "irqbalance",
+        "perf_event_paranoid",
+        "elevator",
+        "free disk",
+    ):
         assert check in checks
     for f in host["findings"]:
         assert set(f) == {"check", "status", "value", "advice"}
@@ -55,16 +84,28 @@ def test_doctor_json_shape(repo_root):
 
 
 def test_unreachable_host_is_not_ready(repo_root):
-    res = subprocess.run([PY, "-m", "corun", "doctor", "--json", "nobody@127.0.0.1"], capture_output=True,
-                         text=True, cwd=repo_root, timeout=120)
+    res = subprocess.run(
+        [PY, "-m", "corun", "doctor", "--json", "nobody@127.0.0.1"],
+        capture_output=True,
+        text=True,
+        cwd=repo_root,
+        timeout=120,
+    )
     report = json.loads(res.stdout)
     assert res.returncode == 1 and not report["ready"]
     assert report["hosts"][0]["findings"][0]["check"] == "ssh"
     assert "not ready: 127.0.0.1 (ssh)" in res.stderr
 
 
-NOISY = {"governor": {"cpu0": "powersave"}, "turbo": "on", "thp": "[always] madvise never", "swap_active": True,
-         "loadavg": [2.5, 1, 1], "irqbalance": "running", "perf_event_paranoid": "2"}
+NOISY = {
+    "governor": {"cpu0": "powersave"},
+    "turbo": "on",
+    "thp": "[always] madvise never",
+    "swap_active": True,
+    "loadavg": [2.5, 1, 1],
+    "irqbalance": "running",
+    "perf_event_paranoid": "2",
+}
 
 
 def test_noisy_host_state_gives_warnings_with_advice():
@@ -84,6 +125,7 @@ def test_missing_tools_and_strict_mode(monkeypatch, capsys):
 
 def test_run_metadata_carries_the_doctor_findings():
     from corun.results import metadata
+
     meta = metadata.collect()
     assert meta["doctor"]["host"] == meta["host"]["hostname"]
     assert {"ready", "quiet", "findings"} <= set(meta["doctor"])

@@ -56,8 +56,10 @@ def test_implicit_io_spec_caps_memory_and_adds_the_memory_monitor(kernels_built,
 
 
 def test_cmp_stacking_labels_say_what_stood_in(kernels_built, tmp_path):
-    c = cfg(workloads={"graph_s22_e16": {"kind": "graph", "scale": 12, "edgefactor": 16}},
-            cmp_stacking={"workloads": ["graph_s22_e16"], "k_values": [1]})
+    c = cfg(
+        workloads={"graph_s22_e16": {"kind": "graph", "scale": 12, "edgefactor": 16}},
+        cmp_stacking={"workloads": ["graph_s22_e16"], "k_values": [1]},
+    )
     spec = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)
     labels = spec["jobs"][0]["labels"]
     assert labels["stands_in_for"] == "Graph500 graph -s 12 -e 16"
@@ -66,17 +68,22 @@ def test_cmp_stacking_labels_say_what_stood_in(kernels_built, tmp_path):
 
 def test_unknown_workload_is_a_config_error():
     c = cfg(cmp_stacking={"workloads": ["x264_tiny"]})
-    with pytest.raises(ConfigError, match="cmp_stacking.workloads: 'x264_tiny' .expected a name defined under workloads"):
+    with pytest.raises(
+        ConfigError, match="cmp_stacking.workloads: 'x264_tiny' .expected a name defined under workloads"
+    ):
         st.groups(c, "cmp_stacking")
 
 
-@pytest.mark.parametrize("doc, key, expected", [
-    ({"implicit_io": {"criterion": "psi>=x"}}, "implicit_io.criterion", "metric>=threshold"),
-    ({"workloads": {"w": {"kind": "graph", "scale": 40, "edgefactor": 16}}}, "workloads.w.scale", "<= 30"),
-    ({"workloads": {"w": {"kind": "x264", "input": "simlarge"}}}, "workloads.w.frames", "required"),
-    ({"llc_miss": {"nops": [-1]}}, "llc_miss.nops[0]", ">= 0"),
-    ({"plan_for": "8by8"}, "plan_for", "NxC"),
-])
+@pytest.mark.parametrize(
+    "doc, key, expected",
+    [
+        ({"implicit_io": {"criterion": "psi>=x"}}, "implicit_io.criterion", "metric>=threshold"),
+        ({"workloads": {"w": {"kind": "graph", "scale": 40, "edgefactor": 16}}}, "workloads.w.scale", "<= 30"),
+        ({"workloads": {"w": {"kind": "x264", "input": "simlarge"}}}, "workloads.w.frames", "required"),
+        ({"llc_miss": {"nops": [-1]}}, "llc_miss.nops[0]", ">= 0"),
+        ({"plan_for": "8by8"}, "plan_for", "NxC"),
+    ],
+)
 def test_section2_config_errors(doc, key, expected):
     with pytest.raises(ConfigError) as ei:
         validate_config(doc, "c.yaml")
@@ -98,8 +105,14 @@ from corun.experiments import dynamic_io as dio  # noqa: E402
 
 
 def dio_cfg(**section):
-    base = {"workloads": ["w01", "w13"], "variants": ["linux", "elevator_bfq"], "reps": 3, "alone_reps": 2,
-            "scale": 0.05, "batch_scale": 0.03125}
+    base = {
+        "workloads": ["w01", "w13"],
+        "variants": ["linux", "elevator_bfq"],
+        "reps": 3,
+        "alone_reps": 2,
+        "scale": 0.05,
+        "batch_scale": 0.03125,
+    }
     base.update(section)
     return validate_config({"plan_for": "2x1", "experiments": ["dynamic_io"], "dynamic_io": base}, "test.yaml")
 
@@ -112,7 +125,9 @@ def test_dynamic_io_campaign_interleaves_reps_with_a_seeded_order():
     for rep in range(3):
         for w in ("w01", "w13"):
             assert sorted(e["variant"] for e in camp if e["rep"] == rep and e["workload"] == w) == [
-                "elevator_bfq", "linux"]
+                "elevator_bfq",
+                "linux",
+            ]
     assert dio.campaign(c) == order  # the same seed gives the same order
     orders = {tuple(e["name"] for e in dio.campaign(dio_cfg(seed=s))) for s in range(8)}
     assert len(orders) > 1  # the seed changes the order within a rep
@@ -160,24 +175,36 @@ def test_dynamic_io_specs_are_valid_and_labelled(kernels_built, tmp_path):
 
 
 def test_dynamic_io_dynamic_variants_get_timeslice_and_bound():
-    c = dio_cfg(variants=["linux", "dynamic_io"], workloads=["w01", "w07"], timeslice_s=0.5,
-                timeslice_graph_s=2.0, io_bound_mbps=6.0, variant_params={"dynamic_io": {"counter": "read_bytes"}})
-    assert dio.variant_params(c, "dynamic_io", "w01") == {"timeslice_s": 0.5, "io_bound_mbps": 6.0,
-                                                          "counter": "read_bytes"}
+    c = dio_cfg(
+        variants=["linux", "dynamic_io"],
+        workloads=["w01", "w07"],
+        timeslice_s=0.5,
+        timeslice_graph_s=2.0,
+        io_bound_mbps=6.0,
+        variant_params={"dynamic_io": {"counter": "read_bytes"}},
+    )
+    assert dio.variant_params(c, "dynamic_io", "w01") == {
+        "timeslice_s": 0.5,
+        "io_bound_mbps": 6.0,
+        "counter": "read_bytes",
+    }
     assert dio.variant_params(c, "dynamic_io", "w07")["timeslice_s"] == 2.0  # graph jobs: the long TIMESLICE
     assert dio.variant_params(c, "linux", "w01") == {}
 
 
-@pytest.mark.parametrize("section, key, expected", [
-    ({"reps": 0}, "dynamic_io.reps", "an integer >= 1"),
-    ({"workloads": ["w16"]}, "dynamic_io.workloads[0]", "a workload defined under dynamic_io.table3"),
-    ({"workloads": ["x1"]}, "dynamic_io.workloads[0]", "a workload name wNN"),
-    ({"varaints": ["linux"]}, "dynamic_io.varaints", "unknown key"),
-    ({"baseline": "cfs"}, "dynamic_io.baseline", "one of dynamic_io.variants"),
-    ({"scale": 0}, "dynamic_io.scale", "> 0"),
-    ({"apps": {"km": {"iteratons": 3}}}, "dynamic_io.apps.km.iteratons", "unknown key"),
-    ({"table3": {"w01": {"apps": ["x265"]}}}, "dynamic_io.table3.w01.apps[0]", "an application defined under"),
-])
+@pytest.mark.parametrize(
+    "section, key, expected",
+    [
+        ({"reps": 0}, "dynamic_io.reps", "an integer >= 1"),
+        ({"workloads": ["w16"]}, "dynamic_io.workloads[0]", "a workload defined under dynamic_io.table3"),
+        ({"workloads": ["x1"]}, "dynamic_io.workloads[0]", "a workload name wNN"),
+        ({"varaints": ["linux"]}, "dynamic_io.varaints", "unknown key"),
+        ({"baseline": "cfs"}, "dynamic_io.baseline", "one of dynamic_io.variants"),
+        ({"scale": 0}, "dynamic_io.scale", "> 0"),
+        ({"apps": {"km": {"iteratons": 3}}}, "dynamic_io.apps.km.iteratons", "unknown key"),
+        ({"table3": {"w01": {"apps": ["x265"]}}}, "dynamic_io.table3.w01.apps[0]", "an application defined under"),
+    ],
+)
 def test_dynamic_io_config_errors_are_one_line(section, key, expected):
     with pytest.raises(ConfigError) as ei:
         validate_config({"experiments": ["dynamic_io"], "dynamic_io": section}, "c.yaml")
@@ -220,14 +247,16 @@ def fake_parsec(tmp_path, monkeypatch):
     import tarfile
 
     from corun.run import workloads
+
     pkg = tmp_path / "parsec-3.0" / "pkgs" / "apps" / "freqmine"
     binary = pkg / "inst" / "amd64-linux.gcc" / "bin" / "freqmine"
     binary.parent.mkdir(parents=True)
-    binary.write_text("#!/bin/sh\nexec cat \"$1\" >/dev/null\n")
+    binary.write_text('#!/bin/sh\nexec cat "$1" >/dev/null\n')
     binary.chmod(0o755)
     (pkg / "parsec").mkdir()
     (pkg / "parsec" / "simlarge.runconf").write_text(
-        '#!/bin/bash\n# simlarge.runconf\nrun_exec="bin/freqmine"\nrun_args="kosarak_990k.dat 790"\n')
+        '#!/bin/bash\n# simlarge.runconf\nrun_exec="bin/freqmine"\nrun_args="kosarak_990k.dat 790"\n'
+    )
     (pkg / "inputs").mkdir()
     src = tmp_path / "kosarak_990k.dat"
     src.write_text("1 2 3\n4 5 6\n")
@@ -264,6 +293,7 @@ def test_dynamic_io_runs_parsec_programs_when_provisioned(fake_parsec, kernels_b
 
 def test_parsec_program_with_a_broken_tree_is_one_line(fake_parsec):
     from corun.run import workloads
+
     (fake_parsec.parents[3] / "parsec" / "simlarge.runconf").write_text("nothing here\n")
     with pytest.raises(ConfigError) as exc:
         workloads.parsec_program("freqmine", "simlarge")

@@ -46,11 +46,24 @@ def kernel_cmd(kernels, f, nops=0):
 
 def test_run_records_every_job(disk_tmp, kernels_built):
     f = make_file(disk_tmp / "d.bin", 2)
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "rec", "labels": {"experiment": "t", "k": 2},
-        "jobs": [{"name": "k", "cmd": kernel_cmd(kernels_built, f), "repeat": 3, "result": "json",
-                  "labels": {"kind": "reader"}}],
-        "device": {"path": str(disk_tmp)}, "monitors": {"enabled": ["psi"]}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "rec",
+            "labels": {"experiment": "t", "k": 2},
+            "jobs": [
+                {
+                    "name": "k",
+                    "cmd": kernel_cmd(kernels_built, f),
+                    "repeat": 3,
+                    "result": "json",
+                    "labels": {"kind": "reader"},
+                }
+            ],
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": ["psi"]},
+        },
+    )
     out = disk_tmp / "run"
     res = corun("run", str(spec), "--out", str(out))
     assert res.returncode == 0, res.stderr
@@ -65,8 +78,19 @@ def test_run_records_every_job(disk_tmp, kernels_built):
         assert float(x["cpu_s"]) >= 0 and x["cmp"] != "" and x["cpus"] != ""
         assert x["label_experiment"] == "t" and x["label_kind"] == "reader"
     meta = json.loads((out / "metadata.json").read_text())
-    for key in ("git_describe", "host", "topology", "device", "scheduler", "tools", "advice",
-                "start_epoch_s", "end_epoch_s", "missing", "spec"):
+    for key in (
+        "git_describe",
+        "host",
+        "topology",
+        "device",
+        "scheduler",
+        "tools",
+        "advice",
+        "start_epoch_s",
+        "end_epoch_s",
+        "missing",
+        "spec",
+    ):
         assert key in meta, key
     assert meta["host"]["kernel_release"] == os.uname().release
     assert meta["scheduler"]["name"] == "linux" and meta["scheduler"]["verified"]
@@ -75,10 +99,16 @@ def test_run_records_every_job(disk_tmp, kernels_built):
 
 
 def test_fcfs_at_most_one_job_per_core(disk_tmp):
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "fcfs", "jobs": [{"name": "s", "cmd": ["sleep", "0.3"], "repeat": 5}],
-        "placement": {"cmp": {"grouping": "cores", "cores_per_cmp": 1}},
-        "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "fcfs",
+            "jobs": [{"name": "s", "cmd": ["sleep", "0.3"], "repeat": 5}],
+            "placement": {"cmp": {"grouping": "cores", "cores_per_cmp": 1}},
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     assert corun("run", str(spec), "--out", str(out)).returncode == 0
     r = rows(out)
@@ -93,9 +123,16 @@ def test_fcfs_at_most_one_job_per_core(disk_tmp):
 
 
 def test_single_cmp_run_uses_only_that_cmp(disk_tmp):
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "one", "jobs": [{"name": "s", "cmd": ["true"], "repeat": 3}],
-        "placement": {"use_cmps": [0]}, "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "one",
+            "jobs": [{"name": "s", "cmd": ["true"], "repeat": 3}],
+            "placement": {"use_cmps": [0]},
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     assert corun("run", str(spec), "--out", str(out)).returncode == 0
     assert {x["cmp"] for x in rows(out)} == {"0"}
@@ -104,10 +141,18 @@ def test_single_cmp_run_uses_only_that_cmp(disk_tmp):
 def test_throttle_is_shared_in_effect_and_removed(disk_tmp, kernels_built):
     f1, f2 = make_file(disk_tmp / "a.bin", 4), make_file(disk_tmp / "b.bin", 4)
     cap = 4_000_000
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "cap", "jobs": [{"name": "a", "cmd": kernel_cmd(kernels_built, f1), "result": "json"},
-                                {"name": "b", "cmd": kernel_cmd(kernels_built, f2), "result": "json"}],
-        "device": {"path": str(disk_tmp), "throttle": {"read_bps": cap}}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "cap",
+            "jobs": [
+                {"name": "a", "cmd": kernel_cmd(kernels_built, f1), "result": "json"},
+                {"name": "b", "cmd": kernel_cmd(kernels_built, f2), "result": "json"},
+            ],
+            "device": {"path": str(disk_tmp), "throttle": {"read_bps": cap}},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     res = corun("run", str(spec), "--out", str(out))
     assert res.returncode == 0, res.stderr
@@ -124,6 +169,7 @@ def test_throttle_is_shared_in_effect_and_removed(disk_tmp, kernels_built):
 
 def elevators():
     import tempfile
+
     dev = devmod.device_of(Path(tempfile.gettempdir()))
     return dev, devmod.available_elevators(dev)
 
@@ -135,10 +181,16 @@ def test_elevator_variant_in_effect_during_run_and_restored(disk_tmp):
     target = next((e for e in ("bfq", "kyber", "none", "mq-deadline") if e in avail and e != before), None)
     if target is None:
         pytest.skip("only one elevator available on this device")
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "elev", "jobs": [{"name": "c", "cmd": ["cat", f"/sys/block/{dev.name}/queue/scheduler"]}],
-        "scheduler": {"name": "elevator_" + target.replace("-", "_")},
-        "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "elev",
+            "jobs": [{"name": "c", "cmd": ["cat", f"/sys/block/{dev.name}/queue/scheduler"]}],
+            "scheduler": {"name": "elevator_" + target.replace("-", "_")},
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     res = corun("run", str(spec), "--out", str(out))
     assert res.returncode == 0, res.stderr
@@ -160,17 +212,20 @@ def wait_for(pred, timeout=10.0):
 
 def started_jobs(tmp_run: Path, n: int):
     ev = tmp_run / "sched" / "job_events.jsonl"
+
     def ready():
         if not ev.exists():
             return None
         lines = [json.loads(x) for x in ev.read_text().splitlines() if x.strip()]
         starts = [x for x in lines if x["event"] == "start"]
         return starts if len(starts) >= n else None
+
     return wait_for(ready)
 
 
 def alive(pid, starttime):
     from corun.util import proc_starttime
+
     return proc_starttime(pid) == starttime
 
 
@@ -188,13 +243,22 @@ def processes_in(folder: Path) -> list[int]:
 
 
 def interrupted_run(disk_tmp, scheduler):
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "intr", "jobs": [{"name": "s", "cmd": ["sh", "-c", "sleep 60 & sleep 60"], "repeat": 2}],
-        "scheduler": {"name": scheduler},
-        "device": {"path": str(disk_tmp), "throttle": {"read_bps": 1_000_000}}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "intr",
+            "jobs": [{"name": "s", "cmd": ["sh", "-c", "sleep 60 & sleep 60"], "repeat": 2}],
+            "scheduler": {"name": scheduler},
+            "device": {"path": str(disk_tmp), "throttle": {"read_bps": 1_000_000}},
+        },
+    )
     out = disk_tmp / "run"
-    proc = subprocess.Popen([PY, "-m", "corun", "run", str(spec), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "corun", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     starts = started_jobs(disk_tmp / "run.incomplete", 2)
     return proc, out, starts
 
@@ -244,9 +308,15 @@ def test_killed_runner_is_recovered_by_next_command(disk_tmp):
 
 
 def test_failed_job_fails_the_run_but_keeps_its_record(disk_tmp):
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "fail", "jobs": [{"name": "f", "cmd": ["sh", "-c", "echo boom >&2; exit 3"]}],
-        "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "fail",
+            "jobs": [{"name": "f", "cmd": ["sh", "-c", "echo boom >&2; exit 3"]}],
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     res = corun("run", str(spec), "--out", str(out))
     assert res.returncode == 1 and "1 job(s) failed" in res.stderr
@@ -257,8 +327,15 @@ def test_failed_job_fails_the_run_but_keeps_its_record(disk_tmp):
 
 
 def test_already_measured_is_never_overwritten(disk_tmp):
-    spec = write_spec(disk_tmp / "s.yaml", {"name": "twice", "jobs": [{"name": "t", "cmd": ["true"]}],
-                                             "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "twice",
+            "jobs": [{"name": "t", "cmd": ["true"]}],
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     assert corun("run", str(spec), "--out", str(out)).returncode == 0
     before = (out / "metadata.json").read_bytes()
@@ -268,8 +345,15 @@ def test_already_measured_is_never_overwritten(disk_tmp):
 
 
 def test_job_timeout(disk_tmp):
-    spec = write_spec(disk_tmp / "s.yaml", {"name": "to", "jobs": [{"name": "t", "cmd": ["sleep", "30"], "timeout_s": 0.5}],
-                                             "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "to",
+            "jobs": [{"name": "t", "cmd": ["sleep", "30"], "timeout_s": 0.5}],
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     t = time.monotonic()
     res = corun("run", str(spec), "--out", str(out), "--allow-job-failures")
@@ -281,10 +365,16 @@ def test_job_timeout(disk_tmp):
 def test_memory_cap_shared_by_the_jobs_and_removed(disk_tmp):
     limit = 64 << 20
     show = "cat /sys/fs/cgroup/memory$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)/memory.limit_in_bytes"
-    spec = write_spec(disk_tmp / "s.yaml", {
-        "name": "memcap", "jobs": [{"name": "m", "cmd": ["sh", "-c", show]}],
-        "memory": {"limit_bytes": limit}, "device": {"path": str(disk_tmp), "drop_caches": True},
-        "monitors": {"enabled": []}})
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "memcap",
+            "jobs": [{"name": "m", "cmd": ["sh", "-c", show]}],
+            "memory": {"limit_bytes": limit},
+            "device": {"path": str(disk_tmp), "drop_caches": True},
+            "monitors": {"enabled": []},
+        },
+    )
     out = disk_tmp / "run"
     res = corun("run", str(spec), "--out", str(out))
     assert res.returncode == 0, res.stderr
@@ -297,11 +387,20 @@ def test_memory_cap_shared_by_the_jobs_and_removed(disk_tmp):
 def test_one_run_at_a_time_on_a_machine(disk_tmp):
     specs = []
     for name, secs in (("first", "4"), ("second", "0.1")):
-        specs.append(write_spec(disk_tmp / f"{name}.yaml", {
-            "name": name, "jobs": [{"name": "s", "cmd": ["sleep", secs]}],
-            "device": {"path": str(disk_tmp)}, "monitors": {"enabled": []}}))
-    a = subprocess.Popen([PY, "-m", "corun", "run", str(specs[0]), "--out", str(disk_tmp / "a")],
-                         stderr=subprocess.PIPE, text=True)
+        specs.append(
+            write_spec(
+                disk_tmp / f"{name}.yaml",
+                {
+                    "name": name,
+                    "jobs": [{"name": "s", "cmd": ["sleep", secs]}],
+                    "device": {"path": str(disk_tmp)},
+                    "monitors": {"enabled": []},
+                },
+            )
+        )
+    a = subprocess.Popen(
+        [PY, "-m", "corun", "run", str(specs[0]), "--out", str(disk_tmp / "a")], stderr=subprocess.PIPE, text=True
+    )
     started_jobs(disk_tmp / "a.incomplete", 1)
     b = corun("run", str(specs[1]), "--out", str(disk_tmp / "b"))
     a.communicate(timeout=30)

@@ -17,6 +17,7 @@ def manifest(tmp_path, monkeypatch):
         monkeypatch.setattr(workloads, "UPSTREAM_DIR", tmp_path / "upstream.d")
         workloads.upstream.cache_clear()
         return p
+
     yield write
     workloads.upstream.cache_clear()
 
@@ -35,8 +36,12 @@ def test_stand_ins_when_nothing_is_provisioned(manifest, tmp_path, kernels_built
 def test_upstream_binaries_win(manifest, tmp_path):
     clip = tmp_path / "eledream_640x360_128.y4m"
     clip.write_bytes(b"YUV4MPEG2")
-    manifest({"parsec": {"version": "3.0", "x264": "/opt/parsec/x264", "inputs": {"simlarge": str(clip)}},
-              "graph500": {"version": "2.1.4", "seq-csr": "/opt/graph500/seq-csr"}})
+    manifest(
+        {
+            "parsec": {"version": "3.0", "x264": "/opt/parsec/x264", "inputs": {"simlarge": str(clip)}},
+            "graph500": {"version": "2.1.4", "seq-csr": "/opt/graph500/seq-csr"},
+        }
+    )
     g = workloads.graph(22, 16, tmp_path)
     assert g.cmd == ["/opt/graph500/seq-csr", "-s", "22", "-e", "16"]
     assert g.env == {"TMPDIR": str(tmp_path)}  # file-backed mmap storage on the device under test

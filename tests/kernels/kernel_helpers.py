@@ -32,15 +32,13 @@ def builds(kernel):
 
 def make_builds():
     for target in ("all", "asan"):
-        proc = subprocess.run(["make", "-C", str(KERNELS), target],
-                              capture_output=True, text=True)
+        proc = subprocess.run(["make", "-C", str(KERNELS), target], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def run_kernel(binary, args, timeout):
     """(exit code, stdout bytes, stderr text); fails on a sanitizer report."""
-    proc = subprocess.run([binary, *args], capture_output=True, env=ENV,
-                          timeout=timeout)
+    proc = subprocess.run([binary, *args], capture_output=True, env=ENV, timeout=timeout)
     stderr = proc.stderr.decode(errors="replace")
     assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
     return proc.returncode, proc.stdout, stderr
@@ -71,8 +69,7 @@ def disk_backed_dir(tmp, suits):
         yield tmp
         return
     (REPO / "results").mkdir(exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".test-kernels-",
-                                    dir=REPO / "results"))
+    scratch = Path(tempfile.mkdtemp(prefix=".test-kernels-", dir=REPO / "results"))
     try:
         yield scratch if suits(scratch) else tmp
     finally:

@@ -47,8 +47,7 @@ def run_ok(binary, args, stderr=""):
 
 def memory_fs_mounts():
     with open("/proc/self/mounts", encoding="utf-8") as mounts:
-        return [(line.split()[1], line.split()[2] in ("tmpfs", "ramfs"))
-                for line in mounts]
+        return [(line.split()[1], line.split()[2] in ("tmpfs", "ramfs")) for line in mounts]
 
 
 def on_memory_fs(path):
@@ -67,8 +66,7 @@ def disk_dir(tmp_path_factory):
     """A directory on a disk-backed file system, where the kernel's mappings
     are written back to a device: the pytest temporary directory if it is
     not tmpfs, else a scratch folder under results/."""
-    with disk_backed_dir(tmp_path_factory.mktemp("graph_bfs"),
-                         lambda path: not on_memory_fs(path)) as path:
+    with disk_backed_dir(tmp_path_factory.mktemp("graph_bfs"), lambda path: not on_memory_fs(path)) as path:
         yield path
 
 
@@ -83,67 +81,61 @@ def storage(disk_dir, request):
 S = ["-s", "4", "-e", "2"]
 CLI_CASES = [
     ("no-args", [], 2, "-s/--scale SCALE is required"),
-    ("no-edgefactor", ["-s", "4", "--storage", "{dir}"], 2,
-     "-e/--edgefactor N is required"),
-    ("no-scale", ["--edgefactor", "4", "--storage", "{dir}"], 2,
-     "-s/--scale SCALE is required"),
-    ("no-storage", S, 2,
-     "--storage DIR is required with --storage-mode file"),
-    ("no-storage-file-mode", [*S, "--storage-mode", "file"], 2,
-     "--storage DIR is required"),
+    ("no-edgefactor", ["-s", "4", "--storage", "{dir}"], 2, "-e/--edgefactor N is required"),
+    ("no-scale", ["--edgefactor", "4", "--storage", "{dir}"], 2, "-s/--scale SCALE is required"),
+    ("no-storage", S, 2, "--storage DIR is required with --storage-mode file"),
+    ("no-storage-file-mode", [*S, "--storage-mode", "file"], 2, "--storage DIR is required"),
     ("scale-without-value", ["-s"], 2, "-s: missing value"),
-    ("storage-without-value", [*S, "--storage"], 2,
-     "--storage: missing value"),
-    ("unknown-long", [*S, "--storage", "{dir}", "--bogus"], 2,
-     "invalid option '--bogus'"),
-    ("unknown-short", [*S, "--storage", "{dir}", "-x"], 2,
-     "invalid option '-x'"),
+    ("storage-without-value", [*S, "--storage"], 2, "--storage: missing value"),
+    ("unknown-long", [*S, "--storage", "{dir}", "--bogus"], 2, "invalid option '--bogus'"),
+    ("unknown-short", [*S, "--storage", "{dir}", "-x"], 2, "invalid option '-x'"),
     ("value-on-flag", ["--help=1"], 2, "'--help=1'"),
-    ("extra-argument", [*S, "--storage", "{dir}", "extra"], 2,
-     "unexpected argument 'extra'"),
-    ("scale-zero", ["-s", "0", "-e", "2"], 2,
-     "--scale: '0' (expected an integer from 1 to 30)"),
+    ("extra-argument", [*S, "--storage", "{dir}", "extra"], 2, "unexpected argument 'extra'"),
+    ("scale-zero", ["-s", "0", "-e", "2"], 2, "--scale: '0' (expected an integer from 1 to 30)"),
     ("scale-31", ["--scale", "31", "-e", "2"], 2, "--scale: '31'"),
     ("scale-junk", ["-s", "ten", "-e", "2"], 2, "--scale: 'ten'"),
     ("scale-suffix", ["-s", "1K", "-e", "2"], 2, "--scale: '1K'"),
-    ("edgefactor-zero", ["-s", "4", "-e", "0"], 2,
-     "--edgefactor: '0' (expected an integer from 1 to 64)"),
-    ("edgefactor-65", ["-s", "4", "--edgefactor", "65"], 2,
-     "--edgefactor: '65'"),
-    ("roots-zero", [*S, "--roots", "0"], 2,
-     "--roots: '0' (expected an integer from 1 to 64)"),
+    ("edgefactor-zero", ["-s", "4", "-e", "0"], 2, "--edgefactor: '0' (expected an integer from 1 to 64)"),
+    ("edgefactor-65", ["-s", "4", "--edgefactor", "65"], 2, "--edgefactor: '65'"),
+    ("roots-zero", [*S, "--roots", "0"], 2, "--roots: '0' (expected an integer from 1 to 64)"),
     ("roots-65", [*S, "--roots", "65"], 2, "--roots: '65'"),
-    ("seed-negative", [*S, "--seed", "-1"], 2,
-     "--seed: '-1' (expected an integer >= 0)"),
+    ("seed-negative", [*S, "--seed", "-1"], 2, "--seed: '-1' (expected an integer >= 0)"),
     ("seed-junk", [*S, "--seed", "0x10"], 2, "--seed: '0x10'"),
-    ("storage-mode-unknown", [*S, "--storage-mode", "disk"], 2,
-     "--storage-mode: 'disk' (expected file or anon)"),
-    ("storage-missing", [*S, "--storage", "{missing}"], 1,
-     "--storage: cannot use '{missing}': No such file or directory"),
-    ("storage-not-a-directory", [*S, "--storage", "{file}"], 1,
-     "--storage: '{file}' is not a directory"),
+    ("storage-mode-unknown", [*S, "--storage-mode", "disk"], 2, "--storage-mode: 'disk' (expected file or anon)"),
+    (
+        "storage-missing",
+        [*S, "--storage", "{missing}"],
+        1,
+        "--storage: cannot use '{missing}': No such file or directory",
+    ),
+    ("storage-not-a-directory", [*S, "--storage", "{file}"], 1, "--storage: '{file}' is not a directory"),
     # With this seed both edges of the 2-vertex graph are self-loops.
-    ("no-root-candidates",
-     ["-s", "1", "-e", "1", "--seed", "6", "--storage-mode", "anon"], 1,
-     "no vertex has a neighbour other than itself (scale 1, edgefactor 1, "
-     "seed 6): nothing to search"),
-    ("dump-graph-unwritable",
-     [*S, "--storage", "{dir}", "--dump-graph", "{missing}/g.txt"], 1,
-     "--dump-graph: cannot open '{missing}/g.txt'"),
-    ("dump-levels-unwritable",
-     [*S, "--storage", "{dir}", "--dump-levels", "{missing}/l.txt"], 1,
-     "--dump-levels: cannot open '{missing}/l.txt'"),
+    (
+        "no-root-candidates",
+        ["-s", "1", "-e", "1", "--seed", "6", "--storage-mode", "anon"],
+        1,
+        "no vertex has a neighbour other than itself (scale 1, edgefactor 1, seed 6): nothing to search",
+    ),
+    (
+        "dump-graph-unwritable",
+        [*S, "--storage", "{dir}", "--dump-graph", "{missing}/g.txt"],
+        1,
+        "--dump-graph: cannot open '{missing}/g.txt'",
+    ),
+    (
+        "dump-levels-unwritable",
+        [*S, "--storage", "{dir}", "--dump-levels", "{missing}/l.txt"],
+        1,
+        "--dump-levels: cannot open '{missing}/l.txt'",
+    ),
 ]
 
 
-@pytest.mark.parametrize("args, code, message",
-                         [c[1:] for c in CLI_CASES],
-                         ids=[c[0] for c in CLI_CASES])
+@pytest.mark.parametrize("args, code, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_errors(binary, tmp_path, args, code, message):
     existing = tmp_path / "file"
     existing.write_text("x")
-    fill = {"dir": tmp_path, "file": existing,
-            "missing": tmp_path / "does-not-exist"}
+    fill = {"dir": tmp_path, "file": existing, "missing": tmp_path / "does-not-exist"}
     args = [a.format(**fill) for a in args]
     got_code, out, err = run(binary, args)
     assert (got_code, out) == (code, b""), err
@@ -156,10 +148,20 @@ def test_help_lists_units_and_defaults(binary):
     code, out, err = run(binary, ["--help"])
     assert (code, err) == (0, "")
     text = out.decode()
-    for fragment in ("-s, --scale SCALE", "-e, --edgefactor N",
-                     "--roots N", "(default 8)", "--seed N", "(default 1)",
-                     "--storage DIR", "--storage-mode MODE", "(default)",
-                     "--dump-graph FILE", "--dump-levels FILE", "--version"):
+    for fragment in (
+        "-s, --scale SCALE",
+        "-e, --edgefactor N",
+        "--roots N",
+        "(default 8)",
+        "--seed N",
+        "(default 1)",
+        "--storage DIR",
+        "--storage-mode MODE",
+        "(default)",
+        "--dump-graph FILE",
+        "--dump-levels FILE",
+        "--version",
+    ):
         assert fragment in text
 
 
@@ -204,11 +206,15 @@ def test_result_fields(binary, storage, scale):
     result = run_ok(binary, args)
     nv, ne = 1 << scale, 16 << scale
 
-    assert result["params"] == {"scale": scale, "edgefactor": 16, "roots": 8,
-                                "seed": 1, "storage": str(storage),
-                                "storage_mode": "file"}
-    assert result["initiator"] == {"a": 0.57, "b": 0.19, "c": 0.19,
-                                   "d": 0.05}
+    assert result["params"] == {
+        "scale": scale,
+        "edgefactor": 16,
+        "roots": 8,
+        "seed": 1,
+        "storage": str(storage),
+        "storage_mode": "file",
+    }
+    assert result["initiator"] == {"a": 0.57, "b": 0.19, "c": 0.19, "d": 0.05}
     assert (result["scale"], result["edgefactor"]) == (scale, 16)
     assert (result["nvertices"], result["nedges"]) == (nv, ne)
     assert 0 <= result["self_loops"] < ne
@@ -226,21 +232,18 @@ def test_result_fields(binary, storage, scale):
     assert all(0 <= r < nv for r in roots)
     for key in ("bfs_time_s", "reached_vertices", "traversed_edges", "teps"):
         assert len(result[key]) == 8, key
-    for t, reached, edges, teps in zip(result["bfs_time_s"],
-                                       result["reached_vertices"],
-                                       result["traversed_edges"],
-                                       result["teps"]):
+    for t, reached, edges, teps in zip(
+        result["bfs_time_s"], result["reached_vertices"], result["traversed_edges"], result["teps"]
+    ):
         assert t > 0 and 2 <= reached <= nv and 1 <= edges <= ne
         assert teps == pytest.approx(edges / t)
     teps = sorted(result["teps"])
     assert result["min_teps"] == teps[0]
     assert result["max_teps"] == teps[-1]
     assert result["median_teps"] == pytest.approx((teps[3] + teps[4]) / 2)
-    assert result["harmonic_mean_teps"] == pytest.approx(
-        8 / sum(1 / t for t in teps))
+    assert result["harmonic_mean_teps"] == pytest.approx(8 / sum(1 / t for t in teps))
     assert teps[0] <= result["harmonic_mean_teps"] <= teps[-1]
-    for key in ("generation_time_s", "construction_time_s",
-                "validation_time_s"):
+    for key in ("generation_time_s", "construction_time_s", "validation_time_s"):
         assert result[key] > 0, key
     assert result["major_page_faults"] >= 0
     assert result["minor_page_faults"] > 0
@@ -254,8 +257,7 @@ def test_result_fields(binary, storage, scale):
 
 
 def test_anon_mode(binary, scale):
-    result = run_ok(binary, ["-s", scale, "-e", 8, "--roots", 2,
-                             "--storage-mode", "anon"])
+    result = run_ok(binary, ["-s", scale, "-e", 8, "--roots", 2, "--storage-mode", "anon"])
     assert result["params"]["storage"] is None
     assert result["params"]["storage_mode"] == "anon"
     assert result["storage_bytes"] == 0
@@ -268,17 +270,17 @@ def test_anon_and_file_modes_agree(binary, storage, scale):
     common = ["-s", scale, "-e", 8, "--roots", 4, "--seed", 7]
     file_mode = run_ok(binary, [*common, "--storage", storage])
     anon = run_ok(binary, [*common, "--storage-mode", "anon"])
-    for key in ("root_vertices", "reached_vertices", "traversed_edges",
-                "self_loops", "csr_entries"):
+    for key in ("root_vertices", "reached_vertices", "traversed_edges", "self_loops", "csr_entries"):
         assert file_mode[key] == anon[key], key
     assert file_mode["storage_bytes"] == anon["mapped_bytes"]
 
 
 def test_levels_match_python_bfs(binary, storage, scale):
     graph, levels = storage / "graph.txt", storage / "levels.txt"
-    result = run_ok(binary, ["-s", scale, "-e", 16, "--roots", 3,
-                             "--storage", storage, "--dump-graph", graph,
-                             "--dump-levels", levels])
+    result = run_ok(
+        binary,
+        ["-s", scale, "-e", 16, "--roots", 3, "--storage", storage, "--dump-graph", graph, "--dump-levels", levels],
+    )
     nv = 1 << scale
     edges = read_edges(graph)
     assert edges.shape == (16 << scale, 2)
@@ -303,13 +305,11 @@ def test_same_seed_same_graph(binary, storage, scale):
     outputs = []
     for name in ("a", "b"):
         graph = storage / f"{name}.txt"
-        result = run_ok(binary, ["-s", scale, "-e", 4, "--seed", 42,
-                                 "--storage", storage, "--dump-graph", graph])
+        result = run_ok(binary, ["-s", scale, "-e", 4, "--seed", 42, "--storage", storage, "--dump-graph", graph])
         outputs.append((result, graph.read_bytes()))
     (first, g1), (second, g2) = outputs
     assert g1 == g2
-    for key in ("nedges", "self_loops", "csr_entries", "root_vertices",
-                "reached_vertices", "traversed_edges"):
+    for key in ("nedges", "self_loops", "csr_entries", "root_vertices", "reached_vertices", "traversed_edges"):
         assert first[key] == second[key], key
 
 
@@ -317,8 +317,7 @@ def test_other_seed_other_graph(binary, storage, scale):
     results = {}
     for seed in (1, 2):
         graph = storage / f"{seed}.txt"
-        result = run_ok(binary, ["-s", scale, "-e", 4, "--seed", seed,
-                                 "--storage", storage, "--dump-graph", graph])
+        result = run_ok(binary, ["-s", scale, "-e", 4, "--seed", seed, "--storage", storage, "--dump-graph", graph])
         results[seed] = (result, graph.read_bytes())
     (r1, g1), (r2, g2) = results[1], results[2]
     assert r1["nedges"] == r2["nedges"] == 4 << scale
@@ -346,11 +345,9 @@ def test_degree_distribution_is_kronecker(binary, storage, build):
     scale, edgefactor = (12, 16) if build == "normal" else (10, 16)
     nv, ne = 1 << scale, edgefactor << scale
     graph = storage / "graph.txt"
-    run_ok(binary, ["-s", scale, "-e", edgefactor, "--roots", 1,
-                    "--storage", storage, "--dump-graph", graph])
+    run_ok(binary, ["-s", scale, "-e", edgefactor, "--roots", 1, "--storage", storage, "--dump-graph", graph])
     degree = csr_degrees(read_edges(graph), nv)
-    simulated = csr_degrees(rmat_edges(scale, ne,
-                                       np.random.default_rng(2024)), nv)
+    simulated = csr_degrees(rmat_edges(scale, ne, np.random.default_rng(2024)), nv)
 
     # Heavy-tailed: a few hubs far above the mean.
     assert degree.max() > 20 * degree.mean()
@@ -369,27 +366,23 @@ def test_degree_distribution_is_kronecker(binary, storage, build):
 
 def test_fewer_candidates_than_roots(binary, storage):
     # 8 vertices cannot give 64 distinct roots: use them all, and warn.
-    code, out, err = run(binary, ["-s", 3, "-e", 4, "--roots", 64,
-                                  "--storage", storage])
+    code, out, err = run(binary, ["-s", 3, "-e", 4, "--roots", 64, "--storage", storage])
     assert code == 0, err
     result = json.loads(out)
     n = result["roots"]
     assert 1 <= n <= 8 and len(result["root_vertices"]) == n
     assert result["params"]["roots"] == 64
-    assert err == (f"graph_bfs: warning: only {n} vertices have a neighbour; "
-                   f"using {n} roots, not 64\n")
+    assert err == (f"graph_bfs: warning: only {n} vertices have a neighbour; using {n} roots, not 64\n")
 
 
 def test_memory_storage_is_flagged(binary):
     if not os.access("/dev/shm", os.W_OK) or not on_memory_fs("/dev/shm"):
         pytest.skip("no writable tmpfs at /dev/shm")
     with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
-        code, out, err = run(binary, ["-s", 6, "-e", 4, "--roots", 1,
-                                      "--storage", shm])
+        code, out, err = run(binary, ["-s", 6, "-e", 4, "--roots", 1, "--storage", shm])
     assert code == 0, err
     assert json.loads(out)["storage_on_memory_fs"] is True
-    assert err.startswith(f"graph_bfs: warning: --storage '{shm}' is on "
-                          "tmpfs or ramfs")
+    assert err.startswith(f"graph_bfs: warning: --storage '{shm}' is on tmpfs or ramfs")
     assert err.count("\n") == 1
 
 
@@ -455,12 +448,29 @@ def harness(built, tmp_path_factory):
     source.write_text(HARNESS)
     exe = work / "validate_harness"
     proc = subprocess.run(
-        ["gcc", "-std=gnu11", "-Wall", "-Wextra", "-Wconversion", "-Werror",
-         "-O1", "-g", "-fsanitize=address,undefined",
-         "-fno-sanitize-recover=all", "-I", str(KERNELS),
-         "-I", str(KERNELS / "common"), "-o", str(exe), str(source),
-         str(KERNELS / "common" / "corun_kernel.c")],
-        capture_output=True, text=True)
+        [
+            "gcc",
+            "-std=gnu11",
+            "-Wall",
+            "-Wextra",
+            "-Wconversion",
+            "-Werror",
+            "-O1",
+            "-g",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            "-I",
+            str(KERNELS),
+            "-I",
+            str(KERNELS / "common"),
+            "-o",
+            str(exe),
+            str(source),
+            str(KERNELS / "common" / "corun_kernel.c"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return exe
 
@@ -469,8 +479,7 @@ def validate_tree(harness, nv, edges, root, parent=()):
     text = f"{nv} {len(edges)} {root}\n"
     text += "\n".join(f"{u} {v}" for u, v in edges) + "\n"
     text += " ".join(map(str, parent)) + "\n"
-    proc = subprocess.run([harness], input=text.encode(),
-                          capture_output=True, env=ENV, timeout=10)
+    proc = subprocess.run([harness], input=text.encode(), capture_output=True, env=ENV, timeout=10)
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
@@ -479,22 +488,15 @@ def validate_tree(harness, nv, edges, root, parent=()):
 PATH = [(0, 1), (1, 2), (2, 3), (1, 0), (2, 2), (4, 5)]
 TRIANGLE = [(0, 1), (1, 2), (2, 0)]
 BROKEN_TREES = [
-    ("root-not-own-parent", PATH, [1, 0, 1, 2, -1, -1],
-     "the root's parent is 1"),
+    ("root-not-own-parent", PATH, [1, 0, 1, 2, -1, -1], "the root's parent is 1"),
     ("second-root", PATH, [0, 0, 2, 2, -1, -1], "2 is its own parent"),
-    ("parent-out-of-range", PATH, [0, 0, 1, 9, -1, -1],
-     "parent of 3 is 9, not a vertex"),
+    ("parent-out-of-range", PATH, [0, 0, 1, 9, -1, -1], "parent of 3 is 9, not a vertex"),
     ("cycle", PATH, [0, 2, 1, 2, -1, -1], "has a cycle"),
-    ("parent-not-reached", PATH, [0, 0, 1, 4, -1, -1],
-     "the parent chain of 3 leaves the tree"),
-    ("component-not-reached", PATH, [0, 0, 1, -1, -1, -1],
-     "edge 2-3 has one end not reached"),
-    ("outside-component-reached", PATH, [0, 0, 1, 2, 0, -1],
-     "edge 4-5 has one end not reached"),
-    ("parent-not-neighbour", PATH, [0, 0, 0, 2, -1, -1],
-     "parent 0 of 2 is not a neighbour"),
-    ("not-breadth-first", TRIANGLE, [0, 0, 1],
-     "edge 2-0 joins levels 2 and 0"),
+    ("parent-not-reached", PATH, [0, 0, 1, 4, -1, -1], "the parent chain of 3 leaves the tree"),
+    ("component-not-reached", PATH, [0, 0, 1, -1, -1, -1], "edge 2-3 has one end not reached"),
+    ("outside-component-reached", PATH, [0, 0, 1, 2, 0, -1], "edge 4-5 has one end not reached"),
+    ("parent-not-neighbour", PATH, [0, 0, 0, 2, -1, -1], "parent 0 of 2 is not a neighbour"),
+    ("not-breadth-first", TRIANGLE, [0, 0, 1], "edge 2-0 joins levels 2 and 0"),
 ]
 
 
@@ -512,9 +514,7 @@ def test_validation_accepts_the_kernels_bfs(harness):
     assert int(out) > 0
 
 
-@pytest.mark.parametrize("edges, parent, message",
-                         [c[1:] for c in BROKEN_TREES],
-                         ids=[c[0] for c in BROKEN_TREES])
+@pytest.mark.parametrize("edges, parent, message", [c[1:] for c in BROKEN_TREES], ids=[c[0] for c in BROKEN_TREES])
 def test_validation_rejects_broken_trees(harness, edges, parent, message):
     code, out, err = validate_tree(harness, len(parent), edges, 0, parent)
     assert (code, out) == (1, "-1\n"), err

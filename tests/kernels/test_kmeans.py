@@ -40,19 +40,29 @@ CLI_CASES = [
     ("no-args", [], 2, "--data PATH is required"),
     ("no-dims", ["--data", "{file}", "--clusters", "2"], 2, "--dims D is required"),
     ("no-clusters", ["--data", "{file}", "--dims", "4"], 2, "--clusters K is required"),
-    ("dims-zero", ["--data", "{file}", "--dims", "0", "--clusters", "2"], 2,
-     "--dims: '0' (expected an integer from 1 to 1024)"),
-    ("threads-big", ["--data", "{file}", "--dims", "4", "--clusters", "2", "--threads", "257"], 2,
-     "--threads: '257'"),
-    ("iterations-zero", ["--data", "{file}", "--dims", "4", "--clusters", "2", "--iterations", "0"], 2,
-     "--iterations: '0'"),
-    ("mode-unknown", ["--data", "{file}", "--dims", "4", "--clusters", "2", "--mode", "mmap"], 2,
-     "--mode: 'mmap' (expected stream or load)"),
+    (
+        "dims-zero",
+        ["--data", "{file}", "--dims", "0", "--clusters", "2"],
+        2,
+        "--dims: '0' (expected an integer from 1 to 1024)",
+    ),
+    ("threads-big", ["--data", "{file}", "--dims", "4", "--clusters", "2", "--threads", "257"], 2, "--threads: '257'"),
+    (
+        "iterations-zero",
+        ["--data", "{file}", "--dims", "4", "--clusters", "2", "--iterations", "0"],
+        2,
+        "--iterations: '0'",
+    ),
+    (
+        "mode-unknown",
+        ["--data", "{file}", "--dims", "4", "--clusters", "2", "--mode", "mmap"],
+        2,
+        "--mode: 'mmap' (expected stream or load)",
+    ),
     ("unknown-long", ["--data", "{file}", "--bogus"], 2, "'--bogus'"),
     ("missing-file", ["--data", "{missing}", "--dims", "4", "--clusters", "2"], 1, "No such file"),
     ("ragged-file", ["--data", "{file}", "--dims", "7", "--clusters", "2"], 1, "not a multiple of 28"),
-    ("too-many-clusters", ["--data", "{file}", "--dims", "4", "--clusters", "4000"], 1,
-     "holds only 3000 points"),
+    ("too-many-clusters", ["--data", "{file}", "--dims", "4", "--clusters", "4000"], 1, "holds only 3000 points"),
 ]
 
 
@@ -75,8 +85,25 @@ def test_help_lists_units_and_defaults(binary):
 @pytest.mark.parametrize("mode, threads", [("stream", 8), ("stream", 1), ("load", 3)])
 def test_matches_lloyd_and_reads_as_planned(binary, tmp_path, mode, threads):
     f, x = points(tmp_path / "p.bin")
-    code, out, err = run(binary, ["--data", f, "--dims", 4, "--clusters", 3, "--iterations", 4,
-                                  "--threads", threads, "--mode", mode, "--block-size", "1K"])
+    code, out, err = run(
+        binary,
+        [
+            "--data",
+            f,
+            "--dims",
+            4,
+            "--clusters",
+            3,
+            "--iterations",
+            4,
+            "--threads",
+            threads,
+            "--mode",
+            mode,
+            "--block-size",
+            "1K",
+        ],
+    )
     assert code == 0, err
     r = json_result(out)
     sse, sizes = lloyd(x, 3, 4)

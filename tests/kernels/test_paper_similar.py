@@ -33,13 +33,20 @@ CLI_CASES = [
     ("paper-without-value", ["--paper"], 2, "--paper: missing value"),
     ("unknown-long", ["--paper", "{file}", "--other", "{file}", "--bogus"], 2, "'--bogus'"),
     ("extra-argument", ["--paper", "{file}", "--other", "{file}", "extra"], 2, "'extra'"),
-    ("threads-zero", ["--paper", "{file}", "--other", "{file}", "--threads", "0"], 2,
-     "--threads: '0' (expected an integer from 1 to 256)"),
+    (
+        "threads-zero",
+        ["--paper", "{file}", "--other", "{file}", "--threads", "0"],
+        2,
+        "--threads: '0' (expected an integer from 1 to 256)",
+    ),
     ("threads-junk", ["--paper", "{file}", "--other", "{file}", "--threads", "2x"], 2, "--threads: '2x'"),
-    ("block-size-zero", ["--paper", "{file}", "--other", "{file}", "--block-size", "0"], 2,
-     "--block-size: '0'"),
-    ("cache-mode-unknown", ["--paper", "{file}", "--other", "{file}", "--cache-mode", "direct"], 2,
-     "--cache-mode: 'direct' (expected evict or keep)"),
+    ("block-size-zero", ["--paper", "{file}", "--other", "{file}", "--block-size", "0"], 2, "--block-size: '0'"),
+    (
+        "cache-mode-unknown",
+        ["--paper", "{file}", "--other", "{file}", "--cache-mode", "direct"],
+        2,
+        "--cache-mode: 'direct' (expected evict or keep)",
+    ),
     ("missing-file", ["--paper", "{missing}", "--other", "{file}"], 1, "No such file"),
     ("directory", ["--paper", "{file}", "--other", "{dir}"], 1, "not a regular file"),
 ]
@@ -79,8 +86,9 @@ def test_compares_and_checks_itself(binary, tmp_path, threads):
     same = tmp_path / "copy.txt"
     same.write_bytes(paper.read_bytes())
     other = text(tmp_path / "other.txt", 7, words=["one", "two", "three", "four"])
-    code, out, err = run(binary, ["--paper", paper, "--other", same, "--other", other,
-                                  "--threads", threads, "--block-size", "1000"])
+    code, out, err = run(
+        binary, ["--paper", paper, "--other", same, "--other", other, "--threads", threads, "--block-size", "1000"]
+    )
     assert code == 0, err
     r = json_result(out)
     assert r["params"]["threads"] == threads and r["params"]["cache_mode"] == "evict"

@@ -47,8 +47,7 @@ def write_file(path, size):
 def probe_direct(directory):
     probe = write_file(directory / "probe.bin", 4096)
     try:
-        code, _, _ = run(builds(KERNEL)["normal"],
-                         ["--file", str(probe), "--nops", "0"])
+        code, _, _ = run(builds(KERNEL)["normal"], ["--file", str(probe), "--nops", "0"])
     finally:
         probe.unlink()
     return code == 0
@@ -59,8 +58,7 @@ def disk_dir(built, tmp_path_factory):
     """A directory on a disk-backed file system with O_DIRECT: the pytest
     temporary directory if it qualifies (not tmpfs), else a scratch folder
     under results/.  If neither does, the pytest one, and tests skip."""
-    with disk_backed_dir(tmp_path_factory.mktemp("kernels"),
-                         probe_direct) as path:
+    with disk_backed_dir(tmp_path_factory.mktemp("kernels"), probe_direct) as path:
         yield path
 
 
@@ -79,54 +77,46 @@ CLI_CASES = [
     ("unknown-short", ["--file", "{file}", "-x"], 2, "'-x'"),
     ("value-on-flag", ["--file", "{file}", "--help=1"], 2, "'--help=1'"),
     ("extra-argument", ["--file", "{file}", "extra"], 2, "'extra'"),
-    ("block-size-zero", ["--file", "{file}", "--block-size", "0"], 2,
-     "--block-size: '0' (expected"),
-    ("block-size-junk", ["--file", "{file}", "--block-size", "12x"], 2,
-     "--block-size: '12x'"),
-    ("block-size-empty", ["--file", "{file}", "--block-size", ""], 2,
-     "--block-size: ''"),
-    ("block-size-blank", ["--file", "{file}", "--block-size", " 4096"], 2,
-     "--block-size: ' 4096'"),
-    ("block-size-two-suffixes", ["--file", "{file}", "--block-size", "4KK"],
-     2, "--block-size: '4KK'"),
-    ("block-size-above-1g", ["--file", "{file}", "--block-size", "2G"], 2,
-     "--block-size: '2G'"),
-    ("block-size-overflow",
-     ["--file", "{file}", "--block-size", "99999999999999999999"], 2,
-     "--block-size"),
-    ("block-size-suffix-overflow",
-     ["--file", "{file}", "--block-size", "9999999999999999G"], 2,
-     "--block-size"),
-    ("block-size-negative", ["--file", "{file}", "--block-size", "-4096"], 2,
-     "--block-size: '-4096'"),
-    ("direct-block-size-unaligned",
-     ["--file", "{file}", "--block-size", "1000"], 2,
-     "--block-size: '1000' (expected a multiple of 4096"),
-    ("direct-block-size-unaligned-suffix",
-     ["--file", "{file}", "--block-size", "5K", "--cache-mode", "direct"], 2,
-     "--block-size: '5K'"),
-    ("nops-negative", ["--file", "{file}", "--nops", "-1"], 2,
-     "--nops: '-1' (expected an integer >= 0)"),
-    ("nops-fraction", ["--file", "{file}", "--nops", "1.5"], 2,
-     "--nops: '1.5'"),
-    ("nops-no-suffix", ["--file", "{file}", "--nops", "5K"], 2,
-     "--nops: '5K'"),
-    ("cache-mode-unknown", ["--file", "{file}", "--cache-mode", "foo"], 2,
-     "--cache-mode: 'foo' (expected direct or evict)"),
+    ("block-size-zero", ["--file", "{file}", "--block-size", "0"], 2, "--block-size: '0' (expected"),
+    ("block-size-junk", ["--file", "{file}", "--block-size", "12x"], 2, "--block-size: '12x'"),
+    ("block-size-empty", ["--file", "{file}", "--block-size", ""], 2, "--block-size: ''"),
+    ("block-size-blank", ["--file", "{file}", "--block-size", " 4096"], 2, "--block-size: ' 4096'"),
+    ("block-size-two-suffixes", ["--file", "{file}", "--block-size", "4KK"], 2, "--block-size: '4KK'"),
+    ("block-size-above-1g", ["--file", "{file}", "--block-size", "2G"], 2, "--block-size: '2G'"),
+    ("block-size-overflow", ["--file", "{file}", "--block-size", "99999999999999999999"], 2, "--block-size"),
+    ("block-size-suffix-overflow", ["--file", "{file}", "--block-size", "9999999999999999G"], 2, "--block-size"),
+    ("block-size-negative", ["--file", "{file}", "--block-size", "-4096"], 2, "--block-size: '-4096'"),
+    (
+        "direct-block-size-unaligned",
+        ["--file", "{file}", "--block-size", "1000"],
+        2,
+        "--block-size: '1000' (expected a multiple of 4096",
+    ),
+    (
+        "direct-block-size-unaligned-suffix",
+        ["--file", "{file}", "--block-size", "5K", "--cache-mode", "direct"],
+        2,
+        "--block-size: '5K'",
+    ),
+    ("nops-negative", ["--file", "{file}", "--nops", "-1"], 2, "--nops: '-1' (expected an integer >= 0)"),
+    ("nops-fraction", ["--file", "{file}", "--nops", "1.5"], 2, "--nops: '1.5'"),
+    ("nops-no-suffix", ["--file", "{file}", "--nops", "5K"], 2, "--nops: '5K'"),
+    (
+        "cache-mode-unknown",
+        ["--file", "{file}", "--cache-mode", "foo"],
+        2,
+        "--cache-mode: 'foo' (expected direct or evict)",
+    ),
     ("missing-file", ["--file", "{missing}"], 1, "No such file"),
-    ("directory", ["--file", "{dir}", "--cache-mode", "evict"], 1,
-     "not a regular file"),
+    ("directory", ["--file", "{dir}", "--cache-mode", "evict"], 1, "not a regular file"),
     ("directory-direct", ["--file", "{dir}"], 1, "not a regular file"),
 ]
 
 
-@pytest.mark.parametrize("args, code, message",
-                         [c[1:] for c in CLI_CASES],
-                         ids=[c[0] for c in CLI_CASES])
+@pytest.mark.parametrize("args, code, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_errors(binary, tmp_path, args, code, message):
     existing = write_file(tmp_path / "data.bin", 8192)
-    fill = {"file": existing, "dir": tmp_path,
-            "missing": tmp_path / "does-not-exist"}
+    fill = {"file": existing, "dir": tmp_path, "missing": tmp_path / "does-not-exist"}
     args = [a.format(**fill) for a in args]
     got_code, out, err = run(binary, args)
     assert (got_code, out) == (code, b""), err
@@ -139,9 +129,16 @@ def test_help_lists_units_and_defaults(binary):
     code, out, err = run(binary, ["--help"])
     assert (code, err) == (0, "")
     text = out.decode()
-    for fragment in ("--file PATH", "--block-size BYTES", "default 65536",
-                     "--nops N", "default 5000", "--cache-mode MODE",
-                     "default direct", "--version"):
+    for fragment in (
+        "--file PATH",
+        "--block-size BYTES",
+        "default 65536",
+        "--nops N",
+        "default 5000",
+        "--cache-mode MODE",
+        "default direct",
+        "--version",
+    ):
         assert fragment in text
 
 
@@ -151,8 +148,7 @@ def test_version_option_prints_the_kernel_name(binary):
     assert out.decode().startswith("sensitivity_ranking ")
 
 
-@pytest.mark.parametrize("block_arg, block_size", [
-    ("65536", 65536), ("4K", 4096), ("1M", MIB)])
+@pytest.mark.parametrize("block_arg, block_size", [("65536", 65536), ("4K", 4096), ("1M", MIB)])
 def test_direct_reads_file_once(binary, data_dir, block_arg, block_size):
     size = MIB + 123  # not a block multiple: the last read is short
     path = write_file(data_dir / "data.bin", size)
@@ -161,15 +157,13 @@ def test_direct_reads_file_once(binary, data_dir, block_arg, block_size):
     result = run_ok(binary, args)
     after = time.time()
 
-    assert result["params"] == {"file": str(path), "block_size": block_size,
-                                "nops": 10, "cache_mode": "direct"}
+    assert result["params"] == {"file": str(path), "block_size": block_size, "nops": 10, "cache_mode": "direct"}
     assert result["file_size_bytes"] == result["bytes_read"] == size
     assert result["reads"] == math.ceil(size / block_size)
     assert result["file_pages"] == math.ceil(size / os.sysconf("SC_PAGESIZE"))
     assert 0 <= result["resident_pages_at_start"] <= result["file_pages"]
     assert result["elapsed_s"] > 0
-    assert result["bw_mb_s"] == pytest.approx(
-        size / 1e6 / result["elapsed_s"])
+    assert result["bw_mb_s"] == pytest.approx(size / 1e6 / result["elapsed_s"])
     assert result["bw_mb_s"] > 0
 
     assert result["kernel"] == "sensitivity_ranking"
@@ -183,8 +177,7 @@ def test_direct_reads_file_once(binary, data_dir, block_arg, block_size):
 def test_defaults_without_options(binary, data_dir):
     path = write_file(data_dir / "data.bin", MIB + 123)
     result = run_ok(binary, ["--file", str(path)])
-    assert result["params"] == {"file": str(path), "block_size": 65536,
-                                "nops": 5000, "cache_mode": "direct"}
+    assert result["params"] == {"file": str(path), "block_size": 65536, "nops": 5000, "cache_mode": "direct"}
     assert result["reads"] == 17
 
 
@@ -193,8 +186,9 @@ def test_evict_drops_cached_pages(binary, data_dir, block_size):
     # Just written, so cached: the kernel has to evict the pages itself.
     size = 64 * 1024 + 7
     path = write_file(data_dir / "data.bin", size)
-    result = run_ok(binary, ["--file", str(path), "--cache-mode", "evict",
-                             "--block-size", str(block_size), "--nops", "10"])
+    result = run_ok(
+        binary, ["--file", str(path), "--cache-mode", "evict", "--block-size", str(block_size), "--nops", "10"]
+    )
     assert result["params"]["cache_mode"] == "evict"
     assert result["resident_pages_at_start"] == 0
     assert result["bytes_read"] == size
@@ -213,8 +207,7 @@ def test_empty_file(binary, data_dir, mode):
 
 def test_nops_increase_runtime(binary, data_dir):
     path = write_file(data_dir / "data.bin", 64 * 1024)
-    common = ["--file", str(path), "--cache-mode", "evict",
-              "--block-size", "4096"]
+    common = ["--file", str(path), "--cache-mode", "evict", "--block-size", "4096"]
     fast = run_ok(binary, [*common, "--nops", "0"])
     slow = run_ok(binary, [*common, "--nops", "5000000"])  # 16 reads x 5e6
     assert fast["reads"] == slow["reads"] == 16
@@ -229,8 +222,7 @@ def test_json_escapes_file_name(binary, data_dir):
     path = data_dir / name
     write_file(path, 5000)
     raw = os.fsencode(path)
-    result = run_ok(binary, [b"--file", raw, b"--cache-mode", b"evict",
-                             b"--block-size", b"1K", b"--nops", b"0"])
+    result = run_ok(binary, [b"--file", raw, b"--cache-mode", b"evict", b"--block-size", b"1K", b"--nops", b"0"])
     shown = str(path).replace("\udcff", "\ufffd")
     assert result["params"]["file"] == shown
     assert result["cmdline"][1:3] == ["--file", shown]
@@ -239,8 +231,7 @@ def test_json_escapes_file_name(binary, data_dir):
 
 def tmpfs_mounts():
     with open("/proc/self/mounts", encoding="utf-8") as mounts:
-        return {line.split()[1] for line in mounts
-                if line.split()[2] in ("tmpfs", "ramfs")}
+        return {line.split()[1] for line in mounts if line.split()[2] in ("tmpfs", "ramfs")}
 
 
 @pytest.mark.parametrize("mode", ["direct", "evict"])
@@ -250,8 +241,7 @@ def test_tmpfs_is_skipped(binary, mode):
     with tempfile.NamedTemporaryFile(dir="/dev/shm") as data:
         data.write(b"x" * 8192)
         data.flush()
-        code, out, err = run(binary, ["--file", data.name,
-                                      "--cache-mode", mode])
+        code, out, err = run(binary, ["--file", data.name, "--cache-mode", mode])
     assert (code, out) == (4, b""), err
     assert f"skipped: {data.name} is on tmpfs or ramfs" in err
 
@@ -259,6 +249,5 @@ def test_tmpfs_is_skipped(binary, mode):
 @pytest.mark.parametrize("target", ["all", "asan"])
 def test_make_is_idempotent(built, target):
     # make -q exits 0 only when nothing would be rebuilt.
-    proc = subprocess.run(["make", "-q", "-C", str(KERNELS), target],
-                          capture_output=True, text=True)
+    proc = subprocess.run(["make", "-q", "-C", str(KERNELS), target], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

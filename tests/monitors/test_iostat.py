@@ -24,9 +24,7 @@ def test_complete_report_columns_and_devices(fixtures):
     assert len(df) == 6  # 3 reports (since-boot report dropped by -y) x vda, zram0
     assert sorted(set(df["device"])) == ["vda", "zram0"]
     # sdz was asked for but does not exist: iostat ignores it, the parser says so
-    assert records == [
-        {"metric": "iostat_sdz", "reason": "iostat: device sdz not reported", "source": "iostat"}
-    ]
+    assert records == [{"metric": "iostat_sdz", "reason": "iostat: device sdz not reported", "source": "iostat"}]
 
 
 def test_derived_columns_by_hand(fixtures):

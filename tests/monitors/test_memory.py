@@ -76,9 +76,7 @@ def fake_v1_cgroup(path: Path, usage: int, limit: str, cache: int, majfault: int
 
 
 def test_parse_proc_files():
-    meminfo = parse_meminfo(
-        "MemTotal:       24684084 kB\nMemAvailable:   24121672 kB\nHugePages_Total:       0\n"
-    )
+    meminfo = parse_meminfo("MemTotal:       24684084 kB\nMemAvailable:   24121672 kB\nHugePages_Total:       0\n")
     assert meminfo == {"MemTotal": 24684084, "MemAvailable": 24121672, "HugePages_Total": 0}
     assert parse_flat_keyed("pgpgin 3226453\npgsteal_file 4608\n\n") == {
         "pgpgin": "3226453",
@@ -272,9 +270,7 @@ def test_live_system(tmp_path):
 
 
 @pytest.mark.root
-@pytest.mark.skipif(
-    not (V1_CGROUP_ROOT / "memory.limit_in_bytes").exists(), reason="no cgroup v1 memory controller"
-)
+@pytest.mark.skipif(not (V1_CGROUP_ROOT / "memory.limit_in_bytes").exists(), reason="no cgroup v1 memory controller")
 def test_live_real_v1_cgroup(tmp_path, disk_tmp):
     """A real memory cgroup capped at 64 MiB, a job paging a file through it on a real disk."""
     group = V1_CGROUP_ROOT / f"corun-test-{os.getpid()}"

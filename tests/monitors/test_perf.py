@@ -36,9 +36,7 @@ def system_wide_allowed() -> bool:
 def test_not_supported_everywhere(fixtures):
     df, records = parse_perf(fixtures / "perf" / "not_supported", t0_epoch=0.0)
     assert df.empty and list(df.columns) == COLUMNS
-    assert records == [
-        {"metric": e, "reason": NOT_SUPPORTED_REASON, "source": "perf"} for e in DEFAULT_PERF_EVENTS
-    ]
+    assert records == [{"metric": e, "reason": NOT_SUPPORTED_REASON, "source": "perf"} for e in DEFAULT_PERF_EVENTS]
     rates = derive_perf_rates(df)
     assert rates.empty and list(rates.columns) == RATE_COLUMNS
 
@@ -49,9 +47,7 @@ def test_numeric_counts(fixtures):
     assert len(df) == 12
     cycles = df[df["event"] == "cycles"]
     assert cycles["value"].tolist() == [4001000000.0, 4000000000.0, 1001000000.0]
-    assert cycles["time_epoch_s"].tolist() == pytest.approx(
-        [START + 1.00025, START + 2.0005, START + 2.25075]
-    )
+    assert cycles["time_epoch_s"].tolist() == pytest.approx([START + 1.00025, START + 2.0005, START + 2.25075])
     assert cycles["t_s"].tolist() == pytest.approx([1.00025, 2.0005, 2.25075])
     # interval lengths: from perf start, then between timestamps; the last one is partial
     assert cycles["interval_s"].tolist() == pytest.approx([1.00025, 1.00025, 0.25025])
@@ -101,9 +97,7 @@ def test_permission_denied(fixtures):
     assert df.empty
     assert [r["metric"] for r in records] == ["cycles", "task-clock"]
     reason = records[0]["reason"]
-    assert reason.startswith(
-        "perf: Access to performance monitoring and observability operations is limited."
-    )
+    assert reason.startswith("perf: Access to performance monitoring and observability operations is limited.")
     assert "perf_event_paranoid setting is 2" in reason
 
 
@@ -144,9 +138,7 @@ def test_unknown_event_never_raises(tmp_path):
     mon.stop()
     df, records = mon.parse(0.0)
     assert df.empty
-    assert records == [
-        {"metric": "no-such-event-xyz", "reason": records[0]["reason"], "source": "perf"}
-    ]
+    assert records == [{"metric": "no-such-event-xyz", "reason": records[0]["reason"], "source": "perf"}]
     assert "no-such-event-xyz" in records[0]["reason"]
 
 

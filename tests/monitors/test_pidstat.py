@@ -69,8 +69,7 @@ def test_headers_blank_lines_spaces_and_unavailable_io(tmp_path):
     assert records == [
         {
             "metric": "pidstat_io",
-            "reason": "pidstat: I/O statistics not available (printed as -1) for 1 of 3 "
-            "process rows",
+            "reason": "pidstat: I/O statistics not available (printed as -1) for 1 of 3 process rows",
             "source": "pidstat",
         }
     ]

@@ -64,8 +64,7 @@ def test_unreadable_file_and_missing_full_line(tmp_path):
     (root / "cpu").write_text("some avg10=1.00 avg60=0.50 avg300=0.10 total=5000\n")
     (root / "io").mkdir()  # reading it fails: IsADirectoryError
     (root / "memory").write_text(
-        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
     )
     raw = tmp_path / "raw"
     raw.mkdir()

@@ -37,6 +37,7 @@ def run_daemon(exe, *args, **kw):
 
 # ---------------------------------------------------------------- Procedure 4 on tables
 
+
 def decide(exe, tmp_path, text):
     f = tmp_path / "table.txt"
     f.write_text(text)
@@ -49,44 +50,63 @@ def decide(exe, tmp_path, text):
 HEADER = "# name cmp state cur_mbps key_mbps held_s protect\n"
 
 TABLES = [
-    ("round robin over CMPs, highest first, stops at the bound",
-     "bound 40\ncmp_share 0\n" + HEADER +
-     "a0 0 run 30 30 0 0\nb0 0 run 20 20 0 0\nc1 1 run 25 25 0 0\nd1 1 run 5 5 0 0\n",
-     [("a0", "hold"), ("c1", "hold")]),
-    ("within a CMP the highest I/O goes first, whatever the submit order",
-     "bound 10\ncmp_share 0\n" + HEADER + "low 0 run 4 4 0 0\nhigh 0 run 9 9 0 0\n",
-     [("high", "hold")]),
-    ("second round: the CMPs' next jobs",
-     "bound 10\ncmp_share 0\n" + HEADER +
-     "a 0 run 20 20 0 0\nb 0 run 8 8 0 0\nc 1 run 15 15 0 0\nd 1 run 6 6 0 0\n",
-     [("a", "hold"), ("c", "hold"), ("b", "hold")]),
-    ("cmp_share: only CMPs above bound/CMPs are candidates",
-     "bound 30\ncmp_share 1\n" + HEADER +
-     "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
-     [("a", "hold"), ("b", "hold")]),
-    ("without cmp_share every CMP takes its turn",
-     "bound 30\ncmp_share 0\n" + HEADER +
-     "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
-     [("a", "hold"), ("c", "hold")]),
-    ("jobs without I/O are never candidates",
-     "bound 10\ncmp_share 0\n" + HEADER + "idle 0 run 0 0 0 0\nio 0 run 50 50 0 0\n",
-     [("io", "hold")]),
-    ("a protected job is not held",
-     "bound 10\ncmp_share 0\n" + HEADER + "p 0 run 50 50 0 1\nq 0 run 20 20 0 0\n",
-     [("q", "hold")]),
-    ("at or below the bound: one held job per CMP resumes, highest rate first",
-     "bound 40\n" + HEADER +
-     "r 0 run 10 10 0 0\nh5 0 held 0 5 3 0\nh9 0 held 0 9 1 0\nk 1 held 0 2 1 0\nz 2 run 30 30 0 0\n",
-     [("h9", "release"), ("k", "release")]),
-    ("exactly at the bound is not above it",
-     "bound 40\n" + HEADER + "a 0 run 40 40 0 0\nh 0 held 0 3 1 0\n",
-     [("h", "release")]),
-    ("fair: held too long is released first and others are held in its place",
-     "bound 40\ncmp_share 0\nmax_held_s 5\n" + HEADER +
-     "old 0 held 0 30 6 0\nnew 0 held 0 30 1 0\na 0 run 25 25 0 0\nb 1 run 20 20 0 0\n",
-     [("old", "force_release"), ("a", "hold"), ("b", "hold")]),
-    ("nothing to do: no I/O, nothing held",
-     "bound 5\n" + HEADER + "a 0 run 0 0 0 0\n", []),
+    (
+        "round robin over CMPs, highest first, stops at the bound",
+        "bound 40\ncmp_share 0\n"
+        + HEADER
+        + "a0 0 run 30 30 0 0\nb0 0 run 20 20 0 0\nc1 1 run 25 25 0 0\nd1 1 run 5 5 0 0\n",
+        [("a0", "hold"), ("c1", "hold")],
+    ),
+    (
+        "within a CMP the highest I/O goes first, whatever the submit order",
+        "bound 10\ncmp_share 0\n" + HEADER + "low 0 run 4 4 0 0\nhigh 0 run 9 9 0 0\n",
+        [("high", "hold")],
+    ),
+    (
+        "second round: the CMPs' next jobs",
+        "bound 10\ncmp_share 0\n" + HEADER + "a 0 run 20 20 0 0\nb 0 run 8 8 0 0\nc 1 run 15 15 0 0\nd 1 run 6 6 0 0\n",
+        [("a", "hold"), ("c", "hold"), ("b", "hold")],
+    ),
+    (
+        "cmp_share: only CMPs above bound/CMPs are candidates",
+        "bound 30\ncmp_share 1\n" + HEADER + "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
+        [("a", "hold"), ("b", "hold")],
+    ),
+    (
+        "without cmp_share every CMP takes its turn",
+        "bound 30\ncmp_share 0\n" + HEADER + "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
+        [("a", "hold"), ("c", "hold")],
+    ),
+    (
+        "jobs without I/O are never candidates",
+        "bound 10\ncmp_share 0\n" + HEADER + "idle 0 run 0 0 0 0\nio 0 run 50 50 0 0\n",
+        [("io", "hold")],
+    ),
+    (
+        "a protected job is not held",
+        "bound 10\ncmp_share 0\n" + HEADER + "p 0 run 50 50 0 1\nq 0 run 20 20 0 0\n",
+        [("q", "hold")],
+    ),
+    (
+        "at or below the bound: one held job per CMP resumes, highest rate first",
+        "bound 40\n"
+        + HEADER
+        + "r 0 run 10 10 0 0\nh5 0 held 0 5 3 0\nh9 0 held 0 9 1 0\nk 1 held 0 2 1 0\nz 2 run 30 30 0 0\n",
+        [("h9", "release"), ("k", "release")],
+    ),
+    (
+        "exactly at the bound is not above it",
+        "bound 40\n" + HEADER + "a 0 run 40 40 0 0\nh 0 held 0 3 1 0\n",
+        [("h", "release")],
+    ),
+    (
+        "fair: held too long is released first and others are held in its place",
+        "bound 40\ncmp_share 0\nmax_held_s 5\n"
+        + HEADER
+        + "old 0 held 0 30 6 0\nnew 0 held 0 30 1 0\na 0 run 25 25 0 0\nb 1 run 20 20 0 0\n",
+        [("old", "force_release"), ("a", "hold"), ("b", "hold")],
+    ),
+    ("nothing to do: no I/O, nothing held", "bound 5\n" + HEADER + "a 0 run 0 0 0 0\n", []),
 ]
 
 
@@ -152,6 +172,7 @@ def test_missing_inputs_are_usage_errors(daemon, tmp_path):
 
 # ---------------------------------------------------------------- live: signals, PID reuse
 
+
 def proc_state(pid):
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
@@ -169,8 +190,10 @@ def io_job(disk_tmp):
     procs = []
 
     def start():
-        p = subprocess.Popen(["sh", "-c", f"while :; do dd if={f} of=/dev/null bs=64k iflag=direct status=none; done"],
-                             start_new_session=True)
+        p = subprocess.Popen(
+            ["sh", "-c", f"while :; do dd if={f} of=/dev/null bs=64k iflag=direct status=none; done"],
+            start_new_session=True,
+        )
         procs.append(p)
         return p
 
@@ -185,8 +208,21 @@ def io_job(disk_tmp):
 
 
 def event(kind, job_id, pid, st, cmp=0):
-    return json.dumps({"event": kind, "job_id": job_id, "pid": pid, "starttime": st, "cmp": cmp,
-                       "cpus": [0], "t_s": 0.0, "mono_s": time.monotonic()}) + "\n"
+    return (
+        json.dumps(
+            {
+                "event": kind,
+                "job_id": job_id,
+                "pid": pid,
+                "starttime": st,
+                "cmp": cmp,
+                "cpus": [0],
+                "t_s": 0.0,
+                "mono_s": time.monotonic(),
+            }
+        )
+        + "\n"
+    )
 
 
 def wait_for(pred, timeout=10.0, step=0.02):
@@ -207,16 +243,30 @@ def group_stopped(pgid):
             text = Path(f"/proc/{p}/stat").read_text()
         except OSError:
             continue
-        fields = text[text.rfind(")") + 2:].split()
+        fields = text[text.rfind(")") + 2 :].split()
         if int(fields[2]) == pgid:
             states.append(fields[0])
     return bool(states) and all(s == "T" for s in states), states
 
 
 def start_daemon(exe, events, state, *extra):
-    return subprocess.Popen([str(exe), "--job-events", str(events), "--state-dir", str(state),
-                             "--timeslice-s", "0.1", "--io-bound-mbps", "0.001", *map(str, extra)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            str(exe),
+            "--job-events",
+            str(events),
+            "--state-dir",
+            str(state),
+            "--timeslice-s",
+            "0.1",
+            "--io-bound-mbps",
+            "0.001",
+            *map(str, extra),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.root
@@ -247,8 +297,9 @@ def test_pid_reuse_is_never_signalled(daemon, tmp_path, io_job):
     and that process is never stopped, though it does I/O above the bound."""
     job = io_job()
     events = tmp_path / "ev.jsonl"
-    events.write_text(event("start", "reused", job.pid, proc_starttime(job.pid) + 1) +
-                      event("start", "gone", 4194303, 1))
+    events.write_text(
+        event("start", "reused", job.pid, proc_starttime(job.pid) + 1) + event("start", "gone", 4194303, 1)
+    )
     d = start_daemon(daemon, events, tmp_path)
     try:
         time.sleep(1.0)  # ten quanta
@@ -292,9 +343,21 @@ def test_runner_death_resumes_jobs(daemon, tmp_path, io_job):
     events = tmp_path / "ev.jsonl"
     events.write_text(event("start", "j1", job.pid, proc_starttime(job.pid)))
     parent = subprocess.Popen(
-        [PY, "-c", "import subprocess,sys,time; subprocess.Popen(sys.argv[1:]); time.sleep(60)",
-         str(daemon), "--job-events", str(events), "--state-dir", str(tmp_path),
-         "--timeslice-s", "0.1", "--io-bound-mbps", "0.001"])
+        [
+            PY,
+            "-c",
+            "import subprocess,sys,time; subprocess.Popen(sys.argv[1:]); time.sleep(60)",
+            str(daemon),
+            "--job-events",
+            str(events),
+            "--state-dir",
+            str(tmp_path),
+            "--timeslice-s",
+            "0.1",
+            "--io-bound-mbps",
+            "0.001",
+        ]
+    )
     try:
         assert wait_for(lambda: group_stopped(job.pid)[0])
         parent.kill()
@@ -325,6 +388,7 @@ def test_bench_mode_prints_figures(daemon):
 
 # ---------------------------------------------------------------- under corun run
 
+
 def corun_spec(disk_tmp, variant, params, n_jobs=2, throttle=8_000_000, placement=None):
     files = []
     for i in range(n_jobs):
@@ -332,12 +396,16 @@ def corun_spec(disk_tmp, variant, params, n_jobs=2, throttle=8_000_000, placemen
         f.write_bytes(os.urandom(12 << 20))
         files.append(f)
     os.sync()
-    spec = {"name": f"t-{variant}",
-            "jobs": [{"name": f"r{i}", "cmd": ["dd", f"if={f}", "of=/dev/null", "bs=64k", "iflag=direct"]}
-                     for i, f in enumerate(files)],
-            "device": {"path": str(disk_tmp), "throttle": {"read_bps": throttle}},
-            "scheduler": {"name": variant, "params": params},
-            "monitors": {"enabled": []}}
+    spec = {
+        "name": f"t-{variant}",
+        "jobs": [
+            {"name": f"r{i}", "cmd": ["dd", f"if={f}", "of=/dev/null", "bs=64k", "iflag=direct"]}
+            for i, f in enumerate(files)
+        ],
+        "device": {"path": str(disk_tmp), "throttle": {"read_bps": throttle}},
+        "scheduler": {"name": variant, "params": params},
+        "monitors": {"enabled": []},
+    }
     if placement:
         spec["placement"] = placement
     path = disk_tmp / "spec.yaml"
@@ -347,8 +415,14 @@ def corun_spec(disk_tmp, variant, params, n_jobs=2, throttle=8_000_000, placemen
 
 def corun_run(spec, out, **kw):
     """--out relative to the working folder, as a user types it (the daemon runs elsewhere)."""
-    return subprocess.run([PY, "-m", "corun", "run", str(spec), "--out", os.path.relpath(out, ROOT)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, **kw)
+    return subprocess.run(
+        [PY, "-m", "corun", "run", str(spec), "--out", os.path.relpath(out, ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        **kw,
+    )
 
 
 def decisions(run):
@@ -382,8 +456,13 @@ def test_fair_variant_bounds_suspension(daemon, disk_tmp):
     the one just suspended alone at the full cap, so the other two starve; the fair variant
     resumes them after max_suspend_s."""
     one_cmp = {"cmp": {"grouping": "cores", "cores_per_cmp": os.cpu_count()}, "slots_per_core": 3}
-    spec = corun_spec(disk_tmp, "dynamic_io_fair", {"timeslice_s": 0.1, "io_bound_mbps": 3,
-                                                     "max_suspend_s": 0.5}, n_jobs=3, placement=one_cmp)
+    spec = corun_spec(
+        disk_tmp,
+        "dynamic_io_fair",
+        {"timeslice_s": 0.1, "io_bound_mbps": 3, "max_suspend_s": 0.5},
+        n_jobs=3,
+        placement=one_cmp,
+    )
     res = corun_run(spec, disk_tmp / "run")
     assert res.returncode == 0, res.stderr
     summary = json.loads((disk_tmp / "run" / "sched" / "state" / "summary.json").read_text())
@@ -397,8 +476,7 @@ def test_fair_variant_bounds_suspension(daemon, disk_tmp):
 def test_psi_variant_adapts_the_bound(daemon, disk_tmp):
     if not Path("/proc/pressure/io").exists():
         pytest.skip("no PSI on this kernel")
-    spec = corun_spec(disk_tmp, "dynamic_io_psi", {"timeslice_s": 0.2, "io_bound_mbps": 100,
-                                                    "psi_target": 0.05})
+    spec = corun_spec(disk_tmp, "dynamic_io_psi", {"timeslice_s": 0.2, "io_bound_mbps": 100, "psi_target": 0.05})
     res = corun_run(spec, disk_tmp / "run")
     assert res.returncode == 0, res.stderr
     qs = [n for n in decisions(disk_tmp / "run") if "q" in n]
@@ -410,8 +488,9 @@ def test_psi_variant_adapts_the_bound(daemon, disk_tmp):
 @pytest.mark.root
 def test_throttle_variant_keeps_the_shared_cap(daemon, disk_tmp):
     cap = 8_000_000
-    spec = corun_spec(disk_tmp, "cgroup_io_throttle", {"timeslice_s": 0.2, "io_bound_mbps": 3,
-                                                       "cmp_share": False}, throttle=cap)
+    spec = corun_spec(
+        disk_tmp, "cgroup_io_throttle", {"timeslice_s": 0.2, "io_bound_mbps": 3, "cmp_share": False}, throttle=cap
+    )
     res = corun_run(spec, disk_tmp / "run")
     assert res.returncode == 0, res.stderr
     run = disk_tmp / "run"
@@ -429,19 +508,27 @@ def test_throttle_variant_keeps_the_shared_cap(daemon, disk_tmp):
 @pytest.mark.root
 def test_kill_9_of_the_daemon_leaves_no_job_stopped(daemon, disk_tmp):
     timeslice = 1.0
-    spec = corun_spec(disk_tmp, "dynamic_io", {"timeslice_s": timeslice, "io_bound_mbps": 0.5,
-                                               "cmp_share": False}, throttle=2_000_000)
+    spec = corun_spec(
+        disk_tmp, "dynamic_io", {"timeslice_s": timeslice, "io_bound_mbps": 0.5, "cmp_share": False}, throttle=2_000_000
+    )
     out = disk_tmp / "run"
-    runner = subprocess.Popen([PY, "-m", "corun", "run", str(spec), "--out", str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    runner = subprocess.Popen(
+        [PY, "-m", "corun", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     inc = disk_tmp / "run.incomplete"
     try:
+
         def stopped_jobs():
             ev = inc / "sched" / "job_events.jsonl"
             if not ev.exists():
                 return []
             pids = [json.loads(x)["pid"] for x in ev.read_text().splitlines() if '"start"' in x]
             return [p for p in pids if proc_state(p) == "T"]
+
         assert wait_for(stopped_jobs, timeout=30), "no job was suspended"
         status = json.loads((inc / "sched" / "state" / "status.json").read_text())
         t_kill = time.monotonic()
