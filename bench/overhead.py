@@ -103,7 +103,8 @@ def main() -> int:
             ratios_w.append(got["corun"][1] / got["bare"][1])
             rows.append((i, order[0], got["bare"][0], got["corun"][0], got["bare"][1], got["corun"][1]))
     print(
-        f"{'pair':>4} {'first':>6} {'bare_kernel_s':>14} {'corun_kernel_s':>15} {'bare_wall_s':>12} {'corun_wall_s':>13}"
+        f"{'pair':>4} {'first':>6} {'bare_kernel_s':>14} {'corun_kernel_s':>15} "
+        f"{'bare_wall_s':>12} {'corun_wall_s':>13}"
     )
     for r in rows:
         print(f"{r[0]:>4} {r[1]:>6} {r[2]:>14.4f} {r[3]:>15.4f} {r[4]:>12.4f} {r[5]:>13.4f}")

@@ -9,8 +9,8 @@ demand comes from a calibration of the kernel on this machine:
 
 where rate is the per-job demand (per-CMP demand / jobs per CMP). Each job reads
 its own file of rate * runtime_target_s bytes, once, bypassing the page cache.
-A demand of 0 is a control group (compute only). The demand actually achieved is measured (the kernel reports MB/s) and that
-measured value, not the target, is what the analysis plots.
+A demand of 0 is a control group (compute only). The demand actually achieved is measured
+(the kernel reports MB/s) and that measured value, not the target, is what the analysis plots.
 
   python -m corun.experiments data sensitivity_ranking --config C --data-dir D
   python -m corun.experiments calibrate sensitivity_ranking --config C --data-dir D --out calibration.json

@@ -12,7 +12,8 @@ Raw files: ``pidstat.txt`` (stdout), ``pidstat.stderr``, ``pidstat.meta.json``.
 Columns: ``cpu_pct`` is pidstat's %CPU, summed over cores (up to 100 x cores); ``cpu`` is the
 core the task last ran on; ``iodelay_ticks`` is block I/O delay in clock ticks; ``*_kb_s`` are
 KiB/s (bytes / 1024). pidstat prints -1 for the I/O rates of a task whose /proc/<pid>/io it
-could not read: those become NaN and one missing record. Time: whole seconds as printed, refined as in `refine_whole_seconds`.
+could not read: those become NaN and one missing record. Time: whole seconds as printed,
+refined as in `refine_whole_seconds`.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ class Runner:
                         src,
                         f"jobs[{i}].cmd[0]",
                         exe,
-                        "an executable file (built by the corun_kernels role: ansible-playbook site.yml --tags corun_kernels)",
+                        "an executable file (built by the corun_kernels role: "
+                        "ansible-playbook site.yml --tags corun_kernels)",
                     )
             elif shutil.which(exe, path=js["env"].get("PATH", os.environ.get("PATH"))) is None:
                 raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "a program on PATH")

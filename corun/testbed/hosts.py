@@ -1,8 +1,10 @@
 """Runs on the hosts of an inventory: `corun run` on one host, MPI jobs across hosts.
 
-    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) run --host NAME --spec SPEC --out DIR [--push DIR ...]
+    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) run --host NAME --spec SPEC --out DIR
+        [--push DIR ...]
     python -m corun.testbed.hosts (--inventory INV | --names H1,H2) hostfile --out FILE [--slots N]
-    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) mpirun --np N --out FILE [--slots N] -- PROGRAM [ARGS...]
+    python -m corun.testbed.hosts (--inventory INV | --names H1,H2) mpirun --np N --out FILE [--slots N]
+        -- PROGRAM [ARGS...]
 
 `run` copies the pushed folders and the spec to the host (rsync over the inventory's ssh
 settings, same absolute paths: corun is checked out at the same path on every host), runs
