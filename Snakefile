@@ -8,6 +8,8 @@ configfile: "workflows/config/local.yaml"
 
 
 include: "workflows/rules/common.smk"
+
+
 # one rule file per experiment (corun.experiments.registry() names them)
 for rule_file in EXPERIMENT_RULE_FILES:
 

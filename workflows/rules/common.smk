@@ -18,7 +18,8 @@ except CorunError as exc:
     sys.exit(f"corun: {exc}")
 
 EXPERIMENTS = registry()  # name -> corun.experiments.base.Experiment
-RUN_EXPERIMENTS = experiments_with_runs(config)  # the selected ones and those whose runs they use
+# the selected experiments and those whose runs they use
+RUN_EXPERIMENTS = experiments_with_runs(config)
 EXPERIMENT_RULE_FILES = sorted({e.rule_file for e in EXPERIMENTS.values()})
 PY = sys.executable
 RESULTS = config["results_dir"]
