@@ -56,7 +56,7 @@ static const char USAGE[] =
 	"  --policy P               suspend (SIGSTOP/SIGCONT, default) or throttle (cgroup v1\n"
 	"                           blkio limits; needs --cgroup and --device)\n"
 	"  --max-suspend-s S        release any job held this long, then protect it as long\n"
-	"                           (0: never, default)\n"
+	"                           (default: never)\n"
 	"  --psi-file FILE          adapt the bound from this PSI file's 'some' stall share\n"
 	"  --psi-target F           stall share to hold the bound at (default 0.3; 0 to 1)\n"
 	"  --psi-decrease F         bound *= F above the target (default 0.8)\n"
@@ -69,14 +69,49 @@ static const char USAGE[] =
 	"  --max-jobs N             most jobs followed at once (default 65536)\n"
 	"  --max-age-s S            --check: the heartbeat may be this old\n"
 	"                           (default 3 timeslices + 2 s)\n"
+	"  --limits                 print the bounds of the options above as JSON and exit\n"
 	"  -h, --help  -V, --version\n"
 	"Exit: 0 ok (also when stopped by SIGTERM/SIGINT), 1 runtime error, 2 usage,\n"
 	"4 a needed feature is missing (PSI file, cgroup v1 blkio).\n";
 
+/* The bounded numeric options. Each one the manifests set has the same numbers there
+ * (the params of schedulers/dynamic_io and its variants: minimum, exclusiveMinimum, maximum):
+ * --limits prints this table and tests/schedulers/test_dynamic_io_limits.py compares. */
+struct limit {
+	const char *opt;
+	double *dest;
+	double min, max;
+	bool min_exclusive;
+};
+
+static double max_age_s; /* --check */
+
+static const struct limit LIMITS[] = {
+	{ "timeslice-s", &D.o.timeslice_s, 0.05, 60, false },
+	{ "io-bound-mbps", &D.o.bound_mbps, 0, 1e9, true },
+	{ "max-suspend-s", &D.o.max_suspend_s, 0, 86400, true },
+	{ "psi-target", &D.o.psi_target, 0, 0.999, true },
+	{ "psi-decrease", &D.o.psi_decrease, 0, 0.999, true },
+	{ "psi-increase-mbps", &D.o.psi_increase, 0, 1e6, true },
+	{ "bound-min-mbps", &D.o.bound_min, 0, 1e9, true },
+	{ "bound-max-mbps", &D.o.bound_max, 0, 1e9, true },
+	{ "throttle-floor-mbps", &D.o.floor_mbps, 0, 1e6, true },
+	{ "max-age-s", &max_age_s, 0, 86400, true },
+};
+#define N_LIMITS (sizeof LIMITS / sizeof *LIMITS)
+
+/* The options that take one word of a list, in the order of their enums. */
+static const char *const COUNTER_WORDS[] = { "storage", "read_bytes", "write_bytes", "rchar_wchar" };
+static const char *const POLICY_WORDS[] = { "suspend", "throttle" };
+#define N_WORDS(w) (sizeof(w) / sizeof *(w))
+
+/* The boolean options: 0, 1, true or false. */
+static const char *const BOOL_OPTIONS[] = { "descendants", "cmp-share" };
+
 enum {
-	O_EVENTS = 256, O_STATE, O_TIMESLICE, O_BOUND, O_COUNTER, O_DESC, O_SHARE, O_POLICY,
-	O_MAXSUSP, O_PSI, O_PSI_TARGET, O_PSI_DEC, O_PSI_INC, O_BMIN, O_BMAX, O_CGROUP,
-	O_DEVICE, O_FLOOR, O_MAXJOBS, O_CHECK, O_MAXAGE, O_TABLE, O_BENCH, O_ROUNDS, O_CMPS,
+	O_EVENTS = 256, O_STATE, O_COUNTER, O_DESC, O_SHARE, O_POLICY, O_PSI, O_CGROUP, O_DEVICE,
+	O_MAXJOBS, O_CHECK, O_TABLE, O_BENCH, O_ROUNDS, O_CMPS, O_LIMITS,
+	O_LIMITED = 512, /* + the index in LIMITS */
 };
 
 static bool parse_bool(const char *opt, const char *v)
@@ -88,36 +123,83 @@ static bool parse_bool(const char *opt, const char *v)
 	corun_usage_error(PROG, "--%s: '%s' (expected 0, 1, true or false)", opt, v);
 }
 
+/* The index of V in WORDS, or a usage error "expected a, b or c". */
+static int parse_word(const char *opt, const char *v, const char *const *words, size_t n)
+{
+	char expected[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(v, words[i]))
+			return (int)i;
+		len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s",
+					i == 0 ? "" : i + 1 == n ? " or " : ", ", words[i]);
+		if (len >= sizeof expected)
+			len = sizeof expected - 1;
+	}
+	corun_usage_error(PROG, "--%s: '%s' (expected %s)", opt, v, expected);
+}
+
+static void print_words(struct corun_json *j, const char *opt, const char *const *words, size_t n)
+{
+	corun_json_object_begin(j, opt);
+	corun_json_str(j, "type", "string");
+	corun_json_array_begin(j, "enum");
+	for (size_t i = 0; i < n; i++)
+		corun_json_str(j, NULL, words[i]);
+	corun_json_array_end(j);
+	corun_json_object_end(j);
+}
+
+/* --limits: every checked option with its bounds, in JSON schema words, on one line. */
+static int print_limits(void)
+{
+	struct corun_json j;
+	corun_json_begin(&j, stdout);
+	for (size_t i = 0; i < N_LIMITS; i++) {
+		const struct limit *l = &LIMITS[i];
+		corun_json_object_begin(&j, l->opt);
+		corun_json_str(&j, "type", "number");
+		corun_json_double(&j, l->min_exclusive ? "exclusiveMinimum" : "minimum", l->min);
+		corun_json_double(&j, "maximum", l->max);
+		corun_json_object_end(&j);
+	}
+	print_words(&j, "counter", COUNTER_WORDS, N_WORDS(COUNTER_WORDS));
+	print_words(&j, "policy", POLICY_WORDS, N_WORDS(POLICY_WORDS));
+	for (size_t i = 0; i < N_WORDS(BOOL_OPTIONS); i++) {
+		corun_json_object_begin(&j, BOOL_OPTIONS[i]);
+		corun_json_str(&j, "type", "boolean");
+		corun_json_object_end(&j);
+	}
+	corun_json_end(&j);
+	return corun_flush_result(PROG) < 0 ? CORUN_EXIT_RUNTIME : CORUN_EXIT_OK;
+}
+
 int main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
+	static const struct option other_options[] = {
 		{ "job-events", required_argument, NULL, O_EVENTS },
 		{ "state-dir", required_argument, NULL, O_STATE },
-		{ "timeslice-s", required_argument, NULL, O_TIMESLICE },
-		{ "io-bound-mbps", required_argument, NULL, O_BOUND },
 		{ "counter", required_argument, NULL, O_COUNTER },
 		{ "descendants", required_argument, NULL, O_DESC },
 		{ "cmp-share", required_argument, NULL, O_SHARE },
 		{ "policy", required_argument, NULL, O_POLICY },
-		{ "max-suspend-s", required_argument, NULL, O_MAXSUSP },
 		{ "psi-file", required_argument, NULL, O_PSI },
-		{ "psi-target", required_argument, NULL, O_PSI_TARGET },
-		{ "psi-decrease", required_argument, NULL, O_PSI_DEC },
-		{ "psi-increase-mbps", required_argument, NULL, O_PSI_INC },
-		{ "bound-min-mbps", required_argument, NULL, O_BMIN },
-		{ "bound-max-mbps", required_argument, NULL, O_BMAX },
 		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "device", required_argument, NULL, O_DEVICE },
-		{ "throttle-floor-mbps", required_argument, NULL, O_FLOOR },
 		{ "max-jobs", required_argument, NULL, O_MAXJOBS },
 		{ "check", required_argument, NULL, O_CHECK },
-		{ "max-age-s", required_argument, NULL, O_MAXAGE },
 		{ "decide-table", required_argument, NULL, O_TABLE },
 		{ "bench-decide", required_argument, NULL, O_BENCH },
 		{ "rounds", required_argument, NULL, O_ROUNDS },
 		{ "cmps", required_argument, NULL, O_CMPS },
+		{ "limits", no_argument, NULL, O_LIMITS },
 		CORUN_COMMON_LONG_OPTIONS
 	};
+	struct option longopts[N_LIMITS + N_WORDS(other_options)];
+	for (size_t i = 0; i < N_LIMITS; i++)
+		longopts[i] = (struct option){ LIMITS[i].opt, required_argument, NULL,
+					       O_LIMITED + (int)i };
+	memcpy(longopts + N_LIMITS, other_options, sizeof other_options);
 	struct opts *o = &D.o;
 	*o = (struct opts){ .timeslice_s = 1, .bound_mbps = 40, .counter = C_STORAGE,
 			    .policy = P_SUSPEND, .descendants = true, .cmp_share = true,
@@ -126,36 +208,30 @@ int main(int argc, char *argv[])
 	const char *check = NULL, *table = NULL;
 	long bench = 0, rounds = 1000;
 	int cmps = 8;
-	double max_age = 0;
+	bool limits = false;
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
+		if (c >= O_LIMITED && c < O_LIMITED + (int)N_LIMITS) {
+			const struct limit *l = &LIMITS[c - O_LIMITED];
+			*l->dest = corun_parse_double(PROG, l->opt, optarg, l->min, l->max,
+						      l->min_exclusive);
+			continue;
+		}
 		switch (c) {
 		case O_EVENTS: o->events = optarg; break;
 		case O_STATE: o->state_dir = optarg; break;
-		case O_TIMESLICE: o->timeslice_s = corun_parse_double(PROG, "timeslice-s", optarg, 0.05, 60, false); break;
-		case O_BOUND: o->bound_mbps = corun_parse_double(PROG, "io-bound-mbps", optarg, 0, 1e9, true); break;
 		case O_COUNTER:
-			if (!strcmp(optarg, "storage")) o->counter = C_STORAGE;
-			else if (!strcmp(optarg, "read_bytes")) o->counter = C_READ;
-			else if (!strcmp(optarg, "write_bytes")) o->counter = C_WRITE;
-			else if (!strcmp(optarg, "rchar_wchar")) o->counter = C_RCHAR_WCHAR;
-			else corun_usage_error(PROG, "--counter: '%s' (expected storage, read_bytes, write_bytes or rchar_wchar)", optarg);
+			o->counter = (enum counter)parse_word("counter", optarg, COUNTER_WORDS,
+							      N_WORDS(COUNTER_WORDS));
 			break;
 		case O_DESC: o->descendants = parse_bool("descendants", optarg); break;
 		case O_SHARE: o->cmp_share = parse_bool("cmp-share", optarg); break;
 		case O_POLICY:
-			if (!strcmp(optarg, "suspend")) o->policy = P_SUSPEND;
-			else if (!strcmp(optarg, "throttle")) o->policy = P_THROTTLE;
-			else corun_usage_error(PROG, "--policy: '%s' (expected suspend or throttle)", optarg);
+			o->policy = (enum policy)parse_word("policy", optarg, POLICY_WORDS,
+							    N_WORDS(POLICY_WORDS));
 			break;
-		case O_MAXSUSP: o->max_suspend_s = corun_parse_double(PROG, "max-suspend-s", optarg, 0, 86400, false); break;
 		case O_PSI: o->psi_file = optarg; break;
-		case O_PSI_TARGET: o->psi_target = corun_parse_double(PROG, "psi-target", optarg, 0, 0.999, true); break;
-		case O_PSI_DEC: o->psi_decrease = corun_parse_double(PROG, "psi-decrease", optarg, 0, 0.999, true); break;
-		case O_PSI_INC: o->psi_increase = corun_parse_double(PROG, "psi-increase-mbps", optarg, 0, 1e6, true); break;
-		case O_BMIN: o->bound_min = corun_parse_double(PROG, "bound-min-mbps", optarg, 0, 1e9, true); break;
-		case O_BMAX: o->bound_max = corun_parse_double(PROG, "bound-max-mbps", optarg, 0, 1e9, true); break;
 		case O_CGROUP: o->cgroup = optarg; break;
 		case O_DEVICE: {
 			unsigned maj, min;
@@ -165,20 +241,21 @@ int main(int argc, char *argv[])
 			o->device = optarg;
 			break;
 		}
-		case O_FLOOR: o->floor_mbps = corun_parse_double(PROG, "throttle-floor-mbps", optarg, 0, 1e6, true); break;
 		case O_MAXJOBS: o->max_jobs = (long)corun_parse_int(PROG, "max-jobs", optarg, 1, 1 << 20, false); break;
 		case O_CHECK: check = optarg; break;
-		case O_MAXAGE: max_age = corun_parse_double(PROG, "max-age-s", optarg, 0, 86400, true); break;
 		case O_TABLE: table = optarg; break;
 		case O_BENCH: bench = (long)corun_parse_int(PROG, "bench-decide", optarg, 1, 10000000, false); break;
 		case O_ROUNDS: rounds = (long)corun_parse_int(PROG, "rounds", optarg, 1, 10000000, false); break;
 		case O_CMPS: cmps = (int)corun_parse_int(PROG, "cmps", optarg, 1, MAX_CMPS, false); break;
+		case O_LIMITS: limits = true; break;
 		default: corun_default_option(PROG, VERSION, USAGE, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
+	if (limits)
+		return print_limits();
 	if (check) /* by default: three quanta late, plus start-up */
-		return run_check(check, max_age > 0 ? max_age : 3 * o->timeslice_s + 2);
+		return run_check(check, max_age_s > 0 ? max_age_s : 3 * o->timeslice_s + 2);
 	if (table)
 		return run_table(table);
 	if (bench)
