@@ -52,11 +52,16 @@ int run_daemon(void)
 	if (o->policy == P_THROTTLE) {
 		char probe[PATH_MAX + 64];
 		if (!o->cgroup || !o->device)
-			corun_usage_error(PROG, "--policy: 'throttle' (expected --cgroup DIR and --device MAJ:MIN too)");
+			corun_usage_error(
+				PROG,
+				"--policy: 'throttle' (expected --cgroup DIR and --device MAJ:MIN too)");
 		snprintf(probe, sizeof probe, "%s/blkio.throttle.read_bps_device", o->cgroup);
 		if (access(probe, W_OK) < 0) {
-			corun_err(PROG, "--cgroup: '%s' (expected a writable cgroup v1 blkio group; "
-				  "per-job limits under cgroup v2 need per-job leaf groups, not done)", o->cgroup);
+			corun_err(
+				PROG,
+				"--cgroup: '%s' (expected a writable cgroup v1 blkio group; "
+				"per-job limits under cgroup v2 need per-job leaf groups, not done)",
+				o->cgroup);
 			return CORUN_EXIT_SKIPPED;
 		}
 		D.cap_read = read_cap("blkio.throttle.read_bps_device");
@@ -66,18 +71,23 @@ int run_daemon(void)
 		D.psi_fd = open(o->psi_file, O_RDONLY | O_CLOEXEC);
 		unsigned long long t;
 		if (D.psi_fd < 0 || psi_read(&t) < 0) {
-			corun_err(PROG, "--psi-file: '%s' (expected a readable PSI file with a 'some' line: "
-				  "a kernel with CONFIG_PSI and psi enabled)", o->psi_file);
+			corun_err(
+				PROG,
+				"--psi-file: '%s' (expected a readable PSI file with a 'some' line: "
+				"a kernel with CONFIG_PSI and psi enabled)",
+				o->psi_file);
 			return CORUN_EXIT_SKIPPED;
 		}
 	}
 	D.ev_fd = open(o->events, O_RDONLY | O_CLOEXEC);
 	if (D.ev_fd < 0) {
-		corun_usage_error(PROG, "--job-events: '%s' (expected a readable file: %s)", o->events, strerror(errno));
+		corun_usage_error(PROG, "--job-events: '%s' (expected a readable file: %s)",
+				  o->events, strerror(errno));
 	}
 	struct stat sb;
 	if (stat(o->state_dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
-		corun_usage_error(PROG, "--state-dir: '%s' (expected an existing directory)", o->state_dir);
+		corun_usage_error(PROG, "--state-dir: '%s' (expected an existing directory)",
+				  o->state_dir);
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -133,7 +143,8 @@ int run_daemon(void)
 	write_status(D.start_mono);
 	int rc = CORUN_EXIT_OK;
 	for (;;) {
-		struct pollfd pf[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
+		struct pollfd pf[2] = { { .fd = sfd, .events = POLLIN },
+					{ .fd = tfd, .events = POLLIN } };
 		if (poll(pf, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -149,10 +160,12 @@ int run_daemon(void)
 		}
 		if (pf[1].revents & POLLIN) {
 			uint64_t expirations;
-			if (read(tfd, &expirations, sizeof expirations) != (ssize_t)sizeof expirations)
+			if (read(tfd, &expirations, sizeof expirations) !=
+			    (ssize_t)sizeof expirations)
 				continue;
 			if (quantum() < 0) {
-				corun_err(PROG, "reading the job events failed: %s", strerror(errno));
+				corun_err(PROG, "reading the job events failed: %s",
+					  strerror(errno));
 				rc = CORUN_EXIT_RUNTIME;
 				break;
 			}
@@ -161,4 +174,3 @@ int run_daemon(void)
 	teardown();
 	return rc;
 }
-

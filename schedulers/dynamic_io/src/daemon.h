@@ -88,7 +88,6 @@ struct daemon {
 	const char *exit_reason;
 };
 
-
 /* The one daemon of this process. */
 extern struct daemon D;
 

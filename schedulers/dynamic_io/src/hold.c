@@ -54,9 +54,11 @@ static int cg_move(const char *dir, struct job *j)
 void cg_set_parent_caps(void)
 {
 	if (D.cap_read)
-		(void)cg_write_cap(D.o.cgroup, "blkio.throttle.read_bps_device", D.cap_read - D.carved);
+		(void)cg_write_cap(D.o.cgroup, "blkio.throttle.read_bps_device",
+				   D.cap_read - D.carved);
 	if (D.cap_write)
-		(void)cg_write_cap(D.o.cgroup, "blkio.throttle.write_bps_device", D.cap_write - D.carved);
+		(void)cg_write_cap(D.o.cgroup, "blkio.throttle.write_bps_device",
+				   D.cap_write - D.carved);
 }
 
 static int throttle_job(struct job *j, double limit_mbps)
@@ -80,8 +82,11 @@ static int throttle_job(struct job *j, double limit_mbps)
 	char name[160];
 	size_t k = 0;
 	for (const char *s = j->id; *s && k < sizeof name - 8; s++)
-		name[k++] = (char)((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-				   (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' ? *s : '_');
+		name[k++] =
+			(char)((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+					       (*s >= '0' && *s <= '9') || *s == '-' || *s == '_'
+				       ? *s
+				       : '_');
 	name[k] = '\0';
 	snprintf(j->cg, sizeof j->cg, "%s/dio-%s", D.o.cgroup, name);
 	if (mkdir(j->cg, 0755) < 0 && errno != EEXIST)
@@ -153,9 +158,9 @@ unsigned long long read_cap(const char *file)
 	if (read_small(path, buf, sizeof buf) < 0)
 		return 0;
 	size_t dl = strlen(D.o.device);
-	for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+	for (char *line = buf; line && *line;
+	     line = strchr(line, '\n'), line = line ? line + 1 : NULL)
 		if (!strncmp(line, D.o.device, dl) && line[dl] == ' ')
 			return strtoull(line + dl + 1, NULL, 10);
 	return 0;
 }
-

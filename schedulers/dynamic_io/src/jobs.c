@@ -27,11 +27,22 @@ static void event_member(const char *key, const struct fj_value *v, void *ctx)
 		snprintf(e->id, sizeof e->id, "%s", v->str);
 		e->seen |= 2;
 	} else if (v->type == FJ_NUMBER) {
-		if (!strcmp(key, "pid")) { e->pid = v->num; e->seen |= 4; }
-		else if (!strcmp(key, "starttime")) { e->starttime = v->num; e->seen |= 8; }
-		else if (!strcmp(key, "cmp")) { e->cmp = v->num; e->seen |= 16; }
-		else if (!strcmp(key, "t_s")) { e->t_s = v->num; e->seen |= 32; }
-		else if (!strcmp(key, "mono_s")) { e->mono_s = v->num; e->seen |= 64; }
+		if (!strcmp(key, "pid")) {
+			e->pid = v->num;
+			e->seen |= 4;
+		} else if (!strcmp(key, "starttime")) {
+			e->starttime = v->num;
+			e->seen |= 8;
+		} else if (!strcmp(key, "cmp")) {
+			e->cmp = v->num;
+			e->seen |= 16;
+		} else if (!strcmp(key, "t_s")) {
+			e->t_s = v->num;
+			e->seen |= 32;
+		} else if (!strcmp(key, "mono_s")) {
+			e->mono_s = v->num;
+			e->seen |= 64;
+		}
 	}
 }
 
@@ -83,8 +94,10 @@ static void job_start(const struct event *e)
 	/* identity after the pidfd exists: if the start time matches now, the
 	 * pidfd refers to the job's process, whatever happens to the pid later */
 	if (pidfd < 0 || proc_stat(pid, &st, &pgrp) < 0 || st != (unsigned long long)e->starttime) {
-		log_note("refused", e->id, pid, pidfd < 0 || st == 0 ? "process gone" :
-			 "pid reused: start time differs from the job event");
+		log_note("refused", e->id, pid,
+			 pidfd < 0 || st == 0
+				 ? "process gone"
+				 : "pid reused: start time differs from the job event");
 		if (pidfd >= 0)
 			close(pidfd);
 		D.n_refused++;
@@ -155,7 +168,8 @@ int read_events(double now)
 				else if (!strcmp(e.type, "end"))
 					job_end(&e, now);
 			} else if (line[0]) {
-				log_note("bad_event", "", 0, "a job event line that is not a job event");
+				log_note("bad_event", "", 0,
+					 "a job event line that is not a job event");
 			}
 			line = nl + 1;
 		}
@@ -167,4 +181,3 @@ int read_events(double now)
 	}
 	return 0;
 }
-

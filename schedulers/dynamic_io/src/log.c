@@ -82,8 +82,10 @@ void write_summary(void)
 	corun_json_double(&j, "mean", D.collect_sum_us / nq);
 	corun_json_double(&j, "max", D.collect_max_us);
 	corun_json_object_end(&j);
-	corun_json_double(&j, "cpu_user_s", (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6);
-	corun_json_double(&j, "cpu_sys_s", (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	corun_json_double(&j, "cpu_user_s",
+			  (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6);
+	corun_json_double(&j, "cpu_sys_s",
+			  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
 	corun_json_double(&j, "wall_s", now_mono() - D.start_mono);
 	corun_json_end(&j);
 	fclose(f);

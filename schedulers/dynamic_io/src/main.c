@@ -101,7 +101,8 @@ static const struct limit LIMITS[] = {
 #define N_LIMITS (sizeof LIMITS / sizeof *LIMITS)
 
 /* The options that take one word of a list, in the order of their enums. */
-static const char *const COUNTER_WORDS[] = { "storage", "read_bytes", "write_bytes", "rchar_wchar" };
+static const char *const COUNTER_WORDS[] = { "storage", "read_bytes", "write_bytes",
+					     "rchar_wchar" };
 static const char *const POLICY_WORDS[] = { "suspend", "throttle" };
 #define N_WORDS(w) (sizeof(w) / sizeof *(w))
 
@@ -109,8 +110,22 @@ static const char *const POLICY_WORDS[] = { "suspend", "throttle" };
 static const char *const BOOL_OPTIONS[] = { "descendants", "cmp-share" };
 
 enum {
-	O_EVENTS = 256, O_STATE, O_COUNTER, O_DESC, O_SHARE, O_POLICY, O_PSI, O_CGROUP, O_DEVICE,
-	O_MAXJOBS, O_CHECK, O_TABLE, O_BENCH, O_ROUNDS, O_CMPS, O_LIMITS,
+	O_EVENTS = 256,
+	O_STATE,
+	O_COUNTER,
+	O_DESC,
+	O_SHARE,
+	O_POLICY,
+	O_PSI,
+	O_CGROUP,
+	O_DEVICE,
+	O_MAXJOBS,
+	O_CHECK,
+	O_TABLE,
+	O_BENCH,
+	O_ROUNDS,
+	O_CMPS,
+	O_LIMITS,
 	O_LIMITED = 512, /* + the index in LIMITS */
 };
 
@@ -131,8 +146,13 @@ static int parse_word(const char *opt, const char *v, const char *const *words, 
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(v, words[i]))
 			return (int)i;
-		len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s",
-					i == 0 ? "" : i + 1 == n ? " or " : ", ", words[i]);
+		const char *sep = ", ";
+		if (i == 0)
+			sep = "";
+		else if (i + 1 == n)
+			sep = " or ";
+		len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s", sep,
+					words[i]);
 		if (len >= sizeof expected)
 			len = sizeof expected - 1;
 	}
@@ -201,10 +221,19 @@ int main(int argc, char *argv[])
 					       O_LIMITED + (int)i };
 	memcpy(longopts + N_LIMITS, other_options, sizeof other_options);
 	struct opts *o = &D.o;
-	*o = (struct opts){ .timeslice_s = 1, .bound_mbps = 40, .counter = C_STORAGE,
-			    .policy = P_SUSPEND, .descendants = true, .cmp_share = true,
-			    .psi_target = 0.3, .psi_decrease = 0.8, .psi_increase = 1,
-			    .bound_min = 0.5, .bound_max = 1000, .floor_mbps = 1, .max_jobs = 65536 };
+	*o = (struct opts){ .timeslice_s = 1,
+			    .bound_mbps = 40,
+			    .counter = C_STORAGE,
+			    .policy = P_SUSPEND,
+			    .descendants = true,
+			    .cmp_share = true,
+			    .psi_target = 0.3,
+			    .psi_decrease = 0.8,
+			    .psi_increase = 1,
+			    .bound_min = 0.5,
+			    .bound_max = 1000,
+			    .floor_mbps = 1,
+			    .max_jobs = 65536 };
 	const char *check = NULL, *table = NULL;
 	long bench = 0, rounds = 1000;
 	int cmps = 8;
@@ -237,16 +266,28 @@ int main(int argc, char *argv[])
 			unsigned maj, min;
 			char end;
 			if (sscanf(optarg, "%u:%u%c", &maj, &min, &end) != 2)
-				corun_usage_error(PROG, "--device: '%s' (expected MAJOR:MINOR such as 8:0)", optarg);
+				corun_usage_error(
+					PROG, "--device: '%s' (expected MAJOR:MINOR such as 8:0)",
+					optarg);
 			o->device = optarg;
 			break;
 		}
-		case O_MAXJOBS: o->max_jobs = (long)corun_parse_int(PROG, "max-jobs", optarg, 1, 1 << 20, false); break;
+		case O_MAXJOBS:
+			o->max_jobs =
+				(long)corun_parse_int(PROG, "max-jobs", optarg, 1, 1 << 20, false);
+			break;
 		case O_CHECK: check = optarg; break;
 		case O_TABLE: table = optarg; break;
-		case O_BENCH: bench = (long)corun_parse_int(PROG, "bench-decide", optarg, 1, 10000000, false); break;
-		case O_ROUNDS: rounds = (long)corun_parse_int(PROG, "rounds", optarg, 1, 10000000, false); break;
-		case O_CMPS: cmps = (int)corun_parse_int(PROG, "cmps", optarg, 1, MAX_CMPS, false); break;
+		case O_BENCH:
+			bench = (long)corun_parse_int(PROG, "bench-decide", optarg, 1, 10000000,
+						      false);
+			break;
+		case O_ROUNDS:
+			rounds = (long)corun_parse_int(PROG, "rounds", optarg, 1, 10000000, false);
+			break;
+		case O_CMPS:
+			cmps = (int)corun_parse_int(PROG, "cmps", optarg, 1, MAX_CMPS, false);
+			break;
 		case O_LIMITS: limits = true; break;
 		default: corun_default_option(PROG, VERSION, USAGE, c, argv);
 		}
@@ -261,14 +302,18 @@ int main(int argc, char *argv[])
 	if (bench)
 		return run_bench(bench, rounds, cmps);
 	if (!o->events)
-		corun_usage_error(PROG, "--job-events: missing (expected the runner's job event log)");
+		corun_usage_error(PROG,
+				  "--job-events: missing (expected the runner's job event log)");
 	if (!o->state_dir)
-		corun_usage_error(PROG, "--state-dir: missing (expected a directory for the decision log)");
+		corun_usage_error(
+			PROG, "--state-dir: missing (expected a directory for the decision log)");
 	if (o->bound_min > o->bound_max)
-		corun_usage_error(PROG, "--bound-min-mbps: '%g' (expected <= --bound-max-mbps %g)", o->bound_min, o->bound_max);
+		corun_usage_error(PROG, "--bound-min-mbps: '%g' (expected <= --bound-max-mbps %g)",
+				  o->bound_min, o->bound_max);
 	if (o->psi_file && (o->bound_mbps < o->bound_min || o->bound_mbps > o->bound_max))
-		corun_usage_error(PROG, "--io-bound-mbps: '%g' (expected from --bound-min-mbps %g to --bound-max-mbps %g)",
-				  o->bound_mbps, o->bound_min, o->bound_max);
+		corun_usage_error(
+			PROG,
+			"--io-bound-mbps: '%g' (expected from --bound-min-mbps %g to --bound-max-mbps %g)",
+			o->bound_mbps, o->bound_min, o->bound_max);
 	return run_daemon();
 }
-

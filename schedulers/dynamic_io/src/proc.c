@@ -89,12 +89,22 @@ static int parse_io(const char *buf, enum counter c, unsigned long long *out)
 {
 	unsigned long long rchar = 0, wchar = 0, rb = 0, wb = 0;
 	int seen = 0;
-	for (const char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+	for (const char *line = buf; line && *line;
+	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		unsigned long long v;
-		if (sscanf(line, "rchar: %llu", &v) == 1) { rchar = v; seen |= 1; }
-		else if (sscanf(line, "wchar: %llu", &v) == 1) { wchar = v; seen |= 2; }
-		else if (sscanf(line, "read_bytes: %llu", &v) == 1) { rb = v; seen |= 4; }
-		else if (sscanf(line, "write_bytes: %llu", &v) == 1) { wb = v; seen |= 8; }
+		if (sscanf(line, "rchar: %llu", &v) == 1) {
+			rchar = v;
+			seen |= 1;
+		} else if (sscanf(line, "wchar: %llu", &v) == 1) {
+			wchar = v;
+			seen |= 2;
+		} else if (sscanf(line, "read_bytes: %llu", &v) == 1) {
+			rb = v;
+			seen |= 4;
+		} else if (sscanf(line, "write_bytes: %llu", &v) == 1) {
+			wb = v;
+			seen |= 8;
+		}
 	}
 	if (seen != 15)
 		return -1;
@@ -159,7 +169,8 @@ int job_bytes(struct job *j, unsigned long long *bytes)
 			char path[64];
 			unsigned long long v;
 			snprintf(path, sizeof path, "/proc/%d/io", (int)desc[i]);
-			if (read_small(path, buf, sizeof buf) > 0 && parse_io(buf, D.o.counter, &v) == 0)
+			if (read_small(path, buf, sizeof buf) > 0 &&
+			    parse_io(buf, D.o.counter, &v) == 0)
 				*bytes += v;
 		}
 	}
@@ -181,4 +192,3 @@ int psi_read(unsigned long long *total_us)
 	*total_us = strtoull(p + 6, NULL, 10);
 	return 0;
 }
-

@@ -65,7 +65,8 @@ int quantum(void)
 				if (psi_some > 1)
 					psi_some = 1;
 				if (psi_some > D.o.psi_target) {
-					double b = (overall < D.bound ? overall : D.bound) * D.o.psi_decrease;
+					double b = (overall < D.bound ? overall : D.bound) *
+						   D.o.psi_decrease;
 					D.bound = b < D.o.bound_min ? D.o.bound_min : b;
 				} else if (psi_some < D.o.psi_target) {
 					double b = D.bound + D.o.psi_increase;
@@ -85,17 +86,21 @@ int quantum(void)
 	for (size_t i = 0; i < D.njobs; i++) {
 		struct job *j = &D.jobs[i];
 		D.table[i] = (struct dio_job){
-			.cmp = j->cmp, .state = j->state, .cur_mbps = j->cur_mbps,
+			.cmp = j->cmp,
+			.state = j->state,
+			.cur_mbps = j->cur_mbps,
 			.key_mbps = j->key_mbps,
 			.held_s = j->state == DIO_HELD ? now - j->held_since : 0,
-			.protect = j->protect_until > now, .action = DIO_NONE,
+			.protect = j->protect_until > now,
+			.action = DIO_NONE,
 		};
 		if (j->cmp + 1 > ncmp)
 			ncmp = j->cmp + 1;
 		if (j->cur_mbps > 0 || j->state == DIO_HELD)
 			io_jobs++;
 	}
-	struct dio_params p = { .bound_mbps = D.bound, .cmp_share = D.o.cmp_share,
+	struct dio_params p = { .bound_mbps = D.bound,
+				.cmp_share = D.o.cmp_share,
 				.max_held_s = D.o.max_suspend_s };
 	dio_decide(D.table, D.njobs, ncmp, &p, &D.work);
 	double decide_us = usec_since(t1);
@@ -163,4 +168,3 @@ int quantum(void)
 	write_status(now);
 	return 0;
 }
-
