@@ -135,15 +135,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			break;
 		case 'd': o->storage = optarg; break;
 		case 'm':
-			if (strcmp(optarg, "file") == 0)
-				o->storage_mode = STORAGE_FILE;
-			else if (strcmp(optarg, "anon") == 0)
-				o->storage_mode = STORAGE_ANON;
-			else
-				corun_usage_error(PROG,
-						  "--storage-mode: '%s' "
-						  "(expected file or anon)",
-						  optarg);
+			o->storage_mode = (enum storage_mode)corun_parse_choice(
+				PROG, "storage-mode", optarg, storage_mode_names,
+				CORUN_COUNT(storage_mode_names));
 			break;
 		case 'g': o->dump_graph = optarg; break;
 		case 'l': o->dump_levels = optarg; break;

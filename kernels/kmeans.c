@@ -152,15 +152,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 							BLOCK_SIZE_MAX, true);
 			break;
 		case 'm':
-			if (strcmp(optarg, "stream") == 0)
-				o->mode = MODE_STREAM;
-			else if (strcmp(optarg, "load") == 0)
-				o->mode = MODE_LOAD;
-			else
-				corun_usage_error(PROG,
-						  "--mode: '%s' (expected "
-						  "stream or load)",
-						  optarg);
+			o->mode = (enum mode)corun_parse_choice(PROG, "mode", optarg, mode_names,
+								CORUN_COUNT(mode_names));
 			break;
 		default: corun_default_option(PROG, KMEANS_VERSION, usage_text, c, argv);
 		}

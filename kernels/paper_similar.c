@@ -135,15 +135,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 							BLOCK_SIZE_MAX, true);
 			break;
 		case 'm':
-			if (strcmp(optarg, "evict") == 0)
-				o->cache_mode = CACHE_EVICT;
-			else if (strcmp(optarg, "keep") == 0)
-				o->cache_mode = CACHE_KEEP;
-			else
-				corun_usage_error(PROG,
-						  "--cache-mode: '%s' "
-						  "(expected evict or keep)",
-						  optarg);
+			o->cache_mode = (enum cache_mode)corun_parse_choice(
+				PROG, "cache-mode", optarg, cache_mode_names,
+				CORUN_COUNT(cache_mode_names));
 			break;
 		default: corun_default_option(PROG, PAPER_SIMILAR_VERSION, usage_text, c, argv);
 		}

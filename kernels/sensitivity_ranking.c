@@ -99,15 +99,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->nops = corun_parse_int(PROG, "nops", optarg, 0, INT64_MAX, false);
 			break;
 		case 'm':
-			if (strcmp(optarg, "direct") == 0)
-				o->cache_mode = CACHE_DIRECT;
-			else if (strcmp(optarg, "evict") == 0)
-				o->cache_mode = CACHE_EVICT;
-			else
-				corun_usage_error(PROG,
-						  "--cache-mode: '%s' "
-						  "(expected direct or evict)",
-						  optarg);
+			o->cache_mode = (enum cache_mode)corun_parse_choice(
+				PROG, "cache-mode", optarg, cache_mode_names,
+				CORUN_COUNT(cache_mode_names));
 			break;
 		default:
 			corun_default_option(PROG, SENSITIVITY_RANKING_VERSION, usage_text, c,

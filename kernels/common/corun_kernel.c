@@ -38,6 +38,28 @@ void corun_usage_error(const char *prog, const char *fmt, ...)
 	exit(CORUN_EXIT_USAGE);
 }
 
+int corun_parse_choice(const char *prog, const char *opt, const char *value,
+		       const char *const *words, size_t n)
+{
+	char expected[256] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(value, words[i]) == 0)
+			return (int)i;
+		const char *sep = ", ";
+		if (i == 0)
+			sep = "";
+		else if (i + 1 == n)
+			sep = " or ";
+		len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s", sep,
+					words[i]);
+		if (len >= sizeof expected)
+			len = sizeof expected - 1;
+	}
+	corun_usage_error(prog, "--%s: '%s' (expected %s)", opt, value, expected);
+}
+
 #define SUFFIX_HINT ", with an optional K, M or G suffix for KiB, MiB, GiB"
 
 double corun_parse_double(const char *prog, const char *opt, const char *value, double min,

@@ -8,6 +8,7 @@
 #define CORUN_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -39,6 +40,15 @@ int64_t corun_parse_int(const char *prog, const char *opt, const char *value, in
  * CORUN_EXIT_USAGE. */
 double corun_parse_double(const char *prog, const char *opt, const char *value, double min,
 			  double max, bool min_exclusive);
+
+/* Parse VALUE of option --OPT as one of the N words of WORDS and return its index (so an
+ * enum listed in the same order can take it).  On any other value prints one line
+ * "<prog>: --<opt>: '<value>' (expected a, b or c)" and exits CORUN_EXIT_USAGE. */
+int corun_parse_choice(const char *prog, const char *opt, const char *value,
+		       const char *const *words, size_t n);
+
+/* The number of elements of array A. */
+#define CORUN_COUNT(a) (sizeof(a) / sizeof *(a))
 
 /* Report the option error getopt_long() signalled by returning C (':' for a
  * missing value, anything else for an unknown option or a value given to a

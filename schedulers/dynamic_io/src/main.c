@@ -104,7 +104,6 @@ static const struct limit LIMITS[] = {
 static const char *const COUNTER_WORDS[] = { "storage", "read_bytes", "write_bytes",
 					     "rchar_wchar" };
 static const char *const POLICY_WORDS[] = { "suspend", "throttle" };
-#define N_WORDS(w) (sizeof(w) / sizeof *(w))
 
 /* The boolean options: 0, 1, true or false. */
 static const char *const BOOL_OPTIONS[] = { "descendants", "cmp-share" };
@@ -138,27 +137,6 @@ static bool parse_bool(const char *opt, const char *v)
 	corun_usage_error(PROG, "--%s: '%s' (expected 0, 1, true or false)", opt, v);
 }
 
-/* The index of V in WORDS, or a usage error "expected a, b or c". */
-static int parse_word(const char *opt, const char *v, const char *const *words, size_t n)
-{
-	char expected[256] = "";
-	size_t len = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(v, words[i]))
-			return (int)i;
-		const char *sep = ", ";
-		if (i == 0)
-			sep = "";
-		else if (i + 1 == n)
-			sep = " or ";
-		len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s", sep,
-					words[i]);
-		if (len >= sizeof expected)
-			len = sizeof expected - 1;
-	}
-	corun_usage_error(PROG, "--%s: '%s' (expected %s)", opt, v, expected);
-}
-
 static void print_words(struct corun_json *j, const char *opt, const char *const *words, size_t n)
 {
 	corun_json_object_begin(j, opt);
@@ -183,9 +161,9 @@ static int print_limits(void)
 		corun_json_double(&j, "maximum", l->max);
 		corun_json_object_end(&j);
 	}
-	print_words(&j, "counter", COUNTER_WORDS, N_WORDS(COUNTER_WORDS));
-	print_words(&j, "policy", POLICY_WORDS, N_WORDS(POLICY_WORDS));
-	for (size_t i = 0; i < N_WORDS(BOOL_OPTIONS); i++) {
+	print_words(&j, "counter", COUNTER_WORDS, CORUN_COUNT(COUNTER_WORDS));
+	print_words(&j, "policy", POLICY_WORDS, CORUN_COUNT(POLICY_WORDS));
+	for (size_t i = 0; i < CORUN_COUNT(BOOL_OPTIONS); i++) {
 		corun_json_object_begin(&j, BOOL_OPTIONS[i]);
 		corun_json_str(&j, "type", "boolean");
 		corun_json_object_end(&j);
@@ -215,7 +193,7 @@ int main(int argc, char *argv[])
 		{ "limits", no_argument, NULL, O_LIMITS },
 		CORUN_COMMON_LONG_OPTIONS
 	};
-	struct option longopts[N_LIMITS + N_WORDS(other_options)];
+	struct option longopts[N_LIMITS + CORUN_COUNT(other_options)];
 	for (size_t i = 0; i < N_LIMITS; i++)
 		longopts[i] = (struct option){ LIMITS[i].opt, required_argument, NULL,
 					       O_LIMITED + (int)i };
@@ -251,14 +229,14 @@ int main(int argc, char *argv[])
 		case O_EVENTS: o->events = optarg; break;
 		case O_STATE: o->state_dir = optarg; break;
 		case O_COUNTER:
-			o->counter = (enum counter)parse_word("counter", optarg, COUNTER_WORDS,
-							      N_WORDS(COUNTER_WORDS));
+			o->counter = (enum counter)corun_parse_choice(
+				PROG, "counter", optarg, COUNTER_WORDS, CORUN_COUNT(COUNTER_WORDS));
 			break;
 		case O_DESC: o->descendants = parse_bool("descendants", optarg); break;
 		case O_SHARE: o->cmp_share = parse_bool("cmp-share", optarg); break;
 		case O_POLICY:
-			o->policy = (enum policy)parse_word("policy", optarg, POLICY_WORDS,
-							    N_WORDS(POLICY_WORDS));
+			o->policy = (enum policy)corun_parse_choice(
+				PROG, "policy", optarg, POLICY_WORDS, CORUN_COUNT(POLICY_WORDS));
 			break;
 		case O_PSI: o->psi_file = optarg; break;
 		case O_CGROUP: o->cgroup = optarg; break;
