@@ -117,60 +117,43 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	};
 	opterr = 0; /* report errors ourselves, in one line */
 	/* '+': do not permute argv, which is echoed as "cmdline". */
-	while ((c = getopt_long(argc, argv, "+:hs:e:", long_options,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hs:e:", long_options, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			o->scale = corun_parse_int(PROG, "scale", optarg, 1,
-						   SCALE_MAX, false);
+			o->scale = corun_parse_int(PROG, "scale", optarg, 1, SCALE_MAX, false);
 			break;
 		case 'e':
-			o->edgefactor = corun_parse_int(PROG, "edgefactor",
-							optarg, 1,
+			o->edgefactor = corun_parse_int(PROG, "edgefactor", optarg, 1,
 							EDGEFACTOR_MAX, false);
 			break;
 		case 'r':
-			o->roots = corun_parse_int(PROG, "roots", optarg, 1,
-						   ROOTS_MAX, false);
+			o->roots = corun_parse_int(PROG, "roots", optarg, 1, ROOTS_MAX, false);
 			break;
 		case 'S':
-			o->seed = (uint64_t)corun_parse_int(PROG, "seed", optarg,
-							    0, INT64_MAX, false);
+			o->seed = (uint64_t)corun_parse_int(PROG, "seed", optarg, 0, INT64_MAX,
+							    false);
 			break;
-		case 'd':
-			o->storage = optarg;
-			break;
+		case 'd': o->storage = optarg; break;
 		case 'm':
-			if (strcmp(optarg, "file") == 0)
-				o->storage_mode = STORAGE_FILE;
-			else if (strcmp(optarg, "anon") == 0)
-				o->storage_mode = STORAGE_ANON;
-			else
-				corun_usage_error(PROG, "--storage-mode: '%s' "
-						  "(expected file or anon)",
-						  optarg);
+			o->storage_mode = (enum storage_mode)corun_parse_choice(
+				PROG, "storage-mode", optarg, storage_mode_names,
+				CORUN_COUNT(storage_mode_names));
 			break;
-		case 'g':
-			o->dump_graph = optarg;
-			break;
-		case 'l':
-			o->dump_levels = optarg;
-			break;
-		default:
-			corun_default_option(PROG, GRAPH_BFS_VERSION,
-					     usage_text, c, argv);
+		case 'g': o->dump_graph = optarg; break;
+		case 'l': o->dump_levels = optarg; break;
+		default: corun_default_option(PROG, GRAPH_BFS_VERSION, usage_text, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
 	if (o->scale == 0)
 		corun_usage_error(PROG, "-s/--scale SCALE is required "
-				  "(see --help)");
+					"(see --help)");
 	if (o->edgefactor == 0)
 		corun_usage_error(PROG, "-e/--edgefactor N is required "
-				  "(see --help)");
+					"(see --help)");
 	if (o->storage_mode == STORAGE_FILE && o->storage == NULL)
 		corun_usage_error(PROG, "--storage DIR is required with "
-				  "--storage-mode file (see --help)");
+					"--storage-mode file (see --help)");
 }
 
 /* ---- Random numbers: xoshiro256** seeded through splitmix64 ---- */
@@ -242,8 +225,7 @@ struct storage {
 /* Map LEN bytes for WHAT: in file mode a MAP_SHARED mapping of a new,
  * unlinked file in the storage directory with its blocks reserved, so that
  * a full disk is an error here and not a SIGBUS later. */
-static int big_alloc(struct storage *st, struct big_array *a, size_t len,
-		     const char *what)
+static int big_alloc(struct storage *st, struct big_array *a, size_t len, const char *what)
 {
 	int flags = MAP_POPULATE;
 	char *path = NULL;
@@ -263,19 +245,21 @@ static int big_alloc(struct storage *st, struct big_array *a, size_t len,
 		snprintf(path, n, "%s/corun-graph-XXXXXX", st->dir);
 		fd = mkstemp(path);
 		if (fd < 0) {
-			corun_err(PROG, "--storage: cannot create a file in "
-				  "'%s': %s", st->dir, strerror(errno));
+			corun_err(PROG,
+				  "--storage: cannot create a file in "
+				  "'%s': %s",
+				  st->dir, strerror(errno));
 			free(path);
 			return -1;
 		}
 		unlink(path); /* freed on close and exit, even on a crash */
 		free(path);
 		if (fallocate(fd, 0, 0, (off_t)a->len) != 0 &&
-		    (errno != EOPNOTSUPP ||
-		     ftruncate(fd, (off_t)a->len) != 0)) {
-			corun_err(PROG, "cannot reserve %zu bytes for the %s in "
-				  "'%s': %s", a->len, what, st->dir,
-				  strerror(errno));
+		    (errno != EOPNOTSUPP || ftruncate(fd, (off_t)a->len) != 0)) {
+			corun_err(PROG,
+				  "cannot reserve %zu bytes for the %s in "
+				  "'%s': %s",
+				  a->len, what, st->dir, strerror(errno));
 			close(fd);
 			return -1;
 		}
@@ -287,8 +271,8 @@ static int big_alloc(struct storage *st, struct big_array *a, size_t len,
 	if (fd >= 0)
 		close(fd); /* the mapping keeps the file */
 	if (p == MAP_FAILED) {
-		corun_err(PROG, "cannot map %zu bytes for the %s: %s", a->len,
-			  what, strerror(errno));
+		corun_err(PROG, "cannot map %zu bytes for the %s: %s", a->len, what,
+			  strerror(errno));
 		return -1;
 	}
 	a->p = p;
@@ -317,21 +301,20 @@ static void *xmalloc(size_t n)
 /* ---- Kernel 0: Kronecker edge list ---- */
 
 struct graph {
-	int64_t nv;             /* 2^SCALE vertices */
-	int64_t nedges;         /* EDGEFACTOR * 2^SCALE input edges */
-	struct big_array edges; /* int64 pairs (u, v), nedges of them */
-	struct big_array xadj;  /* int64, nv + 1 offsets into adjncy */
+	int64_t nv;              /* 2^SCALE vertices */
+	int64_t nedges;          /* EDGEFACTOR * 2^SCALE input edges */
+	struct big_array edges;  /* int64 pairs (u, v), nedges of them */
+	struct big_array xadj;   /* int64, nv + 1 offsets into adjncy */
 	struct big_array adjncy; /* int64 neighbours */
-	int64_t self_loops;     /* input edges (v, v), not in the CSR */
-	int64_t csr_entries;    /* xadj[nv]: 2 x distinct non-loop edges */
+	int64_t self_loops;      /* input edges (v, v), not in the CSR */
+	int64_t csr_entries;     /* xadj[nv]: 2 x distinct non-loop edges */
 };
 
 /* One R-MAT edge: at each of SCALE levels pick a quadrant of the adjacency
  * matrix with probability A, B, C, D and append its row and column bits.
  * Two levels per 64-bit draw; comparisons, not branches, pick the bits, as
  * the quadrant is random and would mispredict. */
-static void rmat_edge(struct rng *r, int scale, const uint32_t thr[3],
-		      int64_t *u, int64_t *v)
+static void rmat_edge(struct rng *r, int scale, const uint32_t thr[3], int64_t *u, int64_t *v)
 {
 	uint64_t bits = 0, i = 0, j = 0;
 
@@ -388,8 +371,7 @@ static int64_t label_perm_apply(const struct label_perm *p, int64_t v)
 /* Fills the edge list.  Vertex labels go through a random permutation, as in
  * Graph500, so that a vertex's degree says nothing about its number.  Edges
  * come out in random order already: each one is drawn independently. */
-static int generate_edges(const struct options *o, struct storage *st,
-			  struct graph *g)
+static int generate_edges(const struct options *o, struct storage *st, struct graph *g)
 {
 	const double to32 = 4294967296.0;
 	const uint32_t thr[3] = {
@@ -401,8 +383,7 @@ static int generate_edges(const struct options *o, struct storage *st,
 	struct rng rng;
 	int64_t *e;
 
-	if (big_alloc(st, &g->edges, (size_t)g->nedges * 2 * sizeof(int64_t),
-		      "edge list") != 0)
+	if (big_alloc(st, &g->edges, (size_t)g->nedges * 2 * sizeof(int64_t), "edge list") != 0)
 		return -1;
 	rng_init(&rng, o->seed, STREAM_PERM);
 	label_perm_init(&perm, (int)o->scale, &rng);
@@ -453,8 +434,7 @@ static int build_csr(struct storage *st, struct graph *g)
 	int64_t *xadj, *adj;
 	int64_t total, out, start;
 
-	if (big_alloc(st, &g->xadj, ((size_t)g->nv + 1) * sizeof(int64_t),
-		      "CSR offsets") != 0)
+	if (big_alloc(st, &g->xadj, ((size_t)g->nv + 1) * sizeof(int64_t), "CSR offsets") != 0)
 		return -1;
 	xadj = g->xadj.p;
 	/* The degree of v goes to xadj[v + 2]; a running sum then leaves the
@@ -476,8 +456,7 @@ static int build_csr(struct storage *st, struct graph *g)
 	for (int64_t v = 1; v <= g->nv; v++)
 		xadj[v] += xadj[v - 1];
 	total = 2 * (g->nedges - g->self_loops);
-	if (big_alloc(st, &g->adjncy, (size_t)total * sizeof(int64_t),
-		      "CSR adjacency") != 0)
+	if (big_alloc(st, &g->adjncy, (size_t)total * sizeof(int64_t), "CSR adjacency") != 0)
 		return -1;
 	adj = g->adjncy.p;
 	for (int64_t k = 0; k < g->nedges; k++) {
@@ -511,8 +490,8 @@ static int build_csr(struct storage *st, struct graph *g)
 /* Sample N distinct roots with a neighbour other than themselves, in
  * increasing order (selection sampling, like Graph500).  Returns how many
  * there are, at most N. */
-static int64_t sample_roots(const struct options *o, const struct graph *g,
-			    int64_t n, int64_t *roots)
+static int64_t sample_roots(const struct options *o, const struct graph *g, int64_t n,
+			    int64_t *roots)
 {
 	const int64_t *xadj = g->xadj.p;
 	int64_t candidates = 0, seen = 0, m = 0;
@@ -526,8 +505,7 @@ static int64_t sample_roots(const struct options *o, const struct graph *g,
 	for (int64_t v = 0; v < g->nv && m < n; v++) {
 		if (xadj[v + 1] == xadj[v])
 			continue;
-		if ((double)(candidates - seen) * rng_double(&rng) <
-		    (double)(n - m))
+		if ((double)(candidates - seen) * rng_double(&rng) < (double)(n - m))
 			roots[m++] = v;
 		seen++;
 	}
@@ -536,8 +514,7 @@ static int64_t sample_roots(const struct options *o, const struct graph *g,
 
 /* Top-down BFS from ROOT: parent[v] = -1 if not reached.  Returns the
  * number of reached vertices. */
-static int64_t bfs(const struct graph *g, int64_t root, int64_t *parent,
-		   int64_t *queue)
+static int64_t bfs(const struct graph *g, int64_t root, int64_t *parent, int64_t *queue)
 {
 	const int64_t *xadj = g->xadj.p, *adj = g->adjncy.p;
 	int64_t head = 0, tail = 0;
@@ -564,26 +541,32 @@ static int64_t bfs(const struct graph *g, int64_t root, int64_t *parent,
 /* Levels from the parent pointers alone, independently of the search:
  * level[root] = 0, level[v] = level[parent[v]] + 1.  STACK holds nv
  * entries.  Returns 0, or -1 after reporting a broken tree. */
-static int tree_levels(const struct graph *g, int64_t root,
-		       const int64_t *parent, int64_t *level, int64_t *stack)
+static int tree_levels(const struct graph *g, int64_t root, const int64_t *parent, int64_t *level,
+		       int64_t *stack)
 {
 	for (int64_t v = 0; v < g->nv; v++) {
 		if (parent[v] < -1 || parent[v] >= g->nv) {
-			corun_err(PROG, "validation failed (root %" PRId64 "): "
+			corun_err(PROG,
+				  "validation failed (root %" PRId64 "): "
 				  "parent of %" PRId64 " is %" PRId64 ", not a "
-				  "vertex", root, v, parent[v]);
+				  "vertex",
+				  root, v, parent[v]);
 			return -1;
 		}
 		if (parent[v] == v && v != root) {
-			corun_err(PROG, "validation failed (root %" PRId64 "): "
-				  "%" PRId64 " is its own parent", root, v);
+			corun_err(PROG,
+				  "validation failed (root %" PRId64 "): "
+				  "%" PRId64 " is its own parent",
+				  root, v);
 			return -1;
 		}
 		level[v] = -1;
 	}
 	if (parent[root] != root) {
-		corun_err(PROG, "validation failed (root %" PRId64 "): the "
-			  "root's parent is %" PRId64, root, parent[root]);
+		corun_err(PROG,
+			  "validation failed (root %" PRId64 "): the "
+			  "root's parent is %" PRId64,
+			  root, parent[root]);
 		return -1;
 	}
 	level[root] = 0;
@@ -595,10 +578,11 @@ static int tree_levels(const struct graph *g, int64_t root,
 		/* Climb to a vertex with a level; nv steps mean a cycle. */
 		while (level[x] < 0) {
 			if (parent[x] < 0 || depth == g->nv) {
-				corun_err(PROG, "validation failed (root %"
-					  PRId64 "): the parent chain of %"
-					  PRId64 " %s", root, v, parent[x] < 0 ?
-					  "leaves the tree" : "has a cycle");
+				corun_err(PROG,
+					  "validation failed (root %" PRId64
+					  "): the parent chain of %" PRId64 " %s",
+					  root, v,
+					  parent[x] < 0 ? "leaves the tree" : "has a cycle");
 				return -1;
 			}
 			stack[depth++] = x;
@@ -622,9 +606,8 @@ static int tree_levels(const struct graph *g, int64_t root,
  * Returns the number of input edges with both ends reached (self-loops and
  * repeats included, as in Graph500): the edges of the TEPS figure; or -1
  * after reporting the first failure. */
-static int64_t validate(const struct graph *g, int64_t root,
-			const int64_t *parent, int64_t *level, int64_t *stack,
-			unsigned char *has_edge_to_parent)
+static int64_t validate(const struct graph *g, int64_t root, const int64_t *parent, int64_t *level,
+			int64_t *stack, unsigned char *has_edge_to_parent)
 {
 	const int64_t *e = g->edges.p;
 	int64_t traversed = 0;
@@ -633,12 +616,12 @@ static int64_t validate(const struct graph *g, int64_t root,
 		return -1;
 	for (int64_t v = 0; v < g->nv; v++) {
 		has_edge_to_parent[v] = 0;
-		if (v != root && parent[v] >= 0 &&
-		    level[v] != level[parent[v]] + 1) {
-			corun_err(PROG, "validation failed (root %" PRId64 "): "
+		if (v != root && parent[v] >= 0 && level[v] != level[parent[v]] + 1) {
+			corun_err(PROG,
+				  "validation failed (root %" PRId64 "): "
 				  "tree edge %" PRId64 "-%" PRId64 " joins "
-				  "levels %" PRId64 " and %" PRId64, root, v,
-				  parent[v], level[v], level[parent[v]]);
+				  "levels %" PRId64 " and %" PRId64,
+				  root, v, parent[v], level[v], level[parent[v]]);
 			return -1;
 		}
 	}
@@ -647,9 +630,11 @@ static int64_t validate(const struct graph *g, int64_t root,
 		int64_t diff;
 
 		if ((parent[u] >= 0) != (parent[v] >= 0)) {
-			corun_err(PROG, "validation failed (root %" PRId64 "): "
+			corun_err(PROG,
+				  "validation failed (root %" PRId64 "): "
 				  "edge %" PRId64 "-%" PRId64 " has one end "
-				  "not reached", root, u, v);
+				  "not reached",
+				  root, u, v);
 			return -1;
 		}
 		if (parent[u] < 0)
@@ -663,18 +648,21 @@ static int64_t validate(const struct graph *g, int64_t root,
 			has_edge_to_parent[v] = 1;
 		diff = level[u] - level[v];
 		if (diff > 1 || diff < -1) {
-			corun_err(PROG, "validation failed (root %" PRId64 "): "
-				  "edge %" PRId64 "-%" PRId64 " joins levels %"
-				  PRId64 " and %" PRId64, root, u, v, level[u],
-				  level[v]);
+			corun_err(PROG,
+				  "validation failed (root %" PRId64 "): "
+				  "edge %" PRId64 "-%" PRId64 " joins levels %" PRId64
+				  " and %" PRId64,
+				  root, u, v, level[u], level[v]);
 			return -1;
 		}
 	}
 	for (int64_t v = 0; v < g->nv; v++) {
 		if (v != root && parent[v] >= 0 && !has_edge_to_parent[v]) {
-			corun_err(PROG, "validation failed (root %" PRId64 "): "
+			corun_err(PROG,
+				  "validation failed (root %" PRId64 "): "
 				  "parent %" PRId64 " of %" PRId64 " is not a "
-				  "neighbour", root, parent[v], v);
+				  "neighbour",
+				  root, parent[v], v);
 			return -1;
 		}
 	}
@@ -688,8 +676,7 @@ static FILE *open_dump(const char *opt, const char *path)
 	FILE *f = fopen(path, "w");
 
 	if (f == NULL)
-		corun_err(PROG, "--%s: cannot open '%s': %s", opt, path,
-			  strerror(errno));
+		corun_err(PROG, "--%s: cannot open '%s': %s", opt, path, strerror(errno));
 	return f;
 }
 
@@ -698,8 +685,7 @@ static int close_dump(const char *opt, const char *path, FILE *f)
 	bool bad = ferror(f) != 0;
 
 	if (fclose(f) != 0 || bad) {
-		corun_err(PROG, "--%s: cannot write '%s': %s", opt, path,
-			  strerror(errno));
+		corun_err(PROG, "--%s: cannot write '%s': %s", opt, path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -717,8 +703,7 @@ static int dump_graph(const char *path, const struct graph *g)
 	return close_dump("dump-graph", path, f);
 }
 
-static int dump_levels(const char *path, const struct graph *g, int64_t root,
-		       const int64_t *level)
+static int dump_levels(const char *path, const struct graph *g, int64_t root, const int64_t *level)
 {
 	FILE *f = open_dump("dump-levels", path);
 
@@ -750,8 +735,7 @@ struct result {
 	double teps[ROOTS_MAX];
 };
 
-static void json_int_array(struct corun_json *j, const char *key,
-			   const int64_t *v, int64_t n)
+static void json_int_array(struct corun_json *j, const char *key, const int64_t *v, int64_t n)
 {
 	corun_json_array_begin(j, key);
 	for (int64_t i = 0; i < n; i++)
@@ -759,8 +743,7 @@ static void json_int_array(struct corun_json *j, const char *key,
 	corun_json_array_end(j);
 }
 
-static void json_double_array(struct corun_json *j, const char *key,
-			      const double *v, int64_t n)
+static void json_double_array(struct corun_json *j, const char *key, const double *v, int64_t n)
 {
 	corun_json_array_begin(j, key);
 	for (int64_t i = 0; i < n; i++)
@@ -768,9 +751,8 @@ static void json_double_array(struct corun_json *j, const char *key,
 	corun_json_array_end(j);
 }
 
-static void print_result(const struct options *o, const struct storage *st,
-			 const struct graph *g, const struct result *r,
-			 int argc, char *argv[], double start_epoch_s)
+static void print_result(const struct options *o, const struct storage *st, const struct graph *g,
+			 const struct result *r, int argc, char *argv[], double start_epoch_s)
 {
 	int64_t n = r->nroots;
 	double sorted[ROOTS_MAX], inv = 0.0, median;
@@ -784,14 +766,12 @@ static void print_result(const struct options *o, const struct storage *st,
 		inv += r->teps[i] > 0.0 ? 1.0 / r->teps[i] : 0.0;
 	}
 	qsort(sorted, (size_t)n, sizeof(*sorted), cmp_double);
-	median = n % 2 == 1 ? sorted[n / 2] :
-		 (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+	median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
 	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		memset(&ru, 0, sizeof(ru)); /* cannot fail for RUSAGE_SELF */
 
 	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, GRAPH_BFS_VERSION, argc, argv,
-			  start_epoch_s);
+	corun_json_header(&j, PROG, GRAPH_BFS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_int(&j, "scale", o->scale);
 	corun_json_int(&j, "edgefactor", o->edgefactor);
@@ -818,8 +798,7 @@ static void print_result(const struct options *o, const struct storage *st,
 	corun_json_int(&j, "storage_bytes", (int64_t)st->file_bytes);
 	corun_json_int(&j, "mapped_bytes", (int64_t)st->mapped_bytes);
 	if (st->mode == STORAGE_FILE)
-		corun_json_bool(&j, "storage_on_memory_fs",
-				r->storage_on_memory_fs);
+		corun_json_bool(&j, "storage_on_memory_fs", r->storage_on_memory_fs);
 	else
 		corun_json_null(&j, "storage_on_memory_fs");
 	corun_json_double(&j, "generation_time_s", r->generation_time_s);
@@ -851,8 +830,7 @@ static int check_storage_dir(const char *dir, bool *on_memory)
 	struct stat sb;
 
 	if (stat(dir, &sb) != 0) {
-		corun_err(PROG, "--storage: cannot use '%s': %s", dir,
-			  strerror(errno));
+		corun_err(PROG, "--storage: cannot use '%s': %s", dir, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
@@ -865,14 +843,15 @@ static int check_storage_dir(const char *dir, bool *on_memory)
 	}
 	*on_memory = sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
 	if (*on_memory)
-		corun_err(PROG, "warning: --storage '%s' is on tmpfs or ramfs: "
+		corun_err(PROG,
+			  "warning: --storage '%s' is on tmpfs or ramfs: "
 			  "its pages are swapped, not written back to a "
-			  "device", dir);
+			  "device",
+			  dir);
 	return 0;
 }
 
-static int run(const struct options *o, int argc, char *argv[],
-	       double start_epoch_s)
+static int run(const struct options *o, int argc, char *argv[], double start_epoch_s)
 {
 	struct storage st = { .mode = o->storage_mode, .dir = o->storage };
 	struct graph g = {
@@ -889,8 +868,7 @@ static int run(const struct options *o, int argc, char *argv[],
 	if (r == NULL)
 		return CORUN_EXIT_RUNTIME;
 	memset(r, 0, sizeof(*r));
-	if (st.mode == STORAGE_FILE &&
-	    check_storage_dir(st.dir, &r->storage_on_memory_fs) != 0)
+	if (st.mode == STORAGE_FILE && check_storage_dir(st.dir, &r->storage_on_memory_fs) != 0)
 		goto out;
 
 	t0 = corun_monotonic_s();
@@ -907,14 +885,16 @@ static int run(const struct options *o, int argc, char *argv[],
 
 	r->nroots = sample_roots(o, &g, o->roots, r->root);
 	if (r->nroots == 0) {
-		corun_err(PROG, "no vertex has a neighbour other than itself "
-			  "(scale %" PRId64 ", edgefactor %" PRId64 ", seed %"
-			  PRIu64 "): nothing to search", o->scale,
-			  o->edgefactor, o->seed);
+		corun_err(PROG,
+			  "no vertex has a neighbour other than itself "
+			  "(scale %" PRId64 ", edgefactor %" PRId64 ", seed %" PRIu64
+			  "): nothing to search",
+			  o->scale, o->edgefactor, o->seed);
 		goto out;
 	}
 	if (r->nroots < o->roots)
-		corun_err(PROG, "warning: only %" PRId64 " vertices have a "
+		corun_err(PROG,
+			  "warning: only %" PRId64 " vertices have a "
 			  "neighbour; using %" PRId64 " roots, not %" PRId64,
 			  r->nroots, r->nroots, o->roots);
 
@@ -931,8 +911,7 @@ static int run(const struct options *o, int argc, char *argv[],
 		r->reached[i] = bfs(&g, r->root[i], parent, queue);
 		t1 = corun_monotonic_s();
 		r->bfs_time_s[i] = t1 - t0;
-		r->traversed[i] = validate(&g, r->root[i], parent, level,
-					   queue, mark);
+		r->traversed[i] = validate(&g, r->root[i], parent, level, queue, mark);
 		r->validation_time_s += corun_monotonic_s() - t1;
 		if (r->traversed[i] < 0)
 			goto out;

@@ -131,43 +131,31 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
 		switch (c) {
-		case 'd':
-			o->data = optarg;
-			break;
+		case 'd': o->data = optarg; break;
 		case 'D':
-			o->dims = corun_parse_int(PROG, "dims", optarg, 1,
-						  DIMS_MAX, false);
+			o->dims = corun_parse_int(PROG, "dims", optarg, 1, DIMS_MAX, false);
 			break;
 		case 'k':
-			o->clusters = corun_parse_int(PROG, "clusters", optarg,
-						      1, CLUSTERS_MAX, false);
+			o->clusters =
+				corun_parse_int(PROG, "clusters", optarg, 1, CLUSTERS_MAX, false);
 			break;
 		case 't':
-			o->threads = corun_parse_int(PROG, "threads", optarg, 1,
-						     THREADS_MAX, false);
+			o->threads =
+				corun_parse_int(PROG, "threads", optarg, 1, THREADS_MAX, false);
 			break;
 		case 'i':
-			o->iterations = corun_parse_int(PROG, "iterations",
-							optarg, 1,
+			o->iterations = corun_parse_int(PROG, "iterations", optarg, 1,
 							ITERATIONS_MAX, false);
 			break;
 		case 'b':
-			o->block_size = corun_parse_int(PROG, "block-size",
-							optarg, 1,
+			o->block_size = corun_parse_int(PROG, "block-size", optarg, 1,
 							BLOCK_SIZE_MAX, true);
 			break;
 		case 'm':
-			if (strcmp(optarg, "stream") == 0)
-				o->mode = MODE_STREAM;
-			else if (strcmp(optarg, "load") == 0)
-				o->mode = MODE_LOAD;
-			else
-				corun_usage_error(PROG, "--mode: '%s' (expected "
-						  "stream or load)", optarg);
+			o->mode = (enum mode)corun_parse_choice(PROG, "mode", optarg, mode_names,
+								CORUN_COUNT(mode_names));
 			break;
-		default:
-			corun_default_option(PROG, KMEANS_VERSION, usage_text,
-					     c, argv);
+		default: corun_default_option(PROG, KMEANS_VERSION, usage_text, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
@@ -180,8 +168,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 }
 
 /* Read COUNT points starting at point FIRST into BUF with pread(). */
-static int read_points(struct part *p, float *buf, int64_t first,
-		       int64_t count)
+static int read_points(struct part *p, float *buf, int64_t first, int64_t count)
 {
 	size_t point_bytes = (size_t)p->s->o->dims * sizeof(float);
 	size_t want = (size_t)count * point_bytes;
@@ -190,14 +177,13 @@ static int read_points(struct part *p, float *buf, int64_t first,
 	double t0 = corun_monotonic_s();
 
 	while (got < want) {
-		ssize_t n = pread(p->s->fd, (char *)buf + got, want - got,
-				  off + (off_t)got);
+		ssize_t n = pread(p->s->fd, (char *)buf + got, want - got, off + (off_t)got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			corun_err(PROG, "pread '%s' at byte %jd: %s",
-				  p->s->o->data, (intmax_t)(off + (off_t)got),
+			corun_err(PROG, "pread '%s' at byte %jd: %s", p->s->o->data,
+				  (intmax_t)(off + (off_t)got),
 				  n < 0 ? strerror(errno) : "unexpected end of file");
 			return -1;
 		}
@@ -262,8 +248,7 @@ static void *pass(void *arg)
 		return NULL;
 	}
 	for (int64_t done = 0; done < p->count;) {
-		int64_t n = p->count - done < p->buf_points ?
-			    p->count - done : p->buf_points;
+		int64_t n = p->count - done < p->buf_points ? p->count - done : p->buf_points;
 
 		if (read_points(p, p->buf, p->first + done, n) != 0) {
 			p->error = CORUN_EXIT_RUNTIME;
@@ -282,8 +267,7 @@ static int run_pass(struct part *parts, int64_t threads)
 	int rc = 0;
 
 	for (; started < threads; started++) {
-		int err = pthread_create(&tids[started], NULL, pass,
-					 &parts[started]);
+		int err = pthread_create(&tids[started], NULL, pass, &parts[started]);
 
 		if (err != 0) {
 			corun_err(PROG, "pthread_create: %s", strerror(err));
@@ -309,18 +293,15 @@ static int drop_cache(const struct options *o, int fd)
 	}
 	err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (err != 0) {
-		corun_err(PROG, "posix_fadvise '%s': %s", o->data,
-			  strerror(err));
+		corun_err(PROG, "posix_fadvise '%s': %s", o->data, strerror(err));
 		return -1;
 	}
 	return 0;
 }
 
-static void print_result(const struct options *o, int64_t points,
-			 int64_t file_size, const double *sse,
-			 int64_t bytes_read, double read_s, double elapsed_s,
-			 const int64_t *members, int argc, char *argv[],
-			 double start_epoch_s)
+static void print_result(const struct options *o, int64_t points, int64_t file_size,
+			 const double *sse, int64_t bytes_read, double read_s, double elapsed_s,
+			 const int64_t *members, int argc, char *argv[], double start_epoch_s)
 {
 	struct corun_json j;
 
@@ -373,8 +354,7 @@ int main(int argc, char *argv[])
 	s.o = &o;
 	s.fd = open(o.data, O_RDONLY | O_CLOEXEC);
 	if (s.fd < 0) {
-		corun_err(PROG, "--data: cannot open '%s': %s", o.data,
-			  strerror(errno));
+		corun_err(PROG, "--data: cannot open '%s': %s", o.data, strerror(errno));
 		return CORUN_EXIT_RUNTIME;
 	}
 	if (fstat(s.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -383,15 +363,16 @@ int main(int argc, char *argv[])
 	}
 	per_point = o.dims * (int64_t)sizeof(float);
 	if (st.st_size % per_point != 0) {
-		corun_err(PROG, "--data: '%s' has %jd bytes, not a multiple of "
-			  "%" PRId64 " (4 x --dims)", o.data,
-			  (intmax_t)st.st_size, per_point);
+		corun_err(PROG,
+			  "--data: '%s' has %jd bytes, not a multiple of "
+			  "%" PRId64 " (4 x --dims)",
+			  o.data, (intmax_t)st.st_size, per_point);
 		goto out;
 	}
 	s.points = (int64_t)st.st_size / per_point;
 	if (s.points < o.clusters) {
-		corun_err(PROG, "--clusters: %" PRId64 " but '%s' holds only %"
-			  PRId64 " points", o.clusters, o.data, s.points);
+		corun_err(PROG, "--clusters: %" PRId64 " but '%s' holds only %" PRId64 " points",
+			  o.clusters, o.data, s.points);
 		goto out;
 	}
 	if (o.threads > s.points)
@@ -415,14 +396,17 @@ int main(int argc, char *argv[])
 		p->count = s.points * (t + 1) / o.threads - p->first;
 		if (block_points < 1)
 			block_points = 1;
-		p->buf_points = o.mode == MODE_LOAD ? p->count :
-			(block_points < p->count ? block_points : p->count);
+		p->buf_points = o.mode == MODE_LOAD
+					? p->count
+					: (block_points < p->count ? block_points : p->count);
 		p->buf = malloc((size_t)(p->buf_points * per_point));
 		p->sums = calloc((size_t)(o.clusters * o.dims), sizeof(double));
 		p->members = calloc((size_t)o.clusters, sizeof(int64_t));
 		if (!p->buf || !p->sums || !p->members) {
-			corun_err(PROG, "cannot allocate %" PRId64 " bytes of "
-				  "points", p->buf_points * per_point);
+			corun_err(PROG,
+				  "cannot allocate %" PRId64 " bytes of "
+				  "points",
+				  p->buf_points * per_point);
 			goto out;
 		}
 	}
@@ -430,7 +414,7 @@ int main(int argc, char *argv[])
 	t0 = corun_monotonic_s();
 	if (drop_cache(&o, s.fd) != 0)
 		goto out;
-	{	/* the first K points are the initial centers */
+	{ /* the first K points are the initial centers */
 		float *first = malloc((size_t)(o.clusters * per_point));
 
 		if (first == NULL) {
@@ -452,8 +436,7 @@ int main(int argc, char *argv[])
 			goto out;
 		if (run_pass(parts, o.threads) != 0)
 			goto out;
-		memset(new_centers, 0,
-		       (size_t)(o.clusters * o.dims) * sizeof(double));
+		memset(new_centers, 0, (size_t)(o.clusters * o.dims) * sizeof(double));
 		memset(members, 0, (size_t)o.clusters * sizeof(int64_t));
 		for (int64_t t = 0; t < o.threads; t++) {
 			sse[it] += parts[t].sse;
@@ -468,17 +451,18 @@ int main(int argc, char *argv[])
 				continue; /* an empty cluster keeps its center */
 			for (int64_t j = 0; j < o.dims; j++)
 				s.centers[k * o.dims + j] =
-					new_centers[k * o.dims + j] /
-					(double)members[k];
+					new_centers[k * o.dims + j] / (double)members[k];
 		}
 		if (assigned != s.points) {
-			corun_err(PROG, "self-check failed: iteration %" PRId64
-				  " assigned %" PRId64 " of %" PRId64 " points",
+			corun_err(PROG,
+				  "self-check failed: iteration %" PRId64 " assigned %" PRId64
+				  " of %" PRId64 " points",
 				  it, assigned, s.points);
 			goto out;
 		}
 		if (it > 0 && sse[it] > sse[it - 1] * (1 + SSE_TOLERANCE)) {
-			corun_err(PROG, "self-check failed: SSE rose from %.17g "
+			corun_err(PROG,
+				  "self-check failed: SSE rose from %.17g "
 				  "to %.17g in iteration %" PRId64,
 				  sse[it - 1], sse[it], it);
 			goto out;
@@ -489,16 +473,17 @@ int main(int argc, char *argv[])
 		bytes_read += parts[t].bytes_read;
 		read_s += parts[t].read_s;
 	}
-	planned = (int64_t)st.st_size *
-		  (o.mode == MODE_STREAM ? o.iterations : 1) +
+	planned = (int64_t)st.st_size * (o.mode == MODE_STREAM ? o.iterations : 1) +
 		  o.clusters * per_point;
 	if (bytes_read != planned) {
-		corun_err(PROG, "self-check failed: read %" PRId64 " bytes, "
-			  "planned %" PRId64, bytes_read, planned);
+		corun_err(PROG,
+			  "self-check failed: read %" PRId64 " bytes, "
+			  "planned %" PRId64,
+			  bytes_read, planned);
 		goto out;
 	}
-	print_result(&o, s.points, (int64_t)st.st_size, sse, bytes_read, read_s,
-		     t0, members, argc, argv, start_epoch_s);
+	print_result(&o, s.points, (int64_t)st.st_size, sse, bytes_read, read_s, t0, members, argc,
+		     argv, start_epoch_s);
 	rc = corun_flush_result(PROG) == 0 ? CORUN_EXIT_OK : CORUN_EXIT_RUNTIME;
 out:
 	if (parts != NULL) {

@@ -23,11 +23,10 @@
 #define MEM_SIZE_MAX (INT64_C(1) << 40)
 #define LINE_SIZE_MAX 65536
 #define ITERATIONS_MAX INT64_C(1000000000)
-#define SYSFS_LINE_SIZE \
-	"/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
+#define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
 
 /* a[i][0]: distinct for neighbouring rows, deterministic for the check. */
-#define ROW_VALUE(i) ((unsigned int)((uint64_t)(i) * 2654435761u))
+#define ROW_VALUE(i) ((unsigned int)(2654435761u * (uint64_t)(i)))
 
 struct options {
 	int64_t mem_size;
@@ -88,38 +87,33 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			o->mem_size = corun_parse_int(PROG, "mem-size", optarg, 1,
-						      MEM_SIZE_MAX, true);
+			o->mem_size =
+				corun_parse_int(PROG, "mem-size", optarg, 1, MEM_SIZE_MAX, true);
 			o->mem_size_arg = optarg;
 			break;
 		case 'l':
-			o->line_size = corun_parse_int(PROG, "line-size", optarg,
-						       0, LINE_SIZE_MAX, false);
+			o->line_size =
+				corun_parse_int(PROG, "line-size", optarg, 0, LINE_SIZE_MAX, false);
 			if (o->line_size != 0 &&
-			    (o->line_size < 4 ||
-			     (o->line_size & (o->line_size - 1)) != 0))
-				corun_usage_error(PROG, "--line-size: '%s' "
+			    (o->line_size < 4 || (o->line_size & (o->line_size - 1)) != 0))
+				corun_usage_error(PROG,
+						  "--line-size: '%s' "
 						  "(expected 0 or a power of two "
-						  "from 4 to %d)", optarg,
-						  LINE_SIZE_MAX);
+						  "from 4 to %d)",
+						  optarg, LINE_SIZE_MAX);
 			break;
 		case 'n':
-			o->nops = corun_parse_int(PROG, "nops", optarg, 0,
-						  INT64_MAX, false);
+			o->nops = corun_parse_int(PROG, "nops", optarg, 0, INT64_MAX, false);
 			break;
 		case 'i':
-			o->iterations = corun_parse_int(PROG, "iterations",
-							optarg, 1,
+			o->iterations = corun_parse_int(PROG, "iterations", optarg, 1,
 							ITERATIONS_MAX, false);
 			break;
 		case 'w':
-			o->warmup_iterations = corun_parse_int(
-				PROG, "warmup-iterations", optarg, 0,
-				ITERATIONS_MAX, false);
+			o->warmup_iterations = corun_parse_int(PROG, "warmup-iterations", optarg, 0,
+							       ITERATIONS_MAX, false);
 			break;
-		default:
-			corun_default_option(PROG, LLC_MISS_VERSION,
-					     usage_text, c, argv);
+		default: corun_default_option(PROG, LLC_MISS_VERSION, usage_text, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
@@ -156,8 +150,8 @@ static long detect_line_size(const char **source)
 
 /* One pass over all rows.  Through volatile pointers every load and store
  * happens, in order, once per row. */
-static void copy_rows(volatile unsigned int *b, const volatile unsigned int *a,
-		      size_t rows, size_t stride, int64_t nops)
+static void copy_rows(volatile unsigned int *b, const volatile unsigned int *a, size_t rows,
+		      size_t stride, int64_t nops)
 {
 	if (nops == 0) {
 		for (size_t i = 0; i < rows; i++)
@@ -178,14 +172,13 @@ struct result {
 	double elapsed_s;
 };
 
-static void print_result(const struct options *o, const struct result *r,
-			 int argc, char *argv[], double start_epoch_s)
+static void print_result(const struct options *o, const struct result *r, int argc, char *argv[],
+			 double start_epoch_s)
 {
 	struct corun_json j;
 
 	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, LLC_MISS_VERSION, argc, argv,
-			  start_epoch_s);
+	corun_json_header(&j, PROG, LLC_MISS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_int(&j, "mem_size", o->mem_size);
 	corun_json_int(&j, "line_size", r->line_size);
@@ -198,29 +191,24 @@ static void print_result(const struct options *o, const struct result *r,
 	corun_json_int(&j, "accesses", r->accesses);
 	corun_json_double(&j, "elapsed_s", r->elapsed_s);
 	/* Non-finite (null) if too fast to time. */
-	corun_json_double(&j, "accesses_per_s",
-			  (double)r->accesses / r->elapsed_s);
-	corun_json_double(&j, "ns_per_access",
-			  r->elapsed_s * 1e9 / (double)r->accesses);
+	corun_json_double(&j, "accesses_per_s", (double)r->accesses / r->elapsed_s);
+	corun_json_double(&j, "ns_per_access", r->elapsed_s * 1e9 / (double)r->accesses);
 	corun_json_str(&j, "check", "ok");
 	corun_json_end(&j);
 }
 
 static void *map_array(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED) {
-		corun_err(PROG, "cannot map %zu bytes: %s", len,
-			  strerror(errno));
+		corun_err(PROG, "cannot map %zu bytes: %s", len, strerror(errno));
 		return NULL;
 	}
 	return p;
 }
 
-static int run(const struct options *o, int argc, char *argv[],
-	       double start_epoch_s)
+static int run(const struct options *o, int argc, char *argv[], double start_epoch_s)
 {
 	size_t len = (size_t)o->mem_size;
 	struct result r = { .line_size_source = "option" };
@@ -233,19 +221,22 @@ static int run(const struct options *o, int argc, char *argv[],
 	if (r.line_size == 0) {
 		r.line_size = detect_line_size(&r.line_size_source);
 		if (r.line_size == 0) {
-			corun_err(PROG, "skipped: cache line size unknown "
+			corun_err(PROG,
+				  "skipped: cache line size unknown "
 				  "(sysconf and %s); give --line-size",
 				  SYSFS_LINE_SIZE);
 			return CORUN_EXIT_SKIPPED;
 		}
 	}
 	if (o->mem_size < r.line_size)
-		corun_usage_error(PROG, "--mem-size: '%s' (expected at least "
+		corun_usage_error(PROG,
+				  "--mem-size: '%s' (expected at least "
 				  "the line size, %" PRId64 " bytes)",
 				  o->mem_size_arg, r.line_size);
 	r.rows = o->mem_size / r.line_size;
 	if (r.rows > INT64_MAX / o->iterations)
-		corun_usage_error(PROG, "--iterations: '%" PRId64 "' (expected "
+		corun_usage_error(PROG,
+				  "--iterations: '%" PRId64 "' (expected "
 				  "at most %" PRId64 " with %" PRId64 " rows)",
 				  o->iterations, INT64_MAX / r.rows, r.rows);
 	r.accesses = r.rows * o->iterations;
@@ -275,11 +266,11 @@ static int run(const struct options *o, int argc, char *argv[],
 	r.elapsed_s = corun_monotonic_s() - t0;
 
 	for (size_t i = 0; i < rows; i++) {
-		if (a[i * stride] != ROW_VALUE(i) ||
-		    b[i * stride] != a[i * stride]) {
-			corun_err(PROG, "self-check failed: row %zu: a = %u, "
-				  "b = %u (expected both %u)", i, a[i * stride],
-				  b[i * stride], ROW_VALUE(i));
+		if (a[i * stride] != ROW_VALUE(i) || b[i * stride] != a[i * stride]) {
+			corun_err(PROG,
+				  "self-check failed: row %zu: a = %u, "
+				  "b = %u (expected both %u)",
+				  i, a[i * stride], b[i * stride], ROW_VALUE(i));
 			goto out;
 		}
 	}

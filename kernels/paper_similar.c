@@ -117,38 +117,29 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			o->paper = optarg;
-			break;
+		case 'p': o->paper = optarg; break;
 		case 'o':
 			if (o->n_others == OTHERS_MAX)
-				corun_usage_error(PROG, "--other: '%s' (expected "
+				corun_usage_error(PROG,
+						  "--other: '%s' (expected "
 						  "at most %d other papers)",
 						  optarg, OTHERS_MAX);
 			o->others[o->n_others++] = optarg;
 			break;
 		case 't':
-			o->threads = corun_parse_int(PROG, "threads", optarg, 1,
-						     THREADS_MAX, false);
+			o->threads =
+				corun_parse_int(PROG, "threads", optarg, 1, THREADS_MAX, false);
 			break;
 		case 'b':
-			o->block_size = corun_parse_int(PROG, "block-size",
-							optarg, 1,
+			o->block_size = corun_parse_int(PROG, "block-size", optarg, 1,
 							BLOCK_SIZE_MAX, true);
 			break;
 		case 'm':
-			if (strcmp(optarg, "evict") == 0)
-				o->cache_mode = CACHE_EVICT;
-			else if (strcmp(optarg, "keep") == 0)
-				o->cache_mode = CACHE_KEEP;
-			else
-				corun_usage_error(PROG, "--cache-mode: '%s' "
-						  "(expected evict or keep)",
-						  optarg);
+			o->cache_mode = (enum cache_mode)corun_parse_choice(
+				PROG, "cache-mode", optarg, cache_mode_names,
+				CORUN_COUNT(cache_mode_names));
 			break;
-		default:
-			corun_default_option(PROG, PAPER_SIMILAR_VERSION,
-					     usage_text, c, argv);
+		default: corun_default_option(PROG, PAPER_SIMILAR_VERSION, usage_text, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
@@ -156,13 +147,13 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		corun_usage_error(PROG, "--paper PATH is required (see --help)");
 	if (o->n_others == 0)
 		corun_usage_error(PROG, "--other PATH is required at least "
-				  "once (see --help)");
+					"once (see --help)");
 }
 
 static bool is_word_byte(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c >= 0x80;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c >= 0x80;
 }
 
 /* Tokenizer state carried across blocks: the word being hashed and the
@@ -182,15 +173,13 @@ static void end_word(struct tokens *t, struct document *d)
 	/* A bigram: the previous word's hash mixed with this one's. */
 	pair = (t->prev * FNV_PRIME) ^ t->word;
 	pair ^= pair >> 29;
-	d->counts[(uint32_t)(pair * UINT64_C(0x9e3779b97f4a7c15) >>
-			     (64 - BUCKET_BITS))]++;
+	d->counts[(uint32_t)(pair * UINT64_C(0x9e3779b97f4a7c15) >> (64 - BUCKET_BITS))]++;
 	d->words++;
 	t->prev = t->word;
 	t->in_word = false;
 }
 
-static void scan(struct tokens *t, struct document *d,
-		 const unsigned char *buf, size_t n)
+static void scan(struct tokens *t, struct document *d, const unsigned char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = buf[i];
@@ -209,8 +198,7 @@ static void scan(struct tokens *t, struct document *d,
 	}
 }
 
-static void read_document(const struct options *o, struct document *d,
-			  unsigned char *buf)
+static void read_document(const struct options *o, struct document *d, unsigned char *buf)
 {
 	struct tokens t = { 0 };
 	struct stat st;
@@ -220,8 +208,7 @@ static void read_document(const struct options *o, struct document *d,
 	d->error = CORUN_EXIT_RUNTIME;
 	fd = open(d->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		corun_err(PROG, "cannot open '%s': %s", d->path,
-			  strerror(errno));
+		corun_err(PROG, "cannot open '%s': %s", d->path, strerror(errno));
 		return;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -233,14 +220,12 @@ static void read_document(const struct options *o, struct document *d,
 		int err;
 
 		if (fdatasync(fd) != 0) {
-			corun_err(PROG, "fdatasync '%s': %s", d->path,
-				  strerror(errno));
+			corun_err(PROG, "fdatasync '%s': %s", d->path, strerror(errno));
 			goto out;
 		}
 		err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		if (err != 0) {
-			corun_err(PROG, "posix_fadvise '%s': %s", d->path,
-				  strerror(err));
+			corun_err(PROG, "posix_fadvise '%s': %s", d->path, strerror(err));
 			goto out;
 		}
 	}
@@ -253,8 +238,8 @@ static void read_document(const struct options *o, struct document *d,
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			corun_err(PROG, "read '%s' at byte %" PRId64 ": %s",
-				  d->path, d->bytes_read, strerror(errno));
+			corun_err(PROG, "read '%s' at byte %" PRId64 ": %s", d->path, d->bytes_read,
+				  strerror(errno));
 			goto out;
 		}
 		if (n == 0)
@@ -264,9 +249,10 @@ static void read_document(const struct options *o, struct document *d,
 	}
 	end_word(&t, d);
 	if (d->bytes_read != d->file_size) {
-		corun_err(PROG, "self-check failed: read %" PRId64 " bytes of "
-			  "'%s' but fstat reported %" PRId64, d->bytes_read,
-			  d->path, d->file_size);
+		corun_err(PROG,
+			  "self-check failed: read %" PRId64 " bytes of "
+			  "'%s' but fstat reported %" PRId64,
+			  d->bytes_read, d->path, d->file_size);
 		goto out;
 	}
 	d->error = 0;
@@ -280,8 +266,7 @@ static void *worker(void *arg)
 	unsigned char *buf = malloc((size_t)w->o->block_size);
 
 	if (buf == NULL) {
-		corun_err(PROG, "cannot allocate %" PRId64 " bytes",
-			  w->o->block_size);
+		corun_err(PROG, "cannot allocate %" PRId64 " bytes", w->o->block_size);
 		pthread_mutex_lock(&w->lock);
 		for (int i = w->next; i < w->n_docs; i++)
 			w->docs[i].error = CORUN_EXIT_RUNTIME;
@@ -317,10 +302,9 @@ static double cosine(const uint32_t *a, const uint32_t *b)
 	return dot / (sqrt(na) * sqrt(nb));
 }
 
-static void print_result(const struct options *o, const struct document *docs,
-			 int n_docs, const double *sim, double self_sim,
-			 double elapsed_s, int argc, char *argv[],
-			 double start_epoch_s)
+static void print_result(const struct options *o, const struct document *docs, int n_docs,
+			 const double *sim, double self_sim, double elapsed_s, int argc,
+			 char *argv[], double start_epoch_s)
 {
 	struct corun_json j;
 	int64_t bytes = 0;
@@ -331,8 +315,7 @@ static void print_result(const struct options *o, const struct document *docs,
 		read_s += docs[i].read_s;
 	}
 	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, PAPER_SIMILAR_VERSION, argc, argv,
-			  start_epoch_s);
+	corun_json_header(&j, PROG, PAPER_SIMILAR_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "paper", o->paper);
 	corun_json_array_begin(&j, "others");
@@ -419,20 +402,22 @@ int main(int argc, char *argv[])
 	/* Self-check: a paper with words is identical to itself, and every
 	 * similarity of count vectors lies in [0, 1]. */
 	if (docs[0].words > 0 && fabs(self_sim - 1.0) > SELF_TOLERANCE) {
-		corun_err(PROG, "self-check failed: similarity of '%s' with "
-			  "itself is %.17g, not 1", o.paper, self_sim);
+		corun_err(PROG,
+			  "self-check failed: similarity of '%s' with "
+			  "itself is %.17g, not 1",
+			  o.paper, self_sim);
 		goto out;
 	}
 	for (int i = 0; i < o.n_others; i++) {
 		if (!(sim[i] >= 0.0 && sim[i] <= 1.0 + SELF_TOLERANCE)) {
-			corun_err(PROG, "self-check failed: similarity %.17g "
-				  "with '%s' is outside [0, 1]", sim[i],
-				  o.others[i]);
+			corun_err(PROG,
+				  "self-check failed: similarity %.17g "
+				  "with '%s' is outside [0, 1]",
+				  sim[i], o.others[i]);
 			goto out;
 		}
 	}
-	print_result(&o, docs, n_docs, sim, self_sim, t0, argc, argv,
-		     start_epoch_s);
+	print_result(&o, docs, n_docs, sim, self_sim, t0, argc, argv, start_epoch_s);
 	rc = corun_flush_result(PROG) == 0 ? CORUN_EXIT_OK : CORUN_EXIT_RUNTIME;
 out:
 	for (int i = 0; i < n_docs; i++)

@@ -89,38 +89,31 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	 * echoed as "cmdline"; ':': tell a missing value from a bad option. */
 	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
 		switch (c) {
-		case 'f':
-			o->file = optarg;
-			break;
+		case 'f': o->file = optarg; break;
 		case 'b':
-			o->block_size = corun_parse_int(PROG, "block-size", optarg,
-							1, BLOCK_SIZE_MAX, true);
+			o->block_size = corun_parse_int(PROG, "block-size", optarg, 1,
+							BLOCK_SIZE_MAX, true);
 			o->block_size_arg = optarg;
 			break;
 		case 'n':
-			o->nops = corun_parse_int(PROG, "nops", optarg, 0,
-						  INT64_MAX, false);
+			o->nops = corun_parse_int(PROG, "nops", optarg, 0, INT64_MAX, false);
 			break;
 		case 'm':
-			if (strcmp(optarg, "direct") == 0)
-				o->cache_mode = CACHE_DIRECT;
-			else if (strcmp(optarg, "evict") == 0)
-				o->cache_mode = CACHE_EVICT;
-			else
-				corun_usage_error(PROG, "--cache-mode: '%s' "
-						  "(expected direct or evict)",
-						  optarg);
+			o->cache_mode = (enum cache_mode)corun_parse_choice(
+				PROG, "cache-mode", optarg, cache_mode_names,
+				CORUN_COUNT(cache_mode_names));
 			break;
 		default:
-			corun_default_option(PROG, SENSITIVITY_RANKING_VERSION,
-					     usage_text, c, argv);
+			corun_default_option(PROG, SENSITIVITY_RANKING_VERSION, usage_text, c,
+					     argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
 	if (o->file == NULL)
 		corun_usage_error(PROG, "--file PATH is required (see --help)");
 	if (o->cache_mode == CACHE_DIRECT && o->block_size % DIRECT_ALIGN != 0)
-		corun_usage_error(PROG, "--block-size: '%s' (expected a "
+		corun_usage_error(PROG,
+				  "--block-size: '%s' (expected a "
 				  "multiple of %d with --cache-mode direct)",
 				  o->block_size_arg, DIRECT_ALIGN);
 }
@@ -141,8 +134,8 @@ static int on_memory_fs(const char *path, int fd, bool *on_memory)
 
 /* Count the pages of the file in FD (SIZE bytes) resident in the page
  * cache, with mmap + mincore; mapping faults nothing in. */
-static int count_resident_pages(const char *path, int fd, off_t size,
-				int64_t *resident, int64_t *pages)
+static int count_resident_pages(const char *path, int fd, off_t size, int64_t *resident,
+				int64_t *pages)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t len = (size_t)size;
@@ -205,14 +198,13 @@ struct result {
 	double elapsed_s;
 };
 
-static void print_result(const struct options *o, const struct result *r,
-			 int argc, char *argv[], double start_epoch_s)
+static void print_result(const struct options *o, const struct result *r, int argc, char *argv[],
+			 double start_epoch_s)
 {
 	struct corun_json j;
 
 	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, SENSITIVITY_RANKING_VERSION, argc, argv,
-			  start_epoch_s);
+	corun_json_header(&j, PROG, SENSITIVITY_RANKING_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "file", o->file);
 	corun_json_int(&j, "block_size", o->block_size);
@@ -225,16 +217,13 @@ static void print_result(const struct options *o, const struct result *r,
 	corun_json_int(&j, "reads", r->reads);
 	corun_json_double(&j, "elapsed_s", r->elapsed_s);
 	/* MB = 10^6 bytes, as in the paper; null if too fast to time. */
-	corun_json_double(&j, "bw_mb_s",
-			  (double)r->bytes_read / 1e6 / r->elapsed_s);
-	corun_json_int(&j, "resident_pages_at_start",
-		       r->resident_pages_at_start);
+	corun_json_double(&j, "bw_mb_s", (double)r->bytes_read / 1e6 / r->elapsed_s);
+	corun_json_int(&j, "resident_pages_at_start", r->resident_pages_at_start);
 	corun_json_str(&j, "check", "ok");
 	corun_json_end(&j);
 }
 
-static int run(const struct options *o, int argc, char *argv[],
-	       double start_epoch_s)
+static int run(const struct options *o, int argc, char *argv[], double start_epoch_s)
 {
 	bool direct = o->cache_mode == CACHE_DIRECT;
 	size_t block_size = (size_t)o->block_size;
@@ -248,8 +237,7 @@ static int run(const struct options *o, int argc, char *argv[],
 
 	fd = open(o->file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		corun_err(PROG, "--file: cannot open '%s': %s", o->file,
-			  strerror(errno));
+		corun_err(PROG, "--file: cannot open '%s': %s", o->file, strerror(errno));
 		return CORUN_EXIT_RUNTIME;
 	}
 	if (fstat(fd, &st) != 0) {
@@ -263,8 +251,10 @@ static int run(const struct options *o, int argc, char *argv[],
 	if (on_memory_fs(o->file, fd, &on_memory) != 0)
 		goto out_close;
 	if (on_memory) {
-		corun_err(PROG, "skipped: %s is on tmpfs or ramfs, which has no "
-			  "device to read from", o->file);
+		corun_err(PROG,
+			  "skipped: %s is on tmpfs or ramfs, which has no "
+			  "device to read from",
+			  o->file);
 		rc = CORUN_EXIT_SKIPPED;
 		goto out_close;
 	}
@@ -272,12 +262,10 @@ static int run(const struct options *o, int argc, char *argv[],
 	 * file system has no O_DIRECT (open() gives the same EINVAL). */
 	if (direct && fcntl(fd, F_SETFL, O_DIRECT) != 0) {
 		if (errno == EINVAL) {
-			corun_err(PROG, "skipped: O_DIRECT not supported on %s",
-				  o->file);
+			corun_err(PROG, "skipped: O_DIRECT not supported on %s", o->file);
 			rc = CORUN_EXIT_SKIPPED;
 		} else {
-			corun_err(PROG, "fcntl O_DIRECT '%s': %s", o->file,
-				  strerror(errno));
+			corun_err(PROG, "fcntl O_DIRECT '%s': %s", o->file, strerror(errno));
 		}
 		goto out_close;
 	}
@@ -285,11 +273,12 @@ static int run(const struct options *o, int argc, char *argv[],
 
 	if (!direct && evict_pages(o->file, fd) != 0)
 		goto out_close;
-	if (count_resident_pages(o->file, fd, st.st_size,
-				 &r.resident_pages_at_start, &r.file_pages) != 0)
+	if (count_resident_pages(o->file, fd, st.st_size, &r.resident_pages_at_start,
+				 &r.file_pages) != 0)
 		goto out_close;
 	if (!direct && r.resident_pages_at_start != 0)
-		corun_err(PROG, "warning: %" PRId64 " of %" PRId64 " pages of "
+		corun_err(PROG,
+			  "warning: %" PRId64 " of %" PRId64 " pages of "
 			  "'%s' still cached after POSIX_FADV_DONTNEED (mapped "
 			  "or locked by another process?)",
 			  r.resident_pages_at_start, r.file_pages, o->file);
@@ -319,13 +308,15 @@ static int run(const struct options *o, int argc, char *argv[],
 			if (direct && errno == EINVAL && r.bytes_read == 0) {
 				/* Some file systems accept O_DIRECT at open()
 				 * and refuse it at read(). */
-				corun_err(PROG, "skipped: O_DIRECT not supported "
-					  "on %s", o->file);
+				corun_err(PROG,
+					  "skipped: O_DIRECT not supported "
+					  "on %s",
+					  o->file);
 				rc = CORUN_EXIT_SKIPPED;
 				goto out_free;
 			}
-			corun_err(PROG, "read '%s' at byte %" PRId64 ": %s",
-				  o->file, r.bytes_read, strerror(errno));
+			corun_err(PROG, "read '%s' at byte %" PRId64 ": %s", o->file, r.bytes_read,
+				  strerror(errno));
 			goto out_free;
 		}
 		if (n == 0)
@@ -337,10 +328,11 @@ static int run(const struct options *o, int argc, char *argv[],
 	r.elapsed_s = corun_monotonic_s() - t0;
 
 	if (r.bytes_read != (int64_t)st.st_size) {
-		corun_err(PROG, "self-check failed: read %" PRId64 " bytes of "
+		corun_err(PROG,
+			  "self-check failed: read %" PRId64 " bytes of "
 			  "'%s' but fstat reported %" PRId64 " (file changed "
-			  "while reading?)", r.bytes_read, o->file,
-			  (int64_t)st.st_size);
+			  "while reading?)",
+			  r.bytes_read, o->file, (int64_t)st.st_size);
 		goto out_free;
 	}
 

@@ -38,10 +38,32 @@ void corun_usage_error(const char *prog, const char *fmt, ...)
 	exit(CORUN_EXIT_USAGE);
 }
 
+int corun_parse_choice(const char *prog, const char *opt, const char *value,
+		       const char *const *words, size_t n)
+{
+	char expected[256] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(value, words[i]) == 0)
+			return (int)i;
+		const char *sep = ", ";
+		if (i == 0)
+			sep = "";
+		else if (i + 1 == n)
+			sep = " or ";
+		len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s", sep,
+					words[i]);
+		if (len >= sizeof expected)
+			len = sizeof expected - 1;
+	}
+	corun_usage_error(prog, "--%s: '%s' (expected %s)", opt, value, expected);
+}
+
 #define SUFFIX_HINT ", with an optional K, M or G suffix for KiB, MiB, GiB"
 
-double corun_parse_double(const char *prog, const char *opt, const char *value,
-			  double min, double max, bool min_exclusive)
+double corun_parse_double(const char *prog, const char *opt, const char *value, double min,
+			  double max, bool min_exclusive)
 {
 	double x;
 	char *end;
@@ -61,8 +83,8 @@ bad:
 			  min_exclusive ? ">" : ">=", min, max);
 }
 
-int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
-			int64_t min, int64_t max, bool allow_suffix)
+int64_t corun_parse_int(const char *prog, const char *opt, const char *value, int64_t min,
+			int64_t max, bool allow_suffix)
 {
 	long long n;
 	int64_t mult = 1;
@@ -77,9 +99,12 @@ int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
 		goto bad;
 	if (allow_suffix && *end != '\0') {
 		switch (*end) {
-		case 'k': case 'K': mult = INT64_C(1) << 10; break;
-		case 'm': case 'M': mult = INT64_C(1) << 20; break;
-		case 'g': case 'G': mult = INT64_C(1) << 30; break;
+		case 'k':
+		case 'K': mult = INT64_C(1) << 10; break;
+		case 'm':
+		case 'M': mult = INT64_C(1) << 20; break;
+		case 'g':
+		case 'G': mult = INT64_C(1) << 30; break;
 		default: goto bad;
 		}
 		end++;
@@ -95,54 +120,43 @@ int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
 
 bad:
 	if (max == INT64_MAX)
-		corun_usage_error(prog, "--%s: '%s' (expected an integer >= %"
-				  PRId64 "%s)", opt, value, min,
-				  allow_suffix ? SUFFIX_HINT : "");
-	corun_usage_error(prog, "--%s: '%s' (expected an integer from %" PRId64
-			  " to %" PRId64 "%s)", opt, value, min, max,
-			  allow_suffix ? SUFFIX_HINT : "");
+		corun_usage_error(prog, "--%s: '%s' (expected an integer >= %" PRId64 "%s)", opt,
+				  value, min, allow_suffix ? SUFFIX_HINT : "");
+	corun_usage_error(prog,
+			  "--%s: '%s' (expected an integer from %" PRId64 " to %" PRId64 "%s)", opt,
+			  value, min, max, allow_suffix ? SUFFIX_HINT : "");
 }
 
 void corun_option_error(const char *prog, int c, char *const argv[])
 {
 	if (c == ':')
-		corun_usage_error(prog, "%s: missing value (see --help)",
-				  argv[optind - 1]);
+		corun_usage_error(prog, "%s: missing value (see --help)", argv[optind - 1]);
 	/* A bad short option is only known by optopt. */
 	if (optopt != 0 && strncmp(argv[optind - 1], "--", 2) != 0)
-		corun_usage_error(prog, "invalid option '-%c' (see --help)",
-				  optopt);
-	corun_usage_error(prog, "invalid option '%s' (see --help)",
-			  argv[optind - 1]);
+		corun_usage_error(prog, "invalid option '-%c' (see --help)", optopt);
+	corun_usage_error(prog, "invalid option '%s' (see --help)", argv[optind - 1]);
 }
 
-void corun_default_option(const char *prog, const char *version,
-			  const char *usage_text, int c, char *const argv[])
+void corun_default_option(const char *prog, const char *version, const char *usage_text, int c,
+			  char *const argv[])
 {
 	switch (c) {
-	case 'h':
-		fputs(usage_text, stdout);
-		exit(CORUN_EXIT_OK);
-	case 'V':
-		printf("%s %s\n", prog, version);
-		exit(CORUN_EXIT_OK);
-	default:
-		corun_option_error(prog, c, argv);
+	case 'h': fputs(usage_text, stdout); exit(CORUN_EXIT_OK);
+	case 'V': printf("%s %s\n", prog, version); exit(CORUN_EXIT_OK);
+	default: corun_option_error(prog, c, argv);
 	}
 }
 
 void corun_no_operands(const char *prog, int argc, char *const argv[])
 {
 	if (optind < argc)
-		corun_usage_error(prog, "unexpected argument '%s' (see --help)",
-				  argv[optind]);
+		corun_usage_error(prog, "unexpected argument '%s' (see --help)", argv[optind]);
 }
 
 int corun_flush_result(const char *prog)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		corun_err(prog, "cannot write the result to stdout: %s",
-			  strerror(errno));
+		corun_err(prog, "cannot write the result to stdout: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -336,9 +350,8 @@ void corun_json_null(struct corun_json *j, const char *key)
 	fputs("null", j->out);
 }
 
-void corun_json_header(struct corun_json *j, const char *kernel,
-		       const char *kernel_version, int argc, char *const argv[],
-		       double start_epoch_s)
+void corun_json_header(struct corun_json *j, const char *kernel, const char *kernel_version,
+		       int argc, char *const argv[], double start_epoch_s)
 {
 	struct utsname uts;
 	bool have_uts = uname(&uts) == 0;

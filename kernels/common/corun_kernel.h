@@ -8,6 +8,7 @@
 #define CORUN_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,8 +21,7 @@ enum corun_exit {
 };
 
 /* One line "<prog>: <message>" on stderr. */
-void corun_err(const char *prog, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void corun_err(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* corun_err(), then exit CORUN_EXIT_USAGE. */
 void corun_usage_error(const char *prog, const char *fmt, ...)
@@ -31,37 +31,47 @@ void corun_usage_error(const char *prog, const char *fmt, ...)
  * ALLOW_SUFFIX, a single K, M or G suffix (case-insensitive) multiplies by
  * 2^10, 2^20 or 2^30.  On any error prints one line
  * "<prog>: --<opt>: '<value>' (expected ...)" and exits CORUN_EXIT_USAGE. */
-int64_t corun_parse_int(const char *prog, const char *opt, const char *value,
-			int64_t min, int64_t max, bool allow_suffix);
+int64_t corun_parse_int(const char *prog, const char *opt, const char *value, int64_t min,
+			int64_t max, bool allow_suffix);
 
 /* Parse VALUE of option --OPT as a finite decimal number in [MIN, MAX] (or
  * (MIN, MAX] with MIN_EXCLUSIVE).  On any error prints one line
  * "<prog>: --<opt>: '<value>' (expected a number ...)" and exits
  * CORUN_EXIT_USAGE. */
-double corun_parse_double(const char *prog, const char *opt, const char *value,
-			  double min, double max, bool min_exclusive);
+double corun_parse_double(const char *prog, const char *opt, const char *value, double min,
+			  double max, bool min_exclusive);
+
+/* Parse VALUE of option --OPT as one of the N words of WORDS and return its index (so an
+ * enum listed in the same order can take it).  On any other value prints one line
+ * "<prog>: --<opt>: '<value>' (expected a, b or c)" and exits CORUN_EXIT_USAGE. */
+int corun_parse_choice(const char *prog, const char *opt, const char *value,
+		       const char *const *words, size_t n);
+
+/* The number of elements of array A. */
+#define CORUN_COUNT(a) (sizeof(a) / sizeof *(a))
 
 /* Report the option error getopt_long() signalled by returning C (':' for a
  * missing value, anything else for an unknown option or a value given to a
  * flag) in one line, then exit CORUN_EXIT_USAGE.  Call it with opterr = 0
  * and an optstring starting with "+:". */
-void corun_option_error(const char *prog, int c, char *const argv[])
-	__attribute__((noreturn));
+void corun_option_error(const char *prog, int c, char *const argv[]) __attribute__((noreturn));
 
 /* The last entries of every kernel's long options: --help ('h') and
  * --version ('V'), which corun_default_option() handles, and the end mark. */
+/* One entry a line, as in the kernels' own tables. */
+/* clang-format off */
 #define CORUN_COMMON_LONG_OPTIONS \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }, \
 	{ NULL, 0, NULL, 0 }
+/* clang-format on */
 
 /* The default: of every kernel's getopt_long() loop, for what all kernels
  * share: 'h' (--help) prints USAGE_TEXT to stdout and 'V' (--version)
  * prints "<prog> <version>", both exiting CORUN_EXIT_OK; any other C is an
  * option error (corun_option_error()). */
-void corun_default_option(const char *prog, const char *version,
-			  const char *usage_text, int c, char *const argv[])
-	__attribute__((noreturn));
+void corun_default_option(const char *prog, const char *version, const char *usage_text, int c,
+			  char *const argv[]) __attribute__((noreturn));
 
 /* After the getopt_long() loop: a leftover argument (no kernel takes
  * operands) is a usage error. */
@@ -116,8 +126,7 @@ void corun_json_null(struct corun_json *j, const char *key);
 /* The fields every kernel result starts with: kernel, kernel_version, host,
  * kernel_release, cmdline, start_epoch_s.  ARGV must be the unpermuted
  * command line (getopt_long reorders argv). */
-void corun_json_header(struct corun_json *j, const char *kernel,
-		       const char *kernel_version, int argc, char *const argv[],
-		       double start_epoch_s);
+void corun_json_header(struct corun_json *j, const char *kernel, const char *kernel_version,
+		       int argc, char *const argv[], double start_epoch_s);
 
 #endif /* CORUN_KERNEL_H */

@@ -70,8 +70,8 @@ static void act(struct dio_job *jobs, size_t i, enum dio_action a, struct dio_wo
 	w->seq[w->nseq++] = i;
 }
 
-size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp,
-		  const struct dio_params *p, struct dio_work *w)
+size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp, const struct dio_params *p,
+		  struct dio_work *w)
 {
 	size_t nc = (size_t)ncmp;
 	double overall = 0;
@@ -100,7 +100,8 @@ size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp,
 	for (size_t c = 0; c < nc; c++) {
 		size_t len = w->cmp_start[c + 1] - w->cmp_start[c];
 		if (len > 1)
-			qsort_r(w->order + w->cmp_start[c], len, sizeof *w->order, by_key_desc, jobs);
+			qsort_r(w->order + w->cmp_start[c], len, sizeof *w->order, by_key_desc,
+				jobs);
 		w->head[c] = w->cmp_start[c];
 	}
 	w->overall_before = overall;

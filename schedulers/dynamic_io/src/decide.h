@@ -34,19 +34,19 @@ enum dio_action {
 };
 
 struct dio_job {
-	int cmp;              /* CMP index, 0 <= cmp < ncmp */
+	int cmp; /* CMP index, 0 <= cmp < ncmp */
 	enum dio_state state;
-	double cur_mbps;      /* measured I/O rate in the last quantum */
-	double key_mbps;      /* sort key: cur_mbps when running, the rate when held */
-	double held_s;        /* seconds held so far (held jobs) */
-	bool protect;         /* may not be held this quantum */
+	double cur_mbps;        /* measured I/O rate in the last quantum */
+	double key_mbps;        /* sort key: cur_mbps when running, the rate when held */
+	double held_s;          /* seconds held so far (held jobs) */
+	bool protect;           /* may not be held this quantum */
 	enum dio_action action; /* output */
 };
 
 struct dio_params {
-	double bound_mbps;  /* IO_BOUND_INTERVAL */
-	bool cmp_share;     /* only CMPs over their share are candidates */
-	double max_held_s;  /* > 0: release jobs held this long; 0: never */
+	double bound_mbps; /* IO_BOUND_INTERVAL */
+	bool cmp_share;    /* only CMPs over their share are candidates */
+	double max_held_s; /* > 0: release jobs held this long; 0: never */
 };
 
 /* Scratch space, sized for up to cap_jobs jobs and cap_cmps CMPs. */
@@ -69,8 +69,8 @@ void dio_work_free(struct dio_work *w);
 /* Decide for N jobs on NCMP CMPs (ncmp <= w->cap_cmps, n <= w->cap_jobs).
  * Sets jobs[i].action; the jobs acted on are w->seq[0..w->nseq). Returns the
  * number of actions. */
-size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp,
-		  const struct dio_params *p, struct dio_work *w);
+size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp, const struct dio_params *p,
+		  struct dio_work *w);
 
 const char *dio_action_name(enum dio_action a);
 

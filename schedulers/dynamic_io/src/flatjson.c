@@ -40,8 +40,7 @@ static const char *string(const char *s, char *out, size_t cap)
 						return NULL;
 				c = '?';
 				break;
-			default:
-				return NULL;
+			default: return NULL;
 			}
 		}
 		if (n + 1 < cap)

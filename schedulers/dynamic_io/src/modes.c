@@ -14,15 +14,24 @@
 #include "flatjson.h"
 
 /* --check DIR: a daemon wrote DIR/status.json, is alive and on time. */
-struct status { double pid, mono_s; int seen; };
+struct status {
+	double pid, mono_s;
+	int seen;
+};
 
 static void status_member(const char *key, const struct fj_value *v, void *ctx)
 {
 	struct status *s = ctx;
 	if (v->type != FJ_NUMBER)
 		return;
-	if (!strcmp(key, "pid")) { s->pid = v->num; s->seen |= 1; }
-	if (!strcmp(key, "mono_s")) { s->mono_s = v->num; s->seen |= 2; }
+	if (!strcmp(key, "pid")) {
+		s->pid = v->num;
+		s->seen |= 1;
+	}
+	if (!strcmp(key, "mono_s")) {
+		s->mono_s = v->num;
+		s->seen |= 2;
+	}
 }
 
 int run_check(const char *dir, double max_age)
@@ -48,7 +57,8 @@ int run_check(const char *dir, double max_age)
 	}
 	double age = now_mono() - s.mono_s;
 	if (age > max_age) {
-		corun_err(PROG, "not in effect: last quantum %.1f s ago (more than %.1f s)", age, max_age);
+		corun_err(PROG, "not in effect: last quantum %.1f s ago (more than %.1f s)", age,
+			  max_age);
 		return CORUN_EXIT_RUNTIME;
 	}
 	printf("running: pid %.0f, last quantum %.2f s ago\n", s.pid, age);
@@ -61,11 +71,12 @@ int run_table(const char *file)
 {
 	FILE *f = fopen(file, "r");
 	if (!f)
-		corun_usage_error(PROG, "--decide-table: '%s' (expected a readable file: %s)", file, strerror(errno));
+		corun_usage_error(PROG, "--decide-table: '%s' (expected a readable file: %s)", file,
+				  strerror(errno));
 	struct dio_params p = { .bound_mbps = 40, .cmp_share = true, .max_held_s = 0 };
 	size_t cap = 1024, n = 0;
 	struct dio_job *jobs = calloc(cap, sizeof *jobs);
-	char (*names)[64] = calloc(cap, sizeof *names);
+	char(*names)[64] = calloc(cap, sizeof *names);
 	char line[512];
 	int lineno = 0, ncmp = 0;
 	while (fgets(line, sizeof line, f)) {
@@ -79,20 +90,38 @@ int run_table(const char *file)
 		double cur, key, held;
 		if (sscanf(line, " %63s", name) != 1)
 			continue;
-		if (sscanf(line, " bound %lf", &x) == 1) { p.bound_mbps = x; continue; }
-		if (sscanf(line, " cmp_share %lf", &x) == 1) { p.cmp_share = x != 0; continue; }
-		if (sscanf(line, " max_held_s %lf", &x) == 1) { p.max_held_s = x; continue; }
-		if (n == cap || sscanf(line, " %63s %d %15s %lf %lf %lf %d", name, &cmp, st, &cur, &key, &held, &prot) != 7 ||
+		if (sscanf(line, " bound %lf", &x) == 1) {
+			p.bound_mbps = x;
+			continue;
+		}
+		if (sscanf(line, " cmp_share %lf", &x) == 1) {
+			p.cmp_share = x != 0;
+			continue;
+		}
+		if (sscanf(line, " max_held_s %lf", &x) == 1) {
+			p.max_held_s = x;
+			continue;
+		}
+		if (n == cap ||
+		    sscanf(line, " %63s %d %15s %lf %lf %lf %d", name, &cmp, st, &cur, &key, &held,
+			   &prot) != 7 ||
 		    cmp < 0 || cmp >= MAX_CMPS || (strcmp(st, "run") && strcmp(st, "held"))) {
-			corun_err(PROG, "%s:%d: expected 'NAME CMP run|held CUR_MBPS KEY_MBPS HELD_S PROTECT'", file, lineno);
+			corun_err(
+				PROG,
+				"%s:%d: expected 'NAME CMP run|held CUR_MBPS KEY_MBPS HELD_S PROTECT'",
+				file, lineno);
 			fclose(f);
 			free(jobs);
 			free(names);
 			return CORUN_EXIT_USAGE;
 		}
 		snprintf(names[n], sizeof names[n], "%s", name);
-		jobs[n] = (struct dio_job){ .cmp = cmp, .state = strcmp(st, "run") ? DIO_HELD : DIO_RUNNING,
-					    .cur_mbps = cur, .key_mbps = key, .held_s = held, .protect = prot != 0 };
+		jobs[n] = (struct dio_job){ .cmp = cmp,
+					    .state = strcmp(st, "run") ? DIO_HELD : DIO_RUNNING,
+					    .cur_mbps = cur,
+					    .key_mbps = key,
+					    .held_s = held,
+					    .protect = prot != 0 };
 		if (cmp + 1 > ncmp)
 			ncmp = cmp + 1;
 		n++;
