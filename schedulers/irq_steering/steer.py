@@ -476,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
+    sys.modules.setdefault("steer", sys.modules[__name__])  # sais_mark.py shares these classes
     try:
         args = build_parser().parse_args(argv)
         if args.cmd == "apply":
