@@ -29,7 +29,7 @@ def _ctl(args_bpf_dir: str) -> tuple[Path, Path]:
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
 
 def _ns_argv(ns: str | None, argv: list[str]) -> list[str]:

@@ -66,7 +66,7 @@ class Fs:
 
     def read(self, ns: str | None, path: str) -> str:
         if ns and not self.synthetic:
-            res = subprocess.run(["ip", "netns", "exec", ns, "cat", path], capture_output=True, text=True)
+            res = subprocess.run(["ip", "netns", "exec", ns, "cat", path], capture_output=True, text=True, check=False)
             if res.returncode != 0:
                 raise OSError(f"{ns}:{path}: {res.stderr.strip()}")
             return res.stdout.strip()
@@ -75,7 +75,7 @@ class Fs:
     def write(self, ns: str | None, path: str, value: str) -> None:
         if ns and not self.synthetic:
             res = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", 'printf "%s\\n" "$1" > "$2"',
-                                  "sh", value, path], capture_output=True, text=True)
+                                  "sh", value, path], capture_output=True, text=True, check=False)
             if res.returncode != 0:
                 raise OSError(f"{ns}:{path}: {res.stderr.strip()}")
             return
@@ -84,7 +84,7 @@ class Fs:
 
     def listdir(self, ns: str | None, path: str) -> list[str]:
         if ns and not self.synthetic:
-            res = subprocess.run(["ip", "netns", "exec", ns, "ls", "-1", path], capture_output=True, text=True)
+            res = subprocess.run(["ip", "netns", "exec", ns, "ls", "-1", path], capture_output=True, text=True, check=False)
             if res.returncode != 0:
                 raise FileNotFoundError(f"{ns}:{path}")
             return res.stdout.split()
@@ -290,7 +290,7 @@ def cmd_apply(args) -> int:
             raise UsageError(f"corun: {err_source(args)}: irqbalance: pid {running[0]} "
                              "(expected no irqbalance running before the run; stop it first)")
     if p["policy"] == "sais_mark":
-        from sais_mark import apply_mark  # noqa: PLC0415 - only this policy needs it
+        from sais_mark import apply_mark
         return apply_mark(args, fs, p, state_path)
     saved = []
     for wr in p["writes"]:
@@ -323,10 +323,9 @@ def cmd_apply(args) -> int:
             raise
         state["done"].append(wr["path"])
     if p["policy"] == "irqbalance":
-        log = open(state_path.with_suffix(".irqbalance.log"), "ab")
-        proc = subprocess.Popen([p["irqbalance"], "--foreground"], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
+        with open(state_path.with_suffix(".irqbalance.log"), "ab") as log:
+            proc = subprocess.Popen([p["irqbalance"], "--foreground"], stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
         state["daemon"] = {"pid": proc.pid, "starttime": proc_starttime(proc.pid), "exe": p["irqbalance"]}
         time.sleep(0.2)
         if proc.poll() is not None:
@@ -342,7 +341,7 @@ def cmd_verify(args) -> int:
     p = plan(args, fs)
     state_path = Path(args.state)
     if p["policy"] == "sais_mark":
-        from sais_mark import verify_mark  # noqa: PLC0415
+        from sais_mark import verify_mark
         return verify_mark(args, fs, p, state_path)
     state = json.loads(state_path.read_text()) if state_path.exists() else {"skipped": [], "daemon": None}
     skipped = {s["path"] for s in state.get("skipped", [])}
@@ -389,7 +388,7 @@ def cmd_restore(args) -> int:
         if proc_starttime(d["pid"]) == d["starttime"]:
             os.kill(d["pid"], signal.SIGKILL)
     if state.get("policy") == "sais_mark":
-        from sais_mark import restore_mark  # noqa: PLC0415
+        from sais_mark import restore_mark
         errors += restore_mark(state, fs)
     skipped = {s["path"] for s in state.get("skipped", [])}
     for wr in reversed(state.get("saved", [])):

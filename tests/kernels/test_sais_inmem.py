@@ -7,7 +7,6 @@ import subprocess
 import time
 
 import pytest
-
 from kernel_helpers import ENV, json_result, run_kernel
 
 KERNEL = "sais_inmem"
