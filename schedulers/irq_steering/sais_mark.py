@@ -81,6 +81,9 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
                 save_state(state_path, state)
                 argv = [str(ctl), role, "--obj", str(obj), "--iface", iface] + (["--netns", ns] if ns else [])
                 res = _run(argv)
+                if '"clsact_created": true' in res.stdout:
+                    state["attached"][-1]["clsact_created"] = True
+                    save_state(state_path, state)
                 if res.returncode != 0:
                     reason = (res.stderr.strip().splitlines() or ["failed"])[-1]
                     raise Skipped(f"{iface_label(ns, iface)}: {reason.removeprefix('skipped: feature missing: ')}")
@@ -118,7 +121,8 @@ def restore_mark(state: dict, fs) -> list[str]:
     errors = []
     ctl = state.get("ctl")
     for a in reversed(state.get("attached", [])):
-        argv = [ctl, "detach", "--iface", a["iface"]] + (["--netns", a["ns"]] if a["ns"] else [])
+        argv = [ctl, "detach", "--iface", a["iface"]] + (["--netns", a["ns"]] if a["ns"] else []) \
+            + (["--remove-clsact"] if a.get("clsact_created") else [])
         res = _run(argv)
         if res.returncode != 0 and "network namespace" not in res.stderr and "interface" not in res.stderr:
             errors.append(f"detach {iface_label(a['ns'], a['iface'])}: {res.stderr.strip()}")

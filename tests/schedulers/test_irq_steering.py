@@ -368,6 +368,8 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     assert share(w, 1) > 0.9, w
     status = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
     assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0}
+    for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):  # the clsact qdiscs it made are gone too
+        assert "clsact" not in sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
     assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
 
 

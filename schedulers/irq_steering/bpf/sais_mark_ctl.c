@@ -5,11 +5,14 @@
  *                                                          CPU map filled for every online CPU
  *   sais-mark-ctl server --obj F --iface IF [--netns NS]   tc ingress record + egress reflect
  *   sais-mark-ctl status --iface IF [--netns NS]           one JSON line: program ids
- *   sais-mark-ctl detach --iface IF [--netns NS]           removes what client/server attached
+ *   sais-mark-ctl detach --iface IF [--netns NS] [--remove-clsact]
+ *                                                          removes what client/server attached
  *
+ * client and server print {"clsact_created": BOOL}: whether they made the clsact qdisc, which
+ * detach --remove-clsact then deletes as well.
  * The tc programs sit on the interface's clsact qdisc under handle 0x5a15, priority 1;
- * detach removes only those filters and the XDP program, so a clsact qdisc that held other
- * filters keeps them.  Exit: 0 ok, 1 runtime error, 2 usage, 4 skipped (the kernel refused
+ * detach removes only those filters and the XDP program (and the qdisc with
+ * --remove-clsact), so a clsact qdisc that was there before keeps its other filters.  Exit: 0 ok, 1 runtime error, 2 usage, 4 skipped (the kernel refused
  * a step, the reason on one line).
  */
 #define _GNU_SOURCE
@@ -21,6 +24,7 @@
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +74,9 @@ static int enter_netns(const char *ns)
 	return 0;
 }
 
+/* Set when this run created the interface's clsact qdisc (printed for the caller). */
+static bool clsact_created;
+
 static int tc_attach(int ifindex, enum bpf_tc_attach_point where, int prog_fd, const char *name)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
@@ -79,6 +86,8 @@ static int tc_attach(int ifindex, enum bpf_tc_attach_point where, int prog_fd, c
 
 	if (err && err != -EEXIST)
 		return skipped("clsact qdisc: %s", strerror(-err));
+	if (err == 0)
+		clsact_created = true;
 	err = bpf_tc_attach(&hook, &opts);
 	if (err)
 		return skipped("tc %s program %s: %s", where == BPF_TC_EGRESS ? "egress" : "ingress",
@@ -160,9 +169,11 @@ int main(int argc, char *argv[])
 		{ "obj", required_argument, NULL, 'o' },
 		{ "iface", required_argument, NULL, 'i' },
 		{ "netns", required_argument, NULL, 'n' },
+		{ "remove-clsact", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *obj = NULL, *iface = NULL, *ns = NULL, *cmd;
+	bool remove_clsact = false;
 	unsigned ifindex;
 	int c;
 
@@ -172,6 +183,7 @@ int main(int argc, char *argv[])
 		case 'o': obj = optarg; break;
 		case 'i': iface = optarg; break;
 		case 'n': ns = optarg; break;
+		case 'r': remove_clsact = true; break;
 		default:
 			fprintf(stderr, PROG ": unknown option or missing value: '%s'\n", argv[optind - 1]);
 			return 2;
@@ -196,7 +208,10 @@ int main(int argc, char *argv[])
 			fprintf(stderr, PROG ": --obj F is required for %s\n", cmd);
 			return 2;
 		}
-		return attach(cmd, obj, (int)ifindex);
+		int rc = attach(cmd, obj, (int)ifindex);
+
+		printf("{\"clsact_created\": %s}\n", clsact_created ? "true" : "false");
+		return rc;
 	}
 	if (strcmp(cmd, "status") == 0) {
 		__u32 xdp_id = 0;
@@ -210,6 +225,12 @@ int main(int argc, char *argv[])
 		bpf_xdp_detach((int)ifindex, XDP_FLAGS_DRV_MODE, NULL);
 		tc_detach((int)ifindex, BPF_TC_EGRESS);
 		tc_detach((int)ifindex, BPF_TC_INGRESS);
+		if (remove_clsact) {
+			DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = (int)ifindex,
+					    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
+
+			bpf_tc_hook_destroy(&hook);
+		}
 		return 0;
 	}
 	fprintf(stderr, PROG ": '%s' (expected client, server, status or detach)\n", cmd);
