@@ -4,7 +4,8 @@ CPU) against Si-Irqbalance (a process pair left to the Linux scheduler), kernels
 
 For each number of applications (default 1 and 2; the paper sweeps to the core count) it runs
 the two modes in an interleaved, seeded order, --reps times each, and prints MB/s per mode (mean
-and 95% t-interval), the ratio thread / process with a 95% bootstrap interval (reps unpaired),
+and 95% t-interval), the ratio thread / process of the harmonic means of MB/s with a 95%
+bootstrap interval (reps unpaired),
 CPU utilisation, the share of strips consumed on the CPU that read them, and the analytic
 model's P and M (analysis/sais_model.py) from the one-application runs with eq. 9 for the
 paper's 48 servers on this machine's cores. L2 misses come from the kernel, null with the
