@@ -92,6 +92,7 @@ WRONG_VALUES = [
     ("perf", "perf_package", {"name": "linux-perf"}),
     ("perf", "perf_sysctl_file", "sysctl.d/90-corun-perf.conf"),
     ("fio", "fio_package", 5),
+    ("irq_steering", "irq_steering_packages", "irqbalance"),
     ("corun_kernels", "corun_kernels_src_dir", 5),
     ("corun_kernels", "corun_kernels_make_target", ["all"]),
     ("corun_schedulers", "corun_schedulers_src_dir", "relative/path"),

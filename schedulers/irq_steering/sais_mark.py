@@ -1,0 +1,135 @@
+"""The sais_mark policy of steer.py: the paper's mark carried in the IPv4 DSCP field by BPF
+programs (bpf/sais_mark.bpf.c), attached and detached by build/sais-mark-ctl.
+
+Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests; XDP sends
+each marked reply to the CPU map entry of its mark. Server interfaces (`--server-interfaces`):
+tc ingress records each flow's mark, tc egress writes it into the flow's replies. A packet
+redirected through the CPU map loses the checksum state the driver gave it, so the stack checks
+the TCP checksum in software; on veth the sender never computed it (offloaded), so transmit
+checksumming is switched off on the server interfaces (saved and restored). A step the kernel
+refuses ends apply with exit 4 and the reason, after undoing what was done.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from steer import EXIT_OK, NotInEffect, Skipped, iface_label, save_state
+
+
+def _ctl(args_bpf_dir: str) -> tuple[Path, Path]:
+    d = Path(args_bpf_dir)
+    ctl, obj = d / "sais-mark-ctl", d / "sais_mark.bpf.o"
+    if not ctl.exists() or not obj.exists():
+        raise Skipped(f"{ctl.name} or {obj.name} not built in {d} (make -C schedulers/irq_steering; "
+                      "needs clang and libbpf-dev, role irq_steering)")
+    return ctl, obj
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+def _ns_argv(ns: str | None, argv: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", ns, *argv] if ns else argv
+
+
+def _tx_csum(ns: str | None, iface: str) -> str:
+    res = _run(_ns_argv(ns, ["ethtool", "-k", iface]))
+    if res.returncode != 0:
+        raise Skipped(f"ethtool -k {iface_label(ns, iface)}: {res.stderr.strip() or 'failed'}")
+    for line in res.stdout.splitlines():
+        if line.startswith("tx-checksumming:"):
+            return line.split(":", 1)[1].split()[0]
+    raise Skipped(f"{iface_label(ns, iface)}: ethtool shows no tx-checksumming")
+
+
+def _set_tx_csum(ns: str | None, iface: str, value: str) -> None:
+    res = _run(_ns_argv(ns, ["ethtool", "-K", iface, "tx", value]))
+    if res.returncode != 0:
+        raise Skipped(f"ethtool -K {iface_label(ns, iface)} tx {value}: {res.stderr.strip()}")
+
+
+def _status(ctl: Path, ns: str | None, iface: str) -> dict:
+    argv = [str(ctl), "status", "--iface", iface] + (["--netns", ns] if ns else [])
+    res = _run(argv)
+    if res.returncode != 0:
+        raise NotInEffect(f"{iface_label(ns, iface)}: {res.stderr.strip()}")
+    return json.loads(res.stdout)
+
+
+def apply_mark(args, fs, p: dict, state_path: Path) -> int:
+    if fs.synthetic:
+        raise Skipped("BPF programs cannot be attached to a synthetic tree")
+    ctl, obj = _ctl(args.bpf_dir)
+    for tool in ("ethtool", "ip"):
+        if _run(["sh", "-c", f"command -v {tool}"]).returncode != 0:
+            raise Skipped(f"{tool} not installed")
+    state = {"policy": "sais_mark", "root": "/", "ctl": str(ctl), "saved": [], "skipped": [],
+             "daemon": None, "ethtool": [], "attached": []}
+    for ns, iface in p["server"]:
+        state["ethtool"].append({"ns": ns, "iface": iface, "old": _tx_csum(ns, iface)})
+    save_state(state_path, state)
+    try:
+        for e in state["ethtool"]:
+            _set_tx_csum(e["ns"], e["iface"], "off")
+        for role, ifaces in (("server", p["server"]), ("client", p["client"])):
+            for ns, iface in ifaces:
+                state["attached"].append({"ns": ns, "iface": iface, "role": role})
+                save_state(state_path, state)
+                argv = [str(ctl), role, "--obj", str(obj), "--iface", iface] + (["--netns", ns] if ns else [])
+                res = _run(argv)
+                if '"clsact_created": true' in res.stdout:
+                    state["attached"][-1]["clsact_created"] = True
+                    save_state(state_path, state)
+                if res.returncode != 0:
+                    reason = (res.stderr.strip().splitlines() or ["failed"])[-1]
+                    raise Skipped(f"{iface_label(ns, iface)}: {reason.removeprefix('skipped: feature missing: ')}")
+    except Skipped as exc:
+        restore_mark(state, fs)
+        state.update(ethtool=[], attached=[], skipped_reason=str(exc))
+        save_state(state_path, state)
+        raise
+    save_state(state_path, state)
+    return EXIT_OK
+
+
+def verify_mark(args, fs, p: dict, state_path: Path) -> int:
+    if state_path.exists():
+        reason = json.loads(state_path.read_text()).get("skipped_reason")
+        if reason:
+            raise Skipped(reason)
+    if fs.synthetic:
+        raise Skipped("BPF programs cannot be attached to a synthetic tree")
+    ctl, _ = _ctl(args.bpf_dir)
+    for ns, iface in p["client"]:
+        st = _status(ctl, ns, iface)
+        if not st["xdp"] or not st["tc_egress"]:
+            raise NotInEffect(f"{iface_label(ns, iface)}: XDP steer or tc egress stamp missing ({st})")
+    for ns, iface in p["server"]:
+        st = _status(ctl, ns, iface)
+        if not st["tc_ingress"] or not st["tc_egress"]:
+            raise NotInEffect(f"{iface_label(ns, iface)}: tc record or reflect program missing ({st})")
+        if _tx_csum(ns, iface) != "off":
+            raise NotInEffect(f"{iface_label(ns, iface)}: tx-checksumming is on")
+    return EXIT_OK
+
+
+def restore_mark(state: dict, fs) -> list[str]:
+    errors = []
+    ctl = state.get("ctl")
+    for a in reversed(state.get("attached", [])):
+        argv = [ctl, "detach", "--iface", a["iface"]] + (["--netns", a["ns"]] if a["ns"] else []) \
+            + (["--remove-clsact"] if a.get("clsact_created") else [])
+        res = _run(argv)
+        if res.returncode != 0 and "network namespace" not in res.stderr and "interface" not in res.stderr:
+            errors.append(f"detach {iface_label(a['ns'], a['iface'])}: {res.stderr.strip()}")
+    for e in reversed(state.get("ethtool", [])):
+        try:
+            _set_tx_csum(e["ns"], e["iface"], e["old"])
+        except Skipped as exc:
+            if "Cannot open network namespace" not in str(exc) and "No such device" not in str(exc):
+                errors.append(str(exc))
+    return errors

@@ -1,0 +1,434 @@
+"""The irq_policy variants of paper 004 (schedulers/irq_steering/steer.py): apply, verify by
+reading back, restore; on a synthetic /proc and /sys tree, and for real on a veth pair between
+two network namespaces made here (root), where the per-CPU softnet and NET_RX counters must show
+receive processing where each policy puts it. Restore after SIGKILL of the applying runner goes
+through the journal and `corun recover`."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from corun import schedulers
+from corun.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+STEER = REPO / "schedulers" / "irq_steering" / "steer.py"
+XFER = Path(__file__).resolve().parent / "net_transfer.py"
+sys.path.insert(0, str(STEER.parent))
+import steer
+
+VARIANTS = ["irqbalance", "spread", "dedicated", "source_aware", "sais_mark"]
+
+
+def run_steer(*args, env=None):
+    return subprocess.run([sys.executable, str(STEER), *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=env, check=False)
+
+
+# ---- a synthetic tree ------------------------------------------------------------------------
+
+def put(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text + "\n")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "root"
+    put(root, "sys/devices/system/cpu/online", "0-3")
+    for q in ("rx-0", "rx-1"):
+        put(root, f"sys/class/net/nic0/queues/{q}/rps_cpus", "0")
+        put(root, f"sys/class/net/nic0/queues/{q}/rps_flow_cnt", "0")
+    put(root, "sys/class/net/nic0/queues/tx-0/xps_cpus", "0")
+    for irq in ("40", "41"):
+        put(root, f"sys/class/net/nic0/device/msi_irqs/{irq}", "msix")
+        put(root, f"proc/irq/{irq}/smp_affinity_list", "0-3")
+    put(root, "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus", "00000000")
+    put(root, "netns/h1/sys/class/net/eth0/queues/rx-0/rps_flow_cnt", "0")
+    put(root, "proc/sys/net/core/rps_sock_flow_entries", "0")
+    put(root, "proc/softirqs", "                    CPU0       CPU1       CPU2       CPU3\n"
+        "          HI:          0          0          0          0\n"
+        "      NET_RX:        100        200         10          0")
+    put(root, "proc/net/softnet_stat",
+        "00000010 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000000 00000000 00000000\n"
+        "00000020 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000000 00000000 00000001\n"
+        "00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000000 00000000 00000002\n"
+        "00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000000 00000000 00000003")
+    return root
+
+
+def values(root: Path) -> dict:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and ("queues/rx" in str(p) or "/irq/" in str(p)
+                                                                   or p.name == "rps_sock_flow_entries"))
+    return {str(p.relative_to(root)): p.read_text().strip() for p in files}
+
+
+SYNTH_CASES = {
+    "spread": ([], {"sys/class/net/nic0/queues/rx-0/rps_cpus": "0000000f",
+                    "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus": "0000000f",
+                    "proc/irq/40/smp_affinity_list": "0,1,2,3"}),
+    "dedicated": (["--cpu", "2"], {"sys/class/net/nic0/queues/rx-1/rps_cpus": "00000004",
+                                   "proc/irq/41/smp_affinity_list": "2",
+                                   "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus": "00000004"}),
+    "source_aware": (["--flow-entries", "4096"], {"proc/sys/net/core/rps_sock_flow_entries": "4096",
+                                                  "sys/class/net/nic0/queues/rx-0/rps_flow_cnt": "2048",
+                                                  "netns/h1/sys/class/net/eth0/queues/rx-0/rps_flow_cnt": "4096",
+                                                  "sys/class/net/nic0/queues/rx-0/rps_cpus": "0000000f",
+                                                  "proc/irq/40/smp_affinity_list": "0-3"}),
+}
+
+
+@pytest.mark.parametrize("policy", list(SYNTH_CASES))
+def test_synthetic_apply_verify_restore(tree, tmp_path, policy):
+    extra, expect = SYNTH_CASES[policy]
+    common = ["--policy", policy, "--interfaces", "nic0,h1/eth0", "--root", tree,
+              "--state", tmp_path / "state.json", *extra]
+    before = values(tree)
+    res = run_steer("apply", *common)
+    assert res.returncode == 0, res.stderr
+    after = values(tree)
+    for rel, v in expect.items():
+        assert after[rel] == v, rel
+    assert run_steer("verify", *common).returncode == 0
+    # a change behind the policy's back is caught by the read-back
+    (tree / "sys/class/net/nic0/queues/rx-1/rps_cpus").write_text("00000008\n")
+    res = run_steer("verify", *common)
+    assert res.returncode == 1 and "not in effect" in res.stderr and "rx-1/rps_cpus" in res.stderr
+    res = run_steer("restore", "--state", tmp_path / "state.json")
+    assert res.returncode == 0, res.stderr
+    assert values(tree) == before
+    assert not (tmp_path / "state.json").exists()
+    assert run_steer("restore", "--state", tmp_path / "state.json").returncode == 0  # idempotent
+
+
+def test_synthetic_irqbalance_daemon(tree, tmp_path):
+    fake = tmp_path / "irqbalance"
+    fake.write_text("#!/bin/sh\nexec sleep 300\n")
+    fake.chmod(0o755)
+    common = ["--policy", "irqbalance", "--interfaces", "nic0", "--root", tree, "--irqbalance-bin", fake,
+              "--state", tmp_path / "state.json"]
+    (tree / "sys/class/net/nic0/queues/rx-0/rps_cpus").write_text("3\n")
+    assert run_steer("apply", *common).returncode == 0
+    st = json.loads((tmp_path / "state.json").read_text())
+    pid = st["daemon"]["pid"]
+    assert steer.proc_starttime(pid) == st["daemon"]["starttime"]
+    assert (tree / "sys/class/net/nic0/queues/rx-0/rps_cpus").read_text().strip() == "00000000"
+    assert run_steer("verify", *common).returncode == 0
+    assert run_steer("restore", "--state", tmp_path / "state.json").returncode == 0
+    assert steer.proc_starttime(pid) is None or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    assert (tree / "sys/class/net/nic0/queues/rx-0/rps_cpus").read_text().strip() == "3"
+
+
+def test_synthetic_sais_mark_is_skipped(tree, tmp_path):
+    res = run_steer("apply", "--policy", "sais_mark", "--interfaces", "nic0", "--server-interfaces", "h1/eth0",
+                    "--root", tree, "--state", tmp_path / "s.json")
+    assert res.returncode == 4 and res.stderr.startswith("skipped: feature missing: ")
+    assert res.stderr.count("\n") == 1
+
+
+BAD = [
+    (["--policy", "dedicated", "--cpu", "7"],
+     "corun: schedulers/dedicated/manifest.yaml: params.cpu: 7 (expected an online CPU (0,1,2,3))"),
+    (["--policy", "spread", "--interfaces", "nope0"], "params.interfaces: 'nope0' (expected an existing network"),
+    (["--policy", "spread", "--interfaces", "h2/eth0"], "in network namespace h2"),
+    (["--policy", "spread", "--interfaces", ""], "params.interfaces: '' (expected one or more"),
+    (["--policy", "spread", "--interfaces", "a/b/c d"], "params.interfaces: 'a/b/c d'"),
+    (["--policy", "source_aware", "--flow-entries", "0"], "params.flow_entries: 0 (expected an integer"),
+    (["--policy", "round_robin"], "params.policy: 'round_robin' (expected one of irqbalance"),
+    (["--policy", "sais_mark", "--server-interfaces", ""], "params.server_interfaces: ''"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD, ids=[b[0][1] + str(i) for i, b in enumerate(BAD)])
+def test_bad_params_one_line_nothing_changed(tree, tmp_path, args, message):
+    before = values(tree)
+    full = ["--interfaces", "nic0"] + args if "--interfaces" not in args else args
+    variant = args[1] if args[1] in VARIANTS else ""
+    res = run_steer("apply", *full, "--root", tree, "--state", tmp_path / "s.json",
+                    *(["--variant", variant] if variant else []))
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert values(tree) == before and not (tmp_path / "s.json").exists()
+
+
+def test_unrestored_state_refused(tree, tmp_path):
+    (tmp_path / "s.json").write_text("{}")
+    res = run_steer("apply", "--policy", "spread", "--interfaces", "nic0", "--root", tree, "--state", tmp_path / "s.json")
+    assert res.returncode == 2 and "run restore first" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_snapshot_and_where(tree):
+    before = steer.snapshot(str(tree))
+    assert before["net_rx"] == [100, 200, 10, 0] and before["softnet_processed"] == [16, 32, 0, 0]
+    put(tree, "proc/softirqs", "   CPU0 CPU1 CPU2 CPU3\n      NET_RX:        110        900         10          0")
+    after = steer.snapshot(str(tree))
+    w = steer.where(before, after)
+    assert w["net_rx"]["per_cpu"] == [10, 700, 0, 0] and w["net_rx"]["top_cpu"] == 1
+    assert w["net_rx"]["share"][1] == pytest.approx(700 / 710)
+    assert w["softnet_processed"]["total"] == 0 and w["softnet_processed"]["top_cpu"] is None
+
+
+def test_masks():
+    assert steer.mask_text(0xf) == "0000000f"
+    assert steer.mask_text(1 << 40) == "00000100,00000000"
+    assert steer.parse_mask("00000100,00000000") == 1 << 40
+    assert steer.parse_cpulist("0-2,5") == [0, 1, 2, 5]
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_manifests_load(name):
+    v = schedulers.Variant.load(name, {}, need_built=False)
+    assert v.kind == "irq_policy" and "interfaces" in v.params
+    assert "steer.py" in " ".join(v.manifest["start"]) and v.manifest["stop"][-3:-1] == ["restore", "--state"] \
+        or v.manifest["stop"][3] == "restore"
+
+
+def test_manifest_param_errors():
+    with pytest.raises(ConfigError) as exc:
+        schedulers.Variant.load("dedicated", {"cpu": -1}, need_built=False)
+    assert "scheduler.params.cpu: -1" in str(exc.value)
+    with pytest.raises(ConfigError):
+        schedulers.Variant.load("source_aware", {"flow_entries": 0}, need_built=False)
+
+
+# ---- for real: a veth pair between two namespaces --------------------------------------------
+
+NS_A, NS_B = "sais-ta", "sais-tb"   # client / sender side, server / receiver side
+IF_A, IF_B = "sais-tv0", "sais-tv1"
+ADDR_A, ADDR_B = "10.78.0.1", "10.78.0.2"
+IFACES = f"{NS_A}/{IF_A},{NS_B}/{IF_B}"
+
+
+def sh(*argv, check=True):
+    return subprocess.run(list(map(str, argv)), capture_output=True, text=True, check=check, timeout=60)
+
+
+@pytest.fixture
+def veth():
+    if shutil.which("ip") is None or shutil.which("taskset") is None:
+        pytest.skip("needs iproute2 and taskset")
+    if os.cpu_count() < 2:
+        pytest.skip("needs 2 CPUs to see processing move")
+    for ns in (NS_A, NS_B):
+        sh("ip", "netns", "del", ns, check=False)
+    try:
+        sh("ip", "netns", "add", NS_A)
+        sh("ip", "netns", "add", NS_B)
+        sh("ip", "link", "add", IF_A, "netns", NS_A, "type", "veth", "peer", "name", IF_B, "netns", NS_B)
+        sh("ip", "-n", NS_A, "addr", "add", f"{ADDR_A}/24", "dev", IF_A)
+        sh("ip", "-n", NS_B, "addr", "add", f"{ADDR_B}/24", "dev", IF_B)
+        for ns, dev in ((NS_A, IF_A), (NS_B, IF_B), (NS_A, "lo"), (NS_B, "lo")):
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+    except subprocess.CalledProcessError as exc:
+        for ns in (NS_A, NS_B):
+            sh("ip", "netns", "del", ns, check=False)
+        pytest.skip(f"cannot make network namespaces here: {exc.stderr.strip()}")
+    yield
+    for ns in (NS_A, NS_B):
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def in_ns(ns, cpu, *args):
+    return ["ip", "netns", "exec", ns, "taskset", "-c", str(cpu), sys.executable, str(XFER), *map(str, args)]
+
+
+def measure(listener, client) -> dict:
+    """Start the listener, wait for it, snapshot, run the client, snapshot: where()."""
+    srv = subprocess.Popen(listener, stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        before = steer.snapshot()
+        subprocess.run(client, check=True, timeout=120)
+        after = steer.snapshot()
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+    return steer.where(before, after)
+
+
+def bulk(receiver_cpu=0, sender_cpu=0, flows=1, nbytes=150_000_000):
+    """Sender in A to receiver in B: B's receive path does the processing."""
+    return measure(in_ns(NS_B, receiver_cpu, "sink", ADDR_B, flows),
+                   in_ns(NS_A, sender_cpu, "source", ADDR_B, flows, nbytes // flows))
+
+
+def fetch(client_cpu=1, server_cpu=0, requests=150, reply=1 << 20):
+    """Client in A asks, server in B replies: A's receive path does the processing."""
+    return measure(in_ns(NS_B, server_cpu, "serve", ADDR_B, reply),
+                   in_ns(NS_A, client_cpu, "fetch", ADDR_B, requests, reply))
+
+
+def share(w, cpu):
+    return w["softnet_processed"]["share"][cpu]
+
+
+def rps_of(ns, dev):
+    return steer.parse_mask(sh("ip", "netns", "exec", ns, "cat", f"/sys/class/net/{dev}/queues/rx-0/rps_cpus").stdout)
+
+
+def apply(policy, state, *extra, ifaces=IFACES):
+    res = run_steer("apply", "--policy", policy, "--interfaces", ifaces, "--state", state, *extra)
+    if res.returncode == 4:
+        pytest.skip(res.stderr.strip())
+    assert res.returncode == 0, res.stderr
+    res = run_steer("verify", "--policy", policy, "--interfaces", ifaces, "--state", state, *extra)
+    assert res.returncode == 0, res.stderr
+
+
+def restore(state):
+    res = run_steer("restore", "--state", state)
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.root
+def test_veth_baseline_runs_on_the_senders_cpu(veth):
+    w = bulk(receiver_cpu=0, sender_cpu=0)
+    assert share(w, 0) > 0.7, w
+    # sender on 0, receiver on 1: the data is processed on 0, the ACKs on 1
+    w = bulk(receiver_cpu=1, sender_cpu=0)
+    assert share(w, 0) > 0.1, w
+
+
+@pytest.mark.root
+def test_veth_dedicated_moves_processing(veth, tmp_path):
+    apply("dedicated", tmp_path / "s.json", "--cpu", "1")
+    assert rps_of(NS_B, IF_B) == 2
+    w = bulk(receiver_cpu=0, sender_cpu=0)
+    restore(tmp_path / "s.json")
+    assert share(w, 1) > 0.7, w
+    assert w["net_rx"]["per_cpu"][1] > 0
+    assert rps_of(NS_B, IF_B) == 0
+
+
+@pytest.mark.root
+def test_veth_spread_uses_every_cpu(veth, tmp_path):
+    apply("spread", tmp_path / "s.json")
+    w = bulk(receiver_cpu=0, sender_cpu=0, flows=16)
+    restore(tmp_path / "s.json")
+    assert min(share(w, 0), share(w, 1)) > 0.05, w
+
+
+@pytest.mark.root
+def test_veth_source_aware_follows_the_consumer(veth, tmp_path):
+    flows_before = Path("/proc/sys/net/core/rps_sock_flow_entries").read_text()
+    # RFS on the data's receiving end only: the data follows the consumer to CPU 1, where the
+    # ACKs it sends back are processed anyway (the baseline test shows the data on CPU 0)
+    apply("source_aware", tmp_path / "s.json", ifaces=f"{NS_B}/{IF_B}")
+    w = bulk(receiver_cpu=1, sender_cpu=0)
+    restore(tmp_path / "s.json")
+    assert share(w, 1) > 0.9, w
+    assert Path("/proc/sys/net/core/rps_sock_flow_entries").read_text() == flows_before
+
+
+@pytest.mark.root
+def test_veth_irqbalance_runs_the_daemon(veth, tmp_path):
+    if shutil.which("irqbalance") is None:
+        pytest.skip("irqbalance not installed (role irq_steering)")
+    if steer.own_irqbalance(steer.Fs("/")):
+        pytest.skip("an irqbalance daemon already runs on this machine")
+    irqs_before = {p.parent.name: p.read_text() for p in Path("/proc/irq").glob("*/smp_affinity_list")}
+    apply("irqbalance", tmp_path / "s.json")
+    pid = json.loads((tmp_path / "s.json").read_text())["daemon"]["pid"]
+    w = bulk(receiver_cpu=0, sender_cpu=0)  # veth has no IRQ: the daemon cannot move it
+    restore(tmp_path / "s.json")
+    assert share(w, 0) > 0.7, w
+    assert steer.proc_starttime(pid) is None
+    irqs_after = {p.parent.name: p.read_text() for p in Path("/proc/irq").glob("*/smp_affinity_list")}
+    assert irqs_after == irqs_before
+
+
+@pytest.mark.root
+def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
+    before = fetch(client_cpu=1, server_cpu=0)
+    res = run_steer("apply", "--policy", "sais_mark", "--interfaces", f"{NS_A}/{IF_A}",
+                    "--server-interfaces", f"{NS_B}/{IF_B}", "--state", tmp_path / "s.json")
+    if res.returncode == 4:
+        pytest.skip(res.stderr.strip())
+    assert res.returncode == 0, res.stderr
+    assert run_steer("verify", "--policy", "sais_mark", "--interfaces", f"{NS_A}/{IF_A}",
+                     "--server-interfaces", f"{NS_B}/{IF_B}", "--state", tmp_path / "s.json").returncode == 0
+    try:
+        w = fetch(client_cpu=1, server_cpu=0)
+    finally:
+        restore(tmp_path / "s.json")
+    assert share(before, 0) > 0.6, before
+    assert share(w, 1) > 0.9, w
+    status = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
+    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0}
+    for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):  # the clsact qdiscs it made are gone too
+        assert "clsact" not in sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
+    assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
+
+
+RUNNER = textwrap.dedent("""
+    import sys, time
+    from corun import schedulers
+    from corun.state import Journal
+    name, params, state_dir = sys.argv[1], eval(sys.argv[2]), sys.argv[3]
+    j = Journal("sais-kill-test")
+    v = schedulers.Variant.load(name, params, need_built=False)
+    v.start(j, {"state_dir": state_dir})
+    v.verify()
+    print("applied", flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name, params", [
+    ("dedicated", {"cpu": 1}),
+    ("source_aware", {}),
+    ("irqbalance", {}),
+    ("sais_mark", {}),
+])
+def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
+    if name == "irqbalance" and (shutil.which("irqbalance") is None or steer.own_irqbalance(steer.Fs("/"))):
+        pytest.skip("irqbalance missing or already running")
+    params = {"interfaces": IFACES, **params}
+    if name == "sais_mark":
+        params = {"interfaces": f"{NS_A}/{IF_A}", "server_interfaces": f"{NS_B}/{IF_B}"}
+    env = dict(os.environ, CORUN_STATE_DIR=str(tmp_path / "run"), PYTHONPATH=str(REPO))
+    before_rps = rps_of(NS_B, IF_B)
+    flows_before = Path("/proc/sys/net/core/rps_sock_flow_entries").read_text()
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, name, repr(params), str(tmp_path / "sched")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    line = proc.stdout.readline().strip()
+    if line != "applied":
+        proc.kill()
+        err = proc.communicate()[1]
+        if "exit 4" in err or "skipped: feature missing" in err:
+            pytest.skip(err.strip().splitlines()[-1])
+        pytest.fail(err)
+    state = json.loads((tmp_path / "sched" / "irq_steering.json").read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    journal = list((tmp_path / "run").glob("*.journal.json"))
+    assert len(journal) == 1 and "restore" in journal[0].read_text()
+    res = subprocess.run([sys.executable, "-m", "corun", "recover"], capture_output=True, text=True,
+                         env=env, cwd=REPO, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "recovered run sais-kill-test" in res.stdout and "error" not in res.stdout, res.stdout
+    assert not (tmp_path / "sched" / "irq_steering.json").exists()
+    assert rps_of(NS_B, IF_B) == before_rps
+    assert Path("/proc/sys/net/core/rps_sock_flow_entries").read_text() == flows_before
+    if state.get("daemon"):
+        deadline = time.monotonic() + 5
+        while steer.proc_starttime(state["daemon"]["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert steer.proc_starttime(state["daemon"]["pid"]) is None
+    if name == "sais_mark":
+        st = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
+        assert json.loads(st.stdout)["xdp"] == 0
