@@ -9,7 +9,9 @@ cache sensitivity and one fio random-write workload. Here each becomes a job tem
   otherwise its stand-in: a PARSEC program when the parsec role built it, else corun's
   llc_miss kernel with arrays of `llc_fraction` x this machine's last-level cache;
 - the I/O workload is fio random writes by loads and stores: libpmem on a DAX mount of
-  persistent memory, or mmap on memory where there is none (recorded as a stand-in).
+  persistent memory (task i on mount i mod n, so with one region per socket the tasks' files
+  are spread over both, the nearest software form of the paper's PM interleaved across nodes),
+  or mmap on memory where there is none (recorded as a stand-in).
 
 `plan` lists every (domain, policy, workload) point with the tasks of its run, or the reason it
 is not measurable on this machine (the experiment records it as a missing row).
@@ -134,8 +136,8 @@ def io_job(io: dict, data_dir: str | Path, index: int = 0, mounts_text: str | No
                 raise ConfigError("noisy_neighbour", "io_workload.pmem_dir", folder,
                                   "a mount point of a /dev/pmem device mounted with -o dax")
             engine = "libpmem"
-        elif dax:
-            engine, folder = "libpmem", dax[0][1]
+        elif dax:  # task i on mount i mod n: the tasks' files spread over every region
+            engine, folder = "libpmem", dax[index % len(dax)][1]
         elif engine == "libpmem":
             raise ConfigError("noisy_neighbour", "io_workload.engine", "libpmem",
                               "a DAX mount of persistent memory on this machine (none in /proc/mounts)")

@@ -88,6 +88,9 @@ def test_io_job_chooses_pmem_or_memory(tmp_path):
     pm = nw.io_job(io, tmp_path, 1, mounts_text="/dev/pmem0 /mnt/pmem0 ext4 rw,dax=always 0 0\n")
     assert "--ioengine=libpmem" in pm["cmd"] and pm["file"] == "/mnt/pmem0/corun-fio_randwrite-1"
     assert pm["labels"]["scale_note"] == "" and "--direct=0" in pm["cmd"]
+    two = "/dev/pmem0 /mnt/pmem/pmem0 ext4 rw,dax 0 0\n/dev/pmem1 /mnt/pmem/pmem1 ext4 rw,dax 0 0\n"
+    files = [nw.io_job(io, tmp_path, i, mounts_text=two)["file"] for i in range(4)]
+    assert [f.split("/")[3] for f in files] == ["pmem0", "pmem1", "pmem0", "pmem1"]
     with pytest.raises(ConfigError, match="io_workload.engine: 'libpmem' \\(expected a DAX mount"):
         nw.io_job({**io, "engine": "libpmem"}, tmp_path, mounts_text="")
     ps = nw.io_job({**io, "engine": "psync"}, tmp_path, mounts_text="")
