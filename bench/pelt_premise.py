@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from corun import pelt  # noqa: E402
+from corun import pelt
 
 
 def main() -> int:

@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -319,7 +317,7 @@ def print_figures(summary: dict, fh=sys.stdout) -> None:
     print(f"{'task':6} {'util_avg':>9} {'load_avg':>9} {'runnable':>9} {'cpu_share':>9} "
           f"{'runq_wait':>9} {'vol_sw/s':>9} {'invol_sw/s':>10} {'migr/s':>7}  cpus seen", file=fh)
     for name, s in summary["tasks"].items():
-        def f(k, fmt="{:9.1f}"):
+        def f(k, fmt="{:9.1f}", s=s):
             v = s.get(k)
             return fmt.format(v) if isinstance(v, (int, float)) else f"{'-':>9}"
         print(f"{name:6} {f('util_avg_mean')} {f('load_avg_mean')} {f('runnable_avg_mean')} "

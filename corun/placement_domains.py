@@ -63,7 +63,7 @@ class Domains:
     def smt(self) -> bool:
         return any(len(c) > 1 for c in self.cores)
 
-    def restrict(self, cpus: list[int] | set[int]) -> "Domains":
+    def restrict(self, cpus: list[int] | set[int]) -> Domains:
         """The same machine seen through a subset of CPUs (a run's CPUs)."""
         keep = set(cpus)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.placement_domains import POLICIES, parse_tasks, place, read_domains
-from corun.task_cpu import CpuSampler, reset_tree, tree_affinity, pin_tree
+from corun.task_cpu import CpuSampler, pin_tree, reset_tree, tree_affinity
 from corun.topology import format_cpulist, parse_cpulist
 from corun.util import atomic_write_json, proc_starttime
 

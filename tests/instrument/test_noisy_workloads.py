@@ -4,11 +4,11 @@ import json
 
 import pytest
 import yaml
+from synthetic_sysfs import make_sysfs
 
 from corun import noisy_workloads as nw
 from corun.errors import ConfigError
 from corun.placement_domains import read_domains
-from synthetic_sysfs import make_sysfs
 
 
 def test_shipped_config_is_valid_with_defaults():

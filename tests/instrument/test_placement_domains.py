@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from synthetic_sysfs import make_sysfs
 
 from corun.placement_domains import (
     NotMeasurable,
@@ -15,7 +16,6 @@ from corun.placement_domains import (
     place,
     read_domains,
 )
-from synthetic_sysfs import make_sysfs
 
 
 def tasks(n_cpu, n_io):

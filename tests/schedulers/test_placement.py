@@ -15,9 +15,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "instrument"))
-from synthetic_sysfs import make_sysfs  # noqa: E402
+from synthetic_sysfs import make_sysfs
 
-from corun.util import proc_starttime  # noqa: E402
+from corun.util import proc_starttime
 
 PIN = ROOT / "schedulers" / "placement" / "pin.py"
 PY = sys.executable
