@@ -14,7 +14,9 @@ D/cpu_samples.csv. On SIGTERM or SIGINT the jobs still alive get all the run's C
 
 A task NAME matches a job id (0003-fio) or the job's name in the spec (fio).
 Exit codes: 0 ok, 1 runtime error or check failed, 2 usage, 4 the policy is not measurable
-on these CPUs (no SMT, one NUMA node, one LLC group; the reason on one line).
+on these CPUs (no SMT, one NUMA node, one LLC group; the reason on one line). When the daemon
+stops before pinning anything, D/state.json says why (status not_measurable or error, reason)
+and --check repeats the reason with the same exit code (4 for not measurable).
 """
 
 from __future__ import annotations
@@ -86,14 +88,19 @@ class Events:
 
 
 def run_daemon(args) -> int:
-    cpus = set(parse_cpulist(args.cpus))
+    for opt in ("interval_s", "sample_interval_s"):
+        v = getattr(args, opt)
+        if not 0.001 <= v <= 60:
+            raise CorunError(f"--{opt.replace('_', '-')}: {v} (expected seconds from 0.001 to 60)", 2)
+    try:
+        cpus = set(parse_cpulist(args.cpus))
+    except ValueError:
+        cpus = set()
     if not cpus:
-        _say(f"--cpus: {args.cpus!r} (expected a CPU list such as 0-3)")
-        return 2
+        raise CorunError(f"--cpus: {args.cpus!r} (expected a CPU list such as 0-3)", 2)
     tasks = parse_tasks(args.tasks) if args.tasks else []
     if args.policy != "cfs" and not tasks:
-        _say(f"--tasks: '' (expected TYPE:NAME,... for policy {args.policy})")
-        return 2
+        raise CorunError(f"--tasks: '' (expected TYPE:NAME,... for policy {args.policy})", 2)
     domains = read_domains(args.sysfs_root).restrict(cpus)
     assignment = place(args.policy, domains, tasks)
     state_dir = Path(args.state_dir)
@@ -166,6 +173,9 @@ def check(state_dir: Path) -> int:
     if state is None:
         _say(f"{state_dir}/state.json: missing (expected the daemon's state)")
         return 1
+    if state["status"] in ("not_measurable", "error"):  # the daemon stopped before pinning anything
+        _say(state["reason"])
+        return 4 if state["status"] == "not_measurable" else 1
     cpus = set(parse_cpulist(state["cpus"]))
     bad = []
     for jid, j in state["jobs"].items():
@@ -185,11 +195,11 @@ def check(state_dir: Path) -> int:
 def restore(state_dir: Path) -> int:
     """Every live job of the state gets all the run's CPUs back; then none is pinned."""
     state = _load_state(state_dir, 0.0)
-    if state is None:
-        return 0  # the daemon never started: nothing was pinned
+    if state is None or "jobs" not in state:
+        return 0  # the daemon never started pinning: nothing was pinned
     cpus = set(parse_cpulist(state["cpus"]))
     left = []
-    for jid, j in state["jobs"].items():
+    for j in state["jobs"].values():
         if _alive(j["pid"], j["starttime"]):
             reset_tree(j["pid"], cpus)
             left += [tid for tid, got in tree_affinity(j["pid"]).items() if got != cpus]
@@ -222,16 +232,16 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, opt) in (None, ""):
             _say(f"--{opt.replace('_', '-')}: missing (expected a value, see --help)")
             return 2
-    for opt in ("interval_s", "sample_interval_s"):
-        v = getattr(args, opt)
-        if not 0.001 <= v <= 60:
-            _say(f"--{opt.replace('_', '-')}: {v} (expected seconds from 0.001 to 60)")
-            return 2
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
         return run_daemon(args)
     except CorunError as exc:
+        # recorded for --check, which the runner calls right after start
+        Path(args.state_dir).mkdir(parents=True, exist_ok=True)
+        atomic_write_json(Path(args.state_dir) / "state.json",
+                          {"policy": args.policy, "status": "not_measurable" if exc.exit_code == 4 else "error",
+                           "reason": str(exc), "exit_code": exc.exit_code})
         _say(str(exc))
         return exc.exit_code
 
