@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from .errors import CorunError, MissingTool, missing
-from .task_cpu import processor, threads, tree
+from .task_cpu import children_map, processor, threads, tree
 from .util import atomic_write_json, repo_root, tool_version
 
 # /proc/<pid>/sched keys recorded, and their CSV column names (units in the names).
@@ -168,9 +168,9 @@ def _read_thread(pid: int, tid: int) -> dict | None:
     return row
 
 
-def sample_task(name: str, pid: int, t_s: float) -> list[dict]:
+def sample_task(name: str, pid: int, t_s: float, kids: dict | None = None) -> list[dict]:
     rows = []
-    for p in tree(pid):
+    for p in tree(pid, kids):
         for tid in threads(p):
             r = _read_thread(p, tid)
             if r is not None:
@@ -228,10 +228,11 @@ def _run_phase(args, out: Path, cmds: dict, names: list[str]) -> list[dict]:
             log.close()
         t0 = next_t = time.monotonic()
         while (now := time.monotonic()) - t0 < args.duration_s:
+            kids = children_map()  # one scan of /proc per sample
             for name, p in procs.items():
                 if p.poll() is not None:
                     raise CorunError(f"task {name} exited early with {p.returncode} (see {out}/{name}.out)")
-                rows += sample_task(name, p.pid, now - t0)
+                rows += sample_task(name, p.pid, now - t0, kids)
             next_t += args.interval_s
             time.sleep(max(0.0, next_t - time.monotonic()))
     finally:

@@ -36,7 +36,8 @@ def threads(pid: int) -> list[int]:
         return []
 
 
-def _children_map() -> dict[int, list[int]]:
+def children_map() -> dict[int, list[int]]:
+    """ppid -> [pid] of every process: one scan of /proc, shared by the trees of one pass."""
     kids: dict[int, list[int]] = {}
     for entry in os.scandir(PROC):
         if not entry.name.isdigit():
@@ -50,9 +51,9 @@ def _children_map() -> dict[int, list[int]]:
     return kids
 
 
-def tree(pid: int) -> list[int]:
+def tree(pid: int, kids: dict[int, list[int]] | None = None) -> list[int]:
     """pid and its live descendants (processes)."""
-    kids = _children_map()
+    kids = children_map() if kids is None else kids
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -63,14 +64,14 @@ def tree(pid: int) -> list[int]:
     return sorted(out)
 
 
-def tree_threads(pid: int) -> list[int]:
-    return [t for p in tree(pid) for t in threads(p)]
+def tree_threads(pid: int, kids: dict[int, list[int]] | None = None) -> list[int]:
+    return [t for p in tree(pid, kids) for t in threads(p)]
 
 
-def pin_tree(pid: int, cpus: set[int]) -> list[int]:
+def pin_tree(pid: int, cpus: set[int], kids: dict[int, list[int]] | None = None) -> list[int]:
     """Set the affinity of every thread of the tree; the threads changed (gone ones skipped)."""
     changed = []
-    for tid in tree_threads(pid):
+    for tid in tree_threads(pid, kids):
         try:
             if os.sched_getaffinity(tid) != cpus:
                 os.sched_setaffinity(tid, cpus)
@@ -104,10 +105,10 @@ def tree_affinity(pid: int) -> dict[int, set[int]]:
     return out
 
 
-def sample(pid: int) -> list[tuple[int, int, str, int]]:
+def sample(pid: int, kids: dict[int, list[int]] | None = None) -> list[tuple[int, int, str, int]]:
     """(pid, tid, comm, cpu) of every thread of the tree, now."""
     rows = []
-    for p in tree(pid):
+    for p in tree(pid, kids):
         for tid in threads(p):
             try:
                 text = (PROC / str(p) / "task" / str(tid) / "stat").read_text()
@@ -134,8 +135,9 @@ class CpuSampler:
         """jobs: name -> (pid, assigned cpu or None). Returns the rows written."""
         now = time.monotonic()
         n = 0
+        kids = children_map() if jobs else {}
         for name, (pid, assigned) in jobs.items():
-            for p, tid, comm, cpu in sample(pid):
+            for p, tid, comm, cpu in sample(pid, kids):
                 self.w.writerow([f"{now - self.t0:.3f}", f"{now:.6f}", name, p, tid, comm, cpu,
                                  "" if assigned is None else assigned])
                 n += 1

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.placement_domains import POLICIES, parse_tasks, place, read_domains
-from corun.task_cpu import CpuSampler, pin_tree, reset_tree, tree_affinity
+from corun.task_cpu import CpuSampler, children_map, pin_tree, reset_tree, tree_affinity
 from corun.topology import format_cpulist, parse_cpulist
 from corun.util import atomic_write_json, proc_starttime
 
@@ -130,13 +130,14 @@ def run_daemon(args) -> int:
                 elif ev.get("event") == "end" and jid in jobs:
                     del jobs[jid]
                     changed = True
+            kids = children_map() if jobs else {}  # one scan of /proc per pass
             for jid, j in list(jobs.items()):
                 if not _alive(j["pid"], j["starttime"]):
                     del jobs[jid]
                     changed = True
                     continue
                 want = {j["cpu"]} if j["cpu"] is not None else cpus
-                pin_tree(j["pid"], want)
+                pin_tree(j["pid"], want, kids)
             if changed:
                 state["jobs"] = jobs
                 atomic_write_json(state_dir / "state.json", state)
