@@ -51,6 +51,29 @@ def children_map() -> dict[int, list[int]]:
     return kids
 
 
+class ProcTable:
+    """ppid of every process, kept across passes: each refresh lists /proc and reads the stat of
+    new processes only (a process's parent is fixed at fork; an orphan keeps the parent it had,
+    so it stays in its job's tree)."""
+
+    def __init__(self):
+        self.ppid: dict[int, int] = {}
+
+    def refresh(self) -> dict[int, list[int]]:
+        live = {int(e) for e in os.listdir(PROC) if e.isdigit()}
+        for pid in set(self.ppid) - live:
+            del self.ppid[pid]
+        for pid in live - set(self.ppid):
+            try:
+                self.ppid[pid] = int(_stat_fields((PROC / str(pid) / "stat").read_text())[1][1])
+            except (OSError, ValueError, IndexError):
+                continue
+        kids: dict[int, list[int]] = {}
+        for pid, parent in self.ppid.items():
+            kids.setdefault(parent, []).append(pid)
+        return kids
+
+
 def tree(pid: int, kids: dict[int, list[int]] | None = None) -> list[int]:
     """pid and its live descendants (processes)."""
     kids = children_map() if kids is None else kids
@@ -128,6 +151,7 @@ class CpuSampler:
         new = not self.path.exists() or self.path.stat().st_size == 0
         self.fh = open(self.path, "a", newline="", buffering=1)
         self.w = csv.writer(self.fh)
+        self.table = ProcTable()
         if new:
             self.w.writerow(SAMPLE_COLUMNS)
 
@@ -135,7 +159,7 @@ class CpuSampler:
         """jobs: name -> (pid, assigned cpu or None). Returns the rows written."""
         now = time.monotonic()
         n = 0
-        kids = children_map() if jobs else {}
+        kids = self.table.refresh() if jobs else {}
         for name, (pid, assigned) in jobs.items():
             for p, tid, comm, cpu in sample(pid, kids):
                 self.w.writerow([f"{now - self.t0:.3f}", f"{now:.6f}", name, p, tid, comm, cpu,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.placement_domains import POLICIES, parse_tasks, place, read_domains
-from corun.task_cpu import CpuSampler, children_map, pin_tree, reset_tree, tree_affinity
+from corun.task_cpu import CpuSampler, ProcTable, pin_tree, reset_tree, tree_affinity
 from corun.topology import format_cpulist, parse_cpulist
 from corun.util import atomic_write_json, proc_starttime
 
@@ -113,6 +113,7 @@ def run_daemon(args) -> int:
     events = Events(Path(args.job_events))
     sampler = CpuSampler(state_dir / "cpu_samples.csv")
     jobs: dict[str, dict] = {}  # job id -> {pid, starttime, task, cpu}
+    procs = ProcTable()
     next_sample = 0.0
     try:
         while not _stop:
@@ -130,7 +131,7 @@ def run_daemon(args) -> int:
                 elif ev.get("event") == "end" and jid in jobs:
                     del jobs[jid]
                     changed = True
-            kids = children_map() if jobs else {}  # one scan of /proc per pass
+            kids = procs.refresh() if jobs else {}  # new processes' parents only
             for jid, j in list(jobs.items()):
                 if not _alive(j["pid"], j["starttime"]):
                     del jobs[jid]
@@ -217,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpus", help="the run's CPUs, e.g. 0-15")
     ap.add_argument("--policy", choices=list(POLICIES))
     ap.add_argument("--tasks", default="", help="TYPE:NAME,... with TYPE cpu or io (default: none)")
-    ap.add_argument("--interval-s", type=float, default=0.05,
-                    help="seconds between scans of the events and the jobs' threads (default 0.05)")
+    ap.add_argument("--interval-s", type=float, default=0.1,
+                    help="seconds between scans of the events and the jobs' threads (default 0.1)")
     ap.add_argument("--sample-interval-s", type=float, default=0.5,
                     help="seconds between samples of each thread's CPU (default 0.5)")
     ap.add_argument("--sysfs-root", default="/", help="folder holding sys/devices/system (default /)")
