@@ -108,3 +108,49 @@ def test_site_leaves_both_out_unless_switched_on():
         proc = run_tool("ansible-playbook", "site.yml", "--check", "--tags", "pmem", "-e", "corun_pmem=true")
         assert proc.returncode == 0, output(proc)
         assert "pmem: skipped: no persistent-memory region" in proc.stdout
+
+
+FAKE_NDCTL = """#!/bin/sh
+# ndctl list --namespaces --region R, as on a host with three App Direct regions
+case "$*" in
+  *create-namespace*) echo "fake ndctl: create-namespace must not run in check mode" >&2; exit 1;;
+  *region0*) echo '[{"dev":"namespace0.0","mode":"fsdax","blockdev":"pmem0"},{"dev":"namespace0.1","mode":"devdax","chardev":"dax0.1"}]';;
+  *region1*) echo '{"dev":"namespace1.0","mode":"fsdax","blockdev":"pmem1"}';;
+  *) echo "";;
+esac
+"""
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_pmem_plan_on_a_host_with_regions(tmp_path, create):
+    """Check mode on a fake host (regions in a fake sysfs, a fake ndctl): only a listed region
+    without an fsdax namespace would get one, and only when asked; every fsdax device of the
+    listed regions would be mounted with DAX and recorded."""
+    import os
+
+    nd = tmp_path / "nd"
+    for r in ("region0", "region1", "region2", "region3"):
+        (nd / r).mkdir(parents=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ndctl").write_text(FAKE_NDCTL)
+    (bin_dir / "ndctl").chmod(0o755)
+    play = role_play(tmp_path / "p.yml", "pmem", {
+        "pmem_regions": ["region0", "region1", "region2"], "pmem_create_namespaces": create,
+        "pmem_packages": [],  # the fake ndctl stands in
+        "pmem_mount_root": str(tmp_path / "mnt"), "pmem_upstream_manifest": str(tmp_path / "pmem.json")})
+    from test_provision import REPO, ansible_env
+    proc = run_tool("ansible-playbook", "-i", str(REPO / "inventory" / "local"), "--check", "--diff", "-v",
+                    "-e", f"__pmem_nd_dir={nd}", str(play),
+                    env=ansible_env(PATH=f"{bin_dir}:{os.environ['PATH']}", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    assert proc.returncode == 0, output(proc)
+    section = proc.stdout.split("Create an fsdax namespace", 1)[1].split("TASK [", 1)[0]
+    would_create = [line for line in section.splitlines() if '"create-namespace"' in line]
+    if create:
+        assert len(would_create) == 1 and "(item=region2)" in would_create[0], section
+    else:
+        assert not would_create, section
+    assert "region3" not in section
+    assert f'"{tmp_path}/mnt/pmem0",' in proc.stdout and f'"{tmp_path}/mnt/pmem1"' in proc.stdout
+    assert "dax0.1" not in proc.stdout.split("Record the DAX mounts", 1)[1]
+    assert not (tmp_path / "pmem.json").exists() and not (tmp_path / "mnt").exists()
