@@ -37,16 +37,19 @@ SOURCE = "analysis/sais_model.py"
 
 
 def _positive(name: str, value, integer: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and value > 0 and (not integer or float(value).is_integer())
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+        and (not integer or float(value).is_integer())
+    )
     if not ok:
-        raise ConfigError(SOURCE, name, value,
-                          "a positive integer" if integer else "a positive finite number")
+        raise ConfigError(SOURCE, name, value, "a positive integer" if integer else "a positive finite number")
 
 
 def _non_negative(name: str, value) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= 0):
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
         raise ConfigError(SOURCE, name, value, "a finite number >= 0")
 
 
@@ -130,27 +133,53 @@ def difference_lower(p: float, m: float, n_s: int, n_c: int, n_r: int = 1) -> fl
     return (n_c - 1) * n_r * alpha(n_s, n_c) * (m - p)
 
 
-def evaluate(*, p_s: float | None, m_s: float | None, n_s: int, n_c: int, n_r: int = 1,
-             n_p: int = 1, t_r_s: float = 0.0, size_req_bytes: float | None = None,
-             bandwidth_client_bytes_s: float | None = None, missing_reason: str = "") -> dict:
+def evaluate(
+    *,
+    p_s: float | None,
+    m_s: float | None,
+    n_s: int,
+    n_c: int,
+    n_r: int = 1,
+    n_p: int = 1,
+    t_r_s: float = 0.0,
+    size_req_bytes: float | None = None,
+    bandwidth_client_bytes_s: float | None = None,
+    missing_reason: str = "",
+) -> dict:
     """Every equation with measured P and M (seconds per strip). A None input makes the
     equations that need it None, with `missing_reason` recorded under `missing`."""
-    out: dict = {"inputs": {"p_s": p_s, "m_s": m_s, "n_s": n_s, "n_c": n_c, "n_r": n_r,
-                            "n_p": n_p, "t_r_s": t_r_s, "size_req_bytes": size_req_bytes,
-                            "bandwidth_client_bytes_s": bandwidth_client_bytes_s},
-                 "alpha": alpha(n_s, n_c), "missing": {}}
+    out: dict = {
+        "inputs": {
+            "p_s": p_s,
+            "m_s": m_s,
+            "n_s": n_s,
+            "n_c": n_c,
+            "n_r": n_r,
+            "n_p": n_p,
+            "t_r_s": t_r_s,
+            "size_req_bytes": size_req_bytes,
+            "bandwidth_client_bytes_s": bandwidth_client_bytes_s,
+        },
+        "alpha": alpha(n_s, n_c),
+        "missing": {},
+    }
     why = missing_reason or "not measured"
     if m_s is None:
-        for k in ("eq3_balance_lower_s", "eq6_balance_lower_s", "eq9_difference_lower_s",
-                  "m_over_p"):
+        for k in ("eq3_balance_lower_s", "eq6_balance_lower_s", "eq9_difference_lower_s", "m_over_p"):
             out[k] = None
             out["missing"][k] = f"M: {why}"
     else:
         out["eq3_balance_lower_s"] = balance_lower(t_r_s, m_s, n_s, n_c)
         out["eq6_balance_lower_s"] = balance_lower(t_r_s, m_s, n_s, n_c, n_r)
     if p_s is None:
-        for k in ("eq4_source_aware_s", "eq5_source_aware_s", "eq8_source_aware_lower_s",
-                  "eq8_source_aware_upper_s", "eq9_difference_lower_s", "m_over_p"):
+        for k in (
+            "eq4_source_aware_s",
+            "eq5_source_aware_s",
+            "eq8_source_aware_lower_s",
+            "eq8_source_aware_upper_s",
+            "eq9_difference_lower_s",
+            "m_over_p",
+        ):
             out[k] = None
             out["missing"][k] = f"P: {why}"
     else:
@@ -176,12 +205,14 @@ def p_m_from_inmem(thread_pair: dict, process_pair: dict) -> tuple[float, float]
     (the strip is processed where it is consumed). M: the process pair's wall time per strip
     minus the thread pair's plus P, i.e. a strip processed on one core and consumed on
     another costs P + (its extra time); this takes the whole extra cost as migration."""
+
     def per_strip(r: dict) -> float:
         strips = r.get("strips")
         wall = r.get("measured_s")
         if not strips or not wall:
             raise ConfigError(SOURCE, "strips", strips, "a sais_inmem result with strips > 0 and measured_s > 0")
         return wall * r.get("apps", 1) / strips
+
     p = per_strip(thread_pair)
     extra = per_strip(process_pair) - p
     return p, p + max(extra, 0.0)

@@ -92,14 +92,14 @@ struct app {
 	sem_t full;
 	atomic_int stop;
 	atomic_int measuring;
-	int cpu;               /* pinned CPU, or -1 */
-	int64_t bytes;         /* assembled while measuring */
-	int64_t requests;      /* assembled while measuring */
-	int64_t same_cpu;      /* strips consumed on the CPU that read them */
+	int cpu;          /* pinned CPU, or -1 */
+	int64_t bytes;    /* assembled while measuring */
+	int64_t requests; /* assembled while measuring */
+	int64_t same_cpu; /* strips consumed on the CPU that read them */
 	double measured_s;
 	struct worker_stats reader;
 	struct worker_stats assembler;
-	int failed;            /* 0 ok, else CORUN_EXIT_RUNTIME */
+	int failed; /* 0 ok, else CORUN_EXIT_RUNTIME */
 	char error[256];
 	/* per slot: logical strip index and reading CPU, then data */
 };
@@ -196,8 +196,10 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			else if (strcmp(optarg, "process") == 0)
 				o->mode = MODE_PROCESS;
 			else
-				corun_usage_error(PROG, "--mode: '%s' (expected "
-						  "thread or process)", optarg);
+				corun_usage_error(PROG,
+						  "--mode: '%s' (expected "
+						  "thread or process)",
+						  optarg);
 			break;
 		case 'p':
 			if (strcmp(optarg, "auto") == 0)
@@ -207,67 +209,59 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			else if (strcmp(optarg, "none") == 0)
 				o->pin = PIN_NONE;
 			else
-				corun_usage_error(PROG, "--pin: '%s' (expected "
-						  "auto, same or none)", optarg);
+				corun_usage_error(PROG,
+						  "--pin: '%s' (expected "
+						  "auto, same or none)",
+						  optarg);
 			break;
 		case 'a':
-			o->apps = corun_parse_int(PROG, "apps", optarg, 1,
-						  APPS_MAX, false);
+			o->apps = corun_parse_int(PROG, "apps", optarg, 1, APPS_MAX, false);
 			break;
 		case 'f':
-			o->files = corun_parse_int(PROG, "files", optarg, 1,
-						   FILES_MAX, false);
+			o->files = corun_parse_int(PROG, "files", optarg, 1, FILES_MAX, false);
 			break;
 		case 's':
-			o->strip = corun_parse_int(PROG, "strip-size", optarg,
-						   STRIP_MIN, STRIP_MAX, true);
+			o->strip = corun_parse_int(PROG, "strip-size", optarg, STRIP_MIN, STRIP_MAX,
+						   true);
 			if (o->strip % 8)
-				corun_usage_error(PROG, "--strip-size: '%s' "
+				corun_usage_error(PROG,
+						  "--strip-size: '%s' "
 						  "(expected a multiple of 8)",
 						  optarg);
 			break;
 		case 'r':
-			o->request = corun_parse_int(PROG, "request-size",
-						     optarg, STRIP_MIN,
+			o->request = corun_parse_int(PROG, "request-size", optarg, STRIP_MIN,
 						     REQUEST_MAX, true);
 			break;
 		case 'z':
-			o->file_size = corun_parse_int(PROG, "file-size", optarg,
-						       STRIP_MIN, FILE_SIZE_MAX,
-						       true);
+			o->file_size = corun_parse_int(PROG, "file-size", optarg, STRIP_MIN,
+						       FILE_SIZE_MAX, true);
 			break;
 		case 'l':
-			o->slots = corun_parse_int(PROG, "slots", optarg, 1,
-						   SLOTS_MAX, false);
+			o->slots = corun_parse_int(PROG, "slots", optarg, 1, SLOTS_MAX, false);
 			break;
 		case 'd':
-			o->duration_s = corun_parse_double(PROG, "duration-s",
-							   optarg, 0.0, 3600.0,
-							   true);
+			o->duration_s =
+				corun_parse_double(PROG, "duration-s", optarg, 0.0, 3600.0, true);
 			break;
 		case 'w':
-			o->warmup_s = corun_parse_double(PROG, "warmup-s",
-							 optarg, 0.0, 3600.0,
-							 false);
+			o->warmup_s =
+				corun_parse_double(PROG, "warmup-s", optarg, 0.0, 3600.0, false);
 			break;
-		case 'D':
-			o->dir = optarg;
-			break;
-		case 'k':
-			o->keep_files = true;
-			break;
-		default:
-			corun_default_option(PROG, SAIS_INMEM_VERSION,
-					     usage_text, c, argv);
+		case 'D': o->dir = optarg; break;
+		case 'k': o->keep_files = true; break;
+		default: corun_default_option(PROG, SAIS_INMEM_VERSION, usage_text, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
 	if (o->request % o->strip)
-		corun_usage_error(PROG, "--request-size: '%" PRId64 "' (expected "
+		corun_usage_error(PROG,
+				  "--request-size: '%" PRId64 "' (expected "
 				  "a multiple of --strip-size %" PRId64 ")",
 				  o->request, o->strip);
 	if (o->file_size % o->strip)
-		corun_usage_error(PROG, "--file-size: '%" PRId64 "' (expected "
+		corun_usage_error(PROG,
+				  "--file-size: '%" PRId64 "' (expected "
 				  "a multiple of --strip-size %" PRId64 ")",
 				  o->file_size, o->strip);
 	if (o->slots == 0) {
@@ -309,8 +303,7 @@ static int make_files(const struct options *o, int *fds)
 		file_path(path, sizeof(path), o->dir, f);
 		fds[f] = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fds[f] < 0) {
-			corun_err(PROG, "cannot create '%s': %s", path,
-				  strerror(errno));
+			corun_err(PROG, "cannot create '%s': %s", path, strerror(errno));
 			free(buf);
 			return -1;
 		}
@@ -324,8 +317,8 @@ static int make_files(const struct options *o, int *fds)
 			w = pwrite(fds[f], buf, strip, (off_t)(k * o->strip));
 			if (w != (ssize_t)strip) {
 				corun_err(PROG, "cannot write '%s': %s", path,
-					  w < 0 ? strerror(errno) :
-					  "short write (is the file system full?)");
+					  w < 0 ? strerror(errno)
+						: "short write (is the file system full?)");
 				free(buf);
 				return -1;
 			}
@@ -353,8 +346,7 @@ static struct slot_head *slot_at(const struct ctx *c, int64_t n)
 {
 	char *base = (char *)(c->a + 1);
 
-	return (struct slot_head *)(base +
-		(size_t)(n % c->o->slots) * c->slot_bytes);
+	return (struct slot_head *)(base + (size_t)(n % c->o->slots) * c->slot_bytes);
 }
 
 static void note_cpu(struct worker_stats *w, int cpu)
@@ -451,8 +443,8 @@ static void *reader(void *arg)
 }
 
 /* Check one assembled request word by word; the first strip is FIRST. */
-static int64_t check_request(const uint64_t *req, int64_t first,
-			     int64_t per_req, int64_t logical, size_t strip)
+static int64_t check_request(const uint64_t *req, int64_t first, int64_t per_req, int64_t logical,
+			     size_t strip)
 {
 	for (int64_t k = 0; k < per_req; k++) {
 		uint64_t s = (uint64_t)((first + k) % logical);
@@ -493,8 +485,7 @@ static void assembler(struct ctx *c)
 		if (atomic_load(&a->stop))
 			break;
 		h = slot_at(c, n);
-		memcpy((char *)req + (size_t)(k * o->strip), h + 1,
-		       (size_t)o->strip);
+		memcpy((char *)req + (size_t)(k * o->strip), h + 1, (size_t)o->strip);
 		cpu = sched_getcpu();
 		if (measuring) {
 			a->assembler.strips++;
@@ -508,16 +499,17 @@ static void assembler(struct ctx *c)
 		}
 		sem_post(&a->empty);
 		if (k == per_req - 1) {
-			int64_t bad = check_request(req, n - k, per_req,
-						    logical, (size_t)o->strip);
+			int64_t bad = check_request(req, n - k, per_req, logical, (size_t)o->strip);
 			double now;
 
 			if (bad >= 0) {
 				char where[64];
 
 				snprintf(where, sizeof(where), "%" PRId64, bad);
-				fail(a, "self-check failed: assembled data differs "
-				     "at logical byte %s", where);
+				fail(a,
+				     "self-check failed: assembled data differs "
+				     "at logical byte %s",
+				     where);
 				break;
 			}
 			now = corun_monotonic_s();
@@ -594,17 +586,20 @@ static int open_cache_misses(char *why, size_t n)
 	pe.exclude_hv = 1;
 	fd = syscall(SYS_perf_event_open, &pe, 0, -1, -1, 0);
 	if (fd < 0) {
-		snprintf(why, n, "perf_event_open(PERF_COUNT_HW_CACHE_MISSES): "
-			 "%s%s", strerror(errno),
-			 errno == ENOENT || errno == EOPNOTSUPP ?
-			 " (no hardware PMU, e.g. a VM without a virtual PMU)" : "");
+		snprintf(why, n,
+			 "perf_event_open(PERF_COUNT_HW_CACHE_MISSES): "
+			 "%s%s",
+			 strerror(errno),
+			 errno == ENOENT || errno == EOPNOTSUPP
+				 ? " (no hardware PMU, e.g. a VM without a virtual PMU)"
+				 : "");
 		return -1;
 	}
 	return (int)fd;
 }
 
-static void worker_json(struct corun_json *j, const char *key,
-			const struct worker_stats *w, double measured_s)
+static void worker_json(struct corun_json *j, const char *key, const struct worker_stats *w,
+			double measured_s)
 {
 	corun_json_object_begin(j, key);
 	corun_json_double(j, "user_s", w->user_s);
@@ -658,12 +653,11 @@ int main(int argc, char *argv[])
 	slot_bytes = (slot_bytes + 63) & ~(size_t)63;
 	region = sizeof(struct app) + 64 + (size_t)o.slots * slot_bytes;
 	for (int64_t i = 0; i < o.apps; i++) {
-		void *p = mmap(NULL, region, PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		void *p = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+			       0);
 
 		if (p == MAP_FAILED) {
-			corun_err(PROG, "mmap of %zu bytes: %s", region,
-				  strerror(errno));
+			corun_err(PROG, "mmap of %zu bytes: %s", region, strerror(errno));
 			goto out;
 		}
 		apps[i] = p;
@@ -687,8 +681,7 @@ int main(int argc, char *argv[])
 			break;
 		}
 		if (pid == 0) {
-			struct ctx c = { .o = &o, .a = apps[started],
-					 .slot_bytes = slot_bytes };
+			struct ctx c = { .o = &o, .a = apps[started], .slot_bytes = slot_bytes };
 
 			memcpy(c.fds, fds, sizeof(fds));
 			_exit(run_app(&c));
@@ -703,18 +696,18 @@ int main(int argc, char *argv[])
 			;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			corun_err(PROG, "application %" PRId64 ": %s", i,
-				  apps[i]->error[0] ? apps[i]->error :
-				  "ended abnormally");
+				  apps[i]->error[0] ? apps[i]->error : "ended abnormally");
 			rc = CORUN_EXIT_RUNTIME;
 		}
 	}
 	if (perf_fd >= 0) {
 		ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-		have_misses = read(perf_fd, &misses, sizeof(misses)) ==
-			      (ssize_t)sizeof(misses);
+		have_misses = read(perf_fd, &misses, sizeof(misses)) == (ssize_t)sizeof(misses);
 		if (!have_misses)
-			snprintf(perf_why, sizeof(perf_why), "reading the "
-				 "counter failed: %s", strerror(errno));
+			snprintf(perf_why, sizeof(perf_why),
+				 "reading the "
+				 "counter failed: %s",
+				 strerror(errno));
 		close(perf_fd);
 	}
 	if (rc != CORUN_EXIT_OK)
@@ -724,8 +717,10 @@ int main(int argc, char *argv[])
 		const struct app *a = apps[i];
 
 		if (a->measured_s <= 0 || a->requests == 0) {
-			corun_err(PROG, "application %" PRId64 " assembled no "
-				  "request in the measured time", i);
+			corun_err(PROG,
+				  "application %" PRId64 " assembled no "
+				  "request in the measured time",
+				  i);
 			rc = CORUN_EXIT_RUNTIME;
 			goto out;
 		}
@@ -742,11 +737,9 @@ int main(int argc, char *argv[])
 	}
 
 	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, SAIS_INMEM_VERSION, argc, argv,
-			  start_epoch_s);
+	corun_json_header(&j, PROG, SAIS_INMEM_VERSION, argc, argv, start_epoch_s);
 	corun_json_str(&j, "mode", mode_names[o.mode]);
-	corun_json_str(&j, "stands_for", o.mode == MODE_THREAD ?
-		       "Si-SAIs" : "Si-Irqbalance");
+	corun_json_str(&j, "stands_for", o.mode == MODE_THREAD ? "Si-SAIs" : "Si-Irqbalance");
 	corun_json_str(&j, "pin", pin_names[o.pin]);
 	corun_json_int(&j, "apps", o.apps);
 	corun_json_int(&j, "files", o.files);
@@ -763,12 +756,9 @@ int main(int argc, char *argv[])
 	corun_json_int(&j, "requests", requests);
 	corun_json_int(&j, "strips", strips);
 	corun_json_double(&j, "bw_mb_s", bw);
-	corun_json_double(&j, "cpu_util_user_pct",
-			  user / (measured * (double)ncpu) * 100);
-	corun_json_double(&j, "cpu_util_sys_pct",
-			  sys / (measured * (double)ncpu) * 100);
-	corun_json_double(&j, "same_cpu_share",
-			  strips ? (double)same / (double)strips : 0);
+	corun_json_double(&j, "cpu_util_user_pct", user / (measured * (double)ncpu) * 100);
+	corun_json_double(&j, "cpu_util_sys_pct", sys / (measured * (double)ncpu) * 100);
+	corun_json_double(&j, "same_cpu_share", strips ? (double)same / (double)strips : 0);
 	corun_json_object_begin(&j, "strips_per_cpu");
 	for (int c = 0; c < CPU_MAX; c++) {
 		char k[16];
@@ -785,22 +775,23 @@ int main(int argc, char *argv[])
 		corun_json_null(&j, "cache_misses");
 	corun_json_str(&j, "cache_misses_missing", have_misses ? "" : perf_why);
 	corun_json_null(&j, "l2_misses");
-	corun_json_str(&j, "l2_misses_missing", have_misses ?
-		       "perf_event_open has no generic L2 event; count the "
-		       "CPU's own (l2_rqsts.miss, l2_cache_req_stat) with perf stat" :
-		       perf_why);
+	corun_json_str(&j, "l2_misses_missing",
+		       have_misses ? "perf_event_open has no generic L2 event; count the "
+				     "CPU's own (l2_rqsts.miss, l2_cache_req_stat) with perf stat"
+				   : perf_why);
 	corun_json_array_begin(&j, "per_app");
 	for (int64_t i = 0; i < o.apps; i++) {
 		const struct app *a = apps[i];
 
 		corun_json_object_begin(&j, NULL);
 		corun_json_int(&j, "cpu", a->cpu);
-		corun_json_double(&j, "bw_mb_s",
-				  (double)a->bytes / 1e6 / a->measured_s);
+		corun_json_double(&j, "bw_mb_s", (double)a->bytes / 1e6 / a->measured_s);
 		corun_json_double(&j, "measured_s", a->measured_s);
 		corun_json_int(&j, "requests", a->requests);
-		corun_json_double(&j, "same_cpu_share", a->assembler.strips ?
-				  (double)a->same_cpu / (double)a->assembler.strips : 0);
+		corun_json_double(&j, "same_cpu_share",
+				  a->assembler.strips
+					  ? (double)a->same_cpu / (double)a->assembler.strips
+					  : 0);
 		worker_json(&j, "reader", &a->reader, a->measured_s);
 		worker_json(&j, "assembler", &a->assembler, a->measured_s);
 		corun_json_object_end(&j);

@@ -23,8 +23,10 @@ def _ctl(args_bpf_dir: str) -> tuple[Path, Path]:
     d = Path(args_bpf_dir)
     ctl, obj = d / "sais-mark-ctl", d / "sais_mark.bpf.o"
     if not ctl.exists() or not obj.exists():
-        raise Skipped(f"{ctl.name} or {obj.name} not built in {d} (make -C schedulers/irq_steering; "
-                      "needs clang and libbpf-dev, role irq_steering)")
+        raise Skipped(
+            f"{ctl.name} or {obj.name} not built in {d} (make -C schedulers/irq_steering; "
+            "needs clang and libbpf-dev, role irq_steering)"
+        )
     return ctl, obj
 
 
@@ -67,8 +69,16 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
     for tool in ("ethtool", "ip"):
         if _run(["sh", "-c", f"command -v {tool}"]).returncode != 0:
             raise Skipped(f"{tool} not installed")
-    state = {"policy": "sais_mark", "root": "/", "ctl": str(ctl), "saved": [], "skipped": [],
-             "daemon": None, "ethtool": [], "attached": []}
+    state = {
+        "policy": "sais_mark",
+        "root": "/",
+        "ctl": str(ctl),
+        "saved": [],
+        "skipped": [],
+        "daemon": None,
+        "ethtool": [],
+        "attached": [],
+    }
     for ns, iface in p["server"]:
         state["ethtool"].append({"ns": ns, "iface": iface, "old": _tx_csum(ns, iface)})
     save_state(state_path, state)
@@ -121,8 +131,11 @@ def restore_mark(state: dict, fs) -> list[str]:
     errors = []
     ctl = state.get("ctl")
     for a in reversed(state.get("attached", [])):
-        argv = [ctl, "detach", "--iface", a["iface"]] + (["--netns", a["ns"]] if a["ns"] else []) \
+        argv = (
+            [ctl, "detach", "--iface", a["iface"]]
+            + (["--netns", a["ns"]] if a["ns"] else [])
             + (["--remove-clsact"] if a.get("clsact_created") else [])
+        )
         res = _run(argv)
         if res.returncode != 0 and "network namespace" not in res.stderr and "interface" not in res.stderr:
             errors.append(f"detach {iface_label(a['ns'], a['iface'])}: {res.stderr.strip()}")

@@ -53,6 +53,7 @@ class NotInEffect(Exception):
 
 # ---- reading and writing kernel files, here or inside a network namespace ------------------
 
+
 class Fs:
     def __init__(self, root: str = "/"):
         self.root = Path(root)
@@ -74,8 +75,12 @@ class Fs:
 
     def write(self, ns: str | None, path: str, value: str) -> None:
         if ns and not self.synthetic:
-            res = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", 'printf "%s\\n" "$1" > "$2"',
-                                  "sh", value, path], capture_output=True, text=True, check=False)
+            res = subprocess.run(
+                ["ip", "netns", "exec", ns, "sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", value, path],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if res.returncode != 0:
                 raise OSError(f"{ns}:{path}: {res.stderr.strip()}")
             return
@@ -84,7 +89,9 @@ class Fs:
 
     def listdir(self, ns: str | None, path: str) -> list[str]:
         if ns and not self.synthetic:
-            res = subprocess.run(["ip", "netns", "exec", ns, "ls", "-1", path], capture_output=True, text=True, check=False)
+            res = subprocess.run(
+                ["ip", "netns", "exec", ns, "ls", "-1", path], capture_output=True, text=True, check=False
+            )
             if res.returncode != 0:
                 raise FileNotFoundError(f"{ns}:{path}")
             return res.stdout.split()
@@ -122,7 +129,7 @@ def mask_text(mask: int) -> str:
     """A CPU mask as the kernel prints it: hex in 32-bit groups joined by commas."""
     words = []
     while True:
-        words.append(f"{mask & 0xffffffff:08x}")
+        words.append(f"{mask & 0xFFFFFFFF:08x}")
         mask >>= 32
         if not mask:
             break
@@ -170,8 +177,9 @@ def parse_ifaces(args, key: str, text: str, fs: Fs) -> list[tuple[str | None, st
         if not NAME_RE.match(name) or (ns is not None and not NS_RE.match(ns)):
             raise usage(args, key, item, "[NETNS/]IFACE with an interface name of at most 15 characters")
         if not fs.exists(ns, f"/sys/class/net/{name}/queues"):
-            raise usage(args, key, item, "an existing network interface"
-                        + (f" in network namespace {ns}" if ns else ""))
+            raise usage(
+                args, key, item, "an existing network interface" + (f" in network namespace {ns}" if ns else "")
+            )
         out.append((ns, name))
     return out
 
@@ -194,6 +202,7 @@ def nic_irqs(fs: Fs, ns: str | None, name: str) -> list[int]:
 
 
 # ---- the plan: every file a policy writes, with its new value --------------------------------
+
 
 def plan(args, fs: Fs) -> dict:
     """What the policy changes: [(ns, path, value, compare)], plus daemon and BPF parts.
@@ -249,6 +258,7 @@ def plan(args, fs: Fs) -> dict:
 
 # ---- state ---------------------------------------------------------------------------------
 
+
 def proc_starttime(pid: int) -> str | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -281,16 +291,21 @@ def cmd_apply(args) -> int:
     fs = Fs(args.root)
     state_path = Path(args.state)
     if state_path.exists():
-        raise UsageError(f"corun: {state_path}: exists (expected no saved state: a previous apply was "
-                         "not restored; run restore first)")
+        raise UsageError(
+            f"corun: {state_path}: exists (expected no saved state: a previous apply was "
+            "not restored; run restore first)"
+        )
     p = plan(args, fs)
     if p["policy"] == "irqbalance":
         running = own_irqbalance(fs)
         if running:
-            raise UsageError(f"corun: {err_source(args)}: irqbalance: pid {running[0]} "
-                             "(expected no irqbalance running before the run; stop it first)")
+            raise UsageError(
+                f"corun: {err_source(args)}: irqbalance: pid {running[0]} "
+                "(expected no irqbalance running before the run; stop it first)"
+            )
     if p["policy"] == "sais_mark":
         from sais_mark import apply_mark
+
         return apply_mark(args, fs, p, state_path)
     saved = []
     for wr in p["writes"]:
@@ -305,12 +320,25 @@ def cmd_apply(args) -> int:
         for d in sorted(Path("/proc/irq").iterdir(), key=lambda x: int(x.name) if x.name.isdigit() else -1):
             if d.name.isdigit():
                 try:
-                    irq_saved.append({"ns": None, "path": f"/proc/irq/{d.name}/smp_affinity_list",
-                                      "old": (d / "smp_affinity_list").read_text().strip(), "kind": "irq"})
+                    irq_saved.append(
+                        {
+                            "ns": None,
+                            "path": f"/proc/irq/{d.name}/smp_affinity_list",
+                            "old": (d / "smp_affinity_list").read_text().strip(),
+                            "kind": "irq",
+                        }
+                    )
                 except OSError:
                     pass
-    state = {"policy": p["policy"], "root": args.root, "saved": saved + irq_saved, "done": [],
-             "skipped": [], "daemon": None, "time": time.time()}
+    state = {
+        "policy": p["policy"],
+        "root": args.root,
+        "saved": saved + irq_saved,
+        "done": [],
+        "skipped": [],
+        "daemon": None,
+        "time": time.time(),
+    }
     save_state(state_path, state)
     for wr in saved:
         try:
@@ -324,14 +352,20 @@ def cmd_apply(args) -> int:
         state["done"].append(wr["path"])
     if p["policy"] == "irqbalance":
         with open(state_path.with_suffix(".irqbalance.log"), "ab") as log:
-            proc = subprocess.Popen([p["irqbalance"], "--foreground"], stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [p["irqbalance"], "--foreground"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         state["daemon"] = {"pid": proc.pid, "starttime": proc_starttime(proc.pid), "exe": p["irqbalance"]}
         time.sleep(0.2)
         if proc.poll() is not None:
             save_state(state_path, state)
-            raise NotInEffect(f"irqbalance exited at once with {proc.returncode} "
-                              f"(see {state_path.with_suffix('.irqbalance.log')})")
+            raise NotInEffect(
+                f"irqbalance exited at once with {proc.returncode} (see {state_path.with_suffix('.irqbalance.log')})"
+            )
     save_state(state_path, state)
     return EXIT_OK
 
@@ -342,6 +376,7 @@ def cmd_verify(args) -> int:
     state_path = Path(args.state)
     if p["policy"] == "sais_mark":
         from sais_mark import verify_mark
+
         return verify_mark(args, fs, p, state_path)
     state = json.loads(state_path.read_text()) if state_path.exists() else {"skipped": [], "daemon": None}
     skipped = {s["path"] for s in state.get("skipped", [])}
@@ -356,8 +391,9 @@ def cmd_verify(args) -> int:
         else:
             ok = int(got) == int(wr["value"])
         if not ok:
-            raise NotInEffect(f"{iface_label(wr['ns'], wr['path'])}: {got!r} (policy {p['policy']} "
-                              f"wants {wr['value']!r})")
+            raise NotInEffect(
+                f"{iface_label(wr['ns'], wr['path'])}: {got!r} (policy {p['policy']} wants {wr['value']!r})"
+            )
     if p["policy"] == "irqbalance":
         d = state.get("daemon")
         if not d or proc_starttime(d["pid"]) != d["starttime"]:
@@ -389,6 +425,7 @@ def cmd_restore(args) -> int:
             os.kill(d["pid"], signal.SIGKILL)
     if state.get("policy") == "sais_mark":
         from sais_mark import restore_mark
+
         errors += restore_mark(state, fs)
     skipped = {s["path"] for s in state.get("skipped", [])}
     for wr in reversed(state.get("saved", [])):
@@ -411,6 +448,7 @@ def cmd_restore(args) -> int:
 
 # ---- where receive processing ran ----------------------------------------------------------
 
+
 def snapshot(root: str = "/") -> dict:
     """Per-CPU NET_RX softirq counts (/proc/softirqs) and the processed column of
     /proc/net/softnet_stat (one row per online CPU, the CPU in column 13 where present)."""
@@ -425,8 +463,11 @@ def snapshot(root: str = "/") -> dict:
         cpu = cols[12] if len(cols) > 12 else i
         processed[cpu] = cols[0]
     n = max(len(net_rx), max(processed, default=-1) + 1)
-    return {"t": time.time(), "net_rx": net_rx + [0] * (n - len(net_rx)),
-            "softnet_processed": [processed.get(c, 0) for c in range(n)]}
+    return {
+        "t": time.time(),
+        "net_rx": net_rx + [0] * (n - len(net_rx)),
+        "softnet_processed": [processed.get(c, 0) for c in range(n)],
+    }
 
 
 def where(before: dict, after: dict) -> dict:
@@ -435,13 +476,17 @@ def where(before: dict, after: dict) -> dict:
     for key in ("net_rx", "softnet_processed"):
         delta = [a - b for a, b in zip(after[key], before[key])]
         total = sum(delta)
-        out[key] = {"per_cpu": delta, "total": total,
-                    "share": [d / total if total else 0.0 for d in delta],
-                    "top_cpu": max(range(len(delta)), key=lambda c: delta[c]) if total else None}
+        out[key] = {
+            "per_cpu": delta,
+            "total": total,
+            "share": [d / total if total else 0.0 for d in delta],
+            "top_cpu": max(range(len(delta)), key=lambda c: delta[c]) if total else None,
+        }
     return out
 
 
 # ---- command line --------------------------------------------------------------------------
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
@@ -487,8 +532,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "snapshot":
             print(json.dumps(snapshot(args.root)))
             return EXIT_OK
-        print(json.dumps(where(json.loads(Path(args.before).read_text()),
-                               json.loads(Path(args.after).read_text())), indent=1))
+        print(
+            json.dumps(
+                where(json.loads(Path(args.before).read_text()), json.loads(Path(args.after).read_text())), indent=1
+            )
+        )
         return EXIT_OK
     except UsageError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)

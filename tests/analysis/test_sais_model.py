@@ -49,8 +49,17 @@ def test_eq9_difference():
 
 
 def test_evaluate_with_measured_inputs_and_missing():
-    out = sm.evaluate(p_s=1e-6, m_s=10e-6, n_s=8, n_c=4, n_r=5, n_p=2, t_r_s=0.0,
-                      size_req_bytes=1048576, bandwidth_client_bytes_s=125e6)
+    out = sm.evaluate(
+        p_s=1e-6,
+        m_s=10e-6,
+        n_s=8,
+        n_c=4,
+        n_r=5,
+        n_p=2,
+        t_r_s=0.0,
+        size_req_bytes=1048576,
+        bandwidth_client_bytes_s=125e6,
+    )
     assert out["alpha"] == 2
     assert out["eq6_balance_lower_s"] == pytest.approx(300e-6)
     assert out["eq5_source_aware_s"] == pytest.approx(40e-6)
@@ -64,18 +73,21 @@ def test_evaluate_with_measured_inputs_and_missing():
 
 
 def test_p_m_from_inmem():
-    thread = {"strips": 1000, "measured_s": 1.0, "apps": 1}   # 1 ms per strip
-    proc = {"strips": 500, "measured_s": 1.0, "apps": 1}      # 2 ms per strip
+    thread = {"strips": 1000, "measured_s": 1.0, "apps": 1}  # 1 ms per strip
+    proc = {"strips": 500, "measured_s": 1.0, "apps": 1}  # 2 ms per strip
     p, m = sm.p_m_from_inmem(thread, proc)
     assert p == pytest.approx(1e-3) and m == pytest.approx(2e-3)
 
 
-@pytest.mark.parametrize("call, text", [
-    (lambda: sm.alpha(6, 4), "n_s: 6 (expected a multiple of n_c = 4"),
-    (lambda: sm.alpha(0, 4), "n_s: 0 (expected a positive integer)"),
-    (lambda: sm.balance_lower(0, -1, 8, 4), "m: -1 (expected a finite number >= 0)"),
-    (lambda: sm.overlap(1, 1, 2), "overlap_k: 2 (expected a number in [0, 1])"),
-])
+@pytest.mark.parametrize(
+    "call, text",
+    [
+        (lambda: sm.alpha(6, 4), "n_s: 6 (expected a multiple of n_c = 4"),
+        (lambda: sm.alpha(0, 4), "n_s: 0 (expected a positive integer)"),
+        (lambda: sm.balance_lower(0, -1, 8, 4), "m: -1 (expected a finite number >= 0)"),
+        (lambda: sm.overlap(1, 1, 2), "overlap_k: 2 (expected a number in [0, 1])"),
+    ],
+)
 def test_bad_inputs_one_line(call, text):
     with pytest.raises(ConfigError) as exc:
         call()

@@ -24,8 +24,11 @@ CLI_CASES = [
     ("files-junk", ["--files", "8x"], "--files: '8x'"),
     ("strip-too-small", ["--strip-size", "1K"], "--strip-size: '1K'"),
     ("strip-not-words", ["--strip-size", "4100"], "--strip-size: '4100' (expected a multiple of 8)"),
-    ("request-not-strips", ["--request-size", "100000"],
-     "--request-size: '100000' (expected a multiple of --strip-size 65536)"),
+    (
+        "request-not-strips",
+        ["--request-size", "100000"],
+        "--request-size: '100000' (expected a multiple of --strip-size 65536)",
+    ),
     ("file-not-strips", ["--file-size", "100000"], "--file-size: '100000' (expected a multiple"),
     ("duration-zero", ["--duration-s", "0"], "--duration-s: '0'"),
     ("warmup-negative", ["--warmup-s", "-1"], "--warmup-s: '-1'"),
@@ -47,8 +50,7 @@ def test_missing_dir_is_a_runtime_error(binary, tmp_path):
     assert "cannot create" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("mode, stands_for, pin", [("thread", "Si-SAIs", "same"),
-                                                    ("process", "Si-Irqbalance", "none")])
+@pytest.mark.parametrize("mode, stands_for, pin", [("thread", "Si-SAIs", "same"), ("process", "Si-Irqbalance", "none")])
 def test_result_fields(binary, tmp_path, mode, stands_for, pin):
     code, out, err = run(binary, ["--mode", mode, "--apps", "2", "--dir", tmp_path, *SMALL])
     assert code == 0, err
@@ -78,9 +80,24 @@ def test_result_fields(binary, tmp_path, mode, stands_for, pin):
 
 def test_corrupted_strip_fails_the_self_check(binary, tmp_path):
     """Overwrite a word of one file while the kernel runs: it must notice."""
-    proc = subprocess.Popen([str(binary), "--dir", str(tmp_path), "--files", "2", "--file-size", "256K",
-                             "--duration-s", "20", "--warmup-s", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    proc = subprocess.Popen(
+        [
+            str(binary),
+            "--dir",
+            str(tmp_path),
+            "--files",
+            "2",
+            "--file-size",
+            "256K",
+            "--duration-s",
+            "20",
+            "--warmup-s",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
     try:
         deadline = time.monotonic() + 10
         files = []

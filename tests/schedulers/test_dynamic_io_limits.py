@@ -35,7 +35,7 @@ def start_argv(manifests, name):
 def option_of(argv, param):
     """The option the start command passes the parameter to; by default --<name with dashes>."""
     for i, arg in enumerate(argv):
-        if arg == "{param.%s}" % param and i > 0 and argv[i - 1].startswith("--"):
+        if arg == f"{{param.{param}}}" and i > 0 and argv[i - 1].startswith("--"):
             return argv[i - 1][2:]
     return param.replace("_", "-")
 
@@ -122,4 +122,8 @@ def test_daemon_accepts_the_bounds_and_refuses_just_outside(exe, variant, param,
             assert "--job-events: missing" in lines[0], (variant, param, text, res.stderr)
         else:
             assert lines[0].startswith(f"{DAEMON_NAME}: --{option}: '{text}' (expected"), (
-                variant, param, text, res.stderr)
+                variant,
+                param,
+                text,
+                res.stderr,
+            )

@@ -16,24 +16,26 @@ from pathlib import Path
 
 import pytest
 
-from corun import schedulers
 from corun.errors import ConfigError
+from corun.run import schedulers
 
 REPO = Path(__file__).resolve().parents[2]
 STEER = REPO / "schedulers" / "irq_steering" / "steer.py"
 XFER = Path(__file__).resolve().parent / "net_transfer.py"
 sys.path.insert(0, str(STEER.parent))
-import steer
+import steer  # noqa: E402
 
 VARIANTS = ["irqbalance", "spread", "dedicated", "source_aware", "sais_mark"]
 
 
 def run_steer(*args, env=None):
-    return subprocess.run([sys.executable, str(STEER), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, str(STEER), *map(str, args)], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
 
 
 # ---- a synthetic tree ------------------------------------------------------------------------
+
 
 def put(root: Path, rel: str, text: str) -> None:
     p = root / rel
@@ -55,10 +57,16 @@ def tree(tmp_path):
     put(root, "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus", "00000000")
     put(root, "netns/h1/sys/class/net/eth0/queues/rx-0/rps_flow_cnt", "0")
     put(root, "proc/sys/net/core/rps_sock_flow_entries", "0")
-    put(root, "proc/softirqs", "                    CPU0       CPU1       CPU2       CPU3\n"
+    put(
+        root,
+        "proc/softirqs",
+        "                    CPU0       CPU1       CPU2       CPU3\n"
         "          HI:          0          0          0          0\n"
-        "      NET_RX:        100        200         10          0")
-    put(root, "proc/net/softnet_stat",
+        "      NET_RX:        100        200         10          0",
+    )
+    put(
+        root,
+        "proc/net/softnet_stat",
         "00000010 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
         "00000000 00000000 00000000\n"
         "00000020 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
@@ -66,36 +74,64 @@ def tree(tmp_path):
         "00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
         "00000000 00000000 00000002\n"
         "00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
-        "00000000 00000000 00000003")
+        "00000000 00000000 00000003",
+    )
     return root
 
 
 def values(root: Path) -> dict:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and ("queues/rx" in str(p) or "/irq/" in str(p)
-                                                                   or p.name == "rps_sock_flow_entries"))
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and ("queues/rx" in str(p) or "/irq/" in str(p) or p.name == "rps_sock_flow_entries")
+    )
     return {str(p.relative_to(root)): p.read_text().strip() for p in files}
 
 
 SYNTH_CASES = {
-    "spread": ([], {"sys/class/net/nic0/queues/rx-0/rps_cpus": "0000000f",
-                    "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus": "0000000f",
-                    "proc/irq/40/smp_affinity_list": "0,1,2,3"}),
-    "dedicated": (["--cpu", "2"], {"sys/class/net/nic0/queues/rx-1/rps_cpus": "00000004",
-                                   "proc/irq/41/smp_affinity_list": "2",
-                                   "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus": "00000004"}),
-    "source_aware": (["--flow-entries", "4096"], {"proc/sys/net/core/rps_sock_flow_entries": "4096",
-                                                  "sys/class/net/nic0/queues/rx-0/rps_flow_cnt": "2048",
-                                                  "netns/h1/sys/class/net/eth0/queues/rx-0/rps_flow_cnt": "4096",
-                                                  "sys/class/net/nic0/queues/rx-0/rps_cpus": "0000000f",
-                                                  "proc/irq/40/smp_affinity_list": "0-3"}),
+    "spread": (
+        [],
+        {
+            "sys/class/net/nic0/queues/rx-0/rps_cpus": "0000000f",
+            "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus": "0000000f",
+            "proc/irq/40/smp_affinity_list": "0,1,2,3",
+        },
+    ),
+    "dedicated": (
+        ["--cpu", "2"],
+        {
+            "sys/class/net/nic0/queues/rx-1/rps_cpus": "00000004",
+            "proc/irq/41/smp_affinity_list": "2",
+            "netns/h1/sys/class/net/eth0/queues/rx-0/rps_cpus": "00000004",
+        },
+    ),
+    "source_aware": (
+        ["--flow-entries", "4096"],
+        {
+            "proc/sys/net/core/rps_sock_flow_entries": "4096",
+            "sys/class/net/nic0/queues/rx-0/rps_flow_cnt": "2048",
+            "netns/h1/sys/class/net/eth0/queues/rx-0/rps_flow_cnt": "4096",
+            "sys/class/net/nic0/queues/rx-0/rps_cpus": "0000000f",
+            "proc/irq/40/smp_affinity_list": "0-3",
+        },
+    ),
 }
 
 
 @pytest.mark.parametrize("policy", list(SYNTH_CASES))
 def test_synthetic_apply_verify_restore(tree, tmp_path, policy):
     extra, expect = SYNTH_CASES[policy]
-    common = ["--policy", policy, "--interfaces", "nic0,h1/eth0", "--root", tree,
-              "--state", tmp_path / "state.json", *extra]
+    common = [
+        "--policy",
+        policy,
+        "--interfaces",
+        "nic0,h1/eth0",
+        "--root",
+        tree,
+        "--state",
+        tmp_path / "state.json",
+        *extra,
+    ]
     before = values(tree)
     res = run_steer("apply", *common)
     assert res.returncode == 0, res.stderr
@@ -118,8 +154,18 @@ def test_synthetic_irqbalance_daemon(tree, tmp_path):
     fake = tmp_path / "irqbalance"
     fake.write_text("#!/bin/sh\nexec sleep 300\n")
     fake.chmod(0o755)
-    common = ["--policy", "irqbalance", "--interfaces", "nic0", "--root", tree, "--irqbalance-bin", fake,
-              "--state", tmp_path / "state.json"]
+    common = [
+        "--policy",
+        "irqbalance",
+        "--interfaces",
+        "nic0",
+        "--root",
+        tree,
+        "--irqbalance-bin",
+        fake,
+        "--state",
+        tmp_path / "state.json",
+    ]
     (tree / "sys/class/net/nic0/queues/rx-0/rps_cpus").write_text("3\n")
     assert run_steer("apply", *common).returncode == 0
     st = json.loads((tmp_path / "state.json").read_text())
@@ -133,15 +179,28 @@ def test_synthetic_irqbalance_daemon(tree, tmp_path):
 
 
 def test_synthetic_sais_mark_is_skipped(tree, tmp_path):
-    res = run_steer("apply", "--policy", "sais_mark", "--interfaces", "nic0", "--server-interfaces", "h1/eth0",
-                    "--root", tree, "--state", tmp_path / "s.json")
+    res = run_steer(
+        "apply",
+        "--policy",
+        "sais_mark",
+        "--interfaces",
+        "nic0",
+        "--server-interfaces",
+        "h1/eth0",
+        "--root",
+        tree,
+        "--state",
+        tmp_path / "s.json",
+    )
     assert res.returncode == 4 and res.stderr.startswith("skipped: feature missing: ")
     assert res.stderr.count("\n") == 1
 
 
 BAD = [
-    (["--policy", "dedicated", "--cpu", "7"],
-     "corun: schedulers/dedicated/manifest.yaml: params.cpu: 7 (expected an online CPU (0,1,2,3))"),
+    (
+        ["--policy", "dedicated", "--cpu", "7"],
+        "corun: schedulers/dedicated/manifest.yaml: params.cpu: 7 (expected an online CPU (0,1,2,3))",
+    ),
     (["--policy", "spread", "--interfaces", "nope0"], "params.interfaces: 'nope0' (expected an existing network"),
     (["--policy", "spread", "--interfaces", "h2/eth0"], "in network namespace h2"),
     (["--policy", "spread", "--interfaces", ""], "params.interfaces: '' (expected one or more"),
@@ -157,8 +216,9 @@ def test_bad_params_one_line_nothing_changed(tree, tmp_path, args, message):
     before = values(tree)
     full = ["--interfaces", "nic0"] + args if "--interfaces" not in args else args
     variant = args[1] if args[1] in VARIANTS else ""
-    res = run_steer("apply", *full, "--root", tree, "--state", tmp_path / "s.json",
-                    *(["--variant", variant] if variant else []))
+    res = run_steer(
+        "apply", *full, "--root", tree, "--state", tmp_path / "s.json", *(["--variant", variant] if variant else [])
+    )
     assert res.returncode == 2, res.stderr
     assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
     assert values(tree) == before and not (tmp_path / "s.json").exists()
@@ -166,7 +226,9 @@ def test_bad_params_one_line_nothing_changed(tree, tmp_path, args, message):
 
 def test_unrestored_state_refused(tree, tmp_path):
     (tmp_path / "s.json").write_text("{}")
-    res = run_steer("apply", "--policy", "spread", "--interfaces", "nic0", "--root", tree, "--state", tmp_path / "s.json")
+    res = run_steer(
+        "apply", "--policy", "spread", "--interfaces", "nic0", "--root", tree, "--state", tmp_path / "s.json"
+    )
     assert res.returncode == 2 and "run restore first" in res.stderr and res.stderr.count("\n") == 1
 
 
@@ -182,7 +244,7 @@ def test_snapshot_and_where(tree):
 
 
 def test_masks():
-    assert steer.mask_text(0xf) == "0000000f"
+    assert steer.mask_text(0xF) == "0000000f"
     assert steer.mask_text(1 << 40) == "00000100,00000000"
     assert steer.parse_mask("00000100,00000000") == 1 << 40
     assert steer.parse_cpulist("0-2,5") == [0, 1, 2, 5]
@@ -192,8 +254,11 @@ def test_masks():
 def test_manifests_load(name):
     v = schedulers.Variant.load(name, {}, need_built=False)
     assert v.kind == "irq_policy" and "interfaces" in v.params
-    assert "steer.py" in " ".join(v.manifest["start"]) and v.manifest["stop"][-3:-1] == ["restore", "--state"] \
+    assert (
+        "steer.py" in " ".join(v.manifest["start"])
+        and v.manifest["stop"][-3:-1] == ["restore", "--state"]
         or v.manifest["stop"][3] == "restore"
+    )
 
 
 def test_manifest_param_errors():
@@ -206,7 +271,7 @@ def test_manifest_param_errors():
 
 # ---- for real: a veth pair between two namespaces --------------------------------------------
 
-NS_A, NS_B = "sais-ta", "sais-tb"   # client / sender side, server / receiver side
+NS_A, NS_B = "sais-ta", "sais-tb"  # client / sender side, server / receiver side
 IF_A, IF_B = "sais-tv0", "sais-tv1"
 ADDR_A, ADDR_B = "10.78.0.1", "10.78.0.2"
 IFACES = f"{NS_A}/{IF_A},{NS_B}/{IF_B}"
@@ -261,14 +326,17 @@ def measure(listener, client) -> dict:
 
 def bulk(receiver_cpu=0, sender_cpu=0, flows=1, nbytes=150_000_000):
     """Sender in A to receiver in B: B's receive path does the processing."""
-    return measure(in_ns(NS_B, receiver_cpu, "sink", ADDR_B, flows),
-                   in_ns(NS_A, sender_cpu, "source", ADDR_B, flows, nbytes // flows))
+    return measure(
+        in_ns(NS_B, receiver_cpu, "sink", ADDR_B, flows),
+        in_ns(NS_A, sender_cpu, "source", ADDR_B, flows, nbytes // flows),
+    )
 
 
 def fetch(client_cpu=1, server_cpu=0, requests=150, reply=1 << 20):
     """Client in A asks, server in B replies: A's receive path does the processing."""
-    return measure(in_ns(NS_B, server_cpu, "serve", ADDR_B, reply),
-                   in_ns(NS_A, client_cpu, "fetch", ADDR_B, requests, reply))
+    return measure(
+        in_ns(NS_B, server_cpu, "serve", ADDR_B, reply), in_ns(NS_A, client_cpu, "fetch", ADDR_B, requests, reply)
+    )
 
 
 def share(w, cpu):
@@ -353,13 +421,34 @@ def test_veth_irqbalance_runs_the_daemon(veth, tmp_path):
 @pytest.mark.root
 def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     before = fetch(client_cpu=1, server_cpu=0)
-    res = run_steer("apply", "--policy", "sais_mark", "--interfaces", f"{NS_A}/{IF_A}",
-                    "--server-interfaces", f"{NS_B}/{IF_B}", "--state", tmp_path / "s.json")
+    res = run_steer(
+        "apply",
+        "--policy",
+        "sais_mark",
+        "--interfaces",
+        f"{NS_A}/{IF_A}",
+        "--server-interfaces",
+        f"{NS_B}/{IF_B}",
+        "--state",
+        tmp_path / "s.json",
+    )
     if res.returncode == 4:
         pytest.skip(res.stderr.strip())
     assert res.returncode == 0, res.stderr
-    assert run_steer("verify", "--policy", "sais_mark", "--interfaces", f"{NS_A}/{IF_A}",
-                     "--server-interfaces", f"{NS_B}/{IF_B}", "--state", tmp_path / "s.json").returncode == 0
+    assert (
+        run_steer(
+            "verify",
+            "--policy",
+            "sais_mark",
+            "--interfaces",
+            f"{NS_A}/{IF_A}",
+            "--server-interfaces",
+            f"{NS_B}/{IF_B}",
+            "--state",
+            tmp_path / "s.json",
+        ).returncode
+        == 0
+    )
     try:
         w = fetch(client_cpu=1, server_cpu=0)
     finally:
@@ -375,8 +464,8 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
 
 RUNNER = textwrap.dedent("""
     import sys, time
-    from corun import schedulers
-    from corun.state import Journal
+    from corun.run import schedulers
+    from corun.machine.state import Journal
     name, params, state_dir = sys.argv[1], eval(sys.argv[2]), sys.argv[3]
     j = Journal("sais-kill-test")
     v = schedulers.Variant.load(name, params, need_built=False)
@@ -388,12 +477,15 @@ RUNNER = textwrap.dedent("""
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("name, params", [
-    ("dedicated", {"cpu": 1}),
-    ("source_aware", {}),
-    ("irqbalance", {}),
-    ("sais_mark", {}),
-])
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("dedicated", {"cpu": 1}),
+        ("source_aware", {}),
+        ("irqbalance", {}),
+        ("sais_mark", {}),
+    ],
+)
 def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
     if name == "irqbalance" and (shutil.which("irqbalance") is None or steer.own_irqbalance(steer.Fs("/"))):
         pytest.skip("irqbalance missing or already running")
@@ -403,8 +495,14 @@ def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
     env = dict(os.environ, CORUN_STATE_DIR=str(tmp_path / "run"), PYTHONPATH=str(REPO))
     before_rps = rps_of(NS_B, IF_B)
     flows_before = Path("/proc/sys/net/core/rps_sock_flow_entries").read_text()
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, name, repr(params), str(tmp_path / "sched")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, name, repr(params), str(tmp_path / "sched")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     line = proc.stdout.readline().strip()
     if line != "applied":
         proc.kill()
@@ -417,8 +515,15 @@ def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
     proc.wait()
     journal = list((tmp_path / "run").glob("*.journal.json"))
     assert len(journal) == 1 and "restore" in journal[0].read_text()
-    res = subprocess.run([sys.executable, "-m", "corun", "recover"], capture_output=True, text=True,
-                         env=env, cwd=REPO, timeout=120, check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "corun", "recover"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     assert "recovered run sais-kill-test" in res.stdout and "error" not in res.stdout, res.stdout
     assert not (tmp_path / "sched" / "irq_steering.json").exists()

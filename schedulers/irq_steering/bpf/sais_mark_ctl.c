@@ -90,8 +90,8 @@ static int tc_attach(int ifindex, enum bpf_tc_attach_point where, int prog_fd, c
 		clsact_created = true;
 	err = bpf_tc_attach(&hook, &opts);
 	if (err)
-		return skipped("tc %s program %s: %s", where == BPF_TC_EGRESS ? "egress" : "ingress",
-			       name, strerror(-err));
+		return skipped("tc %s program %s: %s",
+			       where == BPF_TC_EGRESS ? "egress" : "ingress", name, strerror(-err));
 	return 0;
 }
 
@@ -151,9 +151,11 @@ static int attach(const char *role, const char *objpath, int ifindex)
 			rc = skipped("native XDP on the interface: %s", strerror(-err));
 			goto out;
 		}
-		rc = tc_attach(ifindex, BPF_TC_EGRESS, prog_fd(obj, "stamp_egress"), "stamp_egress");
+		rc = tc_attach(ifindex, BPF_TC_EGRESS, prog_fd(obj, "stamp_egress"),
+			       "stamp_egress");
 	} else {
-		rc = tc_attach(ifindex, BPF_TC_INGRESS, prog_fd(obj, "record_ingress"), "record_ingress");
+		rc = tc_attach(ifindex, BPF_TC_INGRESS, prog_fd(obj, "record_ingress"),
+			       "record_ingress");
 		if (rc == 0)
 			rc = tc_attach(ifindex, BPF_TC_EGRESS, prog_fd(obj, "reflect_egress"),
 				       "reflect_egress");
@@ -185,13 +187,14 @@ int main(int argc, char *argv[])
 		case 'n': ns = optarg; break;
 		case 'r': remove_clsact = true; break;
 		default:
-			fprintf(stderr, PROG ": unknown option or missing value: '%s'\n", argv[optind - 1]);
+			fprintf(stderr, PROG ": unknown option or missing value: '%s'\n",
+				argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind != argc - 1 || iface == NULL) {
 		fprintf(stderr, PROG ": usage: " PROG " client|server|status|detach --iface IF "
-			"[--netns NS] [--obj F]\n");
+				     "[--netns NS] [--obj F]\n");
 		return 2;
 	}
 	cmd = argv[optind];
@@ -218,7 +221,8 @@ int main(int argc, char *argv[])
 
 		bpf_xdp_query_id((int)ifindex, XDP_FLAGS_DRV_MODE, &xdp_id);
 		printf("{\"xdp\": %u, \"tc_egress\": %d, \"tc_ingress\": %d}\n", xdp_id,
-		       tc_query((int)ifindex, BPF_TC_EGRESS), tc_query((int)ifindex, BPF_TC_INGRESS));
+		       tc_query((int)ifindex, BPF_TC_EGRESS),
+		       tc_query((int)ifindex, BPF_TC_INGRESS));
 		return 0;
 	}
 	if (strcmp(cmd, "detach") == 0) {
