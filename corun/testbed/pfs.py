@@ -146,16 +146,23 @@ def _fill(template: str, root: str, host: str) -> str:
 
 
 def make_plan(cfg: dict, source: str) -> Plan:
-    hosts = inventory.load(_abs(cfg["inventory"]), cfg["group"], source)
+    inv = _abs(cfg["inventory"])
+    if not inv.exists():
+        raise ConfigError(source, "inventory", cfg["inventory"], "an existing Ansible inventory file or folder "
+                          "(a relative path is taken from the repository)")
+    hosts = inventory.load(inv, cfg["group"], source)
     if cfg["client"] is None:
         client = hosts[0]
     else:
         client = inventory.pick(hosts, [cfg["client"]], source)[0]
-    others = [h for h in hosts if h.name != client.name]
+    if cfg["colocate_client"]:
+        others = [client] + [h for h in hosts if h.name != client.name]
+    else:
+        others = [h for h in hosts if h.name != client.name]
     n = cfg["servers"]
     if n > len(others):
-        raise ConfigError(source, "servers", n, f"at most {len(others)}: the hosts of {cfg['inventory']} "
-                          f"besides the client {client.name}")
+        raise ConfigError(source, "servers", n, f"at most {len(others)}: the hosts of {cfg['inventory']}"
+                          + ("" if cfg["colocate_client"] else f" besides the client {client.name}"))
     root = cfg["root"]
     servers = []
     for i, h in enumerate(others[:n]):
@@ -169,7 +176,8 @@ def make_plan(cfg: dict, source: str) -> Plan:
             raise ConfigError(source, "brick.path", cfg["brick"]["path"],
                               "a folder of its own below {root}/{host}, such as {root}/{host}/brick")
     return Plan(cfg=cfg, source=source, client=client, client_dir=_fill("{root}/{host}", root, client.name),
-                servers=servers, state_dir=_abs(cfg["state_dir"]), links=_netns_links(cfg, [client] + others[:n]))
+                servers=servers, state_dir=_abs(cfg["state_dir"]),
+                links=_netns_links(cfg, [client] + [h for h in others[:n] if h.name != client.name]))
 
 
 def _netns_links(cfg: dict, hosts: list[inventory.Host]) -> dict | None:
@@ -357,7 +365,10 @@ def qdiscs(plan: Plan) -> list[tuple[str | None, str, int]]:
         return []
     rate = plan.cfg["link"]["rate_mbit"]
     out = []
-    for h, r in [(plan.client, rate * plan.cfg["link"]["client_links"])] + [(s.host, rate) for s in plan.servers]:
+    hosts = {plan.client.name: (plan.client, rate * plan.cfg["link"]["client_links"])}
+    for s in plan.servers:
+        hosts.setdefault(s.host.name, (s.host, rate))
+    for h, r in hosts.values():
         e = plan.links[h.name]
         out.append((e["netns"], "eth0", r))    # what the host sends
         out.append((None, e["veth"], r))       # what the host receives (the bridge's side)
@@ -453,6 +464,9 @@ def _up(plan: Plan, j: FsJournal) -> None:
             remote(h, 'truncate -s "$2M" "$1" && mkfs.ext4 -q -F "$1"', s.image, str(cfg["brick"]["size_mib"]))
             j.push(f"unmount {s.brick} on {h.name}", remote_argv(h, UMOUNT_SCRIPT, s.brick))
             remote(h, 'mount -o loop -- "$1" "$2"', s.image, s.brick)
+        if port_open(h.address, port):
+            raise PfsError(f"pfs: {h.name}: {h.address}:{port} is already in use (another file system? "
+                           "choose another port in the configuration)")
         remote(h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port))
         j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile))
         remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
@@ -489,8 +503,12 @@ def _up(plan: Plan, j: FsJournal) -> None:
         j.push(f"unmount {m} on {c.name}", remote_argv(c, UMOUNT_SCRIPT, m))
         remote(c, 'mkdir -p -- "$2" && exec glusterfs -f "$1" -p "$3" -l "$4" "$2"', plan.fuse_volfile, m,
                f"{cdir}/fuse.pid", f"{cdir}/fuse.log")
-        remote(c, 'i=0; while ! mountpoint -q "$1"; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; '
-               'done', m)
+        res = remote(c, 'i=0; while ! mountpoint -q "$1"; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; '
+                     'done', m, check=False)
+        if res.returncode != 0:
+            tail = remote(c, 'tail -n 2 "$1" 2>/dev/null', f"{cdir}/fuse.log", check=False).stdout.strip()
+            raise PfsError(f"pfs: {c.name}: the FUSE mount {m} did not appear within 10 s "
+                           f"({tail.splitlines()[-1] if tail else 'no log'})")
 
 
 def status(plan: Plan) -> dict:
