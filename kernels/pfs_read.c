@@ -712,6 +712,12 @@ int main(int argc, char *argv[])
 	}
 	if (error[0]) {
 		corun_err(PROG, "%s", error);
+		for (int k = 0; k < 2; k++) {
+			free(bw[k]);
+			free(ops[k]);
+			free(tm[k]);
+		}
+		free(all);
 		return CORUN_EXIT_RUNTIME;
 	}
 
