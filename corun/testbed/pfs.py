@@ -13,7 +13,7 @@ undoes it newest first, so teardown after a failure, Ctrl-C or SIGKILL of `up` l
 process, mount, image or qdisc behind. The journal lives beside the layout, not in /run/corun,
 because the file system outlives the `up` command (`corun recover` must not end it).
 
-    scripts/pfs [--config FILE] up | status [--json] | down
+    scripts/pfs [--config FILE] up | status [--json] | args | down | plan
 """
 
 from __future__ import annotations
@@ -557,6 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("down", help="undo everything up did, newest first")
     sub.add_parser("plan", help="print the layout up would make, change nothing")
+    sub.add_parser("args", help="print pfs_read's options for the file system that is up")
     return ap
 
 
@@ -567,6 +568,11 @@ def main(argv: list[str] | None = None) -> int:
         plan = make_plan(cfg, source)
         if a.command == "plan":
             print(json.dumps(layout(plan), indent=2))
+            return 0
+        if a.command == "args":
+            if not plan.layout_path.exists():
+                raise PfsError(f"pfs: no file system is up ({plan.layout_path} is missing); run up first", 1)
+            print(shlex.join(kernel_args(json.loads(plan.layout_path.read_text()))))
             return 0
         if a.command == "up":
             lay = up(plan)
