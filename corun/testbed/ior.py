@@ -40,6 +40,30 @@ REQUIRED = ("operation", "bwMeanMIB", "OPsMean", "MeanTime")
 EXPECTED = "IOR's JSON output (ior -O summaryFormat=JSON) with a summary list"
 
 
+def ior_argv(ior: str, mountpoint: str, summary_file: str, *, api: str = "POSIX", transfer_size: int = 1 << 20,
+             block_size: int = 16 << 20, segments: int = 1, file_per_process: bool = False, write: bool = False,
+             read: bool = True, repetitions: int = 1, file_name: str = "ior.dat") -> list[str]:
+    """IOR's command line for the same pattern as pfs_read, on the FUSE mount (docs/pfs.md).
+
+    -k keeps the file so a read-only run can follow a write; -e fsyncs writes; the summary is
+    written as JSON to summary_file (parse_file reads it). MPI launches it with one rank per task.
+    """
+    if api not in ("POSIX", "MPIIO"):
+        raise ValueError(f"api: {api!r} (expected POSIX or MPIIO)")
+    if block_size % transfer_size:
+        raise ValueError(f"block_size: {block_size} (expected a multiple of transfer_size {transfer_size})")
+    argv = [ior, "-a", api, "-t", str(transfer_size), "-b", str(block_size), "-s", str(segments),
+            "-i", str(repetitions), "-k", "-e", "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary_file}",
+            "-o", f"{mountpoint.rstrip('/')}/{file_name}"]
+    if file_per_process:
+        argv.append("-F")
+    if write:
+        argv.append("-w")
+    if read:
+        argv.append("-r")
+    return argv
+
+
 def _document(text: str, source: str) -> dict:
     start = text.find("{")  # IOR may print lines before the document on stdout
     if start < 0:

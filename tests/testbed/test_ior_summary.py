@@ -47,3 +47,13 @@ def test_bad_summaries_are_one_line_errors(text, needle):
         ior.parse_summary(text, "out.json")
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith("out.json: ") and needle in msg
+
+
+def test_ior_command_line_on_the_fuse_mount():
+    argv = ior.ior_argv("/opt/ior/bin/ior", "/mnt/pfs/", "/tmp/s.json", api="MPIIO", transfer_size=1 << 20,
+                        block_size=4 << 20, segments=2, file_per_process=True, write=True)
+    assert argv[:3] == ["/opt/ior/bin/ior", "-a", "MPIIO"]
+    assert "/mnt/pfs/ior.dat" in argv and "summaryFormat=JSON" in argv and "summaryFile=/tmp/s.json" in argv
+    assert {"-F", "-w", "-r", "-k"} <= set(argv)
+    with pytest.raises(ValueError):
+        ior.ior_argv("ior", "/m", "/s", transfer_size=3 << 20, block_size=4 << 20)

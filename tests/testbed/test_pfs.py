@@ -137,6 +137,9 @@ def test_status_reports_servers_links_and_mount(fs):
     assert {q["rate_mbit"] for q in data["links"]} == {RATE_MBIT}
     assert data["fuse"]["mounted"]
     assert layout["strip_size_bytes"] == 65536 and len(layout["volfiles"]) == 2
+    args = pfs(cfg, "args")
+    assert args.returncode == 0 and args.stdout.split() == [
+        "--volfile", layout["volfiles"][0], "--volfile", layout["volfiles"][1], "--strip-size", "65536"]
 
 
 def test_striped_file_written_and_read_back_through_gfapi(netns, fs, kernels_built):
