@@ -37,6 +37,7 @@ from ..util import atomic_write_text, repo_root
 
 SCHEMA = Path(__file__).resolve().with_name("pfs.schema.json")
 BRICK_NAME = "corun-brick"
+RESERVED_NAMES = {"corun-posix", "corun-locks", "corun-io-threads", BRICK_NAME, "corun-server"}
 REMOTE_TIMEOUT_S = 120
 LISTEN_TIMEOUT_S = 20
 TBF_LATENCY = "20ms"
@@ -163,6 +164,11 @@ def make_plan(cfg: dict, source: str) -> Plan:
     if n > len(others):
         raise ConfigError(source, "servers", n, f"at most {len(others)}: the hosts of {cfg['inventory']}"
                           + ("" if cfg["colocate_client"] else f" besides the client {client.name}"))
+    names = [x["name"] for x in cfg["server_xlators"]]
+    for i, name in enumerate(names):
+        if name in RESERVED_NAMES or names.index(name) != i:
+            raise ConfigError(source, f"server_xlators[{i}].name", name,
+                              "a name used once and none of " + ", ".join(sorted(RESERVED_NAMES)))
     root = cfg["root"]
     servers = []
     for i, h in enumerate(others[:n]):
@@ -199,9 +205,21 @@ def _netns_links(cfg: dict, hosts: list[inventory.Host]) -> dict | None:
 
 # ---- generated volfiles ------------------------------------------------------------------
 
-def server_volfile(s: Server, port: int) -> str:
-    """The brick server's translator graph, bottom up. A server-side scheduling translator
-    goes between io-threads and the export (see docs/pfs.md)."""
+def _inserted(xlators: list[dict], below: str) -> tuple[str, str]:
+    """The volfile text of the configured server translators stacked on `below`, and the top."""
+    text = ""
+    for x in xlators:
+        opts = "".join(f"    option {k} {str(v).lower() if isinstance(v, bool) else v}\n"
+                       for k, v in x.get("options", {}).items())
+        text += f"volume {x['name']}\n    type {x['type']}\n{opts}    subvolumes {below}\nend-volume\n\n"
+        below = x["name"]
+    return text, below
+
+
+def server_volfile(s: Server, port: int, xlators: list[dict] | None = None) -> str:
+    """The brick server's translator graph, bottom up. The configured server translators (a
+    request scheduler) go between io-threads and the export (see docs/pfs.md)."""
+    inserted, top = _inserted(xlators or [], "corun-io-threads")
     return f"""# Written by corun/testbed/pfs.py: data server {s.index} on {s.host.name}
 volume corun-posix
     type storage/posix
@@ -218,11 +236,11 @@ volume corun-io-threads
     subvolumes corun-locks
 end-volume
 
-volume {BRICK_NAME}
+{inserted}volume {BRICK_NAME}
     type debug/io-stats
     option count-fop-hits on
     option latency-measurement on
-    subvolumes corun-io-threads
+    subvolumes {top}
 end-volume
 
 volume corun-server
@@ -381,8 +399,9 @@ def _tc(ns: str | None) -> list[str]:
 
 def qdisc_undo_argv(ns: str | None, dev: str) -> list[str]:
     tc = shlex.join(_tc(ns))
-    return ["sh", "-c", f"if {tc} qdisc show dev {shlex.quote(dev)} root 2>/dev/null | grep -q '^qdisc tbf'; "
-            f"then {tc} qdisc del dev {shlex.quote(dev)} root; fi"]
+    script = (f"if {tc} qdisc show dev {shlex.quote(dev)} root 2>/dev/null | grep -q '^qdisc tbf'; "
+              f"then {tc} qdisc del dev {shlex.quote(dev)} root; fi")
+    return ["sh", "-c", script]
 
 
 def shaped_rate_mbit(ns: str | None, dev: str) -> int | None:
@@ -467,7 +486,7 @@ def _up(plan: Plan, j: FsJournal) -> None:
         if port_open(h.address, port):
             raise PfsError(f"pfs: {h.name}: {h.address}:{port} is already in use (another file system? "
                            "choose another port in the configuration)")
-        remote(h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port))
+        remote(h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port, cfg["server_xlators"]))
         j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile))
         remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
     for ns, dev, rate in qdiscs(plan):

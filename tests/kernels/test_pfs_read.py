@@ -3,8 +3,7 @@
 import subprocess
 
 import pytest
-
-from kernel_helpers import ENV, builds
+from kernel_helpers import ENV
 
 KERNEL = "pfs_read"
 

@@ -8,11 +8,8 @@ left (test_pfs_teardown.py: after SIGKILL of `up`).
 """
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -62,7 +59,9 @@ def write_config(path, netns, root, **extra):
     cfg = {"inventory": str(inventory), "servers": 2, "colocate_client": True, "root": str(root),
            "netns_state": str(state), "state_dir": str(path.parent / "pfs-state"),
            "brick": {"backend": "loop", "size_mib": 128},
-           "link": {"rate_mbit": RATE_MBIT}, "fuse": {"mount": True}}
+           "link": {"rate_mbit": RATE_MBIT}, "fuse": {"mount": True},
+           # A pass-through translator where the request scheduler will go.
+           "server_xlators": [{"name": "sched-stand-in", "type": "debug/io-stats"}]}
     cfg.update(extra)
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -127,8 +126,8 @@ def pfs_read(netns, kernels_built, *args):
 pytestmark = pytest.mark.root
 
 
-def test_status_reports_servers_links_and_mount(fs):
-    cfg, _, layout = fs
+def test_status_reports_servers_links_and_mount(netns, fs):
+    cfg, root, layout = fs
     st = pfs(cfg, "status", "--json")
     assert st.returncode == 0, st.stdout + st.stderr
     data = json.loads(st.stdout)
@@ -137,13 +136,15 @@ def test_status_reports_servers_links_and_mount(fs):
     assert {q["rate_mbit"] for q in data["links"]} == {RATE_MBIT}
     assert data["fuse"]["mounted"]
     assert layout["strip_size_bytes"] == 65536 and len(layout["volfiles"]) == 2
+    vol = ssh(netns, layout["servers"][0]["name"], f"cat {root}/{layout['servers'][0]['name']}/server.vol").stdout
+    assert "volume sched-stand-in" in vol and "subvolumes sched-stand-in" in vol
     args = pfs(cfg, "args")
     assert args.returncode == 0 and args.stdout.split() == [
         "--volfile", layout["volfiles"][0], "--volfile", layout["volfiles"][1], "--strip-size", "65536"]
 
 
 def test_striped_file_written_and_read_back_through_gfapi(netns, fs, kernels_built):
-    _, root, layout = fs
+    _, _, layout = fs
     vol = " ".join(f"--volfile {v}" for v in layout["volfiles"])
     out = pfs_read(netns, kernels_built, vol, "--file /striped.dat --write --read --check --tasks 2",
                    "--block-size 3M --transfer-size 192K --segments 2 --compute-passes 1")

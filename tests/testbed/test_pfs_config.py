@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parent.parent.parent
     ("fuse: {shard_block_mib: 1}\n", "fuse.shard_block_mib: 1 (expected an integer >= 4)"),
     ("inventory: does/not/exist.yml\n", "inventory: 'does/not/exist.yml' (expected an existing Ansible inventory"),
     ("servers: [1\n", "(expected valid YAML)"),
+    ("server_xlators: [{name: x, type: 'a b'}]\n", "server_xlators[0].type: 'a b' (expected a translator type"),
+    ("server_xlators: [{name: corun-brick, type: debug/io-stats}]\ninventory: inventory/local\n"
+     "colocate_client: true\nservers: 1\n", "server_xlators[0].name: 'corun-brick' (expected a name used once"),
 ])
 def test_bad_config_is_one_line_and_nothing_starts(tmp_path, text, needle):
     cfg = tmp_path / "pfs.yaml"

@@ -9,7 +9,6 @@ import subprocess
 import time
 
 import pytest
-
 from test_pfs import PFS, REPO, leftovers, netns_cluster, pfs, write_config
 
 PREFIX = "pfsu"
