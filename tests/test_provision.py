@@ -137,6 +137,9 @@ WRONG_VALUES = [
     ("kernel_build", "kernel_build_patches", "fix.patch"),
     ("kernel_build", "kernel_build_method", "rpm-pkg"),
     ("kernel_build", "kernel_build_src_dir", "src/linux"),
+    ("glusterfs", "glusterfs_packages", "glusterfs-server"),
+    ("glusterfs", "glusterfs_packages", ["Bad Name"]),
+    ("glusterfs", "glusterfs_glusterd_enabled", "no"),
 ]
 
 

@@ -1,0 +1,760 @@
+"""corun's parallel file system: GlusterFS brick servers run from generated volfiles.
+
+`up` starts one glusterfsd per data server host (no glusterd: each server's translator graph is
+a volfile this module writes, so a server-side scheduling translator can be inserted into it),
+each brick on its own storage (a directory or a loop-mounted ext4 image), writes the client
+volfiles of the striped layout (one per server, read in-process by kernels/pfs_read through
+gfapi) and optionally mounts a FUSE client for IOR. On a netns test cluster it also shapes the
+links with tc TBF: every server one link of `link.rate_mbit`, the client `link.client_links`
+of them as one cap. docs/pfs.md explains the layout and how it differs from PVFS2's.
+
+Every change is written to a journal (`state_dir/journal.json`) before it is made; `down`
+undoes it newest first, so teardown after a failure, Ctrl-C or SIGKILL of `up` leaves no server
+process, mount, image or qdisc behind. The journal lives beside the layout, not in /run/corun,
+because the file system outlives the `up` command (`corun recover` must not end it).
+
+    scripts/pfs [--config FILE] up | status [--json] | args | down | plan
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from corun import config as cfgmod
+from corun.errors import ConfigError, CorunError
+from corun.machine.state import UNDO
+from corun.testbed import inventory
+from corun.util import atomic_write_text, repo_root
+
+SCHEMA = Path(__file__).resolve().with_name("pfs.schema.json")
+BRICK_NAME = "corun-brick"
+RESERVED_NAMES = {"corun-posix", "corun-locks", "corun-io-threads", BRICK_NAME, "corun-server"}
+REMOTE_TIMEOUT_S = 120
+LISTEN_TIMEOUT_S = 20
+TBF_LATENCY = "20ms"
+
+# Ends the glusterfsd/glusterfs processes whose command line holds the volfile $1 (exactly,
+# as one argument); then removes the pid file $2. Idempotent.
+STOP_SCRIPT = r"""
+vol=$1; pidfile=$2; pids=
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}
+  case $(cat "$d/comm" 2>/dev/null) in glusterfsd|glusterfs) ;; *) continue ;; esac
+  if tr '\0' '\n' < "$d/cmdline" 2>/dev/null | grep -qxF -- "$vol"; then pids="$pids $p"; fi
+done
+if [ -n "$pids" ]; then
+  kill $pids 2>/dev/null
+  i=0
+  while [ $i -lt 100 ]; do
+    alive=; for p in $pids; do [ -d /proc/$p ] && alive="$alive $p"; done
+    [ -z "$alive" ] && break
+    sleep 0.1; i=$((i + 1))
+  done
+  [ -n "$alive" ] && kill -9 $alive 2>/dev/null
+fi
+rm -f "$pidfile"
+exit 0
+"""
+
+# Lists the pids of processes serving volfile $1 (same match as STOP_SCRIPT).
+PIDS_SCRIPT = r"""
+vol=$1
+for d in /proc/[0-9]*; do
+  case $(cat "$d/comm" 2>/dev/null) in glusterfsd|glusterfs) ;; *) continue ;; esac
+  if tr '\0' '\n' < "$d/cmdline" 2>/dev/null | grep -qxF -- "$vol"; then echo "${d#/proc/}"; fi
+done
+exit 0
+"""
+
+UMOUNT_SCRIPT = r"""
+m=$1
+if mountpoint -q "$m" 2>/dev/null; then umount "$m" 2>/dev/null || umount -l "$m"; fi
+exit 0
+"""
+
+
+class PfsError(CorunError):
+    pass
+
+
+# ---- configuration and plan -------------------------------------------------------------
+
+
+def load_config(path: str | Path | None) -> tuple[dict, str]:
+    """The validated configuration with defaults, and the name errors should use."""
+    if path is None:
+        return cfgmod.validate({}, cfgmod.load_schema(SCHEMA), "pfs defaults"), "pfs defaults"
+    return cfgmod.load(path, cfgmod.load_schema(SCHEMA)), str(path)
+
+
+def _abs(p: str) -> Path:
+    path = Path(p)
+    return path if path.is_absolute() else repo_root() / path
+
+
+@dataclass
+class Server:
+    index: int
+    host: inventory.Host
+    dir: str  # {root}/{host}: volfile, pid file, log (and the loop image)
+    brick: str
+    volfile: str
+    pidfile: str
+    log: str
+    image: str | None
+
+
+@dataclass
+class Plan:
+    cfg: dict
+    source: str
+    client: inventory.Host
+    client_dir: str
+    servers: list[Server]
+    state_dir: Path
+    links: dict | None  # host name -> {"netns", "veth"} on a netns cluster, else None
+
+    @property
+    def journal_path(self) -> Path:
+        return self.state_dir / "journal.json"
+
+    @property
+    def layout_path(self) -> Path:
+        return self.state_dir / "layout.json"
+
+    def client_volfile(self, i: int) -> str:
+        return f"{self.client_dir}/client/stripe-{i}.vol"
+
+    @property
+    def fuse_volfile(self) -> str:
+        return f"{self.client_dir}/client/fuse.vol"
+
+    @property
+    def mountpoint(self) -> str:
+        return _fill(self.cfg["fuse"]["mountpoint"], self.cfg["root"], self.client.name)
+
+
+def _fill(template: str, root: str, host: str) -> str:
+    return template.replace("{root}", root.rstrip("/") or "/").replace("{host}", host)
+
+
+def make_plan(cfg: dict, source: str) -> Plan:
+    inv = _abs(cfg["inventory"])
+    if not inv.exists():
+        raise ConfigError(
+            source,
+            "inventory",
+            cfg["inventory"],
+            "an existing Ansible inventory file or folder (a relative path is taken from the repository)",
+        )
+    hosts = inventory.load(inv, cfg["group"], source)
+    if cfg["client"] is None:
+        client = hosts[0]
+    else:
+        client = inventory.pick(hosts, [cfg["client"]], source)[0]
+    if cfg["colocate_client"]:
+        others = [client] + [h for h in hosts if h.name != client.name]
+    else:
+        others = [h for h in hosts if h.name != client.name]
+    n = cfg["servers"]
+    if n > len(others):
+        raise ConfigError(
+            source,
+            "servers",
+            n,
+            f"at most {len(others)}: the hosts of {cfg['inventory']}"
+            + ("" if cfg["colocate_client"] else f" besides the client {client.name}"),
+        )
+    names = [x["name"] for x in cfg["server_xlators"]]
+    for i, name in enumerate(names):
+        if name in RESERVED_NAMES or names.index(name) != i:
+            raise ConfigError(
+                source,
+                f"server_xlators[{i}].name",
+                name,
+                "a name used once and none of " + ", ".join(sorted(RESERVED_NAMES)),
+            )
+    root = cfg["root"]
+    servers = []
+    for i, h in enumerate(others[:n]):
+        d = _fill("{root}/{host}", root, h.name)
+        servers.append(
+            Server(
+                index=i,
+                host=h,
+                dir=d,
+                brick=_fill(cfg["brick"]["path"], root, h.name),
+                volfile=f"{d}/server.vol",
+                pidfile=f"{d}/glusterfsd.pid",
+                log=f"{d}/glusterfsd.log",
+                image=f"{d}/brick.img" if cfg["brick"]["backend"] == "loop" else None,
+            )
+        )
+    for s in servers:
+        if s.brick.rstrip("/") in ("", root.rstrip("/"), s.dir.rstrip("/")):
+            raise ConfigError(
+                source,
+                "brick.path",
+                cfg["brick"]["path"],
+                "a folder of its own below {root}/{host}, such as {root}/{host}/brick",
+            )
+    return Plan(
+        cfg=cfg,
+        source=source,
+        client=client,
+        client_dir=_fill("{root}/{host}", root, client.name),
+        servers=servers,
+        state_dir=_abs(cfg["state_dir"]),
+        links=_netns_links(cfg, [client] + [h for h in others[:n] if h.name != client.name]),
+    )
+
+
+def _netns_links(cfg: dict, hosts: list[inventory.Host]) -> dict | None:
+    """On a scripts/netns-cluster cluster: each host's namespace and bridge-side veth."""
+    state = _abs(cfg["netns_state"]) / "state.json"
+    try:
+        data = json.loads(state.read_text())
+    except (OSError, ValueError):
+        return None
+    by_addr = {h["address"]: h for h in data.get("hosts", [])}
+    out = {}
+    for h in hosts:
+        e = by_addr.get(h.address)
+        if e is None:
+            return None
+        out[h.name] = {"netns": e["netns"], "veth": e["veth"]}
+    return out
+
+
+# ---- generated volfiles ------------------------------------------------------------------
+
+
+def _inserted(xlators: list[dict], below: str) -> tuple[str, str]:
+    """The volfile text of the configured server translators stacked on `below`, and the top."""
+    text = ""
+    for x in xlators:
+        opts = "".join(
+            f"    option {k} {str(v).lower() if isinstance(v, bool) else v}\n" for k, v in x.get("options", {}).items()
+        )
+        text += f"volume {x['name']}\n    type {x['type']}\n{opts}    subvolumes {below}\nend-volume\n\n"
+        below = x["name"]
+    return text, below
+
+
+def server_volfile(s: Server, port: int, xlators: list[dict] | None = None) -> str:
+    """The brick server's translator graph, bottom up. The configured server translators (a
+    request scheduler) go between io-threads and the export (see docs/pfs.md)."""
+    inserted, top = _inserted(xlators or [], "corun-io-threads")
+    return f"""# Written by corun/testbed/pfs.py: data server {s.index} on {s.host.name}
+volume corun-posix
+    type storage/posix
+    option directory {s.brick}
+end-volume
+
+volume corun-locks
+    type features/locks
+    subvolumes corun-posix
+end-volume
+
+volume corun-io-threads
+    type performance/io-threads
+    subvolumes corun-locks
+end-volume
+
+{inserted}volume {BRICK_NAME}
+    type debug/io-stats
+    option count-fop-hits on
+    option latency-measurement on
+    subvolumes {top}
+end-volume
+
+volume corun-server
+    type protocol/server
+    option transport-type tcp
+    option transport.address-family inet
+    option transport.socket.bind-address {s.host.address}
+    option transport.socket.listen-port {port}
+    option auth.addr.{BRICK_NAME}.allow *
+    subvolumes {BRICK_NAME}
+end-volume
+"""
+
+
+def _client_xlator(name: str, s: Server, port: int) -> str:
+    return f"""volume {name}
+    type protocol/client
+    option transport-type tcp
+    option transport.address-family inet
+    option remote-host {s.host.address}
+    option remote-port {port}
+    option remote-subvolume {BRICK_NAME}
+    option ping-timeout 10
+end-volume
+"""
+
+
+def client_volfile(s: Server, port: int) -> str:
+    return f"# Written by corun/testbed/pfs.py: striped layout, data server {s.index}\n" + _client_xlator(
+        f"stripe-{s.index}", s, port
+    )
+
+
+def fuse_volfile(plan: Plan) -> str:
+    port = plan.cfg["port"]
+    parts = ["# Written by corun/testbed/pfs.py: FUSE volume (distribute + shard) for IOR\n"]
+    parts += [_client_xlator(f"server-{s.index}", s, port) + "\n" for s in plan.servers]
+    parts.append(
+        "volume corun-dht\n    type cluster/distribute\n    subvolumes "
+        + " ".join(f"server-{s.index}" for s in plan.servers)
+        + "\nend-volume\n\n"
+    )
+    parts.append(
+        f"volume corun-shard\n    type features/shard\n    option shard-block-size "
+        f"{plan.cfg['fuse']['shard_block_mib']}MB\n    subvolumes corun-dht\nend-volume\n"
+    )
+    return "".join(parts)
+
+
+def layout(plan: Plan) -> dict:
+    return {
+        "client": {"name": plan.client.name, "address": plan.client.address},
+        "servers": [
+            {
+                "index": s.index,
+                "name": s.host.name,
+                "address": s.host.address,
+                "port": plan.cfg["port"],
+                "brick": s.brick,
+                "backend": plan.cfg["brick"]["backend"],
+            }
+            for s in plan.servers
+        ],
+        "strip_size_bytes": plan.cfg["strip_size_bytes"],
+        "volfiles": [plan.client_volfile(s.index) for s in plan.servers],
+        "fuse_mountpoint": plan.mountpoint if plan.cfg["fuse"]["mount"] else None,
+        "link": _link_summary(plan),
+    }
+
+
+def kernel_args(lay: dict) -> list[str]:
+    """The pfs_read options that name this file system's servers and strip size."""
+    args = []
+    for v in lay["volfiles"]:
+        args += ["--volfile", v]
+    return args + ["--strip-size", str(lay["strip_size_bytes"])]
+
+
+# ---- remote execution and the journal -----------------------------------------------------
+
+
+def remote_argv(host: inventory.Host, script: str, *args: str) -> list[str]:
+    return host.command(["sh", "-c", script, "sh", *args])
+
+
+def remote(
+    host: inventory.Host, script: str, *args: str, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
+    argv = remote_argv(host, script, *args)
+    try:
+        res = subprocess.run(
+            argv,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=REMOTE_TIMEOUT_S,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise PfsError(f"pfs: {host.name}: no answer within {REMOTE_TIMEOUT_S} s") from None
+    if check and res.returncode != 0:
+        err = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise PfsError(f"pfs: {host.name}: exit {res.returncode}: {err}")
+    return res
+
+
+class FsJournal:
+    """Undo actions (corun.machine.state's handlers) saved before each change; unwound newest first."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.actions: list[dict] = []
+        if path.exists():
+            self.actions = json.loads(path.read_text()).get("actions", [])
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path, json.dumps({"pid": os.getpid(), "actions": self.actions}, indent=1))
+
+    def push(self, what: str, argv: list[str]) -> None:
+        self.actions.append({"kind": "command", "what": what, "argv": argv, "timeout_s": REMOTE_TIMEOUT_S})
+        self.save()
+
+    def unwind(self) -> list[str]:
+        """Undo everything; an undo that fails stays in the journal for the next down."""
+        failed, errors = [], []
+        for action in reversed(self.actions):
+            try:
+                UNDO[action["kind"]](action)
+            except Exception as exc:  # noqa: BLE001 - teardown goes on whatever fails
+                errors.append(f"{action.get('what')}: {exc}")
+                failed.insert(0, action)
+        self.actions = failed
+        if failed:
+            self.save()
+        else:
+            self.path.unlink(missing_ok=True)
+        return errors
+
+
+# ---- links ---------------------------------------------------------------------------------
+
+
+def _tbf_args(rate_mbit: int) -> list[str]:
+    # The bucket holds 4 ms at the rate, and never less than two 64 KiB GSO packets.
+    burst = max(rate_mbit * 1_000_000 // 8 * 4 // 1000, 2 * 65536 + 3000)
+    return ["tbf", "rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", TBF_LATENCY]
+
+
+def _link_summary(plan: Plan) -> dict:
+    ln = plan.cfg["link"]
+    shaped = bool(ln["shape"] and plan.links)
+    return {
+        "shaped": shaped,
+        "server_rate_mbit": ln["rate_mbit"] if shaped else None,
+        "client_rate_mbit": ln["rate_mbit"] * ln["client_links"] if shaped else None,
+        "client_links": ln["client_links"],
+        "note": None
+        if shaped
+        else (
+            "links not shaped: link.shape is false"
+            if not ln["shape"]
+            else "links not shaped: the hosts are not a netns cluster"
+        ),
+    }
+
+
+def qdiscs(plan: Plan) -> list[tuple[str | None, str, int]]:
+    """(namespace or None for the root one, device, rate) of every shaped link end."""
+    if not (plan.cfg["link"]["shape"] and plan.links):
+        return []
+    rate = plan.cfg["link"]["rate_mbit"]
+    out = []
+    hosts = {plan.client.name: (plan.client, rate * plan.cfg["link"]["client_links"])}
+    for s in plan.servers:
+        hosts.setdefault(s.host.name, (s.host, rate))
+    for h, r in hosts.values():
+        e = plan.links[h.name]
+        out.append((e["netns"], "eth0", r))  # what the host sends
+        out.append((None, e["veth"], r))  # what the host receives (the bridge's side)
+    return out
+
+
+def _tc(ns: str | None) -> list[str]:
+    return ["tc", "-n", ns] if ns else ["tc"]
+
+
+def qdisc_undo_argv(ns: str | None, dev: str) -> list[str]:
+    tc = shlex.join(_tc(ns))
+    script = (
+        f"if {tc} qdisc show dev {shlex.quote(dev)} root 2>/dev/null | grep -q '^qdisc tbf'; "
+        f"then {tc} qdisc del dev {shlex.quote(dev)} root; fi"
+    )
+    return ["sh", "-c", script]
+
+
+def shaped_rate_mbit(ns: str | None, dev: str) -> int | None:
+    res = subprocess.run(_tc(ns) + ["-j", "qdisc", "show", "dev", dev, "root"], capture_output=True, text=True)
+    try:
+        for q in json.loads(res.stdout or "[]"):
+            if q.get("kind") == "tbf":
+                return round(q["options"]["rate"] * 8 / 1_000_000)
+    except (ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+# ---- up, status, down --------------------------------------------------------------------
+
+
+def port_open(addr: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((addr, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_tools(plan: Plan) -> None:
+    need = {"glusterfsd"}
+    if plan.cfg["brick"]["backend"] == "loop":
+        need |= {"mkfs.ext4", "mount", "losetup"}
+    client_need = {"glusterfs"} if plan.cfg["fuse"]["mount"] else set()
+    for h in [s.host for s in plan.servers] + [plan.client]:
+        names = sorted(need if h is not plan.client else client_need)
+        if not names:
+            continue
+        res = remote(h, 'for t; do command -v "$t" >/dev/null || echo "$t"; done', *names, check=False)
+        if res.returncode == 255:
+            raise PfsError(
+                f"pfs: {h.name}: cannot reach the host over ssh: {(res.stderr.strip().splitlines() or [''])[-1]}", 1
+            )
+        missing = res.stdout.split()
+        if missing:
+            raise PfsError(
+                f"pfs: {h.name}: {missing[0]} not found: install it with the 'glusterfs' role "
+                "(ansible-playbook site.yml --tags glusterfs)",
+                3,
+            )
+    if qdiscs(plan) and subprocess.run(["sh", "-c", "command -v tc"], capture_output=True).returncode != 0:
+        raise PfsError("pfs: tc not found: install iproute2", 3)
+
+
+def up(plan: Plan) -> dict:
+    j = FsJournal(plan.journal_path)
+    if j.actions:
+        raise PfsError(f"pfs: a file system is already up ({plan.journal_path}); run down first", 1)
+    check_tools(plan)
+    try:
+        _up(plan, j)
+    except BaseException:
+        errors = j.unwind()
+        if errors:
+            print("pfs: undoing a failed up: " + "; ".join(errors), file=sys.stderr)
+        plan.layout_path.unlink(missing_ok=True)
+        raise
+    lay = layout(plan)
+    atomic_write_text(plan.layout_path, json.dumps(lay, indent=2) + "\n")
+    return lay
+
+
+def _up(plan: Plan, j: FsJournal) -> None:
+    cfg, port = plan.cfg, plan.cfg["port"]
+    root = cfg["root"]
+    for h in {x.name: x for x in [s.host for s in plan.servers] + [plan.client]}.values():
+        if remote(h, '[ -e "$1" ] || echo absent', root).stdout.strip() == "absent":
+            j.push(f"remove {root} on {h.name} if empty", remote_argv(h, 'rmdir -- "$1" 2>/dev/null; exit 0', root))
+    for s in plan.servers:
+        h = s.host
+        existed = remote(h, 'for p; do [ -e "$p" ] && echo "$p"; done; exit 0', s.dir, s.brick).stdout.split()
+        if s.dir not in existed:
+            j.push(f"remove {s.dir} on {h.name}", remote_argv(h, 'rm -rf -- "$1"', s.dir))
+        if s.brick not in existed:
+            j.push(f"remove {s.brick} on {h.name}", remote_argv(h, 'rm -rf -- "$1"', s.brick))
+        remote(h, 'mkdir -p -- "$1" "$2"', s.dir, s.brick)
+        if s.image:
+            j.push(f"remove {s.image} on {h.name}", remote_argv(h, 'rm -f -- "$1"', s.image))
+            remote(h, 'truncate -s "$2M" "$1" && mkfs.ext4 -q -F "$1"', s.image, str(cfg["brick"]["size_mib"]))
+            j.push(f"unmount {s.brick} on {h.name}", remote_argv(h, UMOUNT_SCRIPT, s.brick))
+            remote(h, 'mount -o loop -- "$1" "$2"', s.image, s.brick)
+        if port_open(h.address, port):
+            raise PfsError(
+                f"pfs: {h.name}: {h.address}:{port} is already in use (another file system? "
+                "choose another port in the configuration)"
+            )
+        remote(h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port, cfg["server_xlators"]))
+        j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile))
+        remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
+    for ns, dev, rate in qdiscs(plan):
+        j.push(f"remove the qdisc of {dev}" + (f" in {ns}" if ns else ""), qdisc_undo_argv(ns, dev))
+        res = subprocess.run(
+            _tc(ns) + ["qdisc", "replace", "dev", dev, "root"] + _tbf_args(rate), capture_output=True, text=True
+        )
+        if res.returncode != 0:
+            raise PfsError(f"pfs: tc on {dev}: {res.stderr.strip()}")
+    deadline = time.monotonic() + LISTEN_TIMEOUT_S
+    for s in plan.servers:
+        while not port_open(s.host.address, port):
+            if time.monotonic() > deadline:
+                tail = remote(s.host, 'tail -n 3 "$1" 2>/dev/null', s.log, check=False).stdout.strip()
+                raise PfsError(
+                    f"pfs: the data server on {s.host.name} does not listen on "
+                    f"{s.host.address}:{port} ({tail.splitlines()[-1] if tail else 'no log'})"
+                )
+            time.sleep(0.1)
+    c = plan.client
+    cdir = f"{plan.client_dir}/client"
+    exists = remote(c, '[ -e "$1" ] && echo yes; exit 0', plan.client_dir).stdout.strip() == "yes"
+    if not exists:
+        j.push(f"remove {plan.client_dir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', plan.client_dir))
+    else:
+        j.push(f"remove {cdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', cdir))
+    remote(c, 'mkdir -p -- "$1"', cdir)
+    for s in plan.servers:
+        remote(c, 'cat > "$1"', plan.client_volfile(s.index), stdin=client_volfile(s, port))
+    remote(c, 'cat > "$1"', f"{cdir}/layout.json", stdin=json.dumps(layout(plan), indent=2) + "\n")
+    if cfg["fuse"]["mount"]:
+        m = plan.mountpoint
+        remote(c, 'cat > "$1"', plan.fuse_volfile, stdin=fuse_volfile(plan))
+        j.push(f"stop the FUSE client on {c.name}", remote_argv(c, STOP_SCRIPT, plan.fuse_volfile, f"{cdir}/fuse.pid"))
+        j.push(f"unmount {m} on {c.name}", remote_argv(c, UMOUNT_SCRIPT, m))
+        remote(
+            c,
+            'mkdir -p -- "$2" && exec glusterfs -f "$1" -p "$3" -l "$4" "$2"',
+            plan.fuse_volfile,
+            m,
+            f"{cdir}/fuse.pid",
+            f"{cdir}/fuse.log",
+        )
+        res = remote(
+            c,
+            'i=0; while ! mountpoint -q "$1"; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done',
+            m,
+            check=False,
+        )
+        if res.returncode != 0:
+            tail = remote(c, 'tail -n 2 "$1" 2>/dev/null', f"{cdir}/fuse.log", check=False).stdout.strip()
+            raise PfsError(
+                f"pfs: {c.name}: the FUSE mount {m} did not appear within 10 s "
+                f"({tail.splitlines()[-1] if tail else 'no log'})"
+            )
+
+
+def status(plan: Plan) -> dict:
+    j = FsJournal(plan.journal_path)
+    servers = []
+    for s in plan.servers:
+        res = remote(s.host, PIDS_SCRIPT, s.volfile, check=False)
+        mounted = None
+        if s.image:
+            mounted = (
+                remote(s.host, 'mountpoint -q "$1" && echo yes; exit 0', s.brick, check=False).stdout.strip() == "yes"
+            )
+        servers.append(
+            {
+                "index": s.index,
+                "name": s.host.name,
+                "address": s.host.address,
+                "reachable": res.returncode != 255,
+                "pids": [int(p) for p in res.stdout.split()] if res.returncode == 0 else [],
+                "listening": port_open(s.host.address, plan.cfg["port"]),
+                "brick": s.brick,
+                "brick_mounted": mounted,
+            }
+        )
+    links = [
+        {"netns": ns, "dev": dev, "expected_mbit": r, "rate_mbit": shaped_rate_mbit(ns, dev)}
+        for ns, dev, r in qdiscs(plan)
+    ]
+    fuse = None
+    if plan.cfg["fuse"]["mount"]:
+        fuse = {
+            "mountpoint": plan.mountpoint,
+            "mounted": remote(
+                plan.client, 'mountpoint -q "$1" && echo yes; exit 0', plan.mountpoint, check=False
+            ).stdout.strip()
+            == "yes",
+        }
+    is_up = (
+        bool(j.actions)
+        and all(x["pids"] and x["listening"] for x in servers)
+        and all(q["rate_mbit"] == q["expected_mbit"] for q in links)
+        and (fuse is None or fuse["mounted"])
+    )
+    return {
+        "up": is_up,
+        "journal_actions": len(j.actions),
+        "servers": servers,
+        "links": links,
+        "fuse": fuse,
+        "layout": json.loads(plan.layout_path.read_text()) if plan.layout_path.exists() else None,
+    }
+
+
+def down(plan: Plan) -> list[str]:
+    errors = FsJournal(plan.journal_path).unwind()
+    if not errors:
+        plan.layout_path.unlink(missing_ok=True)
+    return errors
+
+
+# ---- command line ------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="pfs",
+        description="corun's parallel file system (GlusterFS bricks from "
+        "generated volfiles) on the hosts of an inventory; docs/pfs.md",
+    )
+    ap.add_argument("--config", help="YAML configuration (corun/testbed/pfs.schema.json; default: its defaults)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("up", help="start the data servers, shape the links, write the client volfiles")
+    st = sub.add_parser("status", help="servers, links and mount; exit 1 unless all is up")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    sub.add_parser("down", help="undo everything up did, newest first")
+    sub.add_parser("plan", help="print the layout up would make, change nothing")
+    sub.add_parser("args", help="print pfs_read's options for the file system that is up")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        cfg, source = load_config(a.config)
+        plan = make_plan(cfg, source)
+        if a.command == "plan":
+            print(json.dumps(layout(plan), indent=2))
+            return 0
+        if a.command == "args":
+            if not plan.layout_path.exists():
+                raise PfsError(f"pfs: no file system is up ({plan.layout_path} is missing); run up first", 1)
+            print(shlex.join(kernel_args(json.loads(plan.layout_path.read_text()))))
+            return 0
+        if a.command == "up":
+            lay = up(plan)
+            for s in lay["servers"]:
+                print(f"data server {s['index']}: {s['name']} {s['address']}:{s['port']} brick {s['brick']}")
+            ln = lay["link"]
+            print(
+                "links: "
+                + (
+                    f"servers {ln['server_rate_mbit']} Mbit/s, client {ln['client_rate_mbit']} Mbit/s"
+                    if ln["shaped"]
+                    else ln["note"]
+                )
+            )
+            print(f"pfs_read options: {shlex.join(kernel_args(lay))}")
+            return 0
+        if a.command == "status":
+            st = status(plan)
+            if a.json:
+                print(json.dumps(st, indent=2))
+            else:
+                for s in st["servers"]:
+                    print(
+                        f"server {s['index']} {s['name']:12s} {s['address']:15s} "
+                        f"{'up' if s['pids'] and s['listening'] else 'DOWN'} pids={s['pids'] or '-'}"
+                    )
+                for q in st["links"]:
+                    print(
+                        f"link {q['netns'] or '(root)'}:{q['dev']} {q['rate_mbit']} Mbit/s "
+                        f"(expected {q['expected_mbit']})"
+                    )
+                if st["fuse"]:
+                    print(f"fuse {st['fuse']['mountpoint']} {'mounted' if st['fuse']['mounted'] else 'NOT mounted'}")
+                print("up" if st["up"] else "not up")
+            return 0 if st["up"] else 1
+        errors = down(plan)
+        if errors:
+            raise PfsError("pfs: down left: " + "; ".join(errors), 1)
+        print("pfs: down")
+        return 0
+    except CorunError as exc:
+        print(f"corun: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("corun: pfs: interrupted (run down to undo what was done)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

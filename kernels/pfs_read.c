@@ -1,0 +1,774 @@
+/* pfs_read: IOR-like reads and writes of a file striped over the data servers
+ * of corun's parallel file system (docs/pfs.md), through GlusterFS's
+ * in-process client library (gfapi), so the sockets that receive the data
+ * belong to this process.
+ *
+ * The file is laid out like PVFS2's simple stripe: strip k of --strip-size
+ * bytes lives on server k mod N, packed in that server's datafile at
+ * (k div N) * strip.  One request (--transfer-size bytes) becomes at most
+ * one contiguous read per server, issued to all servers at once
+ * (glfs_preadv_async) and scattered straight into the request buffer.  After
+ * each request a compute step (--compute-passes passes of a 64-bit
+ * multiply-xor mix over the request) stands in for the paper's encryption.
+ *
+ * Access pattern as IOR's: --tasks processes, each reading --segments
+ * segments of one --block-size block in --transfer-size requests, into one
+ * shared file (task t's block of segment s at (s * tasks + t) * block) or
+ * one file per task (--file-per-process).  Prints one JSON object on one line.
+ */
+#define _GNU_SOURCE
+
+#include "corun_kernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glusterfs/api/glfs.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PROG "pfs_read"
+#define PFS_READ_VERSION "1.0.0"
+
+#define SERVERS_MAX 64
+#define TASKS_MAX 256
+#define SIZE_MAX_OPT (INT64_C(1) << 40)
+#define XATTR_NAME "user.corun.pfs.layout"
+#define MIX_MUL UINT64_C(0x9E3779B97F4A7C15)
+
+enum phase { PHASE_WRITE, PHASE_READ };
+
+struct options {
+	const char *volfiles[SERVERS_MAX];
+	int n_servers;
+	const char *file;
+	int64_t strip;
+	int64_t transfer;
+	int64_t block;
+	int64_t segments;
+	int64_t tasks;
+	int64_t reps;
+	int64_t compute_passes;
+	uint64_t seed;
+	bool file_per_process;
+	bool do_write;
+	bool do_read;
+	bool check;
+	const char *log;
+};
+
+/* What a task sends back after a phase. */
+struct task_result {
+	double start_s;
+	double end_s;
+	int64_t bytes;
+	int64_t requests;
+	int64_t mismatches;
+	uint64_t checksum;
+	int error; /* 0 or an errno value */
+	char what[160];
+};
+
+/* One request in flight: the per-server parts still outstanding. */
+struct inflight {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	int pending;
+	int error;
+	ssize_t short_by;
+};
+
+static const char usage_text[] =
+	"Usage: pfs_read --volfile PATH [--volfile PATH ...] [options]\n"
+	"IOR-like parallel reads (and writes) of a file striped over the data\n"
+	"servers of corun's parallel file system through gfapi (in-process).\n"
+	"\n"
+	"  --volfile PATH         client volfile of one data server; repeat once per\n"
+	"                         server, in stripe order (1 to 64; required)\n"
+	"  --file NAME            file name in the file system (default /pfs_read.dat)\n"
+	"  --strip-size BYTES     strip size, like PVFS2's strip_size (default 64K)\n"
+	"  --transfer-size BYTES  bytes per request, IOR -t (default 1M; a multiple of 8)\n"
+	"  --block-size BYTES     bytes per task per segment, IOR -b (default 16M;\n"
+	"                         a multiple of the transfer size)\n"
+	"  --segments N           segments, IOR -s (default 1)\n"
+	"  --tasks N              processes, like IOR's tasks (default 1, at most 256)\n"
+	"  --file-per-process     one file per task (NAME.<task>), IOR -F\n"
+	"  --write                write the file(s) first, IOR -w\n"
+	"  --read                 read the file(s), IOR -r (the default when neither\n"
+	"                         --write nor --read is given)\n"
+	"  --repetitions N        repetitions of the phases, IOR -i (default 1)\n"
+	"  --compute-passes N     per request, N passes of a 64-bit multiply-xor mix\n"
+	"                         over the request's bytes, standing in for the\n"
+	"                         paper's encryption (default 0)\n"
+	"  --check                verify every byte read against the written pattern\n"
+	"  --seed N               seed of the data pattern (default 1)\n"
+	"  --log PATH             gfapi's log file (default /dev/null)\n"
+	"  --help, --version\n"
+	"\n"
+	"Sizes take a K, M or G suffix (KiB, MiB, GiB).\n"
+	"Exit status: 0 ok, 1 runtime error or failed check, 2 usage error.\n";
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	x *= UINT64_C(0xc4ceb9fe1a85ec53);
+	x ^= x >> 33;
+	return x;
+}
+
+/* The 8-byte word at logical offset OFF (a multiple of 8) of file FILE_ID. */
+static uint64_t pattern_word(uint64_t seed, uint64_t file_id, uint64_t off)
+{
+	return mix64(off ^ (seed * MIX_MUL) ^ (file_id << 56));
+}
+
+static void fill_pattern(unsigned char *buf, size_t len, uint64_t seed, uint64_t file_id,
+			 uint64_t off)
+{
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		uint64_t w = pattern_word(seed, file_id, off + i);
+		memcpy(buf + i, &w, 8);
+	}
+}
+
+static int64_t count_mismatches(const unsigned char *buf, size_t len, uint64_t seed,
+				uint64_t file_id, uint64_t off)
+{
+	int64_t bad = 0;
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		uint64_t w;
+		memcpy(&w, buf + i, 8);
+		if (w != pattern_word(seed, file_id, off + i))
+			bad++;
+	}
+	return bad;
+}
+
+/* The per-request compute step: PASSES passes of a multiply-xor mix. */
+static uint64_t compute_step(const unsigned char *buf, size_t len, int64_t passes, uint64_t h)
+{
+	for (int64_t p = 0; p < passes; p++) {
+		for (size_t i = 0; i + 8 <= len; i += 8) {
+			uint64_t w;
+			memcpy(&w, buf + i, 8);
+			h = (h ^ w) * MIX_MUL;
+			h ^= h >> 29;
+		}
+	}
+	return h;
+}
+
+static void io_done(glfs_fd_t *fd, ssize_t ret, struct glfs_stat *prestat,
+		    struct glfs_stat *poststat, void *data)
+{
+	(void)fd;
+	(void)prestat;
+	(void)poststat;
+	struct inflight *fl = data;
+	int err = ret < 0 ? errno : 0;
+	pthread_mutex_lock(&fl->lock);
+	if (err && !fl->error)
+		fl->error = err ? err : EIO;
+	else if (ret >= 0)
+		fl->short_by -= ret;
+	fl->pending--;
+	if (fl->pending == 0)
+		pthread_cond_signal(&fl->done);
+	pthread_mutex_unlock(&fl->lock);
+}
+
+/* Per task: one gfapi instance and one open datafile per server. */
+struct client {
+	int n;
+	glfs_t *fs[SERVERS_MAX];
+	glfs_fd_t *fd[SERVERS_MAX];
+	struct iovec *iov[SERVERS_MAX];
+	int iovcnt[SERVERS_MAX];
+	int64_t local_off[SERVERS_MAX];
+	int64_t local_len[SERVERS_MAX];
+};
+
+static void fail(struct task_result *r, int err, const char *fmt, const char *a)
+{
+	if (r->error)
+		return;
+	r->error = err ? err : EIO;
+	/* The value is cut to fit; the return value is looked at so the
+	 * compiler knows the cut is meant. */
+	if (snprintf(r->what, sizeof r->what, fmt, a) >= (int)sizeof r->what)
+		r->what[sizeof r->what - 2] = '~';
+}
+
+/* Connect to every data server: one gfapi instance each. */
+static int client_init(struct client *c, const struct options *o, struct task_result *r)
+{
+	c->n = o->n_servers;
+	size_t max_iov = (size_t)(o->transfer / o->strip + 2);
+	for (int i = 0; i < c->n; i++) {
+		c->fs[i] = glfs_new("corun-pfs");
+		if (!c->fs[i] || glfs_set_volfile(c->fs[i], o->volfiles[i]) != 0 ||
+		    glfs_set_logging(c->fs[i], o->log, 3) != 0) {
+			fail(r, errno, "cannot set up gfapi with %s", o->volfiles[i]);
+			return -1;
+		}
+		if (glfs_init(c->fs[i]) != 0) {
+			fail(r, errno, "cannot reach the data server of %s", o->volfiles[i]);
+			return -1;
+		}
+		c->iov[i] = calloc(max_iov, sizeof(struct iovec));
+		if (!c->iov[i]) {
+			fail(r, ENOMEM, "%s", "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Open (or create, recording the layout) the datafile NAME on every server;
+ * an existing datafile must carry this layout. */
+static int client_open(struct client *c, const struct options *o, const char *name, bool create,
+		       struct task_result *r)
+{
+	for (int i = 0; i < c->n; i++) {
+		if (c->fd[i]) {
+			glfs_close(c->fd[i]);
+			c->fd[i] = NULL;
+		}
+		char layout[96];
+		snprintf(layout, sizeof layout, "strip_size=%" PRId64 " servers=%d index=%d",
+			 o->strip, c->n, i);
+		if (create) {
+			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR, 0644);
+			if (c->fd[i] &&
+			    glfs_fsetxattr(c->fd[i], XATTR_NAME, layout, strlen(layout), 0) != 0) {
+				fail(r, errno, "cannot record the layout of %s", name);
+				return -1;
+			}
+		} else {
+			c->fd[i] = glfs_open(c->fs[i], name, O_RDONLY);
+		}
+		if (!c->fd[i]) {
+			fail(r, errno, "cannot open %s", name);
+			return -1;
+		}
+		if (!create) {
+			char got[96] = { 0 };
+			ssize_t n = glfs_fgetxattr(c->fd[i], XATTR_NAME, got, sizeof got - 1);
+			if (n < 0 || strcmp(got, layout) != 0) {
+				fail(r, n < 0 ? errno : EINVAL,
+				     "%s was not written with this strip size and server list",
+				     name);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Close the datafiles.  glfs_fini() is not called: in GlusterFS 10 it waits
+ * about 10 s for a timer per instance, and the task exits right after, which
+ * closes the connections. */
+static void client_close(struct client *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		if (c->fd[i])
+			glfs_close(c->fd[i]);
+		c->fd[i] = NULL;
+		free(c->iov[i]);
+		c->iov[i] = NULL;
+	}
+}
+
+/* One request of LEN bytes at logical offset OFF, all servers at once. */
+static int striped_io(struct client *c, const struct options *o, enum phase ph, unsigned char *buf,
+		      int64_t off, int64_t len)
+{
+	for (int i = 0; i < c->n; i++) {
+		c->iovcnt[i] = 0;
+		c->local_len[i] = 0;
+		c->local_off[i] = -1;
+	}
+	int64_t pos = off;
+	while (pos < off + len) {
+		int64_t k = pos / o->strip;
+		int64_t in_strip = pos % o->strip;
+		int64_t piece = o->strip - in_strip;
+		if (piece > off + len - pos)
+			piece = off + len - pos;
+		int s = (int)(k % c->n);
+		if (c->local_off[s] < 0)
+			c->local_off[s] = (k / c->n) * o->strip + in_strip;
+		struct iovec *v = &c->iov[s][c->iovcnt[s]++];
+		v->iov_base = buf + (pos - off);
+		v->iov_len = (size_t)piece;
+		c->local_len[s] += piece;
+		pos += piece;
+	}
+	struct inflight fl = { .pending = 0, .error = 0, .short_by = 0 };
+	pthread_mutex_init(&fl.lock, NULL);
+	pthread_cond_init(&fl.done, NULL);
+	pthread_mutex_lock(&fl.lock);
+	for (int s = 0; s < c->n; s++) {
+		if (!c->iovcnt[s])
+			continue;
+		fl.pending++;
+		fl.short_by += c->local_len[s];
+		int rc = ph == PHASE_READ
+				 ? glfs_preadv_async(c->fd[s], c->iov[s], c->iovcnt[s],
+						     (off_t)c->local_off[s], 0, io_done, &fl)
+				 : glfs_pwritev_async(c->fd[s], c->iov[s], c->iovcnt[s],
+						      (off_t)c->local_off[s], 0, io_done, &fl);
+		if (rc != 0) {
+			fl.pending--;
+			fl.short_by -= c->local_len[s];
+			if (!fl.error)
+				fl.error = errno ? errno : EIO;
+		}
+	}
+	while (fl.pending > 0)
+		pthread_cond_wait(&fl.done, &fl.lock);
+	pthread_mutex_unlock(&fl.lock);
+	pthread_mutex_destroy(&fl.lock);
+	pthread_cond_destroy(&fl.done);
+	if (fl.error) {
+		errno = fl.error;
+		return -1;
+	}
+	if (fl.short_by != 0) {
+		errno = ENODATA; /* a read past the end of a datafile */
+		return -1;
+	}
+	return 0;
+}
+
+static void run_phase(struct client *c, const struct options *o, enum phase ph, int64_t task,
+		      unsigned char *buf, struct task_result *r)
+{
+	uint64_t file_id = o->file_per_process ? (uint64_t)task : 0;
+	int64_t per_block = o->block / o->transfer;
+	r->start_s = corun_monotonic_s();
+	for (int64_t seg = 0; seg < o->segments && !r->error; seg++) {
+		int64_t base =
+			o->file_per_process ? seg * o->block : (seg * o->tasks + task) * o->block;
+		for (int64_t i = 0; i < per_block; i++) {
+			int64_t off = base + i * o->transfer;
+			if (ph == PHASE_WRITE)
+				fill_pattern(buf, (size_t)o->transfer, o->seed, file_id,
+					     (uint64_t)off);
+			if (striped_io(c, o, ph, buf, off, o->transfer) != 0) {
+				fail(r, errno, "%s failed",
+				     ph == PHASE_READ ? "a read" : "a write");
+				break;
+			}
+			if (ph == PHASE_READ) {
+				r->checksum = compute_step(buf, (size_t)o->transfer,
+							   o->compute_passes, r->checksum);
+				if (o->check)
+					r->mismatches +=
+						count_mismatches(buf, (size_t)o->transfer, o->seed,
+								 file_id, (uint64_t)off);
+			}
+			r->bytes += o->transfer;
+			r->requests++;
+		}
+	}
+	r->end_s = corun_monotonic_s();
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *q = p;
+	while (n) {
+		ssize_t w = write(fd, q, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		q += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	char *q = p;
+	while (n) {
+		ssize_t got = read(fd, q, n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		q += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* A task: open, then per phase: say ready, wait for go, run, send the result. */
+static int task_main(const struct options *o, int64_t task, int go_fd, int res_fd,
+		     const enum phase *phases, int n_phases)
+{
+	struct client c;
+	memset(&c, 0, sizeof c);
+	struct task_result r;
+	memset(&r, 0, sizeof r);
+	char name[4096];
+	if (o->file_per_process)
+		snprintf(name, sizeof name, "%s.%08" PRId64, o->file, task);
+	else
+		snprintf(name, sizeof name, "%s", o->file);
+	unsigned char *buf = aligned_alloc(4096, (size_t)((o->transfer + 4095) / 4096 * 4096));
+	if (!buf)
+		fail(&r, ENOMEM, "%s", "out of memory");
+	bool opened_for_write = false;
+	if (!r.error)
+		client_init(&c, o, &r);
+	for (int p = 0; p < n_phases; p++) {
+		bool want_write = phases[p] == PHASE_WRITE;
+		if (!r.error && (p == 0 || want_write != opened_for_write)) {
+			client_open(&c, o, name, want_write, &r);
+			opened_for_write = want_write;
+		}
+		struct task_result ready = r;
+		char go;
+		if (write_all(res_fd, &ready, sizeof ready) != 0 || read_all(go_fd, &go, 1) != 0)
+			break;
+		struct task_result pr;
+		memset(&pr, 0, sizeof pr);
+		if (r.error)
+			pr = r;
+		else
+			run_phase(&c, o, phases[p], task, buf, &pr);
+		if (write_all(res_fd, &pr, sizeof pr) != 0)
+			break;
+		if (pr.error)
+			r = pr;
+	}
+	client_close(&c);
+	free(buf);
+	return r.error ? CORUN_EXIT_RUNTIME : CORUN_EXIT_OK;
+}
+
+static void parse_options(int argc, char *argv[], struct options *o)
+{
+	static const struct option long_options[] = {
+		{ "volfile", required_argument, NULL, 'v' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "strip-size", required_argument, NULL, 'S' },
+		{ "transfer-size", required_argument, NULL, 't' },
+		{ "block-size", required_argument, NULL, 'b' },
+		{ "segments", required_argument, NULL, 's' },
+		{ "tasks", required_argument, NULL, 'n' },
+		{ "file-per-process", no_argument, NULL, 'F' },
+		{ "write", no_argument, NULL, 'w' },
+		{ "read", no_argument, NULL, 'r' },
+		{ "repetitions", required_argument, NULL, 'i' },
+		{ "compute-passes", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'C' },
+		{ "seed", required_argument, NULL, 'e' },
+		{ "log", required_argument, NULL, 'l' },
+		CORUN_COMMON_LONG_OPTIONS
+	};
+	*o = (struct options){
+		.file = "/pfs_read.dat",
+		.strip = 65536,
+		.transfer = 1 << 20,
+		.block = 16 << 20,
+		.segments = 1,
+		.tasks = 1,
+		.reps = 1,
+		.compute_passes = 0,
+		.seed = 1,
+		.log = "/dev/null",
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			if (o->n_servers == SERVERS_MAX)
+				corun_usage_error(PROG,
+						  "--volfile: '%s' (expected at most %d servers)",
+						  optarg, SERVERS_MAX);
+			o->volfiles[o->n_servers++] = optarg;
+			break;
+		case 'f':
+			if (optarg[0] != '/' || strlen(optarg) > 4000)
+				corun_usage_error(PROG,
+						  "--file: '%s' (expected an absolute name "
+						  "inside the file system, such as /ior.dat)",
+						  optarg);
+			o->file = optarg;
+			break;
+		case 'S':
+			o->strip = corun_parse_int(PROG, "strip-size", optarg, 8, 1 << 30, true);
+			break;
+		case 't':
+			o->transfer =
+				corun_parse_int(PROG, "transfer-size", optarg, 8, 1 << 30, true);
+			break;
+		case 'b':
+			o->block =
+				corun_parse_int(PROG, "block-size", optarg, 8, SIZE_MAX_OPT, true);
+			break;
+		case 's':
+			o->segments = corun_parse_int(PROG, "segments", optarg, 1, INT64_C(1) << 30,
+						      false);
+			break;
+		case 'n':
+			o->tasks = corun_parse_int(PROG, "tasks", optarg, 1, TASKS_MAX, false);
+			break;
+		case 'F': o->file_per_process = true; break;
+		case 'w': o->do_write = true; break;
+		case 'r': o->do_read = true; break;
+		case 'i':
+			o->reps = corun_parse_int(PROG, "repetitions", optarg, 1, 100000, false);
+			break;
+		case 'c':
+			o->compute_passes =
+				corun_parse_int(PROG, "compute-passes", optarg, 0, 1000000, false);
+			break;
+		case 'C': o->check = true; break;
+		case 'e':
+			o->seed = (uint64_t)corun_parse_int(PROG, "seed", optarg, 0, INT64_MAX,
+							    false);
+			break;
+		case 'l': o->log = optarg; break;
+		default: corun_default_option(PROG, PFS_READ_VERSION, usage_text, c, argv);
+		}
+	}
+	corun_no_operands(PROG, argc, argv);
+	if (o->n_servers == 0)
+		corun_usage_error(PROG,
+				  "--volfile PATH is required, once per data server (see --help)");
+	if (o->transfer % 8 != 0)
+		corun_usage_error(PROG,
+				  "--transfer-size: '%" PRId64 "' (expected a multiple of 8 bytes)",
+				  o->transfer);
+	if (o->block % o->transfer != 0)
+		corun_usage_error(PROG,
+				  "--block-size: '%" PRId64 "' (expected a multiple of "
+				  "--transfer-size %" PRId64 ")",
+				  o->block, o->transfer);
+	if (!o->do_write && !o->do_read)
+		o->do_read = true;
+	if (o->check && !o->do_read)
+		corun_usage_error(PROG, "--check: (expected together with --read)");
+}
+
+/* The phase's per-repetition figures and their means, as top-level fields
+ * <phase>_bw_mib_s [...], <phase>_bw_mean_mib_s, ... (scalars are what corun
+ * records per job as result_*). */
+static void json_phase(struct corun_json *j, const char *phase, const double *bw, const double *ops,
+		       const double *t, int64_t reps)
+{
+	double sbw = 0, sops = 0, st = 0, maxbw = bw[0], minbw = bw[0];
+	char key[64];
+	snprintf(key, sizeof key, "%s_bw_mib_s", phase);
+	corun_json_array_begin(j, key);
+	for (int64_t i = 0; i < reps; i++) {
+		corun_json_double(j, NULL, bw[i]);
+		sbw += bw[i];
+		sops += ops[i];
+		st += t[i];
+		maxbw = bw[i] > maxbw ? bw[i] : maxbw;
+		minbw = bw[i] < minbw ? bw[i] : minbw;
+	}
+	corun_json_array_end(j);
+	snprintf(key, sizeof key, "%s_time_s", phase);
+	corun_json_array_begin(j, key);
+	for (int64_t i = 0; i < reps; i++)
+		corun_json_double(j, NULL, t[i]);
+	corun_json_array_end(j);
+	snprintf(key, sizeof key, "%s_bw_mean_mib_s", phase);
+	corun_json_double(j, key, sbw / (double)reps);
+	snprintf(key, sizeof key, "%s_bw_max_mib_s", phase);
+	corun_json_double(j, key, maxbw);
+	snprintf(key, sizeof key, "%s_bw_min_mib_s", phase);
+	corun_json_double(j, key, minbw);
+	snprintf(key, sizeof key, "%s_ops_mean_per_s", phase);
+	corun_json_double(j, key, sops / (double)reps);
+	snprintf(key, sizeof key, "%s_time_mean_s", phase);
+	corun_json_double(j, key, st / (double)reps);
+}
+
+int main(int argc, char *argv[])
+{
+	double start_epoch_s = corun_epoch_s();
+	struct options o;
+	parse_options(argc, argv, &o);
+
+	int per_rep = 0;
+	enum phase one[2];
+	if (o.do_write)
+		one[per_rep++] = PHASE_WRITE;
+	if (o.do_read)
+		one[per_rep++] = PHASE_READ;
+	int64_t n_phases64 = per_rep * o.reps;
+	enum phase *all = calloc((size_t)n_phases64, sizeof(enum phase));
+	if (!all) {
+		corun_err(PROG, "out of memory");
+		return CORUN_EXIT_RUNTIME;
+	}
+	for (int64_t i = 0; i < n_phases64; i++)
+		all[i] = one[i % per_rep];
+	int n_phases = (int)n_phases64;
+
+	signal(SIGPIPE, SIG_IGN);
+	pid_t pids[TASKS_MAX];
+	int go_w[TASKS_MAX], res_r[TASKS_MAX];
+	for (int64_t t = 0; t < o.tasks; t++) {
+		int go[2], res[2];
+		if (pipe(go) != 0 || pipe(res) != 0) {
+			corun_err(PROG, "cannot create pipes: %s", strerror(errno));
+			return CORUN_EXIT_RUNTIME;
+		}
+		pid_t pid = fork();
+		if (pid < 0) {
+			corun_err(PROG, "cannot fork task %" PRId64 ": %s", t, strerror(errno));
+			return CORUN_EXIT_RUNTIME;
+		}
+		if (pid == 0) {
+			close(go[1]);
+			close(res[0]);
+			for (int64_t u = 0; u < t; u++) {
+				close(go_w[u]);
+				close(res_r[u]);
+			}
+			_exit(task_main(&o, t, go[0], res[1], all, n_phases));
+		}
+		close(go[0]);
+		close(res[1]);
+		pids[t] = pid;
+		go_w[t] = go[1];
+		res_r[t] = res[0];
+	}
+
+	double *bw[2], *ops[2], *tm[2];
+	for (int k = 0; k < 2; k++) {
+		bw[k] = calloc((size_t)o.reps, sizeof(double));
+		ops[k] = calloc((size_t)o.reps, sizeof(double));
+		tm[k] = calloc((size_t)o.reps, sizeof(double));
+		if (!bw[k] || !ops[k] || !tm[k]) {
+			corun_err(PROG, "out of memory");
+			return CORUN_EXIT_RUNTIME;
+		}
+	}
+	int64_t mismatches = 0, total_bytes = 0;
+	uint64_t checksum = 0;
+	char error[200] = "";
+	for (int p = 0; p < n_phases && !error[0]; p++) {
+		struct task_result r;
+		for (int64_t t = 0; t < o.tasks; t++) { /* everyone ready */
+			if (read_all(res_r[t], &r, sizeof r) != 0) {
+				snprintf(error, sizeof error, "task %" PRId64 " ended early", t);
+				break;
+			}
+			if (r.error && !error[0])
+				snprintf(error, sizeof error, "task %" PRId64 ": %s: %s", t, r.what,
+					 strerror(r.error));
+		}
+		if (error[0])
+			break;
+		for (int64_t t = 0; t < o.tasks; t++)
+			if (write_all(go_w[t], "g", 1) != 0)
+				snprintf(error, sizeof error, "task %" PRId64 " ended early", t);
+		double first = 0, last = 0;
+		int64_t bytes = 0, reqs = 0;
+		for (int64_t t = 0; t < o.tasks; t++) {
+			if (read_all(res_r[t], &r, sizeof r) != 0) {
+				if (!error[0])
+					snprintf(error, sizeof error,
+						 "task %" PRId64 " ended early", t);
+				continue;
+			}
+			if (r.error && !error[0])
+				snprintf(error, sizeof error, "task %" PRId64 ": %s: %s", t, r.what,
+					 strerror(r.error));
+			if (t == 0 || r.start_s < first)
+				first = r.start_s;
+			if (t == 0 || r.end_s > last)
+				last = r.end_s;
+			bytes += r.bytes;
+			reqs += r.requests;
+			mismatches += r.mismatches;
+			checksum ^= r.checksum;
+		}
+		total_bytes += bytes;
+		int k = all[p] == PHASE_READ ? 1 : 0;
+		int64_t rep = p / per_rep;
+		double secs = last - first;
+		tm[k][rep] = secs;
+		bw[k][rep] = secs > 0 ? (double)bytes / secs / 1048576.0 : 0.0;
+		ops[k][rep] = secs > 0 ? (double)reqs / secs : 0.0;
+	}
+	for (int64_t t = 0; t < o.tasks; t++) {
+		close(go_w[t]);
+		close(res_r[t]);
+	}
+	for (int64_t t = 0; t < o.tasks; t++) {
+		int st;
+		while (waitpid(pids[t], &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (error[0]) {
+		corun_err(PROG, "%s", error);
+		for (int k = 0; k < 2; k++) {
+			free(bw[k]);
+			free(ops[k]);
+			free(tm[k]);
+		}
+		free(all);
+		return CORUN_EXIT_RUNTIME;
+	}
+
+	struct corun_json j;
+	corun_json_begin(&j, stdout);
+	corun_json_header(&j, PROG, PFS_READ_VERSION, argc, argv, start_epoch_s);
+	corun_json_str(&j, "api", "gfapi");
+	corun_json_int(&j, "servers", o.n_servers);
+	corun_json_int(&j, "strip_size_bytes", o.strip);
+	corun_json_int(&j, "transfer_size_bytes", o.transfer);
+	corun_json_int(&j, "block_size_bytes", o.block);
+	corun_json_int(&j, "segments", o.segments);
+	corun_json_int(&j, "tasks", o.tasks);
+	corun_json_bool(&j, "file_per_process", o.file_per_process);
+	corun_json_int(&j, "repetitions", o.reps);
+	corun_json_int(&j, "compute_passes", o.compute_passes);
+	corun_json_int(&j, "bytes_per_phase", o.block * o.segments * o.tasks);
+	corun_json_int(&j, "bytes_total", total_bytes);
+	if (o.do_write)
+		json_phase(&j, "write", bw[0], ops[0], tm[0], o.reps);
+	if (o.do_read)
+		json_phase(&j, "read", bw[1], ops[1], tm[1], o.reps);
+	char hex[17];
+	snprintf(hex, sizeof hex, "%016" PRIx64, checksum);
+	corun_json_str(&j, "compute_checksum", hex);
+	corun_json_bool(&j, "checked", o.check);
+	corun_json_int(&j, "mismatched_words", mismatches);
+	corun_json_end(&j);
+	for (int k = 0; k < 2; k++) {
+		free(bw[k]);
+		free(ops[k]);
+		free(tm[k]);
+	}
+	free(all);
+	if (corun_flush_result(PROG) != 0)
+		return CORUN_EXIT_RUNTIME;
+	if (mismatches) {
+		corun_err(PROG, "%" PRId64 " words read differ from the written pattern",
+			  mismatches);
+		return CORUN_EXIT_RUNTIME;
+	}
+	return CORUN_EXIT_OK;
+}

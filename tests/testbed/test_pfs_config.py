@@ -1,0 +1,73 @@
+"""Bad configurations of the parallel file system: one line, exit 2, nothing started."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("servers: 0\n", "servers: 0 (expected an integer >= 1)"),
+        ("strip_size_bytes: 1000\n", "strip_size_bytes: 1000 (expected an integer >= 4096)"),
+        ("brick: {backend: nfs}\n", "brick.backend: 'nfs' (expected one of dir, loop)"),
+        ("root: relative/path\n", "root: 'relative/path' (expected an absolute path"),
+        ("link: {rate_mb: 1000}\n", "link.rate_mb: 'unknown key' (expected one of client_links, rate_mbit, shape)"),
+        ("fuse: {shard_block_mib: 1}\n", "fuse.shard_block_mib: 1 (expected an integer >= 4)"),
+        ("inventory: does/not/exist.yml\n", "inventory: 'does/not/exist.yml' (expected an existing Ansible inventory"),
+        ("servers: [1\n", "(expected valid YAML)"),
+        ("server_xlators: [{name: x, type: 'a b'}]\n", "server_xlators[0].type: 'a b' (expected a translator type"),
+        (
+            "server_xlators: [{name: corun-brick, type: debug/io-stats}]\ninventory: inventory/local\n"
+            "colocate_client: true\nservers: 1\n",
+            "server_xlators[0].name: 'corun-brick' (expected a name used once",
+        ),
+    ],
+)
+def test_bad_config_is_one_line_and_nothing_starts(tmp_path, text, needle):
+    cfg = tmp_path / "pfs.yaml"
+    cfg.write_text(text + f"state_dir: {tmp_path / 'state'}\n" if "[1" not in text else text)
+    res = subprocess.run(
+        [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "up"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"corun: {cfg}: ") and needle in lines[0], res.stderr
+    assert not (tmp_path / "state").exists()
+
+
+def test_more_servers_than_hosts_is_refused(tmp_path):
+    inv = tmp_path / "inv.yml"
+    inv.write_text(
+        "all:\n  children:\n    testbed:\n      hosts:\n        a: {ansible_host: 10.77.9.11}\n"
+        "        b: {ansible_host: 10.77.9.12}\n"
+    )
+    cfg = tmp_path / "pfs.yaml"
+    cfg.write_text(f"inventory: {inv}\nservers: 2\nstate_dir: {tmp_path / 'state'}\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "plan"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert res.returncode == 2
+    assert f"corun: {cfg}: servers: 2 (expected at most 1: the hosts of {inv} besides the client a)" in res.stderr
+    cfg.write_text(f"inventory: {inv}\nservers: 2\ncolocate_client: true\nstate_dir: {tmp_path / 'state'}\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "plan"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    assert [s["name"] for s in __import__("json").loads(res.stdout)["servers"]] == ["a", "b"]
