@@ -110,6 +110,7 @@ def _run_undo(action: dict) -> str | None:
 def recover_stale(directory: Path | None = None) -> list[str]:
     """Undo the journals of runners that are gone. Returns one line per journal undone."""
     from . import cgroup  # noqa: F401 - registers its undo handler
+    from .machine import rotating_disk  # noqa: F401 - registers the emulated disk's handlers
     d = directory or state_dir()
     done = []
     for path in sorted(d.glob("*.journal.json")):
