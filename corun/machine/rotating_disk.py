@@ -357,20 +357,20 @@ class RotatingDisk:
         # 2. the loop device, direct I/O on the served file
         j.push({"kind": "rotating_disk_loop", "what": "loop device of the rotating_disk emulator",
                 "backing": self.image})
-        self.loop = _run(["losetup", "--direct-io=on", "-f", "--show", self.image], "losetup").strip()
+        self.loop = self._step(["losetup", "--direct-io=on", "-f", "--show", self.image], "losetup").strip()
         name = Path(self.loop).name
         if Path(f"/sys/block/{name}/loop/dio").read_text().strip() != "1":
             raise CorunError(f"{self.loop}: direct I/O is off (losetup --direct-io=on was refused)")
         # 3. host queue settings
         self.apply_host_settings(name)
         # 4. file system and mount
-        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
-              self.loop], "mkfs.ext4 on the emulated disk", timeout=600)
+        self._step(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                    self.loop], "mkfs.ext4 on the emulated disk", timeout=600)
         j.push({"kind": "rotating_disk_mount", "what": "file system on the rotating_disk emulator",
                 "target": self.target, "fuse_dir": self.fuse_dir, "fuse_conn": self.fuse_conn,
                 "daemon_pid": self.proc.pid, "daemon_starttime": self.daemon_action["starttime"]})
         opts = ["-o", self.cfg["mount_options"]] if self.cfg["mount_options"] else []
-        _run(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
+        self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
         # mkfs and the mount may reset some (the read-ahead, seen here): note which, set them
         # again, and read them all back.
         seen = self.read_host_settings(name)
@@ -379,6 +379,14 @@ class RotatingDisk:
         self.apply_host_settings(name)
         self.host.after_mount = self.read_host_settings(name)
         self.verify_host_settings()
+
+    def _step(self, argv: list[str], what: str, timeout: float = 120) -> str:
+        """A set-up command; if it fails because the daemon died, say that."""
+        try:
+            return _run(argv, what, timeout)
+        except CorunError:
+            self.check()
+            raise
 
     def apply_host_settings(self, name: str) -> None:
         q = Path(f"/sys/block/{name}/queue")
@@ -424,7 +432,7 @@ class RotatingDisk:
         rc = self.proc.poll()
         if rc is not None:
             how = f"was killed by signal {-rc}" if rc < 0 else f"exited {rc}"
-            raise CorunError(f"{EMULATOR} (pid {self.proc.pid}) {how} during the run; "
+            raise CorunError(f"{EMULATOR} (pid {self.proc.pid}) {how}; "
                              f"its disk at {self.target} is gone: {self._log_tail()}")
 
     def snapshot(self, timeout_s: float = 2.0) -> dict | None:
@@ -526,3 +534,129 @@ def check_block_device(path: str, fmt: bool, source: str = "spec", key: str = "d
         raise ConfigError(source, f"{key}.path", path,
                           "an empty device to format (wipefs -n found signatures or could not read it)")
     return "format"
+
+
+@undo_handler("block_mount")
+def _undo_block_mount(action: dict) -> None:
+    _umount(action["target"])
+
+
+def _check_mount_target(path: str, source: str) -> None:
+    t = Path(path)
+    if t.exists() and (not t.is_dir() or any(t.iterdir())):
+        raise ConfigError(source, "device.path", path, "an empty or new folder (the run's file system is mounted there)")
+    if _mount_entry(str(t.absolute())) is not None:
+        raise ConfigError(source, "device.path", path, "a folder that is not a mount point")
+
+
+def _populate(items: list[dict], target: str) -> list[dict]:
+    """Copy the jobs' inputs onto the run's file system, then drop them from the page cache."""
+    done = []
+    for it in items:
+        dst = Path(target) / it.get("dst", "")
+        dst.mkdir(parents=True, exist_ok=True)
+        _run(["cp", "-a", it["src"], str(dst)], "populating the run's file system", timeout=3600)
+        done.append({"src": it["src"], "dst": str(dst)})
+    os.sync()
+    for f in Path(target).rglob("*"):
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return done
+
+
+class RunDevice:
+    """The device under test of one run when it is built or formatted for the run
+    (device.kind rotating_disk, or block with format). The runner calls prepare() among its
+    checks, start() first in its machine set-up, check() while jobs run, record_end() before
+    its journal is unwound, after_teardown() after."""
+
+    def __init__(self, kind: str, dspec: dict, source: str):
+        self.kind, self.dspec, self.source = kind, dspec, source
+        self.disk: RotatingDisk | None = None
+        self.block_name: str | None = None
+        self.populated: list[dict] = []
+        self.cfg = None
+
+    @classmethod
+    def prepare(cls, dspec: dict, source: str) -> "RunDevice | None":
+        kind = dspec.get("kind", "throttle")
+        if kind == "throttle":
+            if dspec.get("populate"):
+                raise ConfigError(source, "device.populate", dspec["populate"],
+                                  "[] with kind throttle (populate fills a file system built for the run)")
+            return None
+        rd = cls(kind, dspec, source)
+        if kind == "rotating_disk":
+            rd.cfg = resolve(dspec.get("rotating_disk"), source)
+            check_machine(source)
+            _check_mount_target(dspec["path"], source)
+        else:
+            blk = dspec.get("block")
+            if not blk:
+                raise ConfigError(source, "device.block", None, "an object with path (kind block)")
+            mode = check_block_device(blk["path"], blk.get("format", False), source)
+            if mode == "format":
+                _check_mount_target(dspec["path"], source)
+            else:
+                from ..device import device_of
+                on = device_of(dspec["path"], source, "device.path")
+                want = Path(os.path.realpath(blk["path"])).name
+                if want not in (on.name, on.partition):
+                    raise ConfigError(source, "device.path", dspec["path"],
+                                      f"a path on {blk['path']} (it is on {on.partition or on.name}); "
+                                      "or block.format: true for an empty device")
+                if dspec.get("populate"):
+                    raise ConfigError(source, "device.populate", dspec["populate"],
+                                      "[] unless block.format is true")
+                return None
+        for i, it in enumerate(dspec.get("populate") or []):
+            if not Path(it["src"]).exists():
+                raise ConfigError(source, f"device.populate[{i}].src", it["src"], "an existing file or folder")
+        return rd
+
+    def start(self, journal: Journal, run_id: str) -> str:
+        """Build the device; returns its block device name (loopN, sdb ...)."""
+        target = self.dspec["path"]
+        if self.kind == "rotating_disk":
+            self.disk = RotatingDisk(self.cfg, journal, target, run_id)
+            self.disk.start()
+            name = Path(self.disk.loop).name
+        else:
+            blk = self.dspec["block"]
+            check_block_device(blk["path"], True, self.source)  # again, just before formatting
+            Path(target).mkdir(parents=True, exist_ok=True)
+            _run(["mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", blk["path"]],
+                 f"mkfs.ext4 on {blk['path']}", timeout=3600)
+            journal.push({"kind": "block_mount", "what": f"file system on {blk['path']}",
+                          "target": str(Path(target).absolute())})
+            opts = ["-o", blk["mount_options"]] if blk.get("mount_options") else []
+            _run(["mount", "-t", "ext4", *opts, blk["path"], target], f"mount of {blk['path']}")
+            name = Path(os.path.realpath(blk["path"])).name
+            if Path(f"/sys/class/block/{name}/partition").exists():
+                name = Path(os.path.realpath(f"/sys/class/block/{name}")).parent.name
+        self.block_name = name
+        self.populated = _populate(self.dspec.get("populate") or [], target)
+        return name
+
+    def check(self) -> None:
+        if self.disk:
+            self.disk.check()
+
+    def record_end(self) -> None:
+        if self.disk:
+            self.disk.record_end()
+
+    def after_teardown(self, run_dir: Path) -> None:
+        if self.disk:
+            self.disk.after_teardown()
+            self.disk.copy_files(run_dir / "device")
+
+    def describe(self) -> dict:
+        out = self.disk.describe() if self.disk else {"kind": "block", "path": self.dspec["block"]["path"],
+                                                      "formatted": True}
+        out["populated"] = self.populated
+        return out
