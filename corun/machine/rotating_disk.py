@@ -50,7 +50,7 @@ HOST_DEFAULTS = {"rotational": 1, "elevator": "mq-deadline", "nr_requests": None
                  "max_sectors_kb": 128, "read_ahead_kb": 128}
 HOST_ORDER = ["rotational", "elevator", "nr_requests", "max_sectors_kb", "read_ahead_kb"]
 DEFAULTS = {"preset": "sata_7200_2010", "size_bytes": 2 << 30, "stroke": 1.0, "queue_window": None,
-            "model": {}, "host": HOST_DEFAULTS, "mount_options": "noatime", "seed": 1}
+            "model": {}, "host": HOST_DEFAULTS, "mount_options": "noatime", "seed": 1, "rt_priority": 10}
 STOP_GRACE_S = 10.0
 
 
@@ -95,6 +95,9 @@ def resolve(cfg: dict | None, source: str = "spec", key: str = "device.rotating_
     for k, v in out["model"].items():
         if not isinstance(k, str) or not k.replace("-", "").isalnum() or isinstance(v, (dict, list)):
             raise ConfigError(source, f"{key}.model.{k}", v, "an option of corun-rotating-disk and a scalar value")
+    rt = out["rt_priority"]
+    if not isinstance(rt, int) or isinstance(rt, bool) or not 0 <= rt <= 99:
+        raise ConfigError(source, f"{key}.rt_priority", rt, "an integer from 0 (normal scheduling) to 99")
     h = out["host"]
     for k in h:
         if k not in HOST_DEFAULTS:
@@ -315,7 +318,8 @@ class RotatingDisk:
     def argv(self) -> list[str]:
         c = self.cfg
         argv = [str(BINARY), "--preset", c["preset_file"], "--size", str(c["size_bytes"]),
-                "--stroke", str(c["stroke"]), "--seed", str(c["seed"])]
+                "--stroke", str(c["stroke"]), "--seed", str(c["seed"]),
+                "--rt-priority", str(c["rt_priority"])]
         if c["queue_window"] is not None:
             argv += ["--queue-window", str(c["queue_window"])]
         for k, v in c["model"].items():
@@ -500,6 +504,8 @@ class RotatingDisk:
                               "at_end": self.host.at_end},
             "counters": s.get("counters"),
             "daemon_status": s.get("status"),
+            "daemon_rt_priority": s.get("rt_priority"),
+            "daemon_rt_priority_error": s.get("rt_priority_error"),
         }
 
 

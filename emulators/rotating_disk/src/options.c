@@ -48,6 +48,8 @@ static const char usage_text[] =
 	"  --state FILE               counters as JSON, written once mounted, on SIGUSR1\n"
 	"                             and at exit (atomically)\n"
 	"  --name NAME                name of the served file (disk.img)\n"
+	"  --rt-priority N            SCHED_FIFO priority 1..99 for the daemon, so that busy CPUs\n"
+	"                             delay completions less; 0: normal scheduling (0)\n"
 	"\n"
 	"Replay:\n"
 	"  --replay TRACE             lines `R|W OFFSET LENGTH [ARRIVAL_MS]` (- for stdin)\n"
@@ -87,6 +89,7 @@ static const struct option long_options[] = {
 	{ "name", required_argument, NULL, 0 },
 	{ "replay", required_argument, NULL, 0 },
 	{ "replay-qd", required_argument, NULL, 0 },
+	{ "rt-priority", required_argument, NULL, 0 },
 	CORUN_COMMON_LONG_OPTIONS
 };
 
@@ -162,6 +165,8 @@ static void apply(struct rd_config *c, const char *opt, const char *v)
 		c->replay = v;
 	else if (!strcmp(opt, "replay-qd"))
 		c->replay_qd = (int)num(opt, v, 0, 1024, false);
+	else if (!strcmp(opt, "rt-priority"))
+		c->rt_priority = (int)num(opt, v, 0, 99, false);
 	else
 		corun_usage_error(RD_PROG, "--%s: not a model option", opt);
 }

@@ -19,6 +19,7 @@
 #include <fuse_lowlevel.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,8 @@ struct server {
 	uint64_t *late_hist;
 	uint64_t late_n;
 	double late_max_ms;
+	int rt_priority;          /* in effect: 0 normal scheduling */
+	char rt_error[128];       /* why the requested priority was refused */
 };
 
 static volatile sig_atomic_t g_stop_signal;
@@ -514,6 +517,9 @@ static void write_state(struct server *s, const char *status, int argc, char *ar
 	corun_json_str(&j, "file", s->c->name);
 	corun_json_double(&j, "now_epoch_s", corun_epoch_s());
 	corun_json_double(&j, "uptime_s", now_ms(s) / 1e3);
+	corun_json_int(&j, "rt_priority", s->rt_priority);
+	if (s->rt_error[0])
+		corun_json_str(&j, "rt_priority_error", s->rt_error);
 	rd_json_model(&j, s->c, &s->m);
 	corun_json_object_begin(&j, "counters");
 	corun_json_int(&j, "requests", (int64_t)nreq);
@@ -592,6 +598,19 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 	stage = 2;
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
+
+	/* Real-time scheduling before the threads start, so both inherit it. */
+	if (c->rt_priority > 0) {
+		struct sched_param sp = { .sched_priority = c->rt_priority };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0) {
+			s.rt_priority = c->rt_priority;
+		} else {
+			snprintf(s.rt_error, sizeof(s.rt_error), "SCHED_FIFO %d refused: %s",
+				 c->rt_priority, strerror(errno));
+			corun_err(RD_PROG, "%s (normal scheduling)", s.rt_error);
+		}
+	}
 
 	/* Signals: blocked everywhere except inside ppoll() of the main thread;
 	 * the handlers only set flags. */
