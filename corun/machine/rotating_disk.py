@@ -50,7 +50,8 @@ HOST_DEFAULTS = {"rotational": 1, "elevator": "mq-deadline", "nr_requests": None
                  "max_sectors_kb": 128, "read_ahead_kb": 128}
 HOST_ORDER = ["rotational", "elevator", "nr_requests", "max_sectors_kb", "read_ahead_kb"]
 DEFAULTS = {"preset": "sata_7200_2010", "size_bytes": 2 << 30, "stroke": 1.0, "queue_window": None,
-            "model": {}, "host": HOST_DEFAULTS, "mount_options": "noatime", "seed": 1, "rt_priority": 10}
+            "model": {}, "host": HOST_DEFAULTS, "mount_options": "noatime", "seed": 1, "rt_priority": 10,
+            "overlay": False}
 STOP_GRACE_S = 10.0
 
 
@@ -95,6 +96,8 @@ def resolve(cfg: dict | None, source: str = "spec", key: str = "device.rotating_
     for k, v in out["model"].items():
         if not isinstance(k, str) or not k.replace("-", "").isalnum() or isinstance(v, (dict, list)):
             raise ConfigError(source, f"{key}.model.{k}", v, "an option of corun-rotating-disk and a scalar value")
+    if not isinstance(out["overlay"], bool):
+        raise ConfigError(source, f"{key}.overlay", out["overlay"], "true or false")
     rt = out["rt_priority"]
     if not isinstance(rt, int) or isinstance(rt, bool) or not 0 <= rt <= 99:
         raise ConfigError(source, f"{key}.rt_priority", rt, "an integer from 0 (normal scheduling) to 99")
@@ -312,6 +315,7 @@ class RotatingDisk:
         self.loop: str | None = None
         self.host = HostSettings(dict(cfg["host"]))
         self.daemon_action: dict | None = None
+        self.populated: list[dict] = []
         self.final_state: dict | None = None
 
     # ------------------------------------------------------------ set-up
@@ -326,10 +330,15 @@ class RotatingDisk:
             argv += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
         return argv + ["--mount", self.fuse_dir, "--state", str(self.state_file)]
 
-    def start(self) -> None:
+    def start(self, fill=None) -> None:
+        """Build the stack. With overlay, FILL(folder) copies the inputs onto the new file
+        system (mounted on a staging folder), which is then mounted over device.path."""
         t = Path(self.target)
-        if t.exists() and (not t.is_dir() or any(t.iterdir())):
+        overlay = self.cfg.get("overlay", False)
+        if not overlay and t.exists() and (not t.is_dir() or any(t.iterdir())):
             raise CorunError(f"device.path: {self.target}: not an empty folder (the emulated disk is mounted there)")
+        if overlay and not t.is_dir():
+            raise CorunError(f"device.path: {self.target}: not a folder (overlay mounts the emulated disk over it)")
         if _mount_entry(self.target) is not None:
             raise CorunError(f"device.path: {self.target}: already a mount point")
         t.mkdir(parents=True, exist_ok=True)
@@ -374,6 +383,17 @@ class RotatingDisk:
                 "target": self.target, "fuse_dir": self.fuse_dir, "fuse_conn": self.fuse_conn,
                 "daemon_pid": self.proc.pid, "daemon_starttime": self.daemon_action["starttime"]})
         opts = ["-o", self.cfg["mount_options"]] if self.cfg["mount_options"] else []
+        if overlay:  # fill it on a staging mount first; unmounting it empties the page cache
+            stage = self.work / "stage"
+            stage.mkdir(exist_ok=True)
+            st = j.push({"kind": "rotating_disk_mount", "what": "staging mount of the rotating_disk emulator",
+                         "target": str(stage), "fuse_dir": self.fuse_dir, "fuse_conn": self.fuse_conn,
+                         "daemon_pid": self.proc.pid, "daemon_starttime": self.daemon_action["starttime"]})
+            self._step(["mount", "-t", "ext4", self.loop, str(stage)], "staging mount of the emulated disk")
+            self.populated = fill(str(stage)) if fill else []
+            err = j.undo(st)
+            if err:
+                raise CorunError(f"staging mount of the emulated disk: {err}")
         self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
         # mkfs and the mount may reset some (the read-ahead, seen here): note which, set them
         # again, and read them all back.
@@ -498,6 +518,7 @@ class RotatingDisk:
             "loop_device": self.loop,
             "mount": self.target,
             "mount_options": self.cfg["mount_options"],
+            "overlay": self.cfg.get("overlay", False),
             "model": {"params": s.get("params"), "derived": s.get("derived")},
             "host_settings": {"requested": self.host.requested, "after_mount": self.host.after_mount,
                               "reset_by_mkfs_or_mount": self.host.reset_by_mount,
@@ -599,7 +620,18 @@ class RunDevice:
         if kind == "rotating_disk":
             rd.cfg = resolve(dspec.get("rotating_disk"), source)
             check_machine(source)
-            _check_mount_target(dspec["path"], source)
+            if rd.cfg["overlay"]:
+                root = Path(dspec["path"]).absolute()
+                if not root.is_dir() or _mount_entry(str(root)) is not None:
+                    raise ConfigError(source, "device.path", dspec["path"],
+                                      "an existing folder that is not a mount point (overlay mounts the emulated disk over it)")
+                for i, it in enumerate(dspec.get("populate") or []):
+                    src = Path(it["src"]).absolute()
+                    if root not in src.parents:
+                        raise ConfigError(source, f"device.populate[{i}].src", it["src"],
+                                          f"a path under device.path {dspec['path']} (with overlay, inputs keep their paths)")
+            else:
+                _check_mount_target(dspec["path"], source)
         else:
             blk = dspec.get("block")
             if not blk:
@@ -629,6 +661,11 @@ class RunDevice:
         target = self.dspec["path"]
         if self.kind == "rotating_disk":
             self.disk = RotatingDisk(self.cfg, journal, target, run_id)
+            if self.cfg["overlay"]:
+                self.disk.start(fill=self._fill_overlay)
+                self.block_name = Path(self.disk.loop).name
+                self.populated = self.disk.populated
+                return self.block_name
             self.disk.start()
             name = Path(self.disk.loop).name
         else:
@@ -647,6 +684,24 @@ class RunDevice:
         self.block_name = name
         self.populated = _populate(self.dspec.get("populate") or [], target)
         return name
+
+    def _fill_overlay(self, stage: str) -> list[dict]:
+        """Copy device.path's inputs (the populate items, all under it, or the whole folder) to
+        the same places on the staging mount."""
+        root = Path(self.dspec["path"]).absolute()
+        items = self.dspec.get("populate") or []
+        if not items:
+            _run(["cp", "-a", f"{root}/.", stage], "filling the emulated disk", timeout=3600)
+            return [{"src": str(root), "dst": str(root)}]
+        done = []
+        for it in items:
+            src = Path(it["src"]).absolute()
+            rel = src.relative_to(root)
+            dst = Path(stage) / rel.parent
+            dst.mkdir(parents=True, exist_ok=True)
+            _run(["cp", "-a", str(src), str(dst)], "filling the emulated disk", timeout=3600)
+            done.append({"src": str(src), "dst": str(root / rel)})
+        return done
 
     def check(self) -> None:
         if self.disk:

@@ -145,3 +145,39 @@ def test_daemon_killed_mid_run_fails_the_run_naming_the_emulator(tmp_path):
     assert not list(state.glob("*.journal.json"))
     assert not any("corun_rotating_disk" in ln and str(state) in ln
                    for ln in Path("/proc/self/mountinfo").read_text().splitlines())
+
+
+@pytest.mark.root
+def test_overlay_keeps_the_jobs_input_paths(tmp_path):
+    data = tmp_path / "data"
+    (data / "inputs").mkdir(parents=True)
+    payload = os.urandom(8 << 20)
+    (data / "inputs" / "in.bin").write_bytes(payload)
+    (data / "other.txt").write_text("not copied")
+    spec = {"name": "overlay", "device": {
+        "path": str(data), "kind": "rotating_disk",
+        "rotating_disk": {"size_bytes": 256 << 20, "overlay": True},
+        "populate": [{"src": str(data / "inputs")}]},
+        "jobs": [{"name": "reader", "cmd": ["sh", "-c", f"test ! -e {data}/other.txt && sha256sum {data}/inputs/in.bin"]}]}
+    res = run(tmp_path, spec, env={"CORUN_STATE_DIR": str(tmp_path / "state")})
+    assert res.returncode == 0, res.stderr
+    out = (tmp_path / "out" / "jobs").glob("*reader.out")
+    import hashlib
+    assert hashlib.sha256(payload).hexdigest() in next(out).read_text()
+    meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
+    ds = meta["device_setup"]
+    assert ds["overlay"] is True and ds["counters"]["bytes_read"] >= 8 << 20
+    assert ds["populated"] == [{"src": str(data / "inputs"), "dst": str(data / "inputs")}]
+    assert rd._mount_entry(str(data)) is None
+    assert (data / "other.txt").read_text() == "not copied" and (data / "inputs" / "in.bin").read_bytes() == payload
+
+
+def test_overlay_needs_inputs_under_the_folder(tmp_path):
+    (tmp_path / "data").mkdir()
+    spec = {"name": "overlay", "jobs": [{"name": "a", "cmd": ["true"]}], "device": {
+        "path": str(tmp_path / "data"), "kind": "rotating_disk", "rotating_disk": {"overlay": True},
+        "populate": [{"src": str(tmp_path)}]}}
+    res = run(tmp_path, spec)
+    if os.geteuid() != 0:
+        pytest.skip("the machine check (root) comes first")
+    assert res.returncode == 2 and "device.populate[0].src" in res.stderr and "under device.path" in res.stderr
