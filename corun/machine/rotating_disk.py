@@ -328,11 +328,13 @@ class RotatingDisk:
             argv += ["--queue-window", str(c["queue_window"])]
         for k, v in c["model"].items():
             argv += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
-        return argv + ["--mount", self.fuse_dir, "--state", str(self.state_file)]
+        return argv + ["--untimed-start", "--mount", self.fuse_dir, "--state", str(self.state_file)]
 
-    def start(self, fill=None) -> None:
+    def start(self, fill=None, timed: bool = True) -> None:
         """Build the stack. With overlay, FILL(folder) copies the inputs onto the new file
-        system (mounted on a staging folder), which is then mounted over device.path."""
+        system (mounted on a staging folder), which is then mounted over device.path. The
+        daemon serves mkfs and the filling at memory speed; with TIMED (else call go_timed()
+        once the disk is filled) every request from then on is timed by the model."""
         t = Path(self.target)
         overlay = self.cfg.get("overlay", False)
         if not overlay and t.exists() and (not t.is_dir() or any(t.iterdir())):
@@ -403,6 +405,22 @@ class RotatingDisk:
         self.apply_host_settings(name)
         self.host.after_mount = self.read_host_settings(name)
         self.verify_host_settings()
+        if timed:
+            self.go_timed()
+
+    def go_timed(self) -> None:
+        """End the daemon's untimed start (SIGUSR2): from now on the model times every request."""
+        os.sync()
+        self.proc.send_signal(signal.SIGUSR2)
+        end = time.monotonic() + 10
+        while True:
+            s = self._read_state()
+            if s and s.get("timed"):
+                return
+            self.check()
+            if time.monotonic() > end:
+                raise CorunError(f"{EMULATOR} did not confirm timed mode within 10 s")
+            time.sleep(0.02)
 
     def _step(self, argv: list[str], what: str, timeout: float = 120) -> str:
         """A set-up command; if it fails because the daemon died, say that."""
@@ -525,6 +543,8 @@ class RotatingDisk:
                               "at_end": self.host.at_end},
             "counters": s.get("counters"),
             "daemon_status": s.get("status"),
+            "untimed_fill": {"requests": (s.get("counters") or {}).get("untimed_requests"),
+                             "bytes": (s.get("counters") or {}).get("untimed_bytes")},
             "daemon_rt_priority": s.get("rt_priority"),
             "daemon_rt_priority_error": s.get("rt_priority_error"),
         }
@@ -662,11 +682,11 @@ class RunDevice:
         if self.kind == "rotating_disk":
             self.disk = RotatingDisk(self.cfg, journal, target, run_id)
             if self.cfg["overlay"]:
-                self.disk.start(fill=self._fill_overlay)
+                self.disk.start(fill=self._fill_overlay)  # timed once filled
                 self.block_name = Path(self.disk.loop).name
                 self.populated = self.disk.populated
                 return self.block_name
-            self.disk.start()
+            self.disk.start(timed=False)
             name = Path(self.disk.loop).name
         else:
             blk = self.dspec["block"]
@@ -683,6 +703,8 @@ class RunDevice:
                 name = Path(os.path.realpath(f"/sys/class/block/{name}")).parent.name
         self.block_name = name
         self.populated = _populate(self.dspec.get("populate") or [], target)
+        if self.disk:
+            self.disk.go_timed()
         return name
 
     def _fill_overlay(self, stage: str) -> list[dict]:

@@ -240,3 +240,29 @@ def test_daemon_ends_when_unmounted(binary, tmp_path):
     subprocess.run(["umount", str(mnt)], check=True)
     assert proc.wait(timeout=10) == 0
     assert json.loads(state.read_text())["status"] == "exited"
+
+
+@pytest.mark.root
+def test_untimed_start_until_sigusr2(binary, tmp_path):
+    mnt, state = tmp_path / "mnt", tmp_path / "state.json"
+    mnt.mkdir()
+    proc = subprocess.Popen([str(binary), "--size", "64M", "--untimed-start", "--mount", str(mnt),
+                             "--state", str(state)])
+    try:
+        assert _wait_for(state.exists)
+        assert json.loads(state.read_text())["timed"] is False
+        fd = os.open(mnt / "disk.img", os.O_RDWR)
+        try:
+            os.pwrite(fd, b"a" * (4 << 20), 0)
+            s = json.loads(state.read_text())
+            proc.send_signal(signal.SIGUSR2)
+            assert _wait_for(lambda: json.loads(state.read_text())["timed"] is True)
+            assert os.pread(fd, 4096, 60 << 20) == b"\0" * 4096
+        finally:
+            os.close(fd)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    c = json.loads(state.read_text())["counters"]
+    assert c["untimed_bytes"] >= 4 << 20 and c["reads"] >= 1 and c["bytes_written"] == 0
+    assert s["timed"] is False

@@ -50,6 +50,8 @@ static const char usage_text[] =
 	"  --name NAME                name of the served file (disk.img)\n"
 	"  --rt-priority N            SCHED_FIFO priority 1..99 for the daemon, so that busy CPUs\n"
 	"                             delay completions less; 0: normal scheduling (0)\n"
+	"  --untimed-start            serve at memory speed (no model) until SIGUSR2, to fill\n"
+	"                             the disk before a measurement (off)\n"
 	"\n"
 	"Replay:\n"
 	"  --replay TRACE             lines `R|W OFFSET LENGTH [ARRIVAL_MS]` (- for stdin)\n"
@@ -60,7 +62,8 @@ static const char usage_text[] =
 	"  -V, --version              the version\n"
 	"\n"
 	"Exit: 0 ok, 1 runtime error, 2 usage error, 4 FUSE missing (no /dev/fuse).\n"
-	"SIGTERM, SIGINT or an unmount end the daemon; SIGUSR1 writes the state file.\n";
+	"SIGTERM, SIGINT or an unmount end the daemon; SIGUSR1 writes the state file;\n"
+	"SIGUSR2 ends --untimed-start: from then on every request is timed by the model.\n";
 
 static const struct option long_options[] = {
 	{ "preset", required_argument, NULL, 0 },
@@ -90,6 +93,7 @@ static const struct option long_options[] = {
 	{ "replay", required_argument, NULL, 0 },
 	{ "replay-qd", required_argument, NULL, 0 },
 	{ "rt-priority", required_argument, NULL, 0 },
+	{ "untimed-start", no_argument, NULL, 0 },
 	CORUN_COMMON_LONG_OPTIONS
 };
 
@@ -165,6 +169,8 @@ static void apply(struct rd_config *c, const char *opt, const char *v)
 		c->replay = v;
 	else if (!strcmp(opt, "replay-qd"))
 		c->replay_qd = (int)num(opt, v, 0, 1024, false);
+	else if (!strcmp(opt, "untimed-start"))
+		c->untimed_start = true;
 	else if (!strcmp(opt, "rt-priority"))
 		c->rt_priority = (int)num(opt, v, 0, 99, false);
 	else
@@ -275,7 +281,7 @@ void rd_parse_options(struct rd_config *c, int argc, char *argv[])
 		if (ch != 0)
 			corun_default_option(RD_PROG, RD_VERSION, usage_text, ch, argv);
 		if (strcmp(long_options[idx].name, "preset"))
-			apply(c, long_options[idx].name, optarg);
+			apply(c, long_options[idx].name, optarg ? optarg : "");
 	}
 	corun_no_operands(RD_PROG, argc, argv);
 	if (c->p.size_bytes % RD_SECTOR)

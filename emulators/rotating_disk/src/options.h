@@ -16,6 +16,7 @@ struct rd_config {
 	const char *replay;       /* trace file ("-": stdin) */
 	int replay_qd;            /* 0: arrivals from the trace; N: N in flight */
 	int rt_priority;          /* SCHED_FIFO priority of the daemon, 0: normal scheduling */
+	bool untimed_start;       /* serve at memory speed until SIGUSR2 */
 };
 
 /* Parse the command line (a --preset file first, then the options, which

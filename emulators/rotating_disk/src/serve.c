@@ -61,11 +61,14 @@ struct server {
 	uint64_t late_n;
 	double late_max_ms;
 	int rt_priority;          /* in effect: 0 normal scheduling */
+	bool untimed;             /* --untimed-start, until SIGUSR2 */
+	uint64_t untimed_requests, untimed_bytes;
 	char rt_error[128];       /* why the requested priority was refused */
 };
 
 static volatile sig_atomic_t g_stop_signal;
 static volatile sig_atomic_t g_dump;
+static volatile sig_atomic_t g_timed;
 
 static void on_stop(int sig)
 {
@@ -76,6 +79,12 @@ static void on_dump(int sig)
 {
 	(void)sig;
 	g_dump = 1;
+}
+
+static void on_timed(int sig)
+{
+	(void)sig;
+	g_timed = 1;
 }
 
 static double now_ms(const struct server *s)
@@ -327,6 +336,21 @@ static struct sreq *new_req(fuse_req_t freq, uint64_t off, uint64_t len, bool wr
 	return q;
 }
 
+/* In untimed mode, count the request and return true: it is answered at once. */
+static bool untimed_count(struct server *s, uint64_t len)
+{
+	bool untimed;
+
+	pthread_mutex_lock(&s->mu);
+	untimed = s->untimed;
+	if (untimed) {
+		s->untimed_requests++;
+		s->untimed_bytes += len;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return untimed;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -345,6 +369,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (len > s->c->p.size_bytes - o)
 		len = s->c->p.size_bytes - o;
+	if (untimed_count(s, len)) {
+		fuse_reply_buf(req, (const char *)s->image + o, len);
+		return;
+	}
 	q = new_req(req, o, len, false);
 	if (!q || enqueue(s, q)) {
 		free(q);
@@ -381,6 +409,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* The receive buffer is reused: the data goes to the image now, the
 	 * reply waits for the model. */
 	memcpy(s->image + o, buf, size);
+	if (untimed_count(s, size)) {
+		fuse_reply_write(req, size);
+		return;
+	}
 	pthread_mutex_lock(&s->mu);
 	s->writes++;
 	s->bytes_written += size;
@@ -518,6 +550,7 @@ static void write_state(struct server *s, const char *status, int argc, char *ar
 	corun_json_double(&j, "now_epoch_s", corun_epoch_s());
 	corun_json_double(&j, "uptime_s", now_ms(s) / 1e3);
 	corun_json_int(&j, "rt_priority", s->rt_priority);
+	corun_json_bool(&j, "timed", !s->untimed);
 	if (s->rt_error[0])
 		corun_json_str(&j, "rt_priority_error", s->rt_error);
 	rd_json_model(&j, s->c, &s->m);
@@ -545,6 +578,8 @@ static void write_state(struct server *s, const char *status, int argc, char *ar
 	else
 		corun_json_null(&j, "cpu_us_per_request");
 	corun_json_int(&j, "errors", (int64_t)s->errors);
+	corun_json_int(&j, "untimed_requests", (int64_t)s->untimed_requests);
+	corun_json_int(&j, "untimed_bytes", (int64_t)s->untimed_bytes);
 	corun_json_object_end(&j);
 	pthread_mutex_unlock(&s->mu);
 	corun_json_end(&j);
@@ -619,6 +654,7 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &block, NULL);
 	sigemptyset(&empty);
 	memset(&sa, 0, sizeof(sa));
@@ -628,6 +664,9 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_dump;
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_timed;
+	sigaction(SIGUSR2, &sa, NULL);
+	s.untimed = c->untimed_start;
 
 	s.se = fuse_session_new(&args, &ops, sizeof(ops), &s);
 	if (!s.se) {
@@ -652,6 +691,13 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 		struct pollfd pfd = { .fd = fuse_session_fd(s.se), .events = POLLIN };
 		int res = ppoll(&pfd, 1, NULL, &empty);
 
+		if (g_timed) {
+			g_timed = 0;
+			pthread_mutex_lock(&s.mu);
+			s.untimed = false;
+			pthread_mutex_unlock(&s.mu);
+			g_dump = 1;
+		}
 		if (g_dump) {
 			g_dump = 0;
 			write_state(&s, "running", argc, argv);
