@@ -75,6 +75,12 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
     dev = disk.loop
     rt = "4" if quick else "20"
     m: dict = {}
+    size_mb = 48 if quick else 256
+    log(f"writing {max(readers)} files of {size_mb} MB (untimed) ...")
+    for i in range(max(readers)):
+        subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/r{i}", "bs=1M", f"count={size_mb}", "conv=fsync",
+                        "status=none"], check=True)
+    disk.go_timed()
     log("qd1 random 4k ...")
     before = disk.snapshot()
     j = fio(["--name=qd1", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
@@ -103,11 +109,6 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
                          capture_output=True, text=True, timeout=600)
     m["verify"] = {"fio_exit": res.returncode, "errors": res.stderr.strip()[-300:] or None}
     (mnt / "verify.dat").unlink(missing_ok=True)
-    size_mb = 48 if quick else 256
-    log(f"writing {max(readers)} files of {size_mb} MB ...")
-    for i in range(max(readers)):
-        subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/r{i}", "bs=1M", f"count={size_mb}", "conv=fsync",
-                        "status=none"], check=True)
     m["readers"] = {}
     for n in readers:
         drop_caches()
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     disk = rd.RotatingDisk(cfg, journal, mnt, run_id)
     t0 = time.time()
     try:
-        disk.start()
+        disk.start(timed=False)  # the readers' files are written untimed, then the model takes over
         m = measure(disk, mnt, args.quick, readers, log)
         disk.record_end()
     except (CorunError, subprocess.CalledProcessError) as exc:
