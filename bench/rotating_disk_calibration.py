@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size-mib", type=int, default=None,
                     help="image size, MiB (default 4096, 512 with --quick): it must hold the readers' files")
     ap.add_argument("--readers", default=None, help="concurrent reader counts (default 1,2,4,8; 1,2,4 with --quick)")
+    ap.add_argument("--queue-window", type=int, default=None,
+                    help="the drive's reordering window, 1 (FIFO) to 32 (default: the preset's)")
     ap.add_argument("--quick", action="store_true", help="short runs, small files: under a minute")
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
     args = ap.parse_args(argv)
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         return 4
     size = (args.size_mib or (512 if args.quick else 4096)) << 20
     try:
-        cfg = rd.resolve({"preset": args.preset, "size_bytes": size})
+        cfg = rd.resolve({"preset": args.preset, "size_bytes": size, "queue_window": args.queue_window})
         rd.check_machine()
     except ConfigError as exc:
         print(f"rotating_disk_calibration: skipped: {exc}", file=sys.stderr)
