@@ -105,7 +105,8 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
     log("verify crc32c ...")
     res = subprocess.run(["fio", "--output-format=json", "--name=verify", f"--filename={mnt}/verify.dat",
                           "--rw=randwrite", "--bs=64k", "--direct=1", "--ioengine=libaio", "--iodepth=8",
-                          f"--size={'8M' if quick else '64M'}", "--verify=crc32c", "--do_verify=1"],
+                          f"--size={'8M' if quick else '64M'}", "--verify=crc32c", "--do_verify=1",
+                          "--verify_state_save=0"],
                          capture_output=True, text=True, timeout=600)
     m["verify"] = {"fio_exit": res.returncode, "errors": res.stderr.strip()[-300:] or None}
     (mnt / "verify.dat").unlink(missing_ok=True)
@@ -227,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = journal.unwind()
         shutil.rmtree(mnt.parent, ignore_errors=True)
     disk.after_teardown()
+    disk.cleanup()
     d = disk.describe()
     m["counters"] = d["counters"]
     rows = judge(m, d["model"], readers)

@@ -518,6 +518,15 @@ class RotatingDisk:
         if s and s.get("status") in ("exited", "failed"):
             self.final_state = s
 
+    def cleanup(self) -> None:
+        """Remove the working folder (state, log, mount points) once nothing is mounted there."""
+        if not any(_mount_entry(str(p)) for p in (Path(self.fuse_dir), self.work / "stage")):
+            shutil.rmtree(self.work, ignore_errors=True)
+            try:
+                self.work.parent.rmdir()  # only when no other run's folder is there
+            except OSError:
+                pass
+
     def copy_files(self, dest: Path) -> None:
         dest.mkdir(parents=True, exist_ok=True)
         for f in (self.state_file, self.log_file):
@@ -737,6 +746,7 @@ class RunDevice:
         if self.disk:
             self.disk.after_teardown()
             self.disk.copy_files(run_dir / "device")
+            self.disk.cleanup()
 
     def describe(self) -> dict:
         out = self.disk.describe() if self.disk else {"kind": "block", "path": self.dspec["block"]["path"],

@@ -181,3 +181,12 @@ def test_overlay_needs_inputs_under_the_folder(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the machine check (root) comes first")
     assert res.returncode == 2 and "device.populate[0].src" in res.stderr and "under device.path" in res.stderr
+
+
+@pytest.mark.root
+def test_working_folder_is_removed_after_the_run(tmp_path):
+    state = tmp_path / "state"
+    res = run(tmp_path, base(tmp_path), env={"CORUN_STATE_DIR": str(state)})
+    assert res.returncode == 0, res.stderr
+    assert not list((state / "rotating_disk").glob("*")) if (state / "rotating_disk").exists() else True
+    assert (tmp_path / "out" / "device" / "state.json").exists()
