@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from corun.machine import cgroup  # noqa: F401 - registers its undo handlers
+from corun.machine import (
+    cgroup,  # noqa: F401 - registers its undo handlers
+    rotating_disk,  # noqa: F401 - registers the emulated disk's undo handlers
+)
 from corun.machine.state import run_undo, state_dir
 from corun.util import proc_starttime
 

@@ -33,6 +33,7 @@ from corun.machine import cgroup as cg
 from corun.machine import device as devmod
 from corun.machine import topology
 from corun.machine.recovery import recover_stale
+from corun.machine.rotating_disk import RunDevice
 from corun.machine.state import Journal, state_dir
 from corun.results import metadata
 from corun.run.placement import Placer, Slot
@@ -164,7 +165,7 @@ class Runner:
             if not self.placer.fits_anywhere(js["cores"], local_pin):
                 biggest = max(len(g) for g in self.placer.cmps)
                 raise ConfigError(src, f"jobs[{i}].cores", js["cores"], f"an integer <= {biggest} (cores of one CMP)")
-            if js.get("cwd") and not Path(js["cwd"]).is_dir():
+            if js.get("cwd") and not Path(js["cwd"]).is_dir() and not self._on_run_fs(js["cwd"]):
                 raise ConfigError(src, f"jobs[{i}].cwd", js["cwd"], "an existing directory")
             exe = js["cmd"][0]
             if "/" in exe:
@@ -181,8 +182,10 @@ class Runner:
         for j in self.jobs:
             if j.cmp_pin is not None:
                 j.cmp_pin = self.cmp_ids.index(j.cmp_pin)
-        dpath = spec["device"]["path"]
-        self.device = devmod.device_of(dpath, src, "device.path")
+        # a device built or formatted for the run (kind rotating_disk, block with format) is
+        # found once it exists, first thing in _setup_machine
+        self.run_device = RunDevice.prepare(spec["device"], src)
+        self.device = None if self.run_device else devmod.device_of(spec["device"]["path"], src, "device.path")
         thr = spec["device"]["throttle"]
         self.cgroup = cg.RunCgroup(self._run_id())
         if thr and not self.cgroup.available:
@@ -198,7 +201,7 @@ class Runner:
                 src, "memory.limit_bytes", mem, "a machine with a writable memory cgroup controller (run as root)"
             )
         for i, e in enumerate(spec["device"]["evict"]):
-            if not Path(e).exists():
+            if not Path(e).exists() and not self._on_run_fs(e):
                 raise ConfigError(src, f"device.evict[{i}]", e, "an existing file or folder")
         if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
             raise ConfigError(
@@ -214,12 +217,19 @@ class Runner:
             self.mon_ctx = MonitorContext(
                 raw_dir=self.raw_dir,
                 interval_s=mon["interval_s"],
-                devices=[self.device.name],
+                devices=[self.device.name] if self.device else [],
                 perf_events=list(mon["perf_events"]),
             )
             self.monitors = make_monitors(list(mon["enabled"]), self.mon_ctx)
         if (self.out / "metadata.json").exists():
             raise CorunError(f"{self.out}: already measured (metadata.json exists); remove the folder to measure again")
+
+    def _on_run_fs(self, path: str) -> bool:
+        """Is PATH on the file system built for the run (it does not exist yet)?"""
+        if self.run_device is None:
+            return False
+        root = Path(self.spec["device"]["path"]).absolute()
+        return root == Path(path).absolute() or root in Path(path).absolute().parents
 
     def _run_id(self) -> str:
         return f"{self.spec['name']}-{os.getpid()}-{int(time.time())}"
@@ -286,6 +296,11 @@ class Runner:
 
     def _setup_machine(self) -> None:
         j = self.journal
+        if self.run_device is not None:  # the emulated (or formatted) disk, journalled
+            name = self.run_device.start(j, self.cgroup.run_id)
+            self.device = devmod.device_by_name(name)
+            if self.mon_ctx is not None:
+                self.mon_ctx.devices[:] = [name]
         # the cgroup: contains the jobs and carries the I/O cap
         if self.cgroup.available:
             mem = self.spec["memory"]["limit_bytes"]
@@ -397,7 +412,7 @@ class Runner:
         now = time.monotonic()
         # a variant's daemon is watched this often, so that the jobs it stopped are resumed
         # within one of its quanta if it dies
-        t = DAEMON_WATCH_S if self.variant.process is not None else 1.0
+        t = DAEMON_WATCH_S if self.variant.process is not None else (0.2 if self.run_device else 1.0)
         for job in self.running.values():
             to = job.spec.get("timeout_s")
             if to:
@@ -413,6 +428,8 @@ class Runner:
                 _signal_group(job.pid, signal.SIGKILL)
 
     def _check_variant(self) -> None:
+        if self.run_device is not None:
+            self.run_device.check()  # a dead emulator fails the run, naming it
         if not self.variant.alive():
             # a scheduler daemon that dies must not leave jobs stopped
             self._resume_all()
@@ -553,9 +570,18 @@ class Runner:
         if self.job_events_fh:
             self.job_events_fh.close()
             self.job_events_fh = None
+        rdev = getattr(self, "run_device", None)
+        if rdev is not None and getattr(self, "device", None) is not None:
+            self.device_after = self.device.describe()  # before the device goes away
+            try:
+                rdev.record_end()
+            except Exception as exc:  # noqa: BLE001 - teardown goes on
+                errors.append(f"device: {exc}")
         if hasattr(self, "journal"):
             errors.extend(self.journal.unwind())
-        if hasattr(self, "device"):
+        if rdev is not None:
+            rdev.after_teardown(self.tmp)
+        elif getattr(self, "device", None) is not None:
             self.device_after = self.device.describe()
 
     def _finish(self) -> Path:
@@ -595,6 +621,8 @@ class Runner:
                 },
                 "device": self.device_during,
                 "device_after": self.device_after,
+                "device_kind": self.spec["device"]["kind"],
+                "device_setup": self.run_device.describe() if self.run_device else None,
                 "throttle": {**self.cgroup.describe(), **(self.spec["device"]["throttle"] or {})}
                 if self.spec["device"]["throttle"]
                 else None,

@@ -1,0 +1,397 @@
+"""Calibrate the emulated rotating disk against its preset with fio (JSON output).
+
+Builds the disk stack exactly as a run does (corun.machine.rotating_disk: FUSE daemon, loop
+device with direct I/O, host queue settings, ext4), then measures:
+
+  qd1_random_4k    random 4 KiB reads, direct, one at a time, over the whole device:
+                   mean latency ~ average seek + half a revolution (+-10 %)
+  sequential_read  128 KiB direct reads of the outer zone: ~ the outer-zone rate (+-10 %)
+  qd32_random_4k   the same random reads 32 deep (reordering on): 1.5-2.5 x the QD1 IOPS
+  readers_N        N concurrent sequential buffered readers of their own files through ext4:
+                   aggregate bandwidth must fall as N grows (the point of a rotating disk)
+  verify           fio verify=crc32c: written data reads back intact
+  lateness         the daemon's completion lateness against the model (p50, p99, max)
+  cpu              the daemon's CPU time per request
+
+and prints a table against the preset with PASS/FAIL per tolerance; --out writes it as JSON.
+Timings on a busy machine are noisy: the JSON records the load average before and after.
+
+    .venv/bin/python bench/rotating_disk_calibration.py --out results/bench/rotating_disk.json
+    .venv/bin/python bench/rotating_disk_calibration.py --quick        # under a minute
+
+Exit: 0 all PASS, 1 a check failed, 2 usage error, 4 skipped (not root, no fio, no FUSE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from corun.errors import ConfigError, CorunError  # noqa: E402
+from corun.machine import rotating_disk as rd  # noqa: E402
+from corun.machine.state import Journal  # noqa: E402
+from corun.util import atomic_write_json  # noqa: E402
+
+# The prototype's figures on this kind of VM (issue 11), beside ours in the table.
+PROTOTYPE_READERS_MB_S = {1: 108.0, 2: 50.0, 4: 50.0}
+
+
+def fio(args: list[str], timeout: float = 600) -> dict:
+    res = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise CorunError(f"fio {' '.join(args)} exited {res.returncode}: {res.stderr.strip()[-300:]}")
+    return json.loads(res.stdout[res.stdout.index("{") :])
+
+
+def drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+
+
+def phase(disk: rd.RotatingDisk, before: dict | None) -> dict:
+    """The daemon's own view of one phase: requests, model service time, lateness so far."""
+    after = (disk.snapshot() or {}).get("counters") or {}
+    b = (before or {}).get("counters") or {}
+    n = after.get("requests", 0) - b.get("requests", 0)
+    busy = after.get("busy_ms", 0.0) - b.get("busy_ms", 0.0)
+    nbytes = after.get("bytes_read", 0) - b.get("bytes_read", 0)
+    return {
+        "requests": n,
+        "model_service_ms_mean": busy / n if n else None,
+        "seeks": after.get("seeks", 0) - b.get("seeks", 0),
+        "bytes_read": nbytes,
+        "model_busy_mb_s": nbytes / busy / 1e3 if busy else None,
+    }
+
+
+def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], log) -> dict:
+    dev = disk.loop
+    rt = "4" if quick else "20"
+    m: dict = {}
+    size_mb = 48 if quick else 256
+    log(f"writing {max(readers)} files of {size_mb} MB (untimed) ...")
+    for i in range(max(readers)):
+        subprocess.run(
+            ["dd", "if=/dev/zero", f"of={mnt}/r{i}", "bs=1M", f"count={size_mb}", "conv=fsync", "status=none"],
+            check=True,
+        )
+    disk.go_timed()
+    log("qd1 random 4k ...")
+    before = disk.snapshot()
+    j = fio(
+        [
+            "--name=qd1",
+            f"--filename={dev}",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=1",
+            "--time_based",
+            f"--runtime={rt}",
+            "--randseed=7",
+        ]
+    )
+    r = j["jobs"][0]["read"]
+    m["qd1_random_4k"] = {
+        "iops": r["iops"],
+        "mean_latency_ms": r["clat_ns"]["mean"] / 1e6,
+        "p99_latency_ms": r["clat_ns"]["percentile"]["99.000000"] / 1e6,
+        "ios": r["total_ios"],
+        "daemon": phase(disk, before),
+    }
+    log("qd32 random 4k ...")
+    before = disk.snapshot()
+    j = fio(
+        [
+            "--name=qd32",
+            f"--filename={dev}",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=32",
+            "--time_based",
+            f"--runtime={rt}",
+            "--randseed=8",
+        ]
+    )
+    r = j["jobs"][0]["read"]
+    m["qd32_random_4k"] = {
+        "iops": r["iops"],
+        "mean_latency_ms": r["clat_ns"]["mean"] / 1e6,
+        "ios": r["total_ios"],
+        "daemon": phase(disk, before),
+    }
+    log("sequential read ...")
+    before = disk.snapshot()
+    j = fio(
+        [
+            "--name=seq",
+            f"--filename={dev}",
+            "--rw=read",
+            "--bs=128k",
+            "--direct=1",
+            "--ioengine=psync",
+            f"--size={'48M' if quick else '256M'}",
+        ]
+    )
+    r = j["jobs"][0]["read"]
+    m["sequential_read"] = {"mb_s": r["bw_bytes"] / 1e6, "daemon": phase(disk, before)}
+    log("verify crc32c ...")
+    res = subprocess.run(
+        [
+            "fio",
+            "--output-format=json",
+            "--name=verify",
+            f"--filename={mnt}/verify.dat",
+            "--rw=randwrite",
+            "--bs=64k",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=8",
+            f"--size={'8M' if quick else '64M'}",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_state_save=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    m["verify"] = {"fio_exit": res.returncode, "errors": res.stderr.strip()[-300:] or None}
+    (mnt / "verify.dat").unlink(missing_ok=True)
+    m["readers"] = {}
+    for n in readers:
+        drop_caches()
+        log(f"{n} concurrent buffered sequential reader(s) ...")
+        args = ["--ioengine=psync", "--rw=read", "--bs=128k", "--direct=0", "--invalidate=1"]
+        for i in range(n):
+            args += [f"--name=r{i}", f"--filename={mnt}/r{i}", f"--size={size_mb}M"]
+        t0 = time.monotonic()
+        j = fio(args)
+        wall = time.monotonic() - t0
+        total = sum(x["read"]["io_bytes"] for x in j["jobs"])
+        longest = max(x["read"]["runtime"] for x in j["jobs"]) / 1e3
+        m["readers"][str(n)] = {
+            "aggregate_mb_s": total / 1e6 / longest,
+            "per_reader_mb_s": [x["read"]["bw_bytes"] / 1e6 for x in j["jobs"]],
+            "wall_s": wall,
+        }
+    return m
+
+
+def judge(m: dict, model: dict, readers: list[int]) -> list[dict]:
+    p, d = model["params"], model["derived"]
+    rows = []
+
+    def row(name, measured, expected, unit, ok, tolerance):
+        rows.append(
+            {
+                "check": name,
+                "measured": measured,
+                "expected": expected,
+                "unit": unit,
+                "tolerance": tolerance,
+                "verdict": ok if isinstance(ok, str) else ("PASS" if ok else "FAIL"),
+            }
+        )
+
+    exp = p["seek_avg_ms"] + d["avg_rotational_latency_ms"]
+    got = m["qd1_random_4k"]["mean_latency_ms"]
+    row("qd1 random 4k latency", got, exp, "ms", abs(got / exp - 1) <= 0.10, "+-10 % of avg seek + half a revolution")
+    row(
+        "  the model's own service time",
+        m["qd1_random_4k"]["daemon"]["model_service_ms_mean"],
+        exp,
+        "ms",
+        "info",
+        "the daemon's busy time per request: the rest of fio's latency is the host's path",
+    )
+    got = m["sequential_read"]["mb_s"]
+    row(
+        "sequential read (outer zone)",
+        got,
+        p["rate_outer_mb_s"],
+        "MB/s",
+        abs(got / p["rate_outer_mb_s"] - 1) <= 0.10,
+        "+-10 % of the outer-zone rate",
+    )
+    row(
+        "  bytes over the model's busy time",
+        m["sequential_read"]["daemon"]["model_busy_mb_s"],
+        p["rate_outer_mb_s"],
+        "MB/s",
+        "info",
+        "above the rate when the host's path, not the disk, paces the reads (read-ahead hits)",
+    )
+    ratio = m["qd32_random_4k"]["iops"] / m["qd1_random_4k"]["iops"]
+    row(
+        "qd32 / qd1 random IOPS",
+        ratio,
+        "1.5-2.5",
+        "x",
+        1.5 <= ratio <= 2.5,
+        f"1.5-2.5 (queue window {p['queue_window']})",
+    )
+    one = m["readers"][str(readers[0])]["aggregate_mb_s"]
+    row(
+        "1 reader (buffered, ext4)",
+        one,
+        PROTOTYPE_READERS_MB_S[1],
+        "MB/s",
+        "info",
+        "the prototype's figure beside ours",
+    )
+    prev = one
+    for n in readers[1:]:
+        agg = m["readers"][str(n)]["aggregate_mb_s"]
+        row(
+            f"{n} readers aggregate",
+            agg,
+            PROTOTYPE_READERS_MB_S.get(n, f"< {prev:.0f}"),
+            "MB/s",
+            agg < one and agg <= prev * 1.10,
+            "below 1 reader, not rising (+10 %) with more readers",
+        )
+        prev = agg
+    if len(readers) > 1:
+        last = m["readers"][str(readers[-1])]["aggregate_mb_s"]
+        row(
+            f"{readers[-1]} readers / 1 reader",
+            last / one,
+            "< 0.75",
+            "x",
+            last / one < 0.75,
+            "falls by a quarter or more",
+        )
+    row(
+        "fio verify=crc32c",
+        "ok" if m["verify"]["fio_exit"] == 0 else "failed",
+        "ok",
+        "",
+        m["verify"]["fio_exit"] == 0,
+        "no verify error",
+    )
+    c = m["counters"]
+    row(
+        "completion lateness p99",
+        c["lateness_p99_ms"],
+        "< 2",
+        "ms",
+        c["lateness_p99_ms"] < 2.0,
+        "p99 < 2 ms (noisy on a shared machine)",
+    )
+    row("completion lateness max", c["lateness_max_ms"], None, "ms", "info", "")
+    row("daemon CPU per request", c["cpu_us_per_request"], None, "us", "info", "")
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    def fmt(x):
+        return f"{x:.2f}" if isinstance(x, float) else ("" if x is None else str(x))
+
+    lines = [f"{'check':32} {'measured':>10} {'preset':>10} {'unit':6} verdict  tolerance"]
+    for r in rows:
+        lines.append(
+            f"{r['check']:32} {fmt(r['measured']):>10} {fmt(r['expected']):>10} {r['unit']:6} "
+            f"{r['verdict']:8} {r['tolerance']}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="sata_7200_2010", help="preset name or file (default sata_7200_2010)")
+    ap.add_argument(
+        "--size-mib",
+        type=int,
+        default=None,
+        help="image size, MiB (default 4096, 512 with --quick): it must hold the readers' files",
+    )
+    ap.add_argument("--readers", default=None, help="concurrent reader counts (default 1,2,4,8; 1,2,4 with --quick)")
+    ap.add_argument(
+        "--queue-window",
+        type=int,
+        default=None,
+        help="the drive's reordering window, 1 (FIFO) to 32 (default: the preset's)",
+    )
+    ap.add_argument("--quick", action="store_true", help="short runs, small files: under a minute")
+    ap.add_argument("--out", type=Path, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    readers = [int(x) for x in (args.readers or ("1,2,4" if args.quick else "1,2,4,8")).split(",")]
+    if readers[0] != 1 or sorted(readers) != readers:
+        print(f"rotating_disk_calibration: --readers: {args.readers} (expected rising counts from 1)", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0 or shutil.which("fio") is None:
+        print("rotating_disk_calibration: skipped: needs root and fio", file=sys.stderr)
+        return 4
+    size = (args.size_mib or (512 if args.quick else 4096)) << 20
+    try:
+        cfg = rd.resolve({"preset": args.preset, "size_bytes": size, "queue_window": args.queue_window})
+        rd.check_machine()
+    except ConfigError as exc:
+        print(f"rotating_disk_calibration: skipped: {exc}", file=sys.stderr)
+        return 4
+
+    def log(msg):
+        print(f"  {msg}", file=sys.stderr, flush=True)
+
+    load_before = os.getloadavg()
+    run_id = f"calibration-{os.getpid()}"
+    journal = Journal(run_id)
+    mnt = Path(tempfile.mkdtemp(prefix="corun-calibration-")) / "mnt"
+    disk = rd.RotatingDisk(cfg, journal, mnt, run_id)
+    t0 = time.time()
+    try:
+        disk.start(timed=False)  # the readers' files are written untimed, then the model takes over
+        m = measure(disk, mnt, args.quick, readers, log)
+        disk.record_end()
+    except (CorunError, subprocess.CalledProcessError) as exc:
+        print(f"rotating_disk_calibration: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        errors = journal.unwind()
+        shutil.rmtree(mnt.parent, ignore_errors=True)
+    disk.after_teardown()
+    disk.cleanup()
+    d = disk.describe()
+    m["counters"] = d["counters"]
+    rows = judge(m, d["model"], readers)
+    out = {
+        "bench": "rotating_disk_calibration",
+        "quick": args.quick,
+        "preset": d["preset"],
+        "start_epoch_s": t0,
+        "duration_s": time.time() - t0,
+        "kernel_release": os.uname().release,
+        "host": os.uname().nodename,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "nproc": os.cpu_count(),
+        "device": d,
+        "measured": m,
+        "checks": rows,
+        "teardown_errors": errors,
+        "note": "timings are noisy when other work shares the machine: compare loadavg_before/after",
+    }
+    print(table(rows))
+    print(f"load average before {load_before[0]:.2f}, after {out['loadavg_after'][0]:.2f} ({os.cpu_count()} CPUs)")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(args.out, out)
+    return 0 if all(r["verdict"] in ("PASS", "info") for r in rows) and not errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

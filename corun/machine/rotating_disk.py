@@ -1,0 +1,847 @@
+"""The emulated rotating disk as a real block device for a run, and real disks by path.
+
+Set-up, every step journalled (corun/state.py) before it is made:
+
+1. the FUSE daemon (emulators/rotating_disk) serves one image file, held in its memory, on a
+   private mount point under the state folder;
+2. `losetup --direct-io=on` attaches a loop device to that file (no page cache between the
+   loop device and the model);
+3. host queue settings of the loop device: rotational, elevator, nr_requests, max_sectors_kb,
+   read_ahead_kb (in that order: an elevator change resets nr_requests, a max_sectors_kb
+   change may reset the read-ahead);
+4. mkfs.ext4 (no lazy initialisation, so no background writes during the run), then a mount on
+   the run's data folder; settings that mkfs or the mount reset (the read-ahead, here) are noted
+   and set again, then all are read back and must match.
+
+Teardown is the journal's unwind, newest first: unmount, detach, end the daemon. A hung or dead
+daemon never blocks it: the FUSE connection is aborted (/sys/fs/fuse/connections/N/abort)
+before unmounting, unmounts fall back to lazy ones, and a loop device still busy is detached
+lazily (autoclear). After a SIGKILL of the runner, `corun recover` (or the next corun command)
+unwinds the same journal.
+
+A real block device (`device.kind: block`) is formatted only when the spec says `format: true`
+and it holds no file system or partition table (blkid and wipefs -n); otherwise one line and
+nothing is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from corun.errors import ConfigError, CorunError
+from corun.machine.state import Journal, state_dir, undo_handler
+from corun.util import proc_starttime
+
+REPO = Path(__file__).resolve().parents[2]
+EMULATOR_DIR = REPO / "emulators" / "rotating_disk"
+BINARY = EMULATOR_DIR / "build" / "corun-rotating-disk"
+PRESETS = EMULATOR_DIR / "presets"
+EMULATOR = "the rotating_disk emulator"
+
+# Host queue settings of the 2010-era testbed the prototype measured (docs/emulators/rotating_disk.md).
+HOST_DEFAULTS = {
+    "rotational": 1,
+    "elevator": "mq-deadline",
+    "nr_requests": None,
+    "max_sectors_kb": 128,
+    "read_ahead_kb": 128,
+}
+HOST_ORDER = ["rotational", "elevator", "nr_requests", "max_sectors_kb", "read_ahead_kb"]
+DEFAULTS = {
+    "preset": "sata_7200_2010",
+    "size_bytes": 2 << 30,
+    "stroke": 1.0,
+    "queue_window": None,
+    "model": {},
+    "host": HOST_DEFAULTS,
+    "mount_options": "noatime",
+    "seed": 1,
+    "rt_priority": 10,
+    "overlay": False,
+}
+STOP_GRACE_S = 10.0
+
+
+def preset_path(preset: str) -> Path:
+    p = Path(preset)
+    if "/" in preset or preset.endswith(".conf"):
+        return p
+    return PRESETS / f"{preset}.conf"
+
+
+def read_preset(path: Path) -> dict:
+    """A preset file: `option = value` lines with # comments."""
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and "=" in line:
+            k, v = (x.strip() for x in line.split("=", 1))
+            out[k] = v
+    return out
+
+
+def resolve(cfg: dict | None, source: str = "spec", key: str = "device.rotating_disk") -> dict:
+    """Defaults filled in and every value checked; a problem is one ConfigError line."""
+    cfg = dict(cfg or {})
+    out = {**DEFAULTS, **cfg}
+    out["host"] = {**HOST_DEFAULTS, **(cfg.get("host") or {})}
+    out["model"] = dict(cfg.get("model") or {})
+    pp = preset_path(str(out["preset"]))
+    if not pp.is_file():
+        names = sorted(x.stem for x in PRESETS.glob("*.conf"))
+        raise ConfigError(
+            source, f"{key}.preset", out["preset"], f"a preset name ({', '.join(names)}) or a preset file"
+        )
+    out["preset_file"] = str(pp)
+    if not isinstance(out["size_bytes"], int) or out["size_bytes"] < 64 << 20 or out["size_bytes"] % 4096:
+        raise ConfigError(
+            source, f"{key}.size_bytes", out["size_bytes"], "an integer >= 67108864 (64 MiB), a multiple of 4096"
+        )
+    if not isinstance(out["stroke"], (int, float)) or not 0 < out["stroke"] <= 1:
+        raise ConfigError(source, f"{key}.stroke", out["stroke"], "a number in (0, 1]")
+    qw = out["queue_window"]
+    if qw is not None and (not isinstance(qw, int) or not 1 <= qw <= 32):
+        raise ConfigError(source, f"{key}.queue_window", qw, "an integer from 1 (FIFO) to 32, or null (the preset's)")
+    for k, v in out["model"].items():
+        if not isinstance(k, str) or not k.replace("-", "").isalnum() or isinstance(v, (dict, list)):
+            raise ConfigError(source, f"{key}.model.{k}", v, "an option of corun-rotating-disk and a scalar value")
+    if not isinstance(out["overlay"], bool):
+        raise ConfigError(source, f"{key}.overlay", out["overlay"], "true or false")
+    rt = out["rt_priority"]
+    if not isinstance(rt, int) or isinstance(rt, bool) or not 0 <= rt <= 99:
+        raise ConfigError(source, f"{key}.rt_priority", rt, "an integer from 0 (normal scheduling) to 99")
+    h = out["host"]
+    for k in h:
+        if k not in HOST_DEFAULTS:
+            raise ConfigError(source, f"{key}.host.{k}", h[k], f"one of {', '.join(HOST_ORDER)}")
+    if h["rotational"] not in (0, 1):
+        raise ConfigError(source, f"{key}.host.rotational", h["rotational"], "0 or 1")
+    for k in ("nr_requests", "max_sectors_kb", "read_ahead_kb"):
+        v = h[k]
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if k == "read_ahead_kb" else 1)):
+            raise ConfigError(source, f"{key}.host.{k}", v, "a positive integer, or null (the kernel's)")
+    if h["elevator"] not in (None, "none", "mq-deadline", "bfq", "kyber"):
+        raise ConfigError(source, f"{key}.host.elevator", h["elevator"], "none, mq-deadline, bfq, kyber or null")
+    return out
+
+
+def check_machine(source: str = "spec", key: str = "device.kind") -> None:
+    """What a rotating_disk run needs from this machine, checked before anything starts."""
+    if os.geteuid() != 0:
+        raise ConfigError(source, key, "rotating_disk", "a run as root (FUSE mount, loop device, mkfs, mount)")
+    if not BINARY.is_file():
+        raise ConfigError(
+            source, key, "rotating_disk", "the emulator built (ansible-playbook site.yml --tags rotating_disk)"
+        )
+    if not Path("/dev/fuse").exists():
+        raise ConfigError(source, key, "rotating_disk", "a kernel with FUSE (/dev/fuse is missing)")
+    for tool in ("losetup", "mkfs.ext4", "mount", "umount"):
+        if shutil.which(tool) is None:
+            raise ConfigError(source, key, "rotating_disk", f"{tool} on PATH")
+
+
+def _run(argv: list[str], what: str, timeout: float = 120) -> str:
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CorunError(f"{what}: {' '.join(argv)} did not finish in {timeout:.0f} s") from None
+    if res.returncode != 0:
+        raise CorunError(f"{what}: {' '.join(argv)} exited {res.returncode}: {res.stderr.strip()[-300:]}")
+    return res.stdout
+
+
+def _mounts() -> list[list[str]]:
+    try:
+        return [ln.split() for ln in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:
+        return []
+
+
+def _mount_entry(target: str) -> list[str] | None:
+    for f in _mounts():
+        if len(f) > 4 and f[4] == target:
+            return f
+    return None
+
+
+def _fuse_conn(target: str) -> str | None:
+    """The FUSE connection number of the mount at TARGET (its device's minor), from mountinfo
+    (a stat() could hang on a dead mount)."""
+    f = _mount_entry(target)
+    if f is None:
+        return None
+    major, minor = f[2].split(":")
+    return minor if major == "0" else None
+
+
+def abort_fuse(conn: str | None) -> bool:
+    """Abort a FUSE connection: every pending and future request fails at once."""
+    if not conn:
+        return False
+    base = Path("/sys/fs/fuse/connections")
+    if not (base / conn).exists() and not any(f[4] == str(base) for f in _mounts() if len(f) > 4):
+        subprocess.run(["mount", "-t", "fusectl", "fusectl", str(base)], capture_output=True)
+    try:
+        (base / conn / "abort").write_text("1")
+        return True
+    except OSError:
+        return False
+
+
+def _umount(target: str, conn: str | None = None, grace_s: float = 15.0) -> None:
+    """Unmount TARGET. Its final writes may wait on a daemon that hangs (stopped, stuck): an
+    unmount in uninterruptible sleep cannot be killed, so it runs in the background and, if it
+    is not done within GRACE_S, the FUSE connection CONN is aborted (the writes then fail and
+    the unmount ends); a lazy unmount is the last resort."""
+    if _mount_entry(target) is None:
+        return
+    proc = subprocess.Popen(["umount", target], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    end = time.monotonic() + grace_s
+    while proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    if proc.poll() is None:
+        abort_fuse(conn)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+    if _mount_entry(target) is not None:
+        abort_fuse(conn)
+        subprocess.run(["umount", "-l", target], capture_output=True, timeout=30)
+    if _mount_entry(target) is not None:
+        raise RuntimeError(f"{target} is still mounted")
+
+
+def _proc_state(pid: int | None, starttime: int | None) -> str | None:
+    """The state letter of that very process (R, S, D, T, Z ...), or None if it is gone."""
+    if not pid or proc_starttime(pid) != starttime:
+        return None
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _daemon_healthy(pid: int | None, starttime: int | None) -> bool:
+    return _proc_state(pid, starttime) not in (None, "T", "t", "Z", "X")
+
+
+def _wait_exit(pid: int, starttime: int | None, timeout_s: float) -> bool:
+    """Wait until the process has exited (a zombie counts; our own child is reaped)."""
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if _proc_state(pid, starttime) in (None, "Z", "X"):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+
+
+def _loops_of(backing: str) -> list[str]:
+    res = subprocess.run(["losetup", "-j", backing, "-O", "NAME", "-n"], capture_output=True, text=True)
+    loops = [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
+    if not loops:  # losetup -j stat()s the file: on a dead FUSE mount, match sysfs instead
+        for b in Path("/sys/block").glob("loop*/loop/backing_file"):
+            try:
+                if b.read_text().strip() in (backing, backing + " (deleted)"):
+                    loops.append(f"/dev/{b.parent.parent.name}")
+            except OSError:
+                pass
+    return loops
+
+
+# ---- undo handlers (also used by `corun recover` for a dead runner's journal) -------------
+
+
+@undo_handler("rotating_disk_mount")
+def _undo_mount(action: dict) -> None:
+    """Unmount the run's file system; abort the FUSE connection first if the daemon is gone
+    or stopped, so the unmount's writes fail instead of waiting."""
+    conn = action.get("fuse_conn") or _fuse_conn(action.get("fuse_dir", ""))
+    if not _daemon_healthy(action.get("daemon_pid"), action.get("daemon_starttime")):
+        abort_fuse(conn)
+    _umount(action["target"], conn)
+
+
+@undo_handler("rotating_disk_loop")
+def _undo_loop(action: dict) -> None:
+    """Detach the loop device(s) on the image (found by backing file, so a crash between
+    losetup and the journal update is covered too)."""
+    for loop in _loops_of(action["backing"]):
+        subprocess.run(["losetup", "-d", loop], capture_output=True, timeout=30)
+
+
+@undo_handler("rotating_disk_daemon")
+def _undo_daemon(action: dict) -> None:
+    """End the daemon (SIGTERM: it unmounts and writes its counters), then make sure its FUSE
+    mount is gone."""
+    pid, st = action.get("pid"), action.get("starttime")
+    fuse_dir = action["fuse_dir"]
+    conn = action.get("fuse_conn") or _fuse_conn(fuse_dir)
+    if pid and proc_starttime(pid) == st:
+        try:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        if not _wait_exit(pid, st, STOP_GRACE_S):
+            abort_fuse(conn)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _wait_exit(pid, st, 5)
+    if _mount_entry(fuse_dir) is not None:
+        abort_fuse(conn)
+        subprocess.run(["umount", "-l", fuse_dir], capture_output=True, timeout=30)
+    if _mount_entry(fuse_dir) is not None:
+        raise RuntimeError(f"{fuse_dir} is still mounted")
+
+
+@dataclass
+class HostSettings:
+    requested: dict
+    after_mount: dict | None = None
+    at_end: dict | None = None
+    reset_by_mount: dict | None = None
+
+
+class RotatingDisk:
+    """One emulated disk for one run: start() builds the stack, every step journalled."""
+
+    def __init__(self, cfg: dict, journal: Journal, target: str | Path, run_id: str):
+        self.cfg = cfg
+        self.journal = journal
+        self.target = str(Path(target).absolute())
+        self.work = state_dir() / "rotating_disk" / run_id
+        self.fuse_dir = str(self.work / "fuse")
+        self.state_file = self.work / "state.json"
+        self.log_file = self.work / "daemon.log"
+        self.image = f"{self.fuse_dir}/disk.img"
+        self.proc: subprocess.Popen | None = None
+        self.loop: str | None = None
+        self.host = HostSettings(dict(cfg["host"]))
+        self.daemon_action: dict | None = None
+        self.populated: list[dict] = []
+        self.final_state: dict | None = None
+
+    # ------------------------------------------------------------ set-up
+    def argv(self) -> list[str]:
+        c = self.cfg
+        argv = [
+            str(BINARY),
+            "--preset",
+            c["preset_file"],
+            "--size",
+            str(c["size_bytes"]),
+            "--stroke",
+            str(c["stroke"]),
+            "--seed",
+            str(c["seed"]),
+            "--rt-priority",
+            str(c["rt_priority"]),
+        ]
+        if c["queue_window"] is not None:
+            argv += ["--queue-window", str(c["queue_window"])]
+        for k, v in c["model"].items():
+            argv += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
+        return argv + ["--untimed-start", "--mount", self.fuse_dir, "--state", str(self.state_file)]
+
+    def start(self, fill=None, timed: bool = True) -> None:
+        """Build the stack. With overlay, FILL(folder) copies the inputs onto the new file
+        system (mounted on a staging folder), which is then mounted over device.path. The
+        daemon serves mkfs and the filling at memory speed; with TIMED (else call go_timed()
+        once the disk is filled) every request from then on is timed by the model."""
+        t = Path(self.target)
+        overlay = self.cfg.get("overlay", False)
+        if not overlay and t.exists() and (not t.is_dir() or any(t.iterdir())):
+            raise CorunError(f"device.path: {self.target}: not an empty folder (the emulated disk is mounted there)")
+        if overlay and not t.is_dir():
+            raise CorunError(f"device.path: {self.target}: not a folder (overlay mounts the emulated disk over it)")
+        if _mount_entry(self.target) is not None:
+            raise CorunError(f"device.path: {self.target}: already a mount point")
+        t.mkdir(parents=True, exist_ok=True)
+        self.work.mkdir(parents=True, exist_ok=True)
+        Path(self.fuse_dir).mkdir(exist_ok=True)
+        self.state_file.unlink(missing_ok=True)
+        j = self.journal
+        # 1. the daemon
+        self.daemon_action = j.push(
+            {
+                "kind": "rotating_disk_daemon",
+                "what": EMULATOR,
+                "fuse_dir": self.fuse_dir,
+                "pid": None,
+                "starttime": None,
+            }
+        )
+        log = open(self.log_file, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        finally:
+            log.close()
+        self.daemon_action.update(pid=self.proc.pid, starttime=proc_starttime(self.proc.pid))
+        j.update(self.daemon_action)
+        end = time.monotonic() + 10
+        while not self.state_file.exists():
+            if self.proc.poll() is not None:
+                raise CorunError(f"{EMULATOR} exited {self.proc.returncode} at start: {self._log_tail()}")
+            if time.monotonic() > end:
+                raise CorunError(f"{EMULATOR} did not mount {self.fuse_dir} within 10 s: {self._log_tail()}")
+            time.sleep(0.02)
+        self.fuse_conn = _fuse_conn(self.fuse_dir)
+        self.daemon_action["fuse_conn"] = self.fuse_conn
+        j.update(self.daemon_action)
+        # 2. the loop device, direct I/O on the served file
+        j.push(
+            {"kind": "rotating_disk_loop", "what": "loop device of the rotating_disk emulator", "backing": self.image}
+        )
+        self.loop = self._step(["losetup", "--direct-io=on", "-f", "--show", self.image], "losetup").strip()
+        name = Path(self.loop).name
+        if Path(f"/sys/block/{name}/loop/dio").read_text().strip() != "1":
+            raise CorunError(f"{self.loop}: direct I/O is off (losetup --direct-io=on was refused)")
+        # 3. host queue settings
+        self.apply_host_settings(name)
+        # 4. file system and mount
+        self._step(
+            ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", self.loop],
+            "mkfs.ext4 on the emulated disk",
+            timeout=600,
+        )
+        j.push(
+            {
+                "kind": "rotating_disk_mount",
+                "what": "file system on the rotating_disk emulator",
+                "target": self.target,
+                "fuse_dir": self.fuse_dir,
+                "fuse_conn": self.fuse_conn,
+                "daemon_pid": self.proc.pid,
+                "daemon_starttime": self.daemon_action["starttime"],
+            }
+        )
+        opts = ["-o", self.cfg["mount_options"]] if self.cfg["mount_options"] else []
+        if overlay:  # fill it on a staging mount first; unmounting it empties the page cache
+            stage = self.work / "stage"
+            stage.mkdir(exist_ok=True)
+            st = j.push(
+                {
+                    "kind": "rotating_disk_mount",
+                    "what": "staging mount of the rotating_disk emulator",
+                    "target": str(stage),
+                    "fuse_dir": self.fuse_dir,
+                    "fuse_conn": self.fuse_conn,
+                    "daemon_pid": self.proc.pid,
+                    "daemon_starttime": self.daemon_action["starttime"],
+                }
+            )
+            self._step(["mount", "-t", "ext4", self.loop, str(stage)], "staging mount of the emulated disk")
+            self.populated = fill(str(stage)) if fill else []
+            err = j.undo(st)
+            if err:
+                raise CorunError(f"staging mount of the emulated disk: {err}")
+        self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
+        # mkfs and the mount may reset some (the read-ahead, seen here): note which, set them
+        # again, and read them all back.
+        seen = self.read_host_settings(name)
+        self.host.reset_by_mount = {
+            k: seen.get(k) for k, v in self.host.requested.items() if v is not None and seen.get(k) != v
+        }
+        self.apply_host_settings(name)
+        self.host.after_mount = self.read_host_settings(name)
+        self.verify_host_settings()
+        if timed:
+            self.go_timed()
+
+    def go_timed(self) -> None:
+        """End the daemon's untimed start (SIGUSR2): from now on the model times every request."""
+        os.sync()
+        self.proc.send_signal(signal.SIGUSR2)
+        end = time.monotonic() + 10
+        while True:
+            s = self._read_state()
+            if s and s.get("timed"):
+                return
+            self.check()
+            if time.monotonic() > end:
+                raise CorunError(f"{EMULATOR} did not confirm timed mode within 10 s")
+            time.sleep(0.02)
+
+    def _step(self, argv: list[str], what: str, timeout: float = 120) -> str:
+        """A set-up command; if it fails because the daemon died, say that."""
+        try:
+            return _run(argv, what, timeout)
+        except CorunError:
+            self.check()
+            raise
+
+    def apply_host_settings(self, name: str) -> None:
+        q = Path(f"/sys/block/{name}/queue")
+        for k in HOST_ORDER:
+            v = self.host.requested.get(k)
+            if v is None:
+                continue
+            f = q / ("scheduler" if k == "elevator" else k)
+            try:
+                f.write_text(str(v))
+            except OSError as exc:
+                raise CorunError(f"{self.loop}: cannot set {f.name} to {v}: {exc.strerror}") from None
+
+    @staticmethod
+    def read_host_settings(name: str) -> dict:
+        q = Path(f"/sys/block/{name}/queue")
+        out = {}
+        for k in HOST_ORDER:
+            try:
+                txt = (q / ("scheduler" if k == "elevator" else k)).read_text().strip()
+            except OSError:
+                out[k] = None
+                continue
+            if k == "elevator":
+                sel = [w.strip("[]") for w in txt.split() if w.startswith("[")]
+                out[k] = sel[0] if sel else txt
+            else:
+                out[k] = int(txt)
+        return out
+
+    def verify_host_settings(self) -> None:
+        got = self.host.after_mount or {}
+        bad = [
+            f"{k} is {got.get(k)}, set {v}" for k, v in self.host.requested.items() if v is not None and got.get(k) != v
+        ]
+        if bad:
+            raise CorunError(f"{self.loop}: host queue settings differ after mount: {'; '.join(bad)}")
+
+    # ------------------------------------------------------------ during the run
+    def check(self) -> None:
+        """Raise, naming the emulator, if the daemon died or lost its mount."""
+        if self.proc is None:
+            return
+        rc = self.proc.poll()
+        if rc is not None:
+            how = f"was killed by signal {-rc}" if rc < 0 else f"exited {rc}"
+            raise CorunError(
+                f"{EMULATOR} (pid {self.proc.pid}) {how}; its disk at {self.target} is gone: {self._log_tail()}"
+            )
+
+    def snapshot(self, timeout_s: float = 2.0) -> dict | None:
+        """Ask the daemon for its counters (SIGUSR1) and read them."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self._read_state()
+        before = self._read_state()
+        t_before = (before or {}).get("now_epoch_s")
+        self.proc.send_signal(signal.SIGUSR1)
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            s = self._read_state()
+            if s and s.get("now_epoch_s") != t_before:
+                return s
+            time.sleep(0.02)
+        return self._read_state()
+
+    def _read_state(self) -> dict | None:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _log_tail(self) -> str:
+        try:
+            txt = self.log_file.read_text(errors="replace").strip().splitlines()
+            return txt[-1] if txt else "no message"
+        except OSError:
+            return "no message"
+
+    # ------------------------------------------------------------ teardown, record
+    def record_end(self) -> None:
+        """Before teardown: the settings at the end and the daemon's counters."""
+        if self.loop:
+            self.host.at_end = self.read_host_settings(Path(self.loop).name)
+        self.final_state = self.snapshot()
+
+    def after_teardown(self) -> None:
+        """After the journal was unwound: the daemon's last counters (written at exit)."""
+        s = self._read_state()
+        if s and s.get("status") in ("exited", "failed"):
+            self.final_state = s
+
+    def cleanup(self) -> None:
+        """Remove the working folder (state, log, mount points) once nothing is mounted there."""
+        if not any(_mount_entry(str(p)) for p in (Path(self.fuse_dir), self.work / "stage")):
+            shutil.rmtree(self.work, ignore_errors=True)
+            try:
+                self.work.parent.rmdir()  # only when no other run's folder is there
+            except OSError:
+                pass
+
+    def copy_files(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in (self.state_file, self.log_file):
+            if f.exists():
+                shutil.copy2(f, dest / f.name)
+
+    def describe(self) -> dict:
+        s = self.final_state or {}
+        return {
+            "kind": "rotating_disk",
+            "emulator": str(BINARY.relative_to(REPO)),
+            "argv": [str(a) for a in self.argv()[1:]],
+            "preset": Path(self.cfg["preset_file"]).stem,
+            "size_bytes": self.cfg["size_bytes"],
+            "stroke": self.cfg["stroke"],
+            "loop_device": self.loop,
+            "mount": self.target,
+            "mount_options": self.cfg["mount_options"],
+            "overlay": self.cfg.get("overlay", False),
+            "model": {"params": s.get("params"), "derived": s.get("derived")},
+            "host_settings": {
+                "requested": self.host.requested,
+                "after_mount": self.host.after_mount,
+                "reset_by_mkfs_or_mount": self.host.reset_by_mount,
+                "at_end": self.host.at_end,
+            },
+            "counters": s.get("counters"),
+            "daemon_status": s.get("status"),
+            "untimed_fill": {
+                "requests": (s.get("counters") or {}).get("untimed_requests"),
+                "bytes": (s.get("counters") or {}).get("untimed_bytes"),
+            },
+            "daemon_rt_priority": s.get("rt_priority"),
+            "daemon_rt_priority_error": s.get("rt_priority_error"),
+        }
+
+
+def stop(disk: RotatingDisk) -> list[str]:
+    """Undo the disk's journal actions now (newest first); returns the errors met."""
+    errs = []
+    for a in reversed(list(disk.journal.actions)):
+        if a["kind"].startswith("rotating_disk_"):
+            err = disk.journal.undo(a)
+            if err:
+                errs.append(err)
+    return errs
+
+
+# ---- real block devices by path -------------------------------------------------------------
+
+
+def check_block_device(path: str, fmt: bool, source: str = "spec", key: str = "device.block") -> str:
+    """A real disk for a run: it must be a block device; with format, it must hold nothing."""
+    p = Path(path)
+    if not p.is_block_device():
+        raise ConfigError(source, f"{key}.path", path, "a block device such as /dev/sdb")
+    if not fmt:
+        return "use"
+    blkid = subprocess.run(["blkid", "-p", "-o", "export", path], capture_output=True, text=True)
+    if blkid.returncode == 0 and blkid.stdout.strip():
+        found = dict(ln.split("=", 1) for ln in blkid.stdout.split() if "=" in ln)
+        what = found.get("TYPE") or found.get("PTTYPE") or "a signature"
+        raise ConfigError(
+            source, f"{key}.path", path, f"an empty device to format (it holds {what}; wipe it yourself if it is spare)"
+        )
+    wipe = subprocess.run(["wipefs", "-n", path], capture_output=True, text=True)
+    if wipe.returncode != 0 or wipe.stdout.strip():
+        raise ConfigError(
+            source, f"{key}.path", path, "an empty device to format (wipefs -n found signatures or could not read it)"
+        )
+    return "format"
+
+
+@undo_handler("block_mount")
+def _undo_block_mount(action: dict) -> None:
+    _umount(action["target"])
+
+
+def _check_mount_target(path: str, source: str) -> None:
+    t = Path(path)
+    if t.exists() and (not t.is_dir() or any(t.iterdir())):
+        raise ConfigError(
+            source, "device.path", path, "an empty or new folder (the run's file system is mounted there)"
+        )
+    if _mount_entry(str(t.absolute())) is not None:
+        raise ConfigError(source, "device.path", path, "a folder that is not a mount point")
+
+
+def _populate(items: list[dict], target: str) -> list[dict]:
+    """Copy the jobs' inputs onto the run's file system, then drop them from the page cache."""
+    done = []
+    for it in items:
+        dst = Path(target) / it.get("dst", "")
+        dst.mkdir(parents=True, exist_ok=True)
+        _run(["cp", "-a", it["src"], str(dst)], "populating the run's file system", timeout=3600)
+        done.append({"src": it["src"], "dst": str(dst)})
+    os.sync()
+    for f in Path(target).rglob("*"):
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return done
+
+
+class RunDevice:
+    """The device under test of one run when it is built or formatted for the run
+    (device.kind rotating_disk, or block with format). The runner calls prepare() among its
+    checks, start() first in its machine set-up, check() while jobs run, record_end() before
+    its journal is unwound, after_teardown() after."""
+
+    def __init__(self, kind: str, dspec: dict, source: str):
+        self.kind, self.dspec, self.source = kind, dspec, source
+        self.disk: RotatingDisk | None = None
+        self.block_name: str | None = None
+        self.populated: list[dict] = []
+        self.cfg = None
+
+    @classmethod
+    def prepare(cls, dspec: dict, source: str) -> RunDevice | None:
+        kind = dspec.get("kind", "throttle")
+        if kind == "throttle":
+            if dspec.get("populate"):
+                raise ConfigError(
+                    source,
+                    "device.populate",
+                    dspec["populate"],
+                    "[] with kind throttle (populate fills a file system built for the run)",
+                )
+            return None
+        rd = cls(kind, dspec, source)
+        if kind == "rotating_disk":
+            rd.cfg = resolve(dspec.get("rotating_disk"), source)
+            check_machine(source)
+            if rd.cfg["overlay"]:
+                root = Path(dspec["path"]).absolute()
+                if not root.is_dir() or _mount_entry(str(root)) is not None:
+                    raise ConfigError(
+                        source,
+                        "device.path",
+                        dspec["path"],
+                        "an existing folder that is not a mount point (overlay mounts the emulated disk over it)",
+                    )
+                for i, it in enumerate(dspec.get("populate") or []):
+                    src = Path(it["src"]).absolute()
+                    if root not in src.parents:
+                        raise ConfigError(
+                            source,
+                            f"device.populate[{i}].src",
+                            it["src"],
+                            f"a path under device.path {dspec['path']} (with overlay, inputs keep their paths)",
+                        )
+            else:
+                _check_mount_target(dspec["path"], source)
+        else:
+            blk = dspec.get("block")
+            if not blk:
+                raise ConfigError(source, "device.block", None, "an object with path (kind block)")
+            mode = check_block_device(blk["path"], blk.get("format", False), source)
+            if mode == "format":
+                _check_mount_target(dspec["path"], source)
+            else:
+                from ..device import device_of
+
+                on = device_of(dspec["path"], source, "device.path")
+                want = Path(os.path.realpath(blk["path"])).name
+                if want not in (on.name, on.partition):
+                    raise ConfigError(
+                        source,
+                        "device.path",
+                        dspec["path"],
+                        f"a path on {blk['path']} (it is on {on.partition or on.name}); "
+                        "or block.format: true for an empty device",
+                    )
+                if dspec.get("populate"):
+                    raise ConfigError(source, "device.populate", dspec["populate"], "[] unless block.format is true")
+                return None
+        for i, it in enumerate(dspec.get("populate") or []):
+            if not Path(it["src"]).exists():
+                raise ConfigError(source, f"device.populate[{i}].src", it["src"], "an existing file or folder")
+        return rd
+
+    def start(self, journal: Journal, run_id: str) -> str:
+        """Build the device; returns its block device name (loopN, sdb ...)."""
+        target = self.dspec["path"]
+        if self.kind == "rotating_disk":
+            self.disk = RotatingDisk(self.cfg, journal, target, run_id)
+            if self.cfg["overlay"]:
+                self.disk.start(fill=self._fill_overlay)  # timed once filled
+                self.block_name = Path(self.disk.loop).name
+                self.populated = self.disk.populated
+                return self.block_name
+            self.disk.start(timed=False)
+            name = Path(self.disk.loop).name
+        else:
+            blk = self.dspec["block"]
+            check_block_device(blk["path"], True, self.source)  # again, just before formatting
+            Path(target).mkdir(parents=True, exist_ok=True)
+            _run(
+                ["mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", blk["path"]],
+                f"mkfs.ext4 on {blk['path']}",
+                timeout=3600,
+            )
+            journal.push(
+                {"kind": "block_mount", "what": f"file system on {blk['path']}", "target": str(Path(target).absolute())}
+            )
+            opts = ["-o", blk["mount_options"]] if blk.get("mount_options") else []
+            _run(["mount", "-t", "ext4", *opts, blk["path"], target], f"mount of {blk['path']}")
+            name = Path(os.path.realpath(blk["path"])).name
+            if Path(f"/sys/class/block/{name}/partition").exists():
+                name = Path(os.path.realpath(f"/sys/class/block/{name}")).parent.name
+        self.block_name = name
+        self.populated = _populate(self.dspec.get("populate") or [], target)
+        if self.disk:
+            self.disk.go_timed()
+        return name
+
+    def _fill_overlay(self, stage: str) -> list[dict]:
+        """Copy device.path's inputs (the populate items, all under it, or the whole folder) to
+        the same places on the staging mount."""
+        root = Path(self.dspec["path"]).absolute()
+        items = self.dspec.get("populate") or []
+        if not items:
+            _run(["cp", "-a", f"{root}/.", stage], "filling the emulated disk", timeout=3600)
+            return [{"src": str(root), "dst": str(root)}]
+        done = []
+        for it in items:
+            src = Path(it["src"]).absolute()
+            rel = src.relative_to(root)
+            dst = Path(stage) / rel.parent
+            dst.mkdir(parents=True, exist_ok=True)
+            _run(["cp", "-a", str(src), str(dst)], "filling the emulated disk", timeout=3600)
+            done.append({"src": str(src), "dst": str(root / rel)})
+        return done
+
+    def check(self) -> None:
+        if self.disk:
+            self.disk.check()
+
+    def record_end(self) -> None:
+        if self.disk:
+            self.disk.record_end()
+
+    def after_teardown(self, run_dir: Path) -> None:
+        if self.disk:
+            self.disk.after_teardown()
+            self.disk.copy_files(run_dir / "device")
+            self.disk.cleanup()
+
+    def describe(self) -> dict:
+        out = (
+            self.disk.describe()
+            if self.disk
+            else {"kind": "block", "path": self.dspec["block"]["path"], "formatted": True}
+        )
+        out["populated"] = self.populated
+        return out

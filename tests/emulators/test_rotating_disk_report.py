@@ -1,0 +1,93 @@
+"""The report section "the device" from a calibration JSON (fixture data, no disk needed)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from analysis import rotating_disk as sec
+from analysis.common import validate
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def calibration() -> dict:
+    checks = [
+        {
+            "check": "qd1 random 4k latency",
+            "measured": 13.1,
+            "expected": 12.67,
+            "unit": "ms",
+            "tolerance": "+-10 %",
+            "verdict": "PASS",
+        },
+        {
+            "check": "completion lateness max",
+            "measured": 5.0,
+            "expected": None,
+            "unit": "ms",
+            "tolerance": "",
+            "verdict": "info",
+        },
+        {
+            "check": "4 readers aggregate",
+            "measured": 49.0,
+            "expected": 50.0,
+            "unit": "MB/s",
+            "tolerance": "below 1 reader",
+            "verdict": "PASS",
+        },
+        {
+            "check": "qd32 / qd1 random IOPS",
+            "measured": 2.7,
+            "expected": "1.5-2.5",
+            "unit": "x",
+            "tolerance": "1.5-2.5",
+            "verdict": "FAIL",
+        },
+    ]
+    return {
+        "preset": "sata_7200_2010",
+        "loadavg_before": [1.0, 1, 1],
+        "loadavg_after": [2.0, 1, 1],
+        "device": {
+            "preset": "sata_7200_2010",
+            "model": {
+                "params": {"seek_avg_ms": 8.5, "rate_outer_mb_s": 125.0},
+                "derived": {"avg_rotational_latency_ms": 4.1667},
+            },
+        },
+        "measured": {
+            "qd1_random_4k": {"mean_latency_ms": 13.1, "iops": 76.0},
+            "qd32_random_4k": {"iops": 160.0},
+            "sequential_read": {"mb_s": 118.0},
+            "readers": {"1": {"aggregate_mb_s": 106.0}, "2": {"aggregate_mb_s": 57.0}, "4": {"aggregate_mb_s": 49.0}},
+            "counters": {"lateness_p99_ms": 0.8},
+        },
+        "checks": checks,
+    }
+
+
+def test_section_is_valid_and_has_the_curve(tmp_path):
+    s = sec.analyse(calibration(), tmp_path)
+    validate(s, "section.schema.json", "section.json")
+    assert (tmp_path / "device.png").stat().st_size > 1000
+    assert "1: 106 MB/s, 2: 57 MB/s, 4: 49 MB/s" in s["summary"]
+    verdicts = {c["quantity"]: c["verdict"] for c in s["comparison"]}
+    assert verdicts["qd1 random 4k latency"] == "reproduced in direction"
+    assert verdicts["qd32 / qd1 random IOPS"] == "differs (machine-specific)"
+    assert verdicts["completion lateness max"] == "not measurable here"
+    assert (tmp_path / "device.csv").read_text().startswith("check,")
+
+
+def test_bad_input_is_one_line(tmp_path):
+    bad = tmp_path / "cal.json"
+    bad.write_text(json.dumps({"measured": {}}))
+    res = subprocess.run(
+        [sys.executable, "-m", "analysis.rotating_disk", "--calibration", str(bad), "--out-dir", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("analysis.rotating_disk: calibration: missing")

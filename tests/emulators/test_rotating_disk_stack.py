@@ -1,0 +1,211 @@
+"""The emulated rotating disk as a block device: FUSE daemon, loop device (direct I/O), ext4,
+host queue settings read back; teardown through the undo journal, also after a SIGKILL of the
+runner or of the daemon. Root only."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from corun.errors import ConfigError, CorunError
+from corun.machine import rotating_disk as rd
+from corun.machine.recovery import recover_stale
+from corun.machine.state import Journal
+
+pytestmark = pytest.mark.root
+REPO = Path(__file__).resolve().parents[2]
+SMALL = {"size_bytes": 256 << 20}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    subprocess.run(["make", "-s", "-C", str(REPO / "emulators/rotating_disk")], check=True)
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    d = tmp_path / "state"
+    d.mkdir()
+    monkeypatch.setenv("CORUN_STATE_DIR", str(d))
+    return d
+
+
+def mounted(target) -> bool:
+    return rd._mount_entry(str(target)) is not None
+
+
+def loops_on(image) -> list[str]:
+    return rd._loops_of(str(image))
+
+
+def assert_clean(disk_or_paths):
+    target, fuse_dir, image = disk_or_paths
+    assert not mounted(target), f"{target} still mounted"
+    assert not mounted(fuse_dir), f"{fuse_dir} still mounted"
+    assert not loops_on(image), f"loop devices left on {image}"
+
+
+def test_resolve_fills_defaults_and_rejects_bad_values():
+    c = rd.resolve({})
+    assert c["host"]["read_ahead_kb"] == 128 and c["host"]["elevator"] == "mq-deadline"
+    assert Path(c["preset_file"]).name == "sata_7200_2010.conf"
+    for bad, key in [
+        ({"preset": "floppy"}, "preset"),
+        ({"stroke": 0}, "stroke"),
+        ({"queue_window": 64}, "queue_window"),
+        ({"size_bytes": 1000}, "size_bytes"),
+        ({"host": {"read_ahead": 1}}, "host.read_ahead"),
+        ({"host": {"elevator": "cfq"}}, "host.elevator"),
+    ]:
+        with pytest.raises(ConfigError, match=f"device.rotating_disk.{key}"):
+            rd.resolve(bad, "s.yaml")
+
+
+def test_setup_verifies_settings_and_teardown_leaves_nothing(state, tmp_path):
+    j = Journal("t-setup")
+    disk = rd.RotatingDisk(rd.resolve({**SMALL, "host": {"nr_requests": 64}}), j, tmp_path / "data", "t-setup")
+    paths = (disk.target, disk.fuse_dir, disk.image)
+    try:
+        disk.start()
+        name = Path(disk.loop).name
+        assert Path(f"/sys/block/{name}/loop/dio").read_text().strip() == "1"
+        assert disk.host.after_mount == {
+            "rotational": 1,
+            "elevator": "mq-deadline",
+            "nr_requests": 64,
+            "max_sectors_kb": 128,
+            "read_ahead_kb": 128,
+        }
+        (tmp_path / "data" / "f").write_bytes(os.urandom(4 << 20))
+        os.sync()
+        disk.check()
+        disk.record_end()
+        assert disk.final_state["counters"]["writes"] > 0
+    finally:
+        errs = j.unwind()
+    assert errs == []
+    assert_clean(paths)
+    disk.after_teardown()
+    d = disk.describe()
+    assert d["daemon_status"] == "exited" and d["counters"]["bytes_written"] >= 4 << 20
+    assert d["model"]["params"]["rpm"] == 7200 and d["host_settings"]["after_mount"]["read_ahead_kb"] == 128
+    assert not j.path.exists()
+
+
+def test_daemon_killed_mid_run_fails_clearly_and_tears_down(state, tmp_path):
+    j = Journal("t-kill-daemon")
+    disk = rd.RotatingDisk(rd.resolve(SMALL), j, tmp_path / "data", "t-kill-daemon")
+    paths = (disk.target, disk.fuse_dir, disk.image)
+    try:
+        disk.start()
+        (tmp_path / "data" / "f").write_bytes(b"x" * 65536)
+        os.sync()
+        disk.proc.send_signal(signal.SIGKILL)
+        disk.proc.wait(timeout=10)
+        with pytest.raises(CorunError, match="rotating_disk emulator .* killed by signal 9"):
+            disk.check()
+        # a reader on the dead disk gets an error, it does not hang
+        reader = subprocess.run(
+            ["dd", f"if={disk.loop}", "of=/dev/null", "bs=4k", "count=1", "skip=9999", "iflag=direct"],
+            capture_output=True,
+            timeout=30,
+        )
+        assert reader.returncode != 0
+    finally:
+        t0 = time.monotonic()
+        j.unwind()
+        assert time.monotonic() - t0 < 60
+    assert_clean(paths)
+
+
+def test_stopped_daemon_does_not_hang_teardown(state, tmp_path):
+    j = Journal("t-stop-daemon")
+    disk = rd.RotatingDisk(rd.resolve(SMALL), j, tmp_path / "data", "t-stop-daemon")
+    paths = (disk.target, disk.fuse_dir, disk.image)
+    try:
+        disk.start()
+        (tmp_path / "data" / "f").write_bytes(b"y" * 65536)
+        disk.proc.send_signal(signal.SIGSTOP)
+    finally:
+        t0 = time.monotonic()
+        j.unwind()
+        assert time.monotonic() - t0 < 60
+    assert_clean(paths)
+
+
+RUNNER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[1])
+    from corun.machine import rotating_disk as rd
+    from corun.machine.state import Journal
+    j = Journal("t-kill-runner")
+    disk = rd.RotatingDisk(rd.resolve({"size_bytes": 256 << 20}), j, sys.argv[2], "t-kill-runner")
+    disk.start()
+    open(sys.argv[2] + "/busy", "wb").write(b"z" * 1048576)
+    print(disk.fuse_dir, disk.image, disk.loop, disk.proc.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+def test_sigkill_of_the_runner_then_recover_leaves_nothing(state, tmp_path):
+    script = tmp_path / "runner.py"
+    script.write_text(RUNNER)
+    data = tmp_path / "data"
+    p = subprocess.Popen(
+        [sys.executable, str(script), str(REPO), str(data)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CORUN_STATE_DIR": str(state)},
+    )
+    line = p.stdout.readline().split()
+    assert len(line) == 4, "the runner did not set up the disk"
+    fuse_dir, image, loop, dpid = line
+    assert mounted(data)
+    p.kill()
+    p.wait()
+    assert mounted(data)  # left behind by the killed runner ...
+    done = recover_stale(state)  # ... until the next corun command
+    assert any("t-kill-runner" in x for x in done), done
+    assert not any("errors" in x for x in done), done
+    assert_clean((str(data), fuse_dir, image))
+    assert not Path(f"/proc/{dpid}").exists() or Path(f"/proc/{dpid}/stat").read_text().split()[2] == "Z"
+
+
+def test_refuses_to_format_a_device_holding_a_file_system(tmp_path):
+    img = tmp_path / "fs.img"
+    with open(img, "wb") as fh:
+        fh.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    loop = subprocess.run(
+        ["losetup", "-f", "--show", str(img)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    try:
+        before = img.read_bytes()[: 1 << 20]
+        with pytest.raises(ConfigError) as exc:
+            rd.check_block_device(loop, True, "s.yaml", "device.block")
+        msg = str(exc.value)
+        assert msg.startswith(f"s.yaml: device.block.path: '{loop}' (expected an empty device")
+        assert "ext4" in msg and "\n" not in msg
+        assert img.read_bytes()[: 1 << 20] == before
+        assert rd.check_block_device(loop, False) == "use"
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=True)
+    with open(tmp_path / "empty.img", "wb") as fh:
+        fh.truncate(64 << 20)
+    loop = subprocess.run(
+        ["losetup", "-f", "--show", str(tmp_path / "empty.img")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    try:
+        assert rd.check_block_device(loop, True) == "format"
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=True)
+
+
+def test_not_a_block_device(tmp_path):
+    with pytest.raises(ConfigError, match="expected a block device"):
+        rd.check_block_device(str(tmp_path), True)
