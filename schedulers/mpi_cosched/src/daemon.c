@@ -84,6 +84,10 @@ static const char USAGE[] =
 	"  --scheme S            local, batch, dcs, pb, ib, sb, hybrid, cc_s, cc_b or gang\n"
 	"  --state-dir DIR       writes status.json, summary.json, touched.tsv (existing dir)\n"
 	"  --shm NAME            the node's shared-memory segment (default /corun-cosched)\n"
+	"  --spin-us US          sb: the ranks' spin time before blocking, microseconds\n"
+	"                        (default 150; 0 to 1000000); written to rank_env.json\n"
+	"  --block-max-us US     longest futex sleep of a blocked rank between two tests,\n"
+	"                        microseconds (default 1000; 50 to 1000000)\n"
 	"  --tick-us US          housekeeping period, microseconds (default 1000; 100 to 100000)\n"
 	"  --pb-period-us US     pb, cc_s: boost period, microseconds (default 10000;\n"
 	"                        1000 to 1000000)\n"
@@ -115,6 +119,7 @@ static const char *const SCHEMES[] = { "local", "batch", "dcs", "pb", "ib", "sb"
 struct opts {
 	enum scheme scheme;
 	const char *state_dir, *shm, *listen;
+	long spin_us, block_max_us;
 	long tick_us, pb_period_us, boost_max_us, erl_period_us, gang_slice_ms;
 	int boost_prio, mpl, bcr_min, node_id;
 	double cost_switch_us, enp_alpha;
@@ -181,7 +186,7 @@ static struct {
 	int pb_next;
 	int64_t gang_slot;
 	uint64_t n_arrivals, n_wakeups, n_boosts, n_decisions, n_conflicts, n_reordered;
-	uint64_t cs_total, cs_conflict, erl_sent, erl_recv;
+	uint64_t cs_total, cs_conflict, erl_sent, erl_recv, n_mismatch;
 	double erl_sum;
 	uint64_t erl_n;
 	const char *exit_reason;
@@ -254,6 +259,66 @@ static unsigned long long proc_starttime(pid_t pid)
 static const char *scheme_name(enum scheme s)
 {
 	return SCHEMES[s];
+}
+
+/* The waiting action of each scheme (the paper's Table 1): the receiver's
+ * and the sender's. */
+static enum cs_wait recv_wait(enum scheme s)
+{
+	switch (s) {
+	case S_IB: case S_HYBRID: case S_CC_B: return CS_BLOCK;
+	case S_SB: return CS_SPINBLOCK;
+	default: return CS_SPIN;
+	}
+}
+
+static enum cs_wait send_wait(enum scheme s)
+{
+	return s == S_HYBRID || s == S_CC_B ? CS_BLOCK : CS_SPIN;
+}
+
+static const char *const WAITS[] = { "spin", "block", "spinblock" };
+
+/* STATE/rank_env.json: what every rank of the run needs in its environment
+ * (the runner passes it to mpirun with -x). */
+static int write_rank_env(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8], num[32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	/* build/corun-cosched and build/asan/corun-cosched: the library is in build/ */
+	size_t len = strlen(exe);
+	if (len >= 5 && !strcmp(exe + len - 5, "/asan"))
+		exe[len - 5] = '\0';
+	snprintf(path, sizeof path, "%s/rank_env.json", D.o.state_dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	char lib[PATH_MAX + 32];
+	snprintf(lib, sizeof lib, "%s/libcorun_cosched.so", exe);
+	struct corun_json j;
+	corun_json_begin(&j, f);
+	corun_json_str(&j, "LD_PRELOAD", lib);
+	corun_json_str(&j, "CORUN_COSCHED_SHM", D.o.shm);
+	corun_json_str(&j, "CORUN_COSCHED_WAIT", WAITS[recv_wait(D.o.scheme)]);
+	corun_json_str(&j, "CORUN_COSCHED_SEND_WAIT", WAITS[send_wait(D.o.scheme)]);
+	snprintf(num, sizeof num, "%ld", D.o.spin_us);
+	corun_json_str(&j, "CORUN_COSCHED_SPIN_US", num);
+	snprintf(num, sizeof num, "%ld", D.o.block_max_us);
+	corun_json_str(&j, "CORUN_COSCHED_BLOCK_MAX_US", num);
+	/* every message through TCP sockets, also between ranks of one node:
+	 * the daemon sees arrivals on sockets (the NIC of the paper) */
+	corun_json_str(&j, "OMPI_MCA_btl", "tcp,self");
+	corun_json_end(&j);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
 }
 
 /* ------------------------------------------------------------------ priorities */
@@ -414,6 +479,9 @@ static void register_rank(int i, pid_t pid, uint64_t now)
 	}
 	snprintf(p->job, sizeof p->job, "%.*s", CS_JOBLEN - 1, s->job);
 	p->rank = s->rank;
+	if (s->wait_mode != (uint32_t)recv_wait(D.o.scheme) ||
+	    s->send_mode != (uint32_t)send_wait(D.o.scheme))
+		D.n_mismatch++; /* the rank waits otherwise than the scheme says */
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
 	p->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -750,6 +818,7 @@ static void write_status(uint64_t now)
 	corun_json_int(&j, "pid", getpid());
 	corun_json_str(&j, "scheme", scheme_name(D.o.scheme));
 	corun_json_double(&j, "mono_s", (double)now / 1e9);
+	corun_json_int(&j, "wait_mode_mismatches", (int64_t)D.n_mismatch);
 	corun_json_int(&j, "ticks", (int64_t)D.ticks);
 	corun_json_int(&j, "ranks", ranks);
 	corun_json_int(&j, "boosted", boosted);
@@ -884,6 +953,7 @@ static void write_summary(void)
 	corun_json_str(&j, "exit_reason", D.exit_reason);
 	corun_json_int(&j, "node_id", D.o.node_id);
 	corun_json_int(&j, "ticks", (int64_t)D.ticks);
+	corun_json_int(&j, "wait_mode_mismatches", (int64_t)D.n_mismatch);
 	corun_json_int(&j, "arrivals", (int64_t)D.n_arrivals);
 	corun_json_int(&j, "wakeups", (int64_t)D.n_wakeups);
 	corun_json_int(&j, "boosts", (int64_t)D.n_boosts);
@@ -1038,9 +1108,8 @@ static int run_dump(const char *name)
 		corun_json_object_begin(&j, NULL);
 		corun_json_int(&j, "slot", i);
 		json_counters(&j, &d);
-		static const char *const modes[] = { "spin", "block", "spinblock" };
-		corun_json_str(&j, "wait_mode", s->wait_mode < 3 ? modes[s->wait_mode] : "?");
-		corun_json_str(&j, "send_mode", s->send_mode < 3 ? modes[s->send_mode] : "?");
+		corun_json_str(&j, "wait_mode", s->wait_mode < 3 ? WAITS[s->wait_mode] : "?");
+		corun_json_str(&j, "send_mode", s->send_mode < 3 ? WAITS[s->send_mode] : "?");
 		corun_json_int(&j, "state", s->state);
 		corun_json_double(&j, "block_s", (double)s->block_ns / 1e9);
 		corun_json_int(&j, "boost_prio", s->boost_prio);
@@ -1321,6 +1390,11 @@ static int run_daemon(void)
 		return CORUN_EXIT_RUNTIME;
 	}
 	D.erl_us = cc_erl_us(0, 0, o->cost_switch_us);
+	if (write_rank_env() < 0) {
+		corun_err(PROG, "cannot write %s/rank_env.json: %s", o->state_dir, strerror(errno));
+		teardown();
+		return CORUN_EXIT_RUNTIME;
+	}
 	write_status(D.start_ns);
 	for (;;) {
 		struct epoll_event evs[64];
@@ -1366,7 +1440,7 @@ static int run_daemon(void)
 enum {
 	O_SCHEME = 256, O_STATE, O_SHM, O_TICK, O_PB, O_BMAX, O_BPRIO, O_MPL, O_COST, O_ERLP,
 	O_ALPHA, O_REDUCE, O_BCR, O_GANG, O_NODE, O_LISTEN, O_PEER, O_RESTORE, O_CHECK, O_MAXAGE,
-	O_TABLE, O_DUMP,
+	O_TABLE, O_DUMP, O_SPIN, O_BLOCKMAX,
 };
 
 static void add_peer(const char *v)
@@ -1389,6 +1463,8 @@ int main(int argc, char *argv[])
 		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "shm", required_argument, NULL, O_SHM },
 		{ "tick-us", required_argument, NULL, O_TICK },
+		{ "spin-us", required_argument, NULL, O_SPIN },
+		{ "block-max-us", required_argument, NULL, O_BLOCKMAX },
 		{ "pb-period-us", required_argument, NULL, O_PB },
 		{ "boost-max-us", required_argument, NULL, O_BMAX },
 		{ "boost-prio", required_argument, NULL, O_BPRIO },
@@ -1411,6 +1487,7 @@ int main(int argc, char *argv[])
 	};
 	struct opts *o = &D.o;
 	*o = (struct opts){ .scheme = S_LOCAL, .shm = "/corun-cosched", .tick_us = 1000,
+			    .spin_us = 150, .block_max_us = 1000,
 			    .pb_period_us = 10000, .boost_max_us = 10000, .erl_period_us = 10000,
 			    .gang_slice_ms = 100, .boost_prio = 1, .mpl = 5, .bcr_min = 2,
 			    .cost_switch_us = 6, .enp_alpha = 0.5, .reduce = CC_WR_MIN };
@@ -1438,6 +1515,8 @@ int main(int argc, char *argv[])
 				corun_usage_error(PROG, "--shm: '%s' (expected a name such as /corun-cosched-0)", optarg);
 			o->shm = optarg;
 			break;
+		case O_SPIN: o->spin_us = (long)corun_parse_int(PROG, "spin-us", optarg, 0, 1000000, false); break;
+		case O_BLOCKMAX: o->block_max_us = (long)corun_parse_int(PROG, "block-max-us", optarg, 50, 1000000, false); break;
 		case O_TICK: o->tick_us = (long)corun_parse_int(PROG, "tick-us", optarg, 100, 100000, false); break;
 		case O_PB: o->pb_period_us = (long)corun_parse_int(PROG, "pb-period-us", optarg, 1000, 1000000, false); break;
 		case O_BMAX: o->boost_max_us = (long)corun_parse_int(PROG, "boost-max-us", optarg, 100, 1000000, false); break;
