@@ -39,7 +39,8 @@ static const char USAGE[] =
 	"  --sweeps N            Jacobi sweeps per iteration: the computation grain\n"
 	"                        (default 4; 1 to 10^6)\n"
 	"  --halo-bytes BYTES    halo message to each neighbour, bytes (default 8192;\n"
-	"                        8 to 64M, K/M suffix; rounded down to whole doubles)\n"
+	"                        0 to 64M, K/M suffix; rounded down to whole doubles;\n"
+	"                        0: no exchange, the collectives only)\n"
 	"  --allreduce-every N   an MPI_Allreduce every N iterations (default 10; 0: never)\n"
 	"  --alltoall-every N    an MPI_Alltoall every N iterations (default 0: never)\n"
 	"  --alltoall-bytes B    bytes per pair in the all-to-all (default 4096; 8 to 16M)\n"
@@ -87,7 +88,7 @@ int main(int argc, char *argv[])
 		case 'i': o.iters = corun_parse_int(PROG, "iters", optarg, 1, 100000000, false); break;
 		case 'c': o.cells = corun_parse_int(PROG, "cells", optarg, 16, INT64_C(1) << 28, true); break;
 		case 's': o.sweeps = corun_parse_int(PROG, "sweeps", optarg, 1, 1000000, false); break;
-		case 'b': o.halo = corun_parse_int(PROG, "halo-bytes", optarg, 8, 64 << 20, true); break;
+		case 'b': o.halo = corun_parse_int(PROG, "halo-bytes", optarg, 0, 64 << 20, true); break;
 		case 'r': o.ar_every = corun_parse_int(PROG, "allreduce-every", optarg, 0, 100000000, false); break;
 		case 'a': o.a2a_every = corun_parse_int(PROG, "alltoall-every", optarg, 0, 100000000, false); break;
 		case 'A': o.a2a_bytes = corun_parse_int(PROG, "alltoall-bytes", optarg, 8, 16 << 20, true); break;
@@ -107,8 +108,8 @@ int main(int argc, char *argv[])
 	int64_t n = o.cells;
 	/* u[0 .. halo-1] left ghost, u[halo .. halo+n-1] own, then the right ghost;
 	 * indices below are shifted so that own cells are 1..n with ghosts around */
-	double *mem = calloc((size_t)(n + 2 * halo), sizeof *mem);
-	double *nxt = calloc((size_t)(n + 2 * halo), sizeof *nxt);
+	double *mem = calloc((size_t)(n + 2 * halo + 2), sizeof *mem);
+	double *nxt = calloc((size_t)(n + 2 * halo + 2), sizeof *nxt);
 	size_t a2a_n = (size_t)(o.a2a_bytes / 8) * (size_t)np;
 	double *a2a_s = o.a2a_every ? calloc(a2a_n, sizeof *a2a_s) : NULL;
 	double *a2a_r = o.a2a_every ? calloc(a2a_n, sizeof *a2a_r) : NULL;
@@ -116,7 +117,10 @@ int main(int argc, char *argv[])
 		corun_err(PROG, "out of memory for %lld cells", (long long)n);
 		MPI_Abort(MPI_COMM_WORLD, CORUN_EXIT_RUNTIME);
 	}
-	double *u = mem + halo - 1, *v = nxt + halo - 1; /* u[1..n] own */
+	/* u[1..n] own; without an exchange, u[0] and u[n+1] are a spare cell
+	 * each side, kept equal to the edges so the update conserves the sum */
+	int64_t pad = halo > 0 ? halo : 1;
+	double *u = mem + pad - 1, *v = nxt + pad - 1;
 	for (int64_t i = 1; i <= n; i++)
 		u[i] = 1.0 + (double)((rank * n + i) % 97) / 97.0;
 	double local = total_sum(u, n), sum0 = 0;
@@ -135,12 +139,17 @@ int main(int argc, char *argv[])
 		}
 		double c0 = MPI_Wtime();
 		/* exchange: the last halo cells to the right, the first to the left */
-		MPI_Request req[4];
-		MPI_Irecv(mem, hc, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &req[0]);
-		MPI_Irecv(mem + halo + n, hc, MPI_DOUBLE, right, 0, MPI_COMM_WORLD, &req[1]);
-		MPI_Isend(mem + halo, hc, MPI_DOUBLE, left, 0, MPI_COMM_WORLD, &req[2]);
-		MPI_Isend(mem + n, hc, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &req[3]);
-		MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+		if (hc > 0) {
+			MPI_Request req[4];
+			MPI_Irecv(mem, hc, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &req[0]);
+			MPI_Irecv(mem + halo + n, hc, MPI_DOUBLE, right, 0, MPI_COMM_WORLD, &req[1]);
+			MPI_Isend(mem + halo, hc, MPI_DOUBLE, left, 0, MPI_COMM_WORLD, &req[2]);
+			MPI_Isend(mem + n, hc, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &req[3]);
+			MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+		} else { /* no exchange: zero flux at the rank's edges */
+			u[0] = u[1];
+			u[n + 1] = u[n];
+		}
 		comm += MPI_Wtime() - c0;
 		/* the update proper, from the ghosts just received: it conserves the
 		 * global sum (the fluxes across each edge cancel) */
