@@ -1,0 +1,480 @@
+"""The MPI coscheduling variants of paper 001 (schedulers/mpi_cosched and the variants extending it).
+
+The CC decision (eqs. 1-4) on hand-made ERL tables; bad parameters of the daemon and of the
+library; each waiting mode on a two-rank ping-pong (CPU time of the waiting rank, counters in
+shared memory); each scheme end to end; the ERL exchange between two daemons; SIGTERM and kill -9
+of the daemon while ranks are boosted (SCHED_FIFO) or stopped (gang), with `--restore`.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from corun import schedulers
+
+ROOT = Path(__file__).resolve().parents[2]
+MC = ROOT / "schedulers" / "mpi_cosched"
+BUILD = MC / "build"
+LIB = BUILD / "libcorun_cosched.so"
+PINGPONG = BUILD / "cosched-pingpong"
+STENCIL = ROOT / "kernels" / "build" / "mpi_stencil"
+SCHEMES = ["batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc_s", "cc_b", "gang"]
+
+needs_mpi = pytest.mark.skipif(shutil.which("mpicc") is None or shutil.which("mpirun") is None,
+                               reason="needs Open MPI (the openmpi role)")
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """The ASan/UBSan build of the daemon (any memory error fails the test); the library and
+    the ping-pong need mpicc."""
+    targets = ["asan"] + (["all"] if shutil.which("mpicc") else [])
+    subprocess.run(["make", "-s", "-C", str(MC), *targets], check=True)
+    return BUILD / "asan" / "corun-cosched"
+
+
+@pytest.fixture(scope="session")
+def stencil(kernels_built):
+    if not STENCIL.exists():
+        pytest.skip("mpi_stencil not built (no mpicc)")
+    return STENCIL
+
+
+_n = [0]
+
+
+@pytest.fixture
+def shm():
+    """A fresh shared-memory name, removed afterwards."""
+    _n[0] += 1
+    name = f"/corun-test-{os.getpid()}-{_n[0]}"
+    yield name
+    Path("/dev/shm", name[1:]).unlink(missing_ok=True)
+
+
+def run(exe, *args, **kw):
+    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=60, **kw)
+
+
+def mpirun_cmd(nranks, env, argv):
+    cmd = ["mpirun", "-np", str(nranks), "--oversubscribe", "--allow-run-as-root",
+           "--mca", "btl", "tcp,self"]
+    for k, v in env.items():
+        cmd += ["-x", f"{k}={v}"]
+    return cmd + [str(a) for a in argv]
+
+
+def pingpong(env, iters=60, work_us=3000, timeout=90):
+    res = subprocess.run(mpirun_cmd(2, env, [PINGPONG, "--iters", iters, "--warmup", 5,
+                                             "--work-us", work_us]),
+                         capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+    out = {}
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            out[d["rank"]] = d
+    assert set(out) == {0, 1}, res.stdout
+    return out
+
+
+def dump(daemon, name):
+    res = run(daemon, "--dump-shm", name)
+    assert res.returncode == 0, res.stderr
+    return {s["rank"]: s for s in json.loads(res.stdout)["slots"]}
+
+
+def wait_for(cond, timeout=20.0, step=0.02):
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+# ---------------------------------------------------------------- the CC decision, eqs. 1-4
+
+def decide(exe, tmp_path, text):
+    f = tmp_path / "table.txt"
+    f.write_text(text)
+    res = run(exe, "--decide-table", f)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+# mpl 5: ERL_max = 5 x 41 ms = 205,000 us, NF = 2,050 us.
+TABLES = [
+    ("Fig. 2: the rank whose correspondent is on the idle node goes first, though its message "
+     "arrived later",
+     "mpl 5\ncost_switch_us 6\nnode j ed_us 20000 enp 4\nnode m ed_us 20000 enp 0\n"
+     "proc P1k msg j 100\nproc P3k msg m 50\n",
+     ["P3k", "P1k"]),
+    ("eq. 3: of two messages from one node, the older has the smaller aged ERL",
+     "node n erl_us 50000\nproc A msg n 0\nproc B msg n 30000\n",
+     ["B", "A"]),
+    ("eq. 2: a rank without pending messages is no candidate, one candidate is no conflict",
+     "node n erl_us 1000\nproc idle\nproc busy msg n 10\n",
+     ["busy"]),
+    ("eq. 4 as written: the minimum over a rank's messages, so its slowest correspondent counts",
+     "node fast erl_us 0\nnode slow erl_us 200000\nnode mid erl_us 100000\n"
+     "proc X msg fast 0 msg slow 0\nproc Y msg mid 0\n",
+     ["Y", "X"]),
+    ("wr_reduce max: the soonest correspondent counts",
+     "wr_reduce max\nnode fast erl_us 0\nnode slow erl_us 200000\nnode mid erl_us 100000\n"
+     "proc X msg fast 0 msg slow 0\nproc Y msg mid 0\n",
+     ["X", "Y"]),
+    ("equal weights (both clamped to 100): the oldest message first",
+     "node n erl_us 0\nproc A msg n 10\nproc B msg n 20\n",
+     ["B", "A"]),
+    ("a larger MPL raises ERL_max and NF; the order stays by ERL",
+     "mpl 3\nnode a erl_us 60000\nnode b erl_us 30000\nproc A msg a 0\nproc B msg b 0\nproc C\n",
+     ["B", "A"]),
+]
+
+
+@pytest.mark.parametrize("why,table,expected", TABLES, ids=[t[0][:40] for t in TABLES])
+def test_cc_decision_on_erl_tables(daemon, tmp_path, why, table, expected):
+    out = decide(daemon, tmp_path, table)
+    assert out["order"] == expected, why
+    assert out["conflict"] == (len(expected) >= 2)
+    assert out["choice"] == expected[0]
+
+
+def test_cc_weights_follow_eqs_1_to_4(daemon, tmp_path):
+    out = decide(daemon, tmp_path,
+                 "mpl 5\ncost_switch_us 6\nnode j ed_us 20000 enp 4\nnode m ed_us 20000 enp 0\n"
+                 "node h ed_us 1000 enp 2.5\nproc P1k msg j 100\nproc P3k msg m 50\nproc Q\n")
+    assert out["erl_max_us"] == pytest.approx(205000)
+    # eq. 1: ED * ENP + (ceil(ENP) + 1) * Cost_switch
+    assert out["erl_us"] == pytest.approx({"j": 80030, "m": 6, "h": 2524})
+    w = {p["name"]: p for p in out["procs"]}
+    # eqs. 3 and 4: (ERL_max - (ERL - age)) / NF, clamped to [0, 100]; eq. 2: +20 if pending
+    assert w["P1k"]["wr"] == pytest.approx((205000 - (80030 - 100)) / 2050)
+    assert w["P1k"]["w"] == pytest.approx(20 + (205000 - 79930) / 2050)
+    assert w["P3k"]["wr"] == pytest.approx(100)
+    assert w["Q"] == {"name": "Q", "pending": False, "wc": 0, "wr": 0, "w": 0}
+
+
+@pytest.mark.parametrize("table,msg", [
+    ("node x erl_us abc\n", "table.txt:1: expected 'node NAME erl_us X'"),
+    ("node a erl_us 1\nproc p msg nowhere 5\n", "table.txt:2: expected 'msg NODE AGE_US'"),
+    ("mpl 0\n", "table.txt:1: mpl: expected an integer from 1 to 64"),
+    ("node a erl_us 1\nmpl 3\n", "table.txt:2: mpl:"),
+    ("frobnicate 3\n", "table.txt:1: expected mpl, cost_switch_us"),
+])
+def test_bad_table_names_the_line(daemon, tmp_path, table, msg):
+    f = tmp_path / "table.txt"
+    f.write_text(table)
+    res = run(daemon, "--decide-table", f)
+    assert res.returncode == 2
+    assert msg in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
+# ---------------------------------------------------------------- bad parameters start nothing
+
+BAD = [
+    (["--scheme", "fast"], "--scheme: 'fast' (expected local, batch"),
+    (["--spin-us", "-5"], "--spin-us: '-5' (expected an integer from 0 to 1000000)"),
+    (["--tick-us", "10"], "--tick-us: '10' (expected an integer from 100 to 100000)"),
+    (["--peer", "1=localhost:99"], "--peer: '1=localhost:99' (expected NODE=IPv4:PORT"),
+    (["--mpl", "0"], "--mpl: '0'"),
+    (["--wr-reduce", "avg"], "--wr-reduce: 'avg' (expected min or max)"),
+    (["--enp-alpha", "0"], "--enp-alpha: '0' (expected a number > 0"),
+    (["--boost-prio", "50"], "--boost-prio: '50' (expected an integer from 1 to 20)"),
+    (["--listen", "nowhere"], "--listen: 'nowhere' (expected IPv4:PORT)"),
+    (["--bogus"], "invalid option '--bogus'"),
+]
+
+
+@pytest.mark.parametrize("args,msg", BAD, ids=[b[0][0] for b in BAD])
+def test_bad_parameters_start_nothing(daemon, tmp_path, shm, args, msg):
+    state = tmp_path / "state"
+    state.mkdir()
+    base = {"--scheme": "dcs", "--state-dir": str(state), "--shm": shm}
+    base.update({args[0]: args[1]} if len(args) == 2 else {})
+    argv = [a for kv in base.items() for a in kv] + (args if len(args) == 1 else [])
+    res = run(daemon, *argv)
+    assert res.returncode == 2, res.stderr
+    assert msg in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert not Path("/dev/shm", shm[1:]).exists()
+    assert list(state.iterdir()) == []
+
+
+def test_missing_or_bad_state_dir_is_a_usage_error(daemon, tmp_path, shm):
+    res = run(daemon, "--scheme", "dcs", "--shm", shm)
+    assert res.returncode == 2 and "--state-dir: missing" in res.stderr
+    res = run(daemon, "--scheme", "dcs", "--shm", shm, "--state-dir", tmp_path / "absent")
+    assert res.returncode == 2 and "--state-dir:" in res.stderr
+    res = run(daemon, "--state-dir", tmp_path)
+    assert res.returncode == 2 and "--scheme: missing" in res.stderr
+    assert not Path("/dev/shm", shm[1:]).exists()
+
+
+@needs_mpi
+@pytest.mark.parametrize("var,value,msg", [
+    ("CORUN_COSCHED_WAIT", "sleep", "CORUN_COSCHED_WAIT: 'sleep' (expected spin, block or spinblock)"),
+    ("CORUN_COSCHED_SPIN_US", "-1", "CORUN_COSCHED_SPIN_US: '-1' (expected an integer from 0 to 1000000"),
+    ("CORUN_COSCHED_SHM", "noslash", "CORUN_COSCHED_SHM: 'noslash' (expected a shared-memory name"),
+])
+def test_library_refuses_bad_environment(daemon, var, value, msg):
+    res = subprocess.run(mpirun_cmd(2, {"LD_PRELOAD": LIB, var: value}, [PINGPONG, "--iters", 5]),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0
+    assert msg in res.stderr, res.stderr
+    assert '"kernel"' not in res.stdout
+
+
+# ---------------------------------------------------------------- the waiting action
+
+@needs_mpi
+def test_each_waiting_mode_on_a_ping_pong(daemon, shm):
+    """Rank 0 works 3 ms before each send, so rank 1 waits about 3 ms per message: spinning
+    it burns that time on the CPU, blocking it sleeps on the futex; the counters in the
+    segment say which. No daemon: a blocked rank wakes by its backoff timeout."""
+    share, slots = {}, {}
+    for i, (mode, spin_us) in enumerate([("spin", 150), ("block", 150), ("spinblock", 150),
+                                         ("spinblock", 1000000)]):
+        name = f"{shm}-{i}"
+        try:
+            env = {"LD_PRELOAD": LIB, "CORUN_COSCHED_WAIT": mode, "CORUN_COSCHED_SPIN_US": spin_us,
+                   "CORUN_COSCHED_SHM": name, "CORUN_COSCHED_JOB": f"pp-{i}"}
+            out = pingpong(env)
+            share[(mode, spin_us)] = out[1]["cpu_share"]
+            slots[(mode, spin_us)] = dump(daemon, name)
+        finally:
+            Path("/dev/shm", name[1:]).unlink(missing_ok=True)
+    for key, s in slots.items():
+        r1 = s[1]
+        assert r1["job"].startswith("pp-") and r1["wait_mode"] == key[0]
+        assert r1["waits"] >= 65 and r1["msgs"] >= 65  # 60 + 5 warm-up receives, and more
+        assert r1["md_mean_us"] > 1000, key  # waited for rank 0's 3 ms of work
+    assert slots[("spin", 150)][1]["blocks"] == 0
+    assert slots[("spinblock", 1000000)][1]["blocks"] == 0  # the spin phase covers every wait
+    assert slots[("block", 150)][1]["blocks"] >= 65
+    assert slots[("block", 150)][1]["block_s"] > 0.5 * slots[("block", 150)][1]["wait_s"]
+    assert slots[("spinblock", 150)][1]["blocks"] >= 65
+    # the CPU time of the waiting rank: spinning costs it, blocking does not
+    assert share[("block", 150)] < 0.25, share
+    assert share[("spin", 150)] > 3 * share[("block", 150)], share
+    assert share[("spinblock", 1000000)] > 3 * share[("block", 150)], share
+
+
+# ---------------------------------------------------------------- the daemon with ranks
+
+def start_daemon(daemon, state, shm, scheme, *extra):
+    p = subprocess.Popen([str(daemon), "--scheme", scheme, "--state-dir", str(state), "--shm", shm,
+                          *map(str, extra)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: (state / "rank_env.json").exists() or p.poll() is not None, 10)
+    assert p.poll() is None, p.communicate()
+    return p, json.loads((state / "rank_env.json").read_text())
+
+
+def stop_daemon(p, state):
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    return json.loads((state / "summary.json").read_text())
+
+
+@needs_mpi
+@pytest.mark.root
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_each_scheme_end_to_end(daemon, tmp_path, shm, scheme):
+    state = tmp_path / "state"
+    state.mkdir()
+    p, env = start_daemon(daemon, state, shm, scheme, "--pb-period-us", 2000, "--gang-slice-ms", 20)
+    try:
+        assert env["CORUN_COSCHED_SHM"] == shm and env["OMPI_MCA_btl"] == "tcp,self"
+        assert Path(env["LD_PRELOAD"]) == LIB
+        want = {"ib": "block", "hybrid": "block", "cc_b": "block", "sb": "spinblock"}.get(scheme, "spin")
+        assert env["CORUN_COSCHED_WAIT"] == want
+        assert env["CORUN_COSCHED_SEND_WAIT"] == ("block" if scheme in ("hybrid", "cc_b") else "spin")
+        pingpong(env, iters=40, work_us=1000)
+        assert run(daemon, "--check", state).returncode == 0
+    finally:
+        summary = stop_daemon(p, state)
+    assert summary["scheme"] == scheme and summary["exit_reason"] == "Terminated"
+    assert summary["wait_mode_mismatches"] == 0
+    # arrivals: from the first socket scan on (20 ms), coalesced when a rank is slow to read
+    assert len(summary["ranks"]) == 2 and summary["arrivals"] >= 20
+    assert summary["context_switches"] > 0 and summary["bcr"] is not None
+    if scheme in ("dcs", "ib", "sb", "cc_b", "pb", "cc_s"):
+        assert summary["boosts"] > 0
+    if scheme in ("ib", "sb", "hybrid", "cc_b"):
+        assert summary["wakeups"] > 0
+        assert all(r["arrival_md_mean_us"] is not None for r in summary["ranks"])
+    if scheme in ("local", "batch", "gang"):
+        assert summary["boosts"] == 0
+    # nothing left boosted: the segment's slots were released
+    assert dump(daemon, shm) == {}
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.root
+def test_daemons_exchange_erl(daemon, tmp_path, shm):
+    a, b = free_udp_port(), free_udp_port()
+    procs = []
+    for node, me, other in ((0, a, b), (1, b, a)):
+        state = tmp_path / f"n{node}"
+        state.mkdir()
+        p, _ = start_daemon(daemon, state, f"{shm}-{node}", "cc_b", "--node-id", node,
+                            "--listen", f"127.0.0.1:{me}", "--peer", f"{1 - node}=127.0.0.1:{other}",
+                            "--erl-period-us", 2000)
+        procs.append((p, state))
+    time.sleep(0.4)
+    try:
+        sums = [stop_daemon(p, state) for p, state in procs]
+    finally:
+        for node in (0, 1):
+            Path("/dev/shm", f"{shm[1:]}-{node}").unlink(missing_ok=True)
+    for s in sums:
+        assert s["erl_sent"] > 10 and s["erl_received"] > 10, s
+
+
+def fifo_ranks(pids):
+    out = []
+    for pid in pids:
+        try:
+            if os.sched_getscheduler(pid) != os.SCHED_OTHER:
+                out.append(pid)
+        except ProcessLookupError:
+            pass
+    return out
+
+
+def stopped_ranks(pids):
+    out = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            continue
+        if stat[stat.rindex(")") + 2] == "T":
+            out.append(pid)
+    return out
+
+
+def rank_pids(daemon, shm, n):
+    def pids():
+        res = run(daemon, "--dump-shm", shm)
+        slots = json.loads(res.stdout)["slots"] if res.returncode == 0 else []
+        return [s["pid"] for s in slots] if len(slots) >= n else None
+    p = wait_for(pids, 20)
+    assert p, "the ranks never registered"
+    return p
+
+
+@needs_mpi
+@pytest.mark.root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_daemon_death_leaves_no_rank_boosted(daemon, stencil, tmp_path, shm, sig):
+    """HYBRID boosts a rank while it is inside a collective: rank 1 waits in MPI_Allreduce for
+    rank 0, which computes 20 times as long. SIGTERM: the daemon restores it itself. kill -9:
+    the rank stays SCHED_FIFO until `--restore STATE` (the variant's stop command, journalled
+    by the runner before start) puts it back."""
+    state = tmp_path / "state"
+    state.mkdir()
+    p, env = start_daemon(daemon, state, shm, "hybrid", "--boost-max-us", 1000000)
+    job = subprocess.Popen(mpirun_cmd(2, env, [stencil, "--iters", 100000, "--cells", 20000,
+                                               "--sweeps", 20, "--halo-bytes", 0,
+                                               "--allreduce-every", 1, "--imbalance", 20]),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        pids = rank_pids(daemon, shm, 2)
+        assert wait_for(lambda: fifo_ranks(pids), 20), "no rank was ever boosted"
+        if sig == signal.SIGTERM:
+            summary = stop_daemon(p, state)
+            assert summary["boosts"] > 0
+        else:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            assert fifo_ranks(pids), "a killed daemon left nothing to restore"
+            res = run(daemon, "--restore", state)
+            assert res.returncode == 0, res.stderr
+            assert json.loads(res.stdout)["restored"] >= 1
+        assert fifo_ranks(pids) == []
+        for pid in pids:
+            assert os.getpriority(os.PRIO_PROCESS, pid) == 0
+        # a second restore changes nothing and fails nothing
+        res = run(daemon, "--restore", state)
+        assert res.returncode == 0 and json.loads(res.stdout)["failed"] == 0
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@needs_mpi
+@pytest.mark.root
+def test_kill_9_of_the_gang_daemon_leaves_no_rank_stopped(daemon, tmp_path, shm):
+    state = tmp_path / "state"
+    state.mkdir()
+    p, env = start_daemon(daemon, state, shm, "gang", "--gang-slice-ms", 50)
+    jobs = []
+    try:
+        for name in ("A", "B"):
+            e = dict(env, CORUN_COSCHED_JOB=name)
+            jobs.append(subprocess.Popen(mpirun_cmd(2, e, [PINGPONG, "--iters", 10000000, "--work-us", 100]),
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True))
+        pids = rank_pids(daemon, shm, 4)
+        assert wait_for(lambda: len(stopped_ranks(pids)) == 2, 20), "gang never stopped a job"
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        assert stopped_ranks(pids), "the killed daemon left no job stopped"
+        res = run(daemon, "--restore", state)
+        assert res.returncode == 0, res.stderr
+        assert wait_for(lambda: not stopped_ranks(pids), 2)
+        assert fifo_ranks(pids) == []
+    finally:
+        for j in jobs:
+            os.killpg(j.pid, signal.SIGKILL)
+            j.wait()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_restore_without_journal_and_check_without_daemon(daemon, tmp_path):
+    res = run(daemon, "--restore", tmp_path)
+    assert res.returncode == 0 and json.loads(res.stdout) == {"restored": 0, "gone": 0}
+    (tmp_path / "touched.tsv").write_text("999999999 1 0 0 0\n")  # a process that is gone
+    res = run(daemon, "--restore", tmp_path)
+    assert res.returncode == 0 and json.loads(res.stdout)["gone"] == 1
+    res = run(daemon, "--check", tmp_path, "--max-age-s", 1)
+    assert res.returncode == 1 and "not running" in res.stderr
+
+
+# ---------------------------------------------------------------- the manifests
+
+def test_variants_share_mpi_cosched():
+    for name in SCHEMES:
+        v = schedulers.Variant.load(name, need_built=False)
+        assert v.manifest["extends"] == "mpi_cosched"
+        assert v.params["scheme"] == name and v.params["spin_us"] == 150
+        v.ctx = {"state_dir": "/s"}
+        start = v.expand(v.manifest["start"])
+        assert start[0].endswith("mpi_cosched/build/corun-cosched")
+        assert start[start.index("--scheme") + 1] == name
+        assert v.expand(v.manifest["stop"])[1:] == ["--restore", "/s"]
+    assert schedulers.Variant.load("batch", need_built=False).params["mpl"] == 1
+    with pytest.raises(Exception, match="scheme"):
+        schedulers.Variant.load("sb", {"scheme": "dcs"}, need_built=False)
+    with pytest.raises(Exception, match="spin_us"):
+        schedulers.Variant.load("sb", {"spin_us": -1}, need_built=False)
