@@ -383,15 +383,16 @@ def rank_pids(daemon, shm, n):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_daemon_death_leaves_no_rank_boosted(daemon, stencil, tmp_path, shm, sig):
     """HYBRID boosts a rank while it is inside a collective: rank 1 waits in MPI_Allreduce for
-    rank 0, which computes 20 times as long. SIGTERM: the daemon restores it itself. kill -9:
+    rank 0, which computes 100 times as long (about a second; a rank ends its boost itself when
+    its collective completes). SIGTERM: the daemon restores it itself. kill -9:
     the rank stays SCHED_FIFO until `--restore STATE` (the variant's stop command, journalled
     by the runner before start) puts it back."""
     state = tmp_path / "state"
     state.mkdir()
     p, env = start_daemon(daemon, state, shm, "hybrid", "--boost-max-us", 1000000)
-    job = subprocess.Popen(mpirun_cmd(2, env, [stencil, "--iters", 100000, "--cells", 20000,
+    job = subprocess.Popen(mpirun_cmd(2, env, [stencil, "--iters", 100000, "--cells", 200000,
                                                "--sweeps", 20, "--halo-bytes", 0,
-                                               "--allreduce-every", 1, "--imbalance", 20]),
+                                               "--allreduce-every", 1, "--imbalance", 100]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         pids = rank_pids(daemon, shm, 2)

@@ -18,6 +18,8 @@
  *
  * Each rank publishes its state (waiting since, blocked, in a collective) and
  * counters in a slot of the node's shared-memory segment (cosched_shm.h).
+ * When a wait completes while the daemon has boosted the rank (SCHED_FIFO),
+ * the rank returns its main thread to its own policy at once.
  *
  * Environment (all optional):
  *   CORUN_COSCHED_WAIT        spin | block | spinblock (default spin)
@@ -40,6 +42,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -59,6 +62,7 @@ static struct {
 	enum cs_wait wait, send;
 	uint64_t spin_ns, block_min_ns, block_max_ns;
 	bool coll_native;
+	int orig_policy; /* restored by the rank itself when a boost's wait ends */
 	struct cs_slot *s;
 	struct cs_shm *shm;
 	struct cs_slot private_slot;
@@ -244,6 +248,7 @@ static void setup(void)
 	atomic_store(&s->wakeups, 0);
 	atomic_store(&s->boosts, 0);
 	atomic_store(&s->boost_prio, 0);
+	G.orig_policy = sched_getscheduler(getpid());
 	G.s = s;
 	G.ready = true;
 }
@@ -259,6 +264,19 @@ static void futex_sleep(_Atomic uint32_t *word, uint32_t seen, uint64_t ns)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, &ts, NULL, 0);
 }
 
+/* A boost ends with the wait it was given for: the rank lowers its main
+ * thread back itself (lowering needs no privilege), at once, as the paper's
+ * boosted goodness() is used up by running. The daemon sees boost_prio 0. */
+static void end_boost(struct cs_slot *s)
+{
+	if (atomic_load(&s->boost_prio) == 0 || atomic_exchange(&s->boost_prio, 0) == 0)
+		return;
+	if (G.orig_policy == SCHED_OTHER || G.orig_policy == SCHED_BATCH || G.orig_policy == SCHED_IDLE) {
+		struct sched_param sp = { .sched_priority = 0 };
+		(void)sched_setscheduler(getpid(), G.orig_policy, &sp);
+	}
+}
+
 static void consumed(struct cs_slot *s, uint64_t t0, uint64_t t1, int nreq)
 {
 	uint64_t n = nreq > 0 ? (uint64_t)nreq : 0;
@@ -271,6 +289,7 @@ static void consumed(struct cs_slot *s, uint64_t t0, uint64_t t1, int nreq)
 		atomic_fetch_add(&s->arr_md_n, 1);
 		atomic_fetch_add(&s->arr_md_ns, t1 - arr);
 	}
+	end_boost(s);
 }
 
 /* Waits until TEST says done, the way MODE says; NREQ requests complete. */

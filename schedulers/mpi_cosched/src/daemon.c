@@ -186,7 +186,7 @@ static struct {
 	int pb_next;
 	int64_t gang_slot;
 	uint64_t n_arrivals, n_wakeups, n_boosts, n_decisions, n_conflicts, n_reordered;
-	uint64_t cs_total, cs_conflict, erl_sent, erl_recv, n_mismatch;
+	uint64_t cs_total, cs_conflict, erl_sent, erl_recv, n_mismatch, n_late;
 	double erl_sum;
 	uint64_t erl_n;
 	const char *exit_reason;
@@ -351,8 +351,16 @@ static bool alive(struct proc *p)
 	return pidfd_signal(p->pidfd, 0) == 0;
 }
 
+/* The rank ends a boost itself when its wait completes (cosched_lib.c). */
+static void sync_boost(struct proc *p)
+{
+	if (p->prio && atomic_load(&D.shm->slot[p - D.p].boost_prio) == 0)
+		p->prio = 0;
+}
+
 static void boost(struct proc *p, int prio, uint64_t now)
 {
+	sync_boost(p);
 	if (p->prio == prio || !alive(p) || touch(p) < 0)
 		return;
 	struct sched_param sp = { .sched_priority = prio };
@@ -376,6 +384,7 @@ static void restore_sched(pid_t pid, int policy, int prio, int nice)
 
 static void unboost(struct proc *p)
 {
+	sync_boost(p);
 	if (!p->prio)
 		return;
 	if (alive(p))
@@ -616,9 +625,6 @@ static void cc_b_decide(uint64_t now)
 	size_t n = cc_rank(now);
 	if (n == 0)
 		return;
-	D.n_decisions++;
-	if (n >= (size_t)D.o.bcr_min)
-		D.n_conflicts++;
 	bool reordered = false;
 	for (size_t r = 0; r < n; r++) {
 		struct proc *p = &D.p[order[r]];
@@ -629,6 +635,9 @@ static void cc_b_decide(uint64_t now)
 	if (reordered)
 		D.n_reordered++;
 }
+
+/* Ranks with pending messages, as of the last tick or decision. */
+static int npending_cached;
 
 static void on_arrival(int i, int k, uint64_t now)
 {
@@ -658,7 +667,10 @@ static void on_arrival(int i, int k, uint64_t now)
 		break;
 	case S_CC_B:
 		wake(p);
-		cc_b_decide(now);
+		if (p->npend == 1 && npending_cached >= 1)
+			cc_b_decide(now); /* a second rank has pending messages: order them */
+		else if (!p->prio)
+			boost(p, D.o.boost_prio, now);
 		break;
 	default:
 		break;
@@ -672,9 +684,6 @@ static void periodic_boost(uint64_t now)
 		n += pending(&D.p[i]);
 	if (n == 0)
 		return;
-	D.n_decisions++;
-	if (n >= D.o.bcr_min)
-		D.n_conflicts++;
 	int pick = -1;
 	if (D.o.scheme == S_PB) {
 		for (int k = 0; k < CS_SLOTS && pick < 0; k++) {
@@ -853,7 +862,9 @@ static void tick(uint64_t now)
 		}
 		purge(p);
 		npend += p->npend > 0;
-		/* a boost ends with its pending messages, its collective, or its time */
+		/* a boost ends with its wait (the rank restores itself), its pending
+		 * messages, its collective, or its time */
+		sync_boost(p);
 		if (p->prio) {
 			bool over = now - p->boost_t0 > (uint64_t)D.o.boost_max_us * 1000u;
 			bool keep = D.o.scheme == S_HYBRID
@@ -890,8 +901,15 @@ static void tick(uint64_t now)
 		}
 	}
 	D.cs_total += cs;
-	if (npend >= D.o.bcr_min)
+	npending_cached = npend;
+	/* decision points, the same for every scheme: ticks with pending messages,
+	 * and among them the conflicts (bcr_min or more ranks with pending messages) */
+	if (npend >= 1)
+		D.n_decisions++;
+	if (npend >= D.o.bcr_min) {
+		D.n_conflicts++;
 		D.cs_conflict += cs;
+	}
 	switch (D.o.scheme) {
 	case S_PB:
 	case S_CC_S:
@@ -953,6 +971,7 @@ static void write_summary(void)
 	corun_json_str(&j, "exit_reason", D.exit_reason);
 	corun_json_int(&j, "node_id", D.o.node_id);
 	corun_json_int(&j, "ticks", (int64_t)D.ticks);
+	corun_json_int(&j, "missed_ticks", (int64_t)D.n_late);
 	corun_json_int(&j, "wait_mode_mismatches", (int64_t)D.n_mismatch);
 	corun_json_int(&j, "arrivals", (int64_t)D.n_arrivals);
 	corun_json_int(&j, "wakeups", (int64_t)D.n_wakeups);
@@ -1418,8 +1437,10 @@ static int run_daemon(void)
 				}
 			} else if (tag == 2) {
 				uint64_t exp;
-				if (read(D.tfd, &exp, sizeof exp) == (ssize_t)sizeof exp)
+				if (read(D.tfd, &exp, sizeof exp) == (ssize_t)sizeof exp) {
+					D.n_late += exp - 1; /* the daemon ran late (RT throttling, load) */
 					tick(now);
+				}
 			} else if (tag == 3) {
 				recv_erl();
 			} else {
