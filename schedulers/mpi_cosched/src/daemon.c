@@ -191,6 +191,7 @@ static struct {
 	uint64_t erl_n;
 	const char *exit_reason;
 	int daemon_prio;
+	const char *daemon_policy;
 } D;
 
 /* ------------------------------------------------------------------ small helpers */
@@ -970,6 +971,7 @@ static void write_summary(void)
 	corun_json_str(&j, "scheme", scheme_name(D.o.scheme));
 	corun_json_str(&j, "exit_reason", D.exit_reason);
 	corun_json_int(&j, "node_id", D.o.node_id);
+	corun_json_str(&j, "daemon_policy", D.daemon_policy);
 	corun_json_int(&j, "ticks", (int64_t)D.ticks);
 	corun_json_int(&j, "missed_ticks", (int64_t)D.n_late);
 	corun_json_int(&j, "wait_mode_mismatches", (int64_t)D.n_mismatch);
@@ -1297,12 +1299,29 @@ static int run_daemon(void)
 	struct stat sb;
 	if (stat(o->state_dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		corun_usage_error(PROG, "--state-dir: '%s' (expected an existing directory)", o->state_dir);
-	/* features first: nothing is created or touched before they are known */
+	/* features first: nothing is created or touched before they are known.
+	 * The daemon runs under SCHED_DEADLINE (half of every tick guaranteed):
+	 * it preempts boosted SCHED_FIFO ranks and is not held back when they
+	 * use up the real-time share (RT throttling). Else SCHED_FIFO above
+	 * every boost. */
 	D.daemon_prio = o->boost_prio + CS_SLOTS + 1;
-	struct sched_param sp = { .sched_priority = D.daemon_prio };
-	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
-		corun_err(PROG, "SCHED_FIFO for the daemon: %s (expected root or CAP_SYS_NICE)", strerror(errno));
-		return CORUN_EXIT_SKIPPED;
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t prio;
+		uint64_t runtime, deadline, period;
+	} attr = { sizeof attr, 6 /* SCHED_DEADLINE */, 0, 0, 0, (uint64_t)o->tick_us * 500u,
+		   (uint64_t)o->tick_us * 1000u, (uint64_t)o->tick_us * 1000u };
+	if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0) {
+		D.daemon_policy = "SCHED_DEADLINE";
+	} else {
+		struct sched_param sp = { .sched_priority = D.daemon_prio };
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+			corun_err(PROG, "SCHED_FIFO for the daemon: %s (expected root or CAP_SYS_NICE)", strerror(errno));
+			return CORUN_EXIT_SKIPPED;
+		}
+		D.daemon_policy = "SCHED_FIFO";
 	}
 	int probe = pidfd_open_(getpid());
 	if (probe < 0) {
