@@ -262,10 +262,11 @@ def test_each_waiting_mode_on_a_ping_pong(daemon, shm):
     assert slots[("block", 150)][1]["blocks"] >= 65
     assert slots[("block", 150)][1]["block_s"] > 0.5 * slots[("block", 150)][1]["wait_s"]
     assert slots[("spinblock", 150)][1]["blocks"] >= 65
-    # the CPU time of the waiting rank: spinning costs it, blocking does not
+    # the CPU time of the waiting rank: spinning costs it, blocking does not (a margin of 2:
+    # on a loaded machine a spinning rank gets less than a CPU)
     assert share[("block", 150)] < 0.25, share
-    assert share[("spin", 150)] > 3 * share[("block", 150)], share
-    assert share[("spinblock", 1000000)] > 3 * share[("block", 150)], share
+    assert share[("spin", 150)] > 2 * share[("block", 150)], share
+    assert share[("spinblock", 1000000)] > 2 * share[("block", 150)], share
 
 
 # ---------------------------------------------------------------- the daemon with ranks

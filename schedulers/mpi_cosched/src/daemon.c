@@ -1017,6 +1017,8 @@ static void teardown(void)
 		fclose(D.journal);
 		D.journal = NULL;
 	}
+	struct sched_param sp = { .sched_priority = 0 }; /* ordinary again for the exit */
+	(void)sched_setscheduler(0, SCHED_OTHER, &sp);
 }
 
 /* ------------------------------------------------------------------ modes */
@@ -1311,7 +1313,7 @@ static int run_daemon(void)
 		int32_t nice;
 		uint32_t prio;
 		uint64_t runtime, deadline, period;
-	} attr = { sizeof attr, 6 /* SCHED_DEADLINE */, 0, 0, 0, (uint64_t)o->tick_us * 500u,
+	} attr = { sizeof attr, 6 /* SCHED_DEADLINE */, 1 /* SCHED_FLAG_RESET_ON_FORK */, 0, 0, (uint64_t)o->tick_us * 500u,
 		   (uint64_t)o->tick_us * 1000u, (uint64_t)o->tick_us * 1000u };
 	if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0) {
 		D.daemon_policy = "SCHED_DEADLINE";
