@@ -4,7 +4,8 @@
  * Rank 0 works (a busy loop) for --work-us before each send, so rank 1
  * waits in MPI_Recv for about that long: its CPU time shows the waiting
  * action (spin: about all of the wait; block: little). Each rank prints one
- * JSON line: its wall and CPU time, and the round-trip latency (rank 0).
+ * JSON line: its wall and CPU time, and the round-trip latency (rank 0: mean,
+ * median, 99th percentile).
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -26,6 +27,12 @@ static const char USAGE[] =
 	"  --work-us US  rank 0 busy-works this long before each send, microseconds\n"
 	"                (default 0; up to 10^6)\n"
 	"Prints one JSON line per rank. Exit: 0 ok, 1 runtime error, 2 usage.\n";
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
 
 static double cpu_s(void)
 {
@@ -75,7 +82,8 @@ int main(int argc, char *argv[])
 		return CORUN_EXIT_USAGE;
 	}
 	char *buf = calloc((size_t)size, 1);
-	if (!buf) {
+	double *rtts = calloc((size_t)iters, sizeof *rtts);
+	if (!buf || !rtts) {
 		corun_err(PROG, "out of memory for %lld bytes", (long long)size);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
@@ -97,6 +105,7 @@ int main(int argc, char *argv[])
 			if (i >= warmup) {
 				rtt_sum += rtt;
 				rtt_sq += rtt * rtt;
+				rtts[i - warmup] = rtt;
 			}
 			if (buf[0] != (char)(i + 1)) {
 				corun_err(PROG, "round trip %lld: wrong reply", (long long)i);
@@ -126,10 +135,17 @@ int main(int argc, char *argv[])
 		corun_json_double(&j, "rtt_mean_us", mean * 1e6);
 		corun_json_double(&j, "rtt_sd_us", var > 0 ? __builtin_sqrt(var) * 1e6 : 0);
 		corun_json_double(&j, "half_rtt_us", mean * 0.5e6);
+		/* the median and the 99th percentile: a rank descheduled by other
+		 * load makes a few round trips long, and the mean follows them */
+		qsort(rtts, (size_t)iters, sizeof *rtts, cmp_double);
+		corun_json_double(&j, "rtt_median_us", rtts[iters / 2] * 1e6);
+		corun_json_double(&j, "rtt_p99_us", rtts[(iters * 99) / 100] * 1e6);
+		corun_json_double(&j, "half_rtt_median_us", rtts[iters / 2] * 0.5e6);
 	}
 	corun_json_end(&j);
 	fflush(stdout);
 	free(buf);
+	free(rtts);
 	MPI_Finalize();
 	return CORUN_EXIT_OK;
 }
