@@ -269,6 +269,46 @@ def test_each_waiting_mode_on_a_ping_pong(daemon, shm):
     assert share[("spinblock", 1000000)] > 2 * share[("block", 150)], share
 
 
+FORTRAN_PINGPONG = """program pp
+  use mpi
+  implicit none
+  integer :: ierr, rank, i, buf, st(MPI_STATUS_SIZE), req
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  buf = 0
+  do i = 1, 50
+    if (rank == 0) then
+      call MPI_Send(buf, 1, MPI_INTEGER, 1, 1, MPI_COMM_WORLD, ierr)
+      call MPI_Recv(buf, 1, MPI_INTEGER, 1, 2, MPI_COMM_WORLD, st, ierr)
+    else
+      call MPI_Irecv(buf, 1, MPI_INTEGER, 0, 1, MPI_COMM_WORLD, req, ierr)
+      call MPI_Wait(req, st, ierr)
+      buf = buf + 1
+      call MPI_Send(buf, 1, MPI_INTEGER, 0, 2, MPI_COMM_WORLD, ierr)
+    end if
+  end do
+  call MPI_Allreduce(MPI_IN_PLACE, buf, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print *, 'sum', buf
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
+@needs_mpi
+@pytest.mark.skipif(shutil.which("mpif90") is None, reason="needs mpif90 (gfortran)")
+def test_fortran_calls_are_waited_on_too(daemon, tmp_path, shm):
+    """Open MPI's Fortran bindings (NPB's BT, SP, FT, CG) call PMPI_X: the library defines those."""
+    src = tmp_path / "pp.f90"
+    src.write_text(FORTRAN_PINGPONG)
+    subprocess.run(["mpif90", "-o", str(tmp_path / "pp"), str(src)], check=True, cwd=tmp_path)
+    env = {"LD_PRELOAD": LIB, "CORUN_COSCHED_WAIT": "block", "CORUN_COSCHED_SHM": shm}
+    res = subprocess.run(mpirun_cmd(2, env, [tmp_path / "pp"]), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "sum" in res.stdout and "100" in res.stdout, res.stderr
+    s = dump(daemon, shm)
+    assert s[0]["waits"] >= 51 and s[1]["waits"] >= 51  # MPI_Recv / MPI_Wait and the all-reduce
+    assert s[0]["coll_calls"] == 1 and s[1]["blocks"] > 0
+
+
 # ---------------------------------------------------------------- the daemon with ranks
 
 def start_daemon(daemon, state, shm, scheme, *extra):
