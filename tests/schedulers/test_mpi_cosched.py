@@ -7,8 +7,11 @@ of the daemon while ranks are boosted (SCHED_FIFO) or stopped (gang), with `--re
 """
 
 import json
+import mmap
 import os
 import shutil
+import struct
+import sys
 import signal
 import socket
 import subprocess
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from corun import schedulers
+from corun.util import proc_starttime
 
 ROOT = Path(__file__).resolve().parents[2]
 MC = ROOT / "schedulers" / "mpi_cosched"
@@ -491,6 +495,77 @@ def test_kill_9_of_the_gang_daemon_leaves_no_rank_stopped(daemon, tmp_path, shm)
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def write_slot(shm, i, pid, starttime, job):
+    """A slot as a rank fills it (cosched_shm.h): everything first, the pid last."""
+    with open(f"/dev/shm/{shm[1:]}", "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+        _magic, _version, _nslots, slot_size = struct.unpack_from("<IIII", m, 0)
+        off = 24 + i * slot_size
+        struct.pack_into("<Q48sII", m, off + 8, starttime, job.encode(), 0, 0)  # spin / spin
+        struct.pack_into("<i", m, off, pid)
+
+
+@pytest.mark.root
+def test_pid_reuse_is_never_touched(daemon, tmp_path, shm):
+    """Three processes claim slots: X and Y with their true start times (two jobs, so gang
+    stops one of them at a time), Z with another start time (its pid was reused): Z is never
+    stopped nor journalled."""
+    state = tmp_path / "state"
+    state.mkdir()
+    p, _ = start_daemon(daemon, state, shm, "gang", "--gang-slice-ms", 20)
+    procs = {n: subprocess.Popen(["sleep", "30"]) for n in "XYZ"}
+    try:
+        for i, (n, q) in enumerate(procs.items()):
+            st = proc_starttime(q.pid)
+            write_slot(shm, i, q.pid, st if n != "Z" else st + 1, n)
+        seen = set()
+        until = time.monotonic() + 3
+        while time.monotonic() < until and seen != {"X", "Y"}:
+            for n, q in procs.items():
+                if stopped_ranks([q.pid]):
+                    seen.add(n)
+            time.sleep(0.005)
+        assert seen == {"X", "Y"}, seen
+    finally:
+        stop_daemon(p, state)
+        journal = (state / "touched.tsv").read_text()
+        for q in procs.values():
+            q.kill()
+            q.wait()
+    assert str(procs["Z"].pid) not in journal.split()
+    assert {str(procs["X"].pid), str(procs["Y"].pid)} <= set(journal.split())
+
+
+@pytest.mark.root
+def test_death_of_the_starter_stops_the_daemon(daemon, tmp_path, shm):
+    state = tmp_path / "state"
+    state.mkdir()
+    argv = [str(daemon), "--scheme", "dcs", "--state-dir", str(state), "--shm", shm]
+    code = (f"import subprocess, time; p = subprocess.Popen({argv!r}); print(p.pid, flush=True); "
+            "time.sleep(0.5)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    parent.wait()
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists() or
+                    Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z", 10)
+    summary = json.loads((state / "summary.json").read_text())
+    assert summary["exit_reason"] == "Terminated"
+
+
+@needs_mpi
+@pytest.mark.root
+def test_check_fails_when_ranks_wait_otherwise(daemon, tmp_path, shm):
+    state = tmp_path / "state"
+    state.mkdir()
+    p, env = start_daemon(daemon, state, shm, "ib")
+    try:
+        pingpong(dict(env, CORUN_COSCHED_WAIT="spin"), iters=20, work_us=100)
+        time.sleep(0.25)  # the next heartbeat
+        res = run(daemon, "--check", state)
+        assert res.returncode == 1 and "2 ranks wait otherwise than the scheme says" in res.stderr
+    finally:
+        stop_daemon(p, state)
 
 
 def test_restore_without_journal_and_check_without_daemon(daemon, tmp_path):

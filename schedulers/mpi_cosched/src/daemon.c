@@ -1090,6 +1090,13 @@ static int run_check(const char *dir, double max_age)
 		corun_err(PROG, "not in effect: last heartbeat %.1f s ago (more than %.1f s)", age, max_age);
 		return CORUN_EXIT_RUNTIME;
 	}
+	long mismatch = 0;
+	char *m = strstr(buf, "\"wait_mode_mismatches\":");
+	if (m && sscanf(m, "\"wait_mode_mismatches\":%ld", &mismatch) == 1 && mismatch > 0) {
+		corun_err(PROG, "not in effect: %ld ranks wait otherwise than the scheme says "
+			  "(their environment is not the one in rank_env.json)", mismatch);
+		return CORUN_EXIT_RUNTIME;
+	}
 	printf("running: pid %ld, heartbeat %.2f s ago\n", pid, age);
 	return CORUN_EXIT_OK;
 }
