@@ -311,6 +311,11 @@ static int cs_wait(test_fn test, void *ctx, int nreq, enum cs_wait mode, bool co
 		uint64_t t = now_ns();
 		if (t < spin_until) {
 			rc = test(ctx, &flag);
+			/* a spinning rank bounds its own boost: the daemon may not get the
+			 * CPU to end it while boosted ranks spin on every CPU */
+			if (atomic_load(&s->boost_prio) &&
+			    t - atomic_load(&s->boost_since_ns) > atomic_load(&s->boost_max_ns))
+				end_boost(s);
 		} else {
 			uint32_t seen = atomic_load(&s->wake);
 			rc = test(ctx, &flag);

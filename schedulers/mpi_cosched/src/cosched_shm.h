@@ -58,6 +58,8 @@ struct cs_slot {
 	_Atomic uint64_t boosts;   /* boosts given */
 	_Atomic uint32_t boost_prio; /* current boost (SCHED_FIFO priority), 0 none */
 	uint32_t pad;
+	_Atomic uint64_t boost_since_ns; /* daemon: when the current boost began */
+	_Atomic uint64_t boost_max_ns;   /* daemon: how long a boost may last */
 };
 
 struct cs_shm {

@@ -367,13 +367,16 @@ static void boost(struct proc *p, int prio, uint64_t now)
 	struct sched_param sp = { .sched_priority = prio };
 	if (sched_setscheduler(p->pid, SCHED_FIFO, &sp) < 0)
 		return;
+	struct cs_slot *s = &D.shm->slot[p - D.p];
 	if (!p->prio) {
 		p->boost_t0 = now;
 		D.n_boosts++;
-		atomic_fetch_add(&D.shm->slot[p - D.p].boosts, 1);
+		atomic_fetch_add(&s->boosts, 1);
+		atomic_store(&s->boost_since_ns, now);
+		atomic_store(&s->boost_max_ns, (uint64_t)D.o.boost_max_us * 1000u);
 	}
 	p->prio = prio;
-	atomic_store(&D.shm->slot[p - D.p].boost_prio, (uint32_t)prio);
+	atomic_store(&s->boost_prio, (uint32_t)prio);
 }
 
 static void restore_sched(pid_t pid, int policy, int prio, int nice)
