@@ -390,6 +390,93 @@ def test_daemons_exchange_erl(daemon, tmp_path, shm):
         assert s["erl_sent"] > 10 and s["erl_received"] > 10, s
 
 
+@pytest.fixture
+def netns():
+    """A network namespace of our own with two veth pairs, v1 (10.9.0.1) and v2 (10.9.1.1): the
+    two 'nodes' whose correspondents the CC order weighs (Open MPI takes one address per
+    interface, so two addresses on the loopback would not do)."""
+    if shutil.which("ip") is None:
+        pytest.skip("needs iproute2")
+    name = f"corun-cc-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        for cmd in (["ip", "link", "set", "lo", "up"],
+                    ["ip", "link", "add", "v1", "type", "veth", "peer", "name", "v1p"],
+                    ["ip", "link", "add", "v2", "type", "veth", "peer", "name", "v2p"],
+                    ["ip", "addr", "add", "10.9.0.1/24", "dev", "v1"],
+                    ["ip", "addr", "add", "10.9.1.1/24", "dev", "v2"],
+                    *(["ip", "link", "set", i, "up"] for i in ("v1", "v1p", "v2", "v2p"))):
+            subprocess.run(["ip", "netns", "exec", name, *cmd], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+ERL_SENDER = """
+import socket, struct, sys, time
+erl = {1: float(sys.argv[2]), 2: float(sys.argv[3])}
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.monotonic() + float(sys.argv[4])
+while time.monotonic() < end:
+    for node, v in erl.items():
+        s.sendto(struct.pack("<Iid", 0x45524c31, node, v), ("127.0.0.1", int(sys.argv[1])))
+    time.sleep(0.002)
+"""
+
+
+def cc_b_live(daemon, stencil, tmp_path, shm, ns, erl1, erl2, reduce="min"):
+    """Node 0's daemon (cc_b) with two jobs whose ranks talk over 10.9.0.1 ('node 1') and
+    10.9.1.1 ('node 2'); the other nodes' daemons are played by a sender of their ERL."""
+    state = tmp_path / f"state-{erl1:g}-{erl2:g}-{reduce}"
+    state.mkdir()
+    port = 47000 + os.getpid() % 1000
+    exe = ["ip", "netns", "exec", ns]
+    d = subprocess.Popen(exe + [str(daemon), "--scheme", "cc_b", "--state-dir", str(state), "--shm", shm,
+                                "--listen", f"127.0.0.1:{port}", "--peer", f"1=10.9.0.1:{port + 1}",
+                                "--peer", f"2=10.9.1.1:{port + 2}", "--wr-reduce", reduce],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sender = subprocess.Popen(exe + [sys.executable, "-c", ERL_SENDER, str(port), str(erl1), str(erl2), "30"])
+    jobs = []
+    try:
+        assert wait_for(lambda: (state / "rank_env.json").exists() or d.poll() is not None, 10)
+        env = json.loads((state / "rank_env.json").read_text())
+        for job, dev in (("A", "v1"), ("B", "v2")):
+            cmd = mpirun_cmd(2, dict(env, CORUN_COSCHED_JOB=job),
+                             [stencil, "--iters", 1500, "--cells", 4096, "--sweeps", 2, "--halo-bytes", 64])
+            cmd[1:1] = ["--mca", "btl_tcp_if_include", dev, "--mca", "oob_tcp_if_include", "lo"]
+            jobs.append(subprocess.Popen(exe + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for j in jobs:
+            out, err = j.communicate(timeout=120)
+            assert j.returncode == 0 and '"verified":true' in out, err
+    finally:
+        for j in jobs:
+            if j.poll() is None:
+                j.kill()
+        sender.kill()
+        sender.wait()
+        d.send_signal(signal.SIGTERM)
+        d.communicate(timeout=20)
+    return json.loads((state / "summary.json").read_text())
+
+
+@needs_mpi
+@pytest.mark.root
+def test_cc_b_orders_by_the_correspondents_erl(daemon, stencil, tmp_path, shm, netns):
+    """With node 1 contended (ERL 150 ms) and node 2 idle (ERL 0), CC-B puts ranks whose
+    messages came from node 2 before older arrivals from node 1. The control: with equal ERLs
+    its order is nearly the arrival order (eq. 3 ages the older message further; the few
+    exceptions are messages that arrived before the first ERL of their node, or on the
+    launcher's loopback channel, weighed with this node's own ERL). Both with W_r over a
+    rank's oldest message (wr_reduce max): with eq. 4's min, a rank's youngest message sets
+    its weight, so ranks holding several messages are reordered even with equal ERLs."""
+    skew = cc_b_live(daemon, stencil, tmp_path, shm, netns, 150000, 0, "max")
+    equal = cc_b_live(daemon, stencil, tmp_path, shm, netns, 50000, 50000, "max")
+    for s in (skew, equal):
+        assert s["erl_received"] > 100 and s["conflicts"] > 0, s
+    assert skew["reordered"] > 10 * max(equal["reordered"], 1), (skew["reordered"], equal["reordered"])
+    print(f"reordered: skewed ERL {skew['reordered']}, equal ERL {equal['reordered']}")
+
+
 def fifo_ranks(pids):
     out = []
     for pid in pids:
