@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis.stats import bootstrap_ratio, t_interval  # noqa: E402
+from analysis.stats import bootstrap_ratio, t_interval
 
 MC = ROOT / "schedulers" / "mpi_cosched"
 BUILD = MC / "build"
@@ -80,7 +80,7 @@ def one_rep(config: str, iters: int, tmp: Path, n: int) -> dict:
         for k, v in env.items():
             cmd += ["-x", f"{k}={v}"]
         cmd += [str(PINGPONG), "--iters", str(iters), "--warmup", "200"]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
         if res.returncode != 0:
             raise SystemExit(f"{config}: ping-pong failed: {res.stderr.strip()[-500:]}")
         ranks = {d["rank"]: d for d in map(json.loads, (l for l in res.stdout.splitlines() if l.startswith("{")))}
