@@ -441,7 +441,8 @@ static void keep_done(struct proc *p)
 static void drop_socks(struct proc *p)
 {
 	for (int k = 0; k < p->nsock; k++)
-		close(p->sockfd[k]); /* closing removes it from the epoll set */
+		if (p->sockfd[k] >= 0)
+			close(p->sockfd[k]); /* closing removes it from the epoll set */
 	p->nsock = 0;
 }
 
@@ -524,8 +525,10 @@ static void scan_socks(int i)
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
+	unsigned long seen[4 * MAX_SOCK];
+	size_t nseen = 0;
 	struct dirent *e;
-	while ((e = readdir(d)) && p->nsock < MAX_SOCK) {
+	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
 		char link[PATH_MAX + 80], target[128];
@@ -536,6 +539,10 @@ static void scan_socks(int i)
 		target[n] = '\0';
 		unsigned long ino;
 		if (sscanf(target, "socket:[%lu]", &ino) != 1)
+			continue;
+		if (nseen < sizeof seen / sizeof seen[0])
+			seen[nseen++] = ino;
+		if (p->nsock == MAX_SOCK)
 			continue;
 		bool known = false;
 		for (int k = 0; k < p->nsock && !known; k++)
@@ -572,6 +579,20 @@ static void scan_socks(int i)
 		p->sock_node[p->nsock++] = node_of(fd);
 	}
 	closedir(d);
+	/* a socket the rank has closed: drop our duplicate, which would keep the
+	 * connection open (entries keep their place: epoll data holds the index) */
+	if (nseen == sizeof seen / sizeof seen[0])
+		return; /* too many to tell */
+	for (int k = 0; k < p->nsock; k++) {
+		bool open_in_rank = false;
+		for (size_t m = 0; m < nseen && !open_in_rank; m++)
+			open_in_rank = seen[m] == p->ino[k];
+		if (!open_in_rank && p->sockfd[k] >= 0) {
+			close(p->sockfd[k]);
+			p->sockfd[k] = -1;
+			p->ino[k] = 0;
+		}
+	}
 }
 
 /* ------------------------------------------------------------------ decisions */
@@ -1476,7 +1497,7 @@ static int run_daemon(void)
 				recv_erl();
 			} else {
 				int i = (int)(tag >> 32) - 1, k = (int)(uint32_t)tag;
-				if (i >= 0 && i < CS_SLOTS && k < D.p[i].nsock)
+				if (i >= 0 && i < CS_SLOTS && k < D.p[i].nsock && D.p[i].sockfd[k] >= 0)
 					on_arrival(i, k, now);
 			}
 		}
