@@ -343,14 +343,15 @@ def test_each_scheme_end_to_end(daemon, tmp_path, shm, scheme):
         want = {"ib": "block", "hybrid": "block", "cc_b": "block", "sb": "spinblock"}.get(scheme, "spin")
         assert env["CORUN_COSCHED_WAIT"] == want
         assert env["CORUN_COSCHED_SEND_WAIT"] == ("block" if scheme in ("hybrid", "cc_b") else "spin")
-        pingpong(env, iters=40, work_us=1000)
+        pingpong(env, iters=100, work_us=1000)
         assert run(daemon, "--check", state).returncode == 0
     finally:
         summary = stop_daemon(p, state)
     assert summary["scheme"] == scheme and summary["exit_reason"] == "Terminated"
     assert summary["wait_mode_mismatches"] == 0
-    # arrivals: from the first socket scan on (20 ms), coalesced when a rank is slow to read
-    assert len(summary["ranks"]) == 2 and summary["arrivals"] >= 20
+    # arrivals: from the first socket scan on (20 ms), coalesced when a rank is slow to read;
+    # 210 messages in all
+    assert len(summary["ranks"]) == 2 and summary["arrivals"] >= 30
     assert summary["context_switches"] > 0 and summary["bcr"] is not None
     if scheme in ("dcs", "ib", "sb", "cc_b", "pb", "cc_s"):
         assert summary["boosts"] > 0
