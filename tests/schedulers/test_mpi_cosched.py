@@ -668,6 +668,7 @@ def test_restore_without_journal_and_check_without_daemon(daemon, tmp_path):
 
 # ---------------------------------------------------------------- the manifests
 
+@needs_mpi  # the variants require mpirun
 def test_variants_share_mpi_cosched():
     for name in SCHEMES:
         v = schedulers.Variant.load(name, need_built=False)
