@@ -453,8 +453,10 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
         w = fetch(client_cpu=1, server_cpu=0)
     finally:
         restore(tmp_path / "s.json")
-    assert share(before, 0) > 0.6, before
-    assert share(w, 1) > 0.9, w
+    # without the marks the replies are processed on the server's CPU and the client's acks on
+    # its own (about half each, or more on the server's: it depends on how acks coalesce)
+    assert share(before, 1) < 0.7, before
+    assert share(w, 1) > 0.9 and share(w, 1) > share(before, 1) + 0.2, (before, w)
     status = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
     assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0}
     for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):  # the clsact qdiscs it made are gone too
