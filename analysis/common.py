@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import ALPHA
+from corun.config import describe_error
 from corun.errors import CorunError, one_line_errors
 from corun.util import atomic_write_bytes
 
@@ -37,13 +38,6 @@ def _validator(schema_name: str) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
-def _key_path(parts) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def _shown(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
@@ -53,42 +47,12 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(error: jsonschema.ValidationError) -> tuple[str, str, str]:
-    """(key, shown value, expected) for one validation error."""
-    key = _key_path(error.absolute_path)
-    kind, want, inst = error.validator, error.validator_value, error.instance
-    if kind == "required":
-        absent = [name for name in want if name not in inst]
-        return _key_path([*error.absolute_path, absent[0]]), "absent", "a value for this key"
-    if kind == "additionalProperties" and isinstance(inst, dict):
-        known = set(error.schema.get("properties", {}))
-        extra = sorted(name for name in inst if name not in known)
-        return (
-            _key_path([*error.absolute_path, extra[0]]),
-            "unknown key",
-            f"one of {', '.join(sorted(known))}",
-        )
-    if kind == "enum":
-        return key, _shown(inst), "one of " + ", ".join(repr(v) for v in want)
-    if kind == "type":
-        types = want if isinstance(want, list) else [want]
-        return key, _shown(inst), "type " + " or ".join(types)
-    if kind == "pattern":
-        return key, _shown(inst), error.schema.get("description", f"a string matching {want}")
-    if kind == "minLength":
-        return key, _shown(inst), f"a string of at least {want} characters"
-    if kind in ("minimum", "exclusiveMinimum"):
-        op = ">=" if kind == "minimum" else ">"
-        return key, _shown(inst), f"a number {op} {want}"
-    return key, _shown(inst), error.message
-
-
 def validate(instance: object, schema_name: str, source: str) -> None:
     """Validate against analysis/schemas/<schema_name>; raise a one-line AnalysisInputError."""
     error = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(instance))
     if error is not None:
-        key, shown, expected = _describe(error)
-        raise AnalysisInputError(f"{source}: {key or '(top level)'}: {shown} (expected {expected})")
+        key, value, expected = describe_error(error)
+        raise AnalysisInputError(f"{source}: {key or '(top level)'}: {_shown(value)} (expected {expected})")
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:

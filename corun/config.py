@@ -66,8 +66,9 @@ def _key_path(path) -> str:
     return out
 
 
-def _expected(err: jsonschema.ValidationError) -> tuple[str, Any, str]:
-    """(key, value, expected) for one validation error."""
+def describe_error(err: jsonschema.ValidationError) -> tuple[str, Any, str]:
+    """(key, value, expected) for one validation error: the one wording of schema errors, for
+    corun's documents and analysis's tables alike."""
     key = _key_path(err.absolute_path)
     v, vv, inst = err.validator, err.validator_value, err.instance
     type_names = {
@@ -179,7 +180,7 @@ def validate(instance: Any, schema: dict | str, source: str) -> Any:
         # prefer the deepest, most specific error
         while err.context:
             err = jsonschema.exceptions.best_match(err.context)
-        key, value, expected = _expected(err)
+        key, value, expected = describe_error(err)
         raise ConfigError(source, key, value, expected)
     return _fill_defaults(instance, schema, schema)
 

@@ -44,5 +44,6 @@ def test_value_without_quote_names_the_key(tmp_path, monkeypatch):
     with pytest.raises(AnalysisInputError) as err:
         load_paper_values("000")
     assert str(err.value) == (
-        "analysis/paper_values/000.yaml: experiments.e.values.v.quote: absent (expected a value for this key)"
+        "analysis/paper_values/000.yaml: experiments.e.values.v.quote: 'missing' "
+        "(expected a value for this required key)"
     )

@@ -171,9 +171,9 @@ def test_report_tables_show_empty_cells_as_na(html_text):
                 ]
             },
             "comparison[0].verdict: 'maybe'",
-            "expected one of 'reproduced in direction'",
+            "expected one of reproduced in direction,",
         ),
-        ({"figures": [{"path": "fig.png"}]}, "figures[0].caption: absent", "expected a value"),
+        ({"figures": [{"path": "fig.png"}]}, "figures[0].caption: 'missing'", "expected a value"),
         (
             {"figures": [{"path": "/etc/fig.png", "caption": "c"}]},
             "figures[0].path: '/etc/fig.png'",
@@ -182,9 +182,9 @@ def test_report_tables_show_empty_cells_as_na(html_text):
         (
             {"missing": [{"metric": "m", "reason": "r", "source": "s", "runs": 0}]},
             "missing[0].runs: 0",
-            "expected a number >= 1",
+            "expected an integer >= 1",
         ),
-        ({"colour": "red"}, "colour: unknown key", "expected one of comparison"),
+        ({"colour": "red"}, "colour: 'unknown key'", "expected one of comparison"),
     ],
 )
 def test_bad_section_is_one_line_error(tmp_path, overrides, key, expected):
@@ -195,12 +195,12 @@ def test_bad_section_is_one_line_error(tmp_path, overrides, key, expected):
     assert "\n" not in msg and msg.startswith(f"{path}: {key}") and expected in msg
 
 
-def test_section_without_key(tmp_path):
+def test_section_without_a_required_key_is_one_line_error(tmp_path):
     path = write_section(tmp_path / "bad")
     data = json.loads(path.read_text())
     del data["notes"]
     path.write_text(json.dumps(data))
-    with pytest.raises(AnalysisInputError, match=r"section\.json: notes: absent"):
+    with pytest.raises(AnalysisInputError, match=r"section\.json: notes: 'missing'"):
         report.load_section(path)
 
 
