@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from corun.errors import CorunError  # noqa: E402
+from corun.errors import CorunError, one_line_errors  # noqa: E402
 
 from .common import dumps_json, table_to_csv, validate, write_atomic  # noqa: E402
 
@@ -135,20 +135,17 @@ def analyse(cal: dict, out_dir: Path) -> dict:
     return section
 
 
+@one_line_errors(prefix="analysis.rotating_disk")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis.rotating_disk", description=__doc__.split("\n")[0])
     ap.add_argument("--calibration", required=True, type=Path, help="JSON of bench/rotating_disk_calibration.py")
     ap.add_argument("--out-dir", required=True, type=Path)
     args = ap.parse_args(argv)
     try:
-        try:
-            cal = json.loads(args.calibration.read_text())
-        except (OSError, ValueError) as exc:
-            raise CorunError(f"{args.calibration}: {exc} (expected a calibration JSON)", exit_code=2) from None
-        analyse(cal, args.out_dir)
-    except CorunError as exc:
-        print(f"analysis.rotating_disk: {exc}", file=sys.stderr)
-        return exc.exit_code
+        cal = json.loads(args.calibration.read_text())
+    except (OSError, ValueError) as exc:
+        raise CorunError(f"{args.calibration}: {exc} (expected a calibration JSON)", exit_code=2) from None
+    analyse(cal, args.out_dir)
     return 0
 
 

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import sais_model  # noqa: E402
 from analysis.stats import bootstrap_ratio, t_interval  # noqa: E402
+from corun.util import atomic_write_json  # noqa: E402
 
 KERNEL = ROOT / "kernels" / "build" / "sais_inmem"
 MODES = ("thread", "process")
@@ -189,10 +190,7 @@ def main(argv=None) -> int:
         )
     print(f"L2 misses: {summary['l2_misses_missing'] or 'see cache_misses'}")
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"summary": summary, "runs": runs}, indent=1))
-    os.replace(tmp, out)
+    atomic_write_json(out, {"summary": summary, "runs": runs})
     print(f"wrote {out}")
     return 0
 

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from corun.errors import CorunError
+from corun.errors import CorunError, one_line_errors
 from corun.machine.topology import discover, format_cpulist, parse_cpulist
 
 TASK_TYPES = ("cpu", "io")
@@ -336,6 +336,7 @@ def parse_tasks(text: str) -> list[Task]:
     return out
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m corun.machine.placement_domains",
@@ -346,20 +347,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", help="TYPE:NAME,... with TYPE cpu or io (with --policy)")
     ap.add_argument("--cpus", help="restrict to these CPUs, e.g. 0-7")
     args = ap.parse_args(argv)
-    try:
-        d = read_domains(args.root)
-        if args.cpus:
-            d = d.restrict(parse_cpulist(args.cpus))
-        if not args.policy:
-            print(json.dumps(d.as_dict(), indent=2))
-            return 0
-        if not args.tasks:
-            raise PlacementError("--tasks: missing (expected TYPE:NAME,... with --policy)")
-        print(json.dumps({"policy": args.policy, "cpus": place(args.policy, d, parse_tasks(args.tasks))}))
+    d = read_domains(args.root)
+    if args.cpus:
+        d = d.restrict(parse_cpulist(args.cpus))
+    if not args.policy:
+        print(json.dumps(d.as_dict(), indent=2))
         return 0
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+    if not args.tasks:
+        raise PlacementError("--tasks: missing (expected TYPE:NAME,... with --policy)")
+    print(json.dumps({"policy": args.policy, "cpus": place(args.policy, d, parse_tasks(args.tasks))}))
+    return 0
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from corun.errors import CorunError, MissingTool, missing
+from corun.errors import CorunError, MissingTool, missing, one_line_errors
 from corun.machine.host import host_state
 from corun.run.task_cpu import children_map, processor, threads, tree
 from corun.util import atomic_write_json, repo_root, tool_version
@@ -411,6 +411,7 @@ def print_figures(summary: dict, fh=sys.stdout) -> None:
         print(f"missing: {m['metric']}: {m['reason']}", file=fh)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corun.monitors.pelt", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="a new folder for samples.csv and summary.json")
@@ -460,11 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     Path(args.disk_dir).mkdir(parents=True, exist_ok=True) if args.disk_dir == str(repo_root() / "results") else None
-    try:
-        summary = measure(args)
-    except CorunError as exc:
-        print(f"corun: {exc}", file=sys.stderr)
-        return exc.exit_code
+    summary = measure(args)
     print_figures(summary)
     print(f"written: {args.out}/summary.json, {args.out}/samples.csv")
     return 0

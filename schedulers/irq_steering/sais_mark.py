@@ -16,7 +16,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from steer import EXIT_OK, NotInEffect, Skipped, iface_label, save_state
+from steer import EXIT_OK, NotInEffect, Skipped, iface_label
+
+from corun.util import atomic_write_json
 
 
 def _ctl(args_bpf_dir: str) -> tuple[Path, Path]:
@@ -81,28 +83,28 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
     }
     for ns, iface in p["server"]:
         state["ethtool"].append({"ns": ns, "iface": iface, "old": _tx_csum(ns, iface)})
-    save_state(state_path, state)
+    atomic_write_json(state_path, state)
     try:
         for e in state["ethtool"]:
             _set_tx_csum(e["ns"], e["iface"], "off")
         for role, ifaces in (("server", p["server"]), ("client", p["client"])):
             for ns, iface in ifaces:
                 state["attached"].append({"ns": ns, "iface": iface, "role": role})
-                save_state(state_path, state)
+                atomic_write_json(state_path, state)
                 argv = [str(ctl), role, "--obj", str(obj), "--iface", iface] + (["--netns", ns] if ns else [])
                 res = _run(argv)
                 if '"clsact_created": true' in res.stdout:
                     state["attached"][-1]["clsact_created"] = True
-                    save_state(state_path, state)
+                    atomic_write_json(state_path, state)
                 if res.returncode != 0:
                     reason = (res.stderr.strip().splitlines() or ["failed"])[-1]
                     raise Skipped(f"{iface_label(ns, iface)}: {reason.removeprefix('skipped: feature missing: ')}")
     except Skipped as exc:
         restore_mark(state, fs)
         state.update(ethtool=[], attached=[], skipped_reason=str(exc))
-        save_state(state_path, state)
+        atomic_write_json(state_path, state)
         raise
-    save_state(state_path, state)
+    atomic_write_json(state_path, state)
     return EXIT_OK
 
 

@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from corun.util import atomic_write_json, proc_starttime
+
 POLICIES = ("irqbalance", "spread", "dedicated", "source_aware", "sais_mark")
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 4
 HERE = Path(__file__).resolve().parent
@@ -259,20 +261,6 @@ def plan(args, fs: Fs) -> dict:
 # ---- state ---------------------------------------------------------------------------------
 
 
-def proc_starttime(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def save_state(path: Path, state: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, path)
-
-
 def own_irqbalance(fs: Fs) -> list[int]:
     if fs.synthetic:
         return []
@@ -339,7 +327,7 @@ def cmd_apply(args) -> int:
         "daemon": None,
         "time": time.time(),
     }
-    save_state(state_path, state)
+    atomic_write_json(state_path, state)
     for wr in saved:
         try:
             fs.write(wr["ns"], wr["path"], wr["value"])
@@ -347,7 +335,7 @@ def cmd_apply(args) -> int:
             if wr["kind"] == "irq":  # a managed IRQ: the kernel owns its affinity
                 state["skipped"].append({"path": wr["path"], "reason": str(exc).splitlines()[-1]})
                 continue
-            save_state(state_path, state)
+            atomic_write_json(state_path, state)
             raise
         state["done"].append(wr["path"])
     if p["policy"] == "irqbalance":
@@ -362,11 +350,11 @@ def cmd_apply(args) -> int:
         state["daemon"] = {"pid": proc.pid, "starttime": proc_starttime(proc.pid), "exe": p["irqbalance"]}
         time.sleep(0.2)
         if proc.poll() is not None:
-            save_state(state_path, state)
+            atomic_write_json(state_path, state)
             raise NotInEffect(
                 f"irqbalance exited at once with {proc.returncode} (see {state_path.with_suffix('.irqbalance.log')})"
             )
-    save_state(state_path, state)
+    atomic_write_json(state_path, state)
     return EXIT_OK
 
 
