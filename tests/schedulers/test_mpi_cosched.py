@@ -584,6 +584,24 @@ def stopped_ranks(pids):
     return out
 
 
+def signal_ranks(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def freeze_while_boosted(pids):
+    """SIGSTOP the ranks; keep them stopped only if one of them is boosted at that moment."""
+    signal_ranks(pids, signal.SIGSTOP)
+    wait_for(lambda: len(stopped_ranks(pids)) == len(pids), 2, 0.001)
+    if fifo_ranks(pids):
+        return True
+    signal_ranks(pids, signal.SIGCONT)
+    return False
+
+
 def rank_pids(daemon, shm, n):
     def pids():
         res = run(daemon, "--dump-shm", shm)
@@ -638,12 +656,18 @@ def test_daemon_death_leaves_no_rank_boosted(daemon, stencil, tmp_path, shm, sig
             summary = stop_daemon(p, state)
             assert summary["boosts"] > 0
         else:
-            os.kill(p.pid, signal.SIGKILL)
-            p.wait()
-            assert fifo_ranks(pids), "a killed daemon left nothing to restore"
-            res = run(daemon, "--restore", state)
-            assert res.returncode == 0, res.stderr
-            assert json.loads(res.stdout)["restored"] >= 1
+            # freeze the ranks while one is boosted, so that its collective cannot complete (and
+            # end the boost itself) between the check and the kill
+            assert wait_for(lambda: freeze_while_boosted(pids), 20), "no boost to freeze"
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+                assert fifo_ranks(pids), "a killed daemon left nothing to restore"
+                res = run(daemon, "--restore", state)
+                assert res.returncode == 0, res.stderr
+                assert json.loads(res.stdout)["restored"] >= 1
+            finally:
+                signal_ranks(pids, signal.SIGCONT)
         assert fifo_ranks(pids) == []
         for pid in pids:
             assert os.getpriority(os.PRIO_PROCESS, pid) == 0
