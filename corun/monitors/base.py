@@ -77,6 +77,11 @@ class Monitor:
     def stop(self) -> None:
         raise NotImplementedError
 
+    def started(self) -> bool:
+        """True once the monitor's own start-up is over (it is waiting for its next sample), so
+        that a job started now does not share the machine with it."""
+        return True
+
     def parse(self, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
         return self.parse_raw(self.ctx.raw_dir, t0_epoch)
 
@@ -112,6 +117,16 @@ class ProcessMonitor(Monitor):
 
     def command(self) -> list[str]:
         raise NotImplementedError
+
+    def started(self) -> bool:
+        """The program has ended, or is asleep (state S) on two reads in a row: it has read its
+        options and first figures and waits for its next interval."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return True
+        asleep = process_state(proc.pid) == "S"
+        was_asleep, self._asleep = getattr(self, "_asleep", False), asleep
+        return asleep and was_asleep
 
     def meta_extra(self) -> dict:
         """Monitor-specific metadata (interval actually used, devices, events ...)."""
@@ -198,6 +213,7 @@ class SampledMonitor(Monitor):
         self.interval_s = max(0.01, float(ctx.interval_s))
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
+        self._first_sample = threading.Event()
         self._file = None
         self._writer: csv.DictWriter | None = None
         self._meta: dict = {}
@@ -232,6 +248,10 @@ class SampledMonitor(Monitor):
             self._thread.start()
         write_meta(self.ctx.raw_dir, self.name, self._meta)
 
+    def started(self) -> bool:
+        """The first sample is taken (or sampling never started or ended)."""
+        return self._thread is None or self._first_sample.is_set() or not self._thread.is_alive()
+
     def _run(self) -> None:
         t_start = time.monotonic()
         k = 0
@@ -241,6 +261,8 @@ class SampledMonitor(Monitor):
             except Exception as exc:  # e.g. the raw file system is full: keep what was written
                 self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
                 return
+            finally:
+                self._first_sample.set()
             elapsed = time.monotonic() - t_start
             k = max(k + 1, math.floor(elapsed / self.interval_s) + 1)
             delay = t_start + k * self.interval_s - time.monotonic()
@@ -263,6 +285,25 @@ class SampledMonitor(Monitor):
             write_meta(self.ctx.raw_dir, self.name, self._meta)
         except Exception as exc:  # stop() is called from teardown paths: never raise
             record_stop_error(self.ctx.raw_dir, self.name, self._meta, exc)
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat (R, S, D, Z ...), or "" if the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2 : stat.rindex(")") + 3]
+
+
+def wait_started(monitors: list, timeout_s: float, poll_s: float = 0.005) -> float:
+    """Wait until every monitor's start-up is over, at most `timeout_s`; the seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if all(m.started() for m in monitors):
+            break
+        time.sleep(poll_s)
+    return time.monotonic() - t0
 
 
 def _signal_and_wait(proc: subprocess.Popen, sig: int, timeout_s: float) -> None:

@@ -356,7 +356,11 @@ class Runner:
         collect = threading.Thread(target=self._collect_host, name="metadata", daemon=True)
         collect.start()
         if self.monitors:  # let the monitors' own start-up pass before the first job starts
-            time.sleep(self.spec["monitors"]["settle_s"])
+            from corun.monitors.base import wait_started  # loaded with the monitors above
+
+            settle_s = self.spec["monitors"]["settle_s"]
+            waited = wait_started(self.monitors, settle_s)
+            self.meta["monitors_settle"] = {"waited_s": round(waited, 4), "limit_s": settle_s}
         collect.join()
         if isinstance(self.host_meta, BaseException):
             raise self.host_meta
