@@ -155,7 +155,8 @@ def table_to_csv(table: pd.DataFrame) -> str:
 def run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     """Validity checks on the data, reported as notes (they do not change any metric).
 
-    Runs absent from either table, and runs without k x jobs_per_cmp jobs on k distinct CMPs.
+    Runs absent from either table, and (for the stacking experiments, whose jobs have k and
+    jobs_per_cmp) runs without k x jobs_per_cmp jobs on k distinct CMPs.
     """
     notes = []
     unknown = sorted(set(jobs["run_id"]) - set(runs["run_id"]))
@@ -169,6 +170,8 @@ def run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         notes.append(
             f"{len(empty)} run(s) in runs.csv have no jobs: {', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
         )
+    if not {"k", "jobs_per_cmp", "cmp"} <= set(jobs.columns):
+        return notes  # not a stacking experiment: no k x jobs_per_cmp layout to check
     per_run = jobs.groupby("run_id").agg(
         n=("job_id", "size"),
         k=("k", "first"),

@@ -141,10 +141,11 @@ def _fill_defaults(instance: Any, schema: dict, root: dict) -> Any:
     schema = _resolve(schema, root)
     if isinstance(instance, dict) and schema.get("type") == "object":
         out = dict(instance)
-        for name, sub in schema.get("properties", {}).items():
-            sub = _resolve(sub, root)
-            if name not in out and "default" in sub:
-                out[name] = copy.deepcopy(sub["default"])
+        for name, given in schema.get("properties", {}).items():
+            sub = _resolve(given, root)
+            holder = given if "default" in given else sub  # a default beside a $ref wins
+            if name not in out and "default" in holder:
+                out[name] = copy.deepcopy(holder["default"])
             if name in out:
                 out[name] = _fill_defaults(out[name], sub, root)
         extra = schema.get("additionalProperties")

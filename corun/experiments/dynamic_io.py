@@ -31,17 +31,16 @@ from __future__ import annotations
 import math
 import random
 import shutil
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from corun.errors import ConfigError, CorunError
+from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment, graph_s, machine_cmps, x264_s
 from corun.experiments.calibration import calibrate_reader, nops_for, write_calibration_files
 from corun.run import schedulers, workloads
-from corun.run.inputs import PRESETS, fits, make_y4m, write_random, y4m_bytes
+from corun.run.inputs import PRESETS, fits, make_y4m, unpack_tar, write_random, y4m_bytes
 from corun.util import atomic_file, atomic_write_json, atomic_write_text
 
 NAME = "dynamic_io"
@@ -336,19 +335,6 @@ def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> Non
             left -= n
 
 
-def _unpack(tar: Path, dest: Path) -> None:
-    """Unpack an input tarball: regular files and folders only, all inside `dest`."""
-    dest.mkdir(parents=True, exist_ok=True)
-    root = dest.resolve()
-    with tarfile.open(tar) as tf:
-        members = tf.getmembers()
-        for m in members:
-            target = (root / m.name).resolve()
-            if not (m.isfile() or m.isdir()) or not target.is_relative_to(root):
-                raise CorunError(f"{tar}: {m.name}: not a plain file inside the input set (refused)")
-        tf.extractall(root, members=members)  # noqa: S202 - every member checked above
-
-
 def make_data(cfg: dict, data_dir: Path) -> dict:
     """Every input file set of the campaign; existing files of the right size are kept."""
     e = cfg[NAME]
@@ -408,7 +394,7 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
                 run_dir = parsec_run_dir(name, app, i, data_dir)
                 mark = run_dir / ".corun-unpacked"
                 if not mark.exists():
-                    _unpack(prog.input_tar, run_dir)
+                    unpack_tar(prog.input_tar, run_dir)
                     mark.write_text(f"{prog.input_tar}\n")
                     made.append(str(run_dir))
         elif app["kind"] == "file_reader":

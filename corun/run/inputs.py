@@ -9,10 +9,12 @@ and entropy coding, not a trivial flat image. Each frame is 1.5 bytes per pixel 
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import numpy as np
 
+from corun.errors import CorunError
 from corun.util import atomic_file
 
 PRESETS = {  # PARSEC input names -> frame size; frame counts are configuration
@@ -70,3 +72,16 @@ def write_random(path: Path, size: int) -> None:
             n = min(RANDOM_CHUNK, left)
             fh.write(os.urandom(n))
             left -= n
+
+
+def unpack_tar(tar: Path, dest: Path) -> None:
+    """Unpack an input tarball: regular files and folders only, all inside `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with tarfile.open(tar) as tf:
+        members = tf.getmembers()
+        for m in members:
+            target = (root / m.name).resolve()
+            if not (m.isfile() or m.isdir()) or not target.is_relative_to(root):
+                raise CorunError(f"{tar}: {m.name}: not a plain file inside the input set (refused)")
+        tf.extractall(root, members=members)  # noqa: S202 - every member checked above
