@@ -71,6 +71,10 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert any(r["quantity"].startswith("#1 throughput") for r in dio["comparison"])  # section 4 beside ours
     campaign = json.loads((out / "dynamic_io" / "specs" / "campaign.json").read_text())["order"]
     assert all((out / "dynamic_io" / "runs" / e["name"] / "metadata.json").exists() for e in campaign)
+    nn = json.loads((out / "noisy_neighbour" / "analysis" / "section.json").read_text())
+    rows = {r["quantity"].split(":")[0]: r for r in nn["comparison"]}
+    assert {"SMT", "NUMA", "premise", "CFS"} <= set(rows)  # paper 003 beside ours
+    assert rows["NUMA"]["verdict"] == "not measurable here" or rows["NUMA"]["measured_value"] is not None
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))

@@ -19,6 +19,7 @@ is not measurable on this machine (the experiment records it as a missing row).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from corun import config
@@ -44,13 +45,30 @@ assert set(VARIANT_POLICY.values()) == set(POLICIES)
 LINE = 64
 
 
+def section_schema() -> dict:
+    """The section's schema as a document of its own: {noisy_neighbour: SECTION}."""
+    sec = copy.deepcopy(config.load_schema(SCHEMA))
+    defs = sec.pop("$defs", {})
+    for key in ("$schema", "$comment", "title"):
+        sec.pop(key, None)
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["noisy_neighbour"],
+        "properties": {"noisy_neighbour": sec},
+        "$defs": defs,
+    }
+
+
 def load(path: str | Path = CONFIG) -> dict:
     """The validated section, defaults filled in."""
-    schema = config.load_schema(SCHEMA)
-    doc = config.validate(config.read_document(path), schema, str(path))
-    section = doc["noisy_neighbour"]
-    # defaults under oneOf and nullable objects are not filled by the validator: from the schema
-    wdef = schema["$defs"]["cpu_workload"]["properties"]
+    doc = config.validate(config.read_document(path), section_schema(), str(path))
+    return fill_defaults(doc["noisy_neighbour"])
+
+
+def fill_defaults(section: dict) -> dict:
+    """Defaults under oneOf and nullable objects, which the validator does not fill, from the schema."""
+    wdef = config.load_schema(SCHEMA)["$defs"]["nn_cpu_workload"]["properties"]
     for w in section["cpu_workloads"]:
         if w["spec"] is not None:
             _defaults(w["spec"], wdef["spec"])
