@@ -16,6 +16,7 @@ for rule_file in EXPERIMENT_RULE_FILES:
     include: f"workflows/rules/{rule_file}"
 
 
+include: "workflows/rules/device.smk"
 include: "workflows/rules/report.smk"
 include: "workflows/rules/hosts.smk"
 

@@ -41,7 +41,41 @@ def _verdict(v: str) -> str:
     )
 
 
+TITLE = "The device: the emulated rotating disk against its preset"
+PAPER = "Ruemmler & Wilkes, An introduction to disk drive modeling, IEEE Computer 1994"
+
+
+def skipped_section(cal: dict, out_dir: Path) -> dict:
+    """The calibration could not run on this machine: the section says why and shows nothing else."""
+    reason = str(cal["skipped"])
+    section = {
+        "experiment": "rotating_disk_device",
+        "title": TITLE,
+        "paper": PAPER,
+        "summary": f"Not measured on this machine: {reason}.",
+        "figures": [],
+        "comparison": [],
+        "tables": [],
+        "missing": [
+            {
+                "metric": "the emulated disk's calibration",
+                "reason": reason,
+                "source": "bench/rotating_disk_calibration.py",
+                "runs": 1,
+            }
+        ],
+        "runs": [],
+        "notes": [f"Sources: {SOURCE}."],
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    validate(section, "section.schema.json", str(out_dir / "section.json"))
+    write_atomic(out_dir / "section.json", dumps_json(section))
+    return section
+
+
 def analyse(cal: dict, out_dir: Path) -> dict:
+    if isinstance(cal, dict) and cal.get("skipped"):
+        return skipped_section(cal, out_dir)
     try:
         m, checks, dev = cal["measured"], cal["checks"], cal["device"]
         readers = {int(k): v["aggregate_mb_s"] for k, v in m["readers"].items()}
@@ -102,9 +136,8 @@ def analyse(cal: dict, out_dir: Path) -> dict:
     load = cal.get("loadavg_before", [None])[0], cal.get("loadavg_after", [None])[0]
     section = {
         "experiment": "rotating_disk_device",
-        "title": "The device: the emulated rotating disk against its preset",
-        "paper": "Ruemmler & Wilkes, An introduction to disk drive modeling, IEEE Computer 1994; "
-        f"preset {dev.get('preset')}",
+        "title": TITLE,
+        "paper": f"{PAPER}; preset {dev.get('preset')}",
         "summary": (
             "Aggregate bandwidth of concurrent sequential readers: "
             + ", ".join(f"{n}: {readers[n]:.0f} MB/s" for n in ns)

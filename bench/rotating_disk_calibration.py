@@ -310,6 +310,14 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def skipped(out: Path | None, reason: str) -> int:
+    """Exit 4 (a needed feature is missing); with --out, the reason as JSON for the report."""
+    print(f"rotating_disk_calibration: skipped: {reason}", file=sys.stderr)
+    if out is not None:
+        atomic_write_json(out, {"bench": "rotating_disk_calibration", "skipped": reason})
+    return 4
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="sata_7200_2010", help="preset name or file (default sata_7200_2010)")
@@ -334,15 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rotating_disk_calibration: --readers: {args.readers} (expected rising counts from 1)", file=sys.stderr)
         return 2
     if os.geteuid() != 0 or shutil.which("fio") is None:
-        print("rotating_disk_calibration: skipped: needs root and fio", file=sys.stderr)
-        return 4
+        return skipped(args.out, "needs root and fio")
     size = (args.size_mib or (512 if args.quick else 4096)) << 20
     try:
         cfg = rd.resolve({"preset": args.preset, "size_bytes": size, "queue_window": args.queue_window})
         rd.check_machine()
     except ConfigError as exc:
-        print(f"rotating_disk_calibration: skipped: {exc}", file=sys.stderr)
-        return 4
+        return skipped(args.out, str(exc))
 
     def log(msg):
         print(f"  {msg}", file=sys.stderr, flush=True)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from analysis import rotating_disk as sec
 from analysis.common import validate
 
@@ -91,3 +93,32 @@ def test_bad_input_is_one_line(tmp_path):
     )
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and res.stderr.startswith("analysis.rotating_disk: calibration: missing")
+
+
+def test_a_skipped_calibration_is_a_section_that_says_why(tmp_path):
+    cal = {"bench": "rotating_disk_calibration", "skipped": "needs root and fio"}
+    s = sec.analyse(cal, tmp_path)
+    validate(s, "section.schema.json", "test")
+    assert s["comparison"] == [] and s["figures"] == []
+    assert s["missing"][0]["reason"] == "needs root and fio"
+    assert json.loads((tmp_path / "section.json").read_text())["summary"].startswith("Not measured")
+
+
+def test_the_workflow_shows_the_device_section_only_when_asked(tmp_path):
+    def plan(enabled):
+        cfg = yaml.safe_load((REPO / "workflows" / "config" / "smoke.yaml").read_text())
+        cfg.setdefault("report", {})["device"] = {"enabled": enabled}
+        f = tmp_path / f"device_{enabled}.yaml"
+        f.write_text(yaml.safe_dump(cfg))
+        res = subprocess.run(
+            [str(Path(sys.executable).parent / "snakemake"), "-n", "--profile", "workflows/profiles/smoke"]
+            + ["all", "--configfile", str(f)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        return res.stdout
+
+    assert "calibrate_device" not in plan(False)
+    assert "calibrate_device" in plan(True)
