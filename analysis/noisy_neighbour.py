@@ -262,28 +262,35 @@ def compare(table: pd.DataFrame, premise: dict | None, pairing: dict, paper: dic
     vals = experiment_values(paper, EXPERIMENT)
     v, claims = vals["values"], vals["claims"]
     rows = []
-    smt, why = gain(table, "smt_mixed", "smt_same_type", "pct")
-    rows.append(
-        {
-            "quantity": "SMT: overall performance, mixed pairs over same-type pairs",
-            "paper_value": v["smt_mixed_over_same_type_pct"]["value"],
-            "measured_value": smt,
-            "unit": "%",
-            "verdict": VERDICT_UNMEASURABLE if smt is None else VERDICT_DIRECTION if smt > 0 else VERDICT_NOT,
-            "note": why,
-        }
-    )
-    numa, why = gain(table, "numa_spread", "numa_concentrate", "x")
-    rows.append(
-        {
-            "quantity": "NUMA: overall performance, types spread over types concentrated",
-            "paper_value": v["numa_spread_over_concentrate_max_x"]["value"],
-            "measured_value": numa,
-            "unit": "x",
-            "verdict": VERDICT_UNMEASURABLE if numa is None else VERDICT_DIRECTION if numa > 1 else VERDICT_NOT,
-            "note": why,
-        }
-    )
+    for quantity, key, better, worse, unit, neutral in (
+        (
+            "SMT: overall performance, mixed pairs over same-type pairs",
+            "smt_mixed_over_same_type_pct",
+            "smt_mixed",
+            "smt_same_type",
+            "%",
+            0.0,
+        ),
+        (
+            "NUMA: overall performance, types spread over types concentrated",
+            "numa_spread_over_concentrate_max_x",
+            "numa_spread",
+            "numa_concentrate",
+            "x",
+            1.0,
+        ),
+    ):
+        got, why = gain(table, better, worse, "pct" if unit == "%" else "x")
+        rows.append(
+            {
+                "quantity": quantity,
+                "paper_value": v[key]["value"],
+                "measured_value": got,
+                "unit": unit,
+                "verdict": VERDICT_UNMEASURABLE if got is None else VERDICT_DIRECTION if got > neutral else VERDICT_NOT,
+                "note": why,
+            }
+        )
     if premise is None:
         rows.append(
             {
