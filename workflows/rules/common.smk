@@ -41,8 +41,14 @@ write_if_changed(EFFECTIVE_CONFIG, yaml.safe_dump(config, sort_keys=True))
 
 
 def section_files():
-    device = [f"{RESULTS}/device/analysis/section.json"] if config["report"]["device"]["enabled"] else []
-    return device + [f"{RESULTS}/{exp}/analysis/section.json" for exp in config["experiments"]]
+    device = (
+        [f"{RESULTS}/device/analysis/section.json"]
+        if config["report"]["device"]["enabled"]
+        else []
+    )
+    return device + [
+        f"{RESULTS}/{exp}/analysis/section.json" for exp in config["experiments"]
+    ]
 
 
 # The plan and a lower-bound duration, on every invocation (so `snakemake -n` shows it too).
