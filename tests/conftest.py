@@ -1,12 +1,22 @@
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# The tests' runs keep their undo journals and machine lock apart from the machine's real runs
+# (/run/corun): a run of the user's that is going on is neither disturbed nor recovered by a test,
+# and a journal left by one test is never reported by another. Set before corun is imported.
+os.environ["CORUN_STATE_DIR"] = tempfile.mkdtemp(prefix="corun-test-state-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ["CORUN_STATE_DIR"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

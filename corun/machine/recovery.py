@@ -10,8 +10,7 @@ from corun.machine import (
     cgroup,  # noqa: F401 - registers its undo handlers
     rotating_disk,  # noqa: F401 - registers the emulated disk's undo handlers
 )
-from corun.machine.state import run_undo, state_dir
-from corun.util import proc_starttime
+from corun.machine.state import journal_alive, run_undo, state_dir
 
 
 def recover_stale(directory: Path | None = None) -> list[str]:
@@ -23,15 +22,15 @@ def recover_stale(directory: Path | None = None) -> list[str]:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        pid, st = data.get("pid"), data.get("starttime")
-        if pid and proc_starttime(pid) == st and st is not None:
-            continue  # its runner is alive
+        if journal_alive(path, data):
+            continue
         errs = []
         for action in reversed(data.get("actions", [])):
             err = run_undo(action)
             if err:
                 errs.append(err)
         path.unlink(missing_ok=True)
+        path.with_name(path.name.removesuffix(".journal.json") + ".lock").unlink(missing_ok=True)
         msg = f"recovered run {data.get('run_id')}: undid {len(data.get('actions', []))} change(s)"
         if errs:
             msg += " with errors: " + "; ".join(errs)

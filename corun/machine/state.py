@@ -9,6 +9,7 @@ undoes it (`corun.machine.recovery.recover_stale`), so no cap, elevator or stopp
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -50,6 +51,11 @@ class Journal:
         self.actions: list[dict] = []
         self.pid = os.getpid()
         self.starttime = proc_starttime(self.pid)
+        # held for the journal's life: a runner that is alive in another pid namespace sharing
+        # this directory (a container, the CI) has a pid that means nothing here, but its lock holds
+        self.lock_path = self.dir / f"{run_id}.lock"
+        self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         self._save()
 
     def _save(self) -> None:
@@ -101,11 +107,35 @@ class Journal:
                 errors.append(err)
             self.actions.pop()
             self._save()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        self.path.unlink(missing_ok=True)
+        self.release()
         return errors
+
+    def release(self) -> None:
+        """Drop the liveness lock (after the journal is gone)."""
+        if self._lock_fd is not None:
+            self.lock_path.unlink(missing_ok=True)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def journal_alive(path: Path, data: dict) -> bool:
+    """Whether the runner of the journal at PATH (content DATA) is alive: its lock is held, or
+    (a journal without a lock file) its pid is the same process."""
+    lock = path.with_name(path.name.removesuffix(".journal.json") + ".lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        fd = None
+    if fd is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+    pid, st = data.get("pid"), data.get("starttime")
+    return bool(pid) and st is not None and proc_starttime(pid) == st
 
 
 def run_undo(action: dict) -> str | None:

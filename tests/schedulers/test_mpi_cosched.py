@@ -405,7 +405,11 @@ def test_each_scheme_end_to_end(daemon, tmp_path, shm, scheme):
         assert summary["boosts"] > 0
     if scheme in ("ib", "sb", "hybrid", "cc_b"):
         assert summary["wakeups"] > 0
-        assert all(r["arrival_md_mean_us"] is not None for r in summary["ranks"])
+        # the arrival-based MD needs the daemon to see a message before its rank consumes it: a
+        # blocked rank always waits for that; under sb a rank still spinning (150 us) may take
+        # every message first on a loaded machine, so there only ranks the daemon saw count
+        measured = [r for r in summary["ranks"] if scheme != "sb" or r["arrivals"] > 0]
+        assert measured and all(r["arrival_md_mean_us"] is not None for r in measured), summary["ranks"]
     if scheme in ("local", "batch", "gang"):
         assert summary["boosts"] == 0
     # nothing left boosted: the segment's slots were released

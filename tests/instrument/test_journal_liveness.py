@@ -1,0 +1,47 @@
+"""A journal's runner counts as alive while it holds the journal's lock, even when its pid means
+nothing here (another pid namespace sharing the state directory); once it is gone the next
+command recovers the journal, lock file included. A journal without a lock file falls back to
+the pid and its start time."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from corun.machine.recovery import recover_stale
+
+REPO = Path(__file__).resolve().parents[2]
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from corun.machine.state import Journal
+Journal("held", Path(sys.argv[1]))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_held_lock_keeps_the_journal_whatever_its_pid_says(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        journal = tmp_path / "held.journal.json"
+        data = json.loads(journal.read_text())
+        data.update(pid=999999999, starttime=1)  # a pid from another namespace: not alive here
+        journal.write_text(json.dumps(data))
+        assert recover_stale(tmp_path) == []
+        assert journal.exists() and (tmp_path / "held.lock").exists()
+    finally:
+        p.kill()
+        p.wait()
+    assert recover_stale(tmp_path) == ["recovered run held: undid 0 change(s)"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_journal_without_lock_file_falls_back_to_the_pid(tmp_path):
+    (tmp_path / "old.journal.json").write_text(
+        json.dumps({"run_id": "old", "pid": 999999999, "starttime": 1, "actions": []})
+    )
+    assert recover_stale(tmp_path) == ["recovered run old: undid 0 change(s)"]
+    assert list(tmp_path.iterdir()) == []
