@@ -39,6 +39,7 @@ import yaml
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment, graph_s, machine_cmps, x264_s
 from corun.experiments.calibration import calibrate_reader, nops_for, write_calibration_files
+from corun.experiments.device import run_device
 from corun.run import schedulers, workloads
 from corun.run.inputs import PRESETS, fits, make_y4m, unpack_tar, write_random, y4m_bytes
 from corun.util import atomic_file, atomic_write_json, atomic_write_text
@@ -559,13 +560,12 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             timeslice_s=params.get("timeslice_s"),
             io_bound_mbps=params.get("io_bound_mbps"),
         )
-    evict = [str(inputs_dir(data_dir).resolve())] if e["drop_caches"] and inputs_dir(data_dir).exists() else []
     return {
         "name": f"{NAME}-{entry['name']}",
         "labels": labels,
         "placement": {"cmp": dict(cfg["cmp"])},
         "jobs": jobs,
-        "device": {"path": str(data_dir.resolve()), "throttle": e["throttle"], "evict": evict},
+        "device": run_device(e, data_dir, [inputs_dir(data_dir)], e["drop_caches"]),
         "memory": {"limit_bytes": e["memory_limit_bytes"]},
         "scheduler": {"name": variant, "params": params},
         "monitors": dict(cfg["monitors"]),

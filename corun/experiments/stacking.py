@@ -24,6 +24,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment, machine_cmps
+from corun.experiments.device import run_device
 from corun.run import workloads
 from corun.run.inputs import PRESETS, fits, make_y4m, y4m_bytes
 from corun.util import atomic_write_json, atomic_write_text
@@ -191,13 +192,7 @@ def make_spec(cfg: dict, exp: str, gi: int, k: int, rep: int, data_dir: Path) ->
         "labels": {"experiment": exp, "group": gi, "k": k, "rep": rep, "jobs_per_cmp": lay["jobs_per_cmp"], **group},
         "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k))},
         "jobs": jobs,
-        "device": {
-            "path": str(data_dir.resolve()),
-            "throttle": e["throttle"],
-            "evict": [str((data_dir / "inputs").resolve())]
-            if e["drop_caches"] and (data_dir / "inputs").exists()
-            else [],
-        },
+        "device": run_device(e, data_dir, [data_dir / "inputs"], e["drop_caches"]),
         "memory": {"limit_bytes": e.get("memory_limit_bytes")},
         "scheduler": {"name": e["scheduler"], "params": e["scheduler_params"]},
         "monitors": _monitors(cfg, exp),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from corun import config
-from corun.experiments import registry
+from corun.experiments import device, registry
 from corun.run import schedulers
 from corun.util import repo_root
 
@@ -71,6 +71,7 @@ def validate_config(cfg: Any, source: str) -> dict:
             if isinstance(raw.get(exp.name), dict):
                 raw = exp.prepare_config(raw, schema["$defs"][f"experiment_{exp.name}"])
     cfg = config.validate(raw, schema, source)
+    device.check(cfg, source)
     for name in cfg["experiments"]:
         exps[name].check(cfg, source)
     check_variant_params(cfg, source)

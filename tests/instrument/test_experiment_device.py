@@ -1,0 +1,82 @@
+"""<experiment>.device: the runs of dynamic_io, cmp_stacking and implicit_io read their inputs
+from the disk holding the data folder (throttle, the default) or from an emulated rotating disk
+built for each run and mounted over the data folder (rotating_disk); the run specs say so, and a
+bad device setting is one line naming the key."""
+
+import pytest
+
+from corun import config
+from corun.errors import ConfigError
+from corun.experiments import dynamic_io as dio
+from corun.experiments import stacking as st
+from corun.experiments.workflow_config import validate_config
+
+CAL = {"needed": True, "block_size": 65536, "t_read_s": 1e-4, "t_nop_s": 2e-10}
+DISK = {"kind": "rotating_disk", "rotating_disk": {"preset": "sas_15k_2010", "queue_window": 4}}
+
+
+def dio_cfg(**section):
+    base = {"workloads": ["w06"], "variants": ["linux", "dynamic_io"], "reps": 2, "scale": 0.05}
+    base.update(section)
+    return validate_config({"plan_for": "2x1", "experiments": ["dynamic_io"], "dynamic_io": base}, "test.yaml")
+
+
+def campaign_spec(c, data):
+    entry = next(e for e in dio.campaign(c) if e["kind"] == "campaign")
+    spec = dio.make_spec(c, CAL, entry, data)
+    config.validate(spec, "run_spec", "generated")
+    return spec
+
+
+def test_throttle_is_the_default_and_evicts_the_inputs(kernels_built, tmp_path):
+    (tmp_path / "inputs").mkdir()
+    c = dio_cfg(throttle={"read_bps": 8000000})
+    assert c["dynamic_io"]["device"]["kind"] == "throttle"
+    dev = campaign_spec(c, tmp_path)["device"]
+    assert "kind" not in dev and dev["throttle"] == {"read_bps": 8000000}
+    assert dev["evict"] == [str((tmp_path / "inputs").resolve())] and "populate" not in dev
+
+
+def test_rotating_disk_is_mounted_over_the_data_folder_with_the_inputs(kernels_built, tmp_path):
+    (tmp_path / "inputs").mkdir()
+    c = dio_cfg(device=DISK)
+    spec = campaign_spec(c, tmp_path)
+    dev = spec["device"]
+    assert dev["kind"] == "rotating_disk" and dev["path"] == str(tmp_path.resolve())
+    assert dev["rotating_disk"] == {"preset": "sas_15k_2010", "queue_window": 4, "overlay": True}
+    assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
+    assert "evict" not in dev and dev["throttle"] is None
+    # the jobs' input paths stay under the data folder, where the disk is mounted
+    assert any(str(tmp_path.resolve()) in arg for job in spec["jobs"] for arg in job["cmd"])
+
+
+def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
+    (tmp_path / "inputs").mkdir()
+    c = validate_config(
+        {"plan_for": "2x1", "experiments": ["cmp_stacking"], "cmp_stacking": {"device": DISK}}, "test.yaml"
+    )
+    dev = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)["device"]
+    assert dev["kind"] == "rotating_disk" and dev["rotating_disk"]["overlay"] is True
+    assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
+
+
+@pytest.mark.parametrize(
+    "device, key, expected",
+    [
+        ({"kind": "ssd"}, "dynamic_io.device.kind", "one of throttle, rotating_disk"),
+        ({"kind": "rotating_disk", "rotating_disk": {"preset": "floppy"}}, "preset", "a preset name"),
+        ({"kind": "rotating_disk", "rotating_disk": {"stroke": 2}}, "stroke", "a number in (0, 1]"),
+        ({"kind": "rotating_disk", "rotating_disk": {"queue_window": 64}}, "queue_window", "an integer from 1"),
+        ({"kind": "rotating_disk", "rotating_disk": {"overlay": False}}, "overlay", "left out"),
+        ({"kind": "rotating_disk", "rotating_disk": {"sise_bytes": 1}}, "sise_bytes", "one of preset, size_bytes"),
+        ({"kind": "rotating_disk", "rotating_disk": {"host": {"elevator": "cfq"}}}, "host.elevator", "none, mq"),
+        ({"knd": "throttle"}, "dynamic_io.device.knd", "unknown key"),
+    ],
+)
+def test_bad_device_is_one_line(device, key, expected):
+    if not key.startswith("dynamic_io."):
+        key = f"dynamic_io.device.rotating_disk.{key}"
+    with pytest.raises(ConfigError) as ei:
+        validate_config({"experiments": ["dynamic_io"], "dynamic_io": {"device": device}}, "c.yaml")
+    msg = str(ei.value)
+    assert msg.startswith(f"c.yaml: {key}: ") and expected in msg and "\n" not in msg, msg
