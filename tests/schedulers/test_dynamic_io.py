@@ -107,6 +107,28 @@ TABLES = [
         [("old", "force_release"), ("a", "hold"), ("b", "hold")],
     ),
     ("nothing to do: no I/O, nothing held", "bound 5\n" + HEADER + "a 0 run 0 0 0 0\n", []),
+    (
+        "the paper's loop holds every job when each is above the bound alone",
+        "bound 8\ncmp_share 0\n" + HEADER + "a 0 run 10 10 0 0\nb 1 run 9 9 0 0\n",
+        [("a", "hold"), ("b", "hold")],
+    ),
+    (
+        "keep_io_running 1: the last job doing I/O keeps running",
+        "bound 8\ncmp_share 0\nkeep_io_running 1\n" + HEADER + "a 0 run 10 10 0 0\nb 1 run 9 9 0 0\n",
+        [("a", "hold")],
+    ),
+    (
+        "keep_io_running counts only jobs doing I/O, and those released by force",
+        "bound 8\ncmp_share 0\nmax_held_s 5\nkeep_io_running 2\n"
+        + HEADER
+        + "idle 0 run 0 0 0 0\nold 1 held 0 6 6 0\na 0 run 10 10 0 0\nb 1 run 9 9 0 0\n",
+        [("old", "force_release"), ("a", "hold")],
+    ),
+    (
+        "keep_io_running: below the bound nothing changes",
+        "bound 40\nkeep_io_running 1\n" + HEADER + "a 0 run 10 10 0 0\nh 0 held 0 3 1 0\n",
+        [("h", "release")],
+    ),
 ]
 
 

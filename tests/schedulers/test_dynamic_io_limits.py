@@ -91,6 +91,12 @@ def test_manifest_bounds_equal_the_daemon_limits(limits, variant, param, option,
 def edges(bounds):
     """(value, accepted) pairs on and just outside each bound."""
     cases = []
+    if bounds.get("type") == "integer":  # whole numbers: one past each bound, and a fraction
+        return [(int(bounds["minimum"]), True), (int(bounds["minimum"]) - 1, False)] + [
+            (int(bounds["maximum"]), True),
+            (int(bounds["maximum"]) + 1, False),
+            (int(bounds["minimum"]) + 0.5, False),
+        ]
     if "minimum" in bounds:
         low = bounds["minimum"]
         cases += [(low, True), (low - max(abs(low) * 1e-3, 1e-6), False)]
@@ -113,7 +119,8 @@ NUMBERED = [row for row in PARAMS if edges(row[3])]
 @pytest.mark.parametrize("variant,param,option,bounds", NUMBERED, ids=[f"{r[0]}.{r[1]}" for r in NUMBERED])
 def test_daemon_accepts_the_bounds_and_refuses_just_outside(exe, variant, param, option, bounds):
     for value, accepted in edges(bounds):
-        text = value if isinstance(value, str) else repr(float(value))
+        text = value if isinstance(value, (str, int)) else repr(float(value))
+        text = str(text)
         res = run(exe, f"--{option}", text)
         lines = res.stderr.strip().splitlines()
         assert res.returncode == 2 and len(lines) == 1, (variant, param, text, res.stderr)

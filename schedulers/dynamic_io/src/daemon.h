@@ -29,6 +29,7 @@ struct opts {
 	const char *events, *state_dir, *psi_file, *cgroup, *device;
 	double timeslice_s, bound_mbps, max_suspend_s;
 	double psi_target, psi_decrease, psi_increase, bound_min, bound_max, floor_mbps;
+	double keep_io_running; /* an integer, parsed as a limit */
 	enum counter counter;
 	enum policy policy;
 	bool descendants, cmp_share;

@@ -122,10 +122,18 @@ size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp, const struct dio_par
 		double share = p->bound_mbps / (active_cmps > 0 ? active_cmps : 1);
 		for (size_t c = 0; c < nc; c++)
 			w->eligible[c] = !p->cmp_share || w->cmp_io[c] > share;
+		/* jobs that will do I/O this quantum unless held: running with I/O, and
+		 * those released by force above */
+		int io_running = 0;
+		for (size_t i = 0; i < n; i++)
+			io_running += (jobs[i].state == DIO_RUNNING && jobs[i].cur_mbps > 0) ||
+				      jobs[i].action == DIO_FORCE_RELEASE;
 		bool progress = true;
 		while (overall > p->bound_mbps && progress) {
 			progress = false;
 			for (size_t c = 0; c < nc && overall > p->bound_mbps; c++) {
+				if (p->keep_io_running > 0 && io_running <= p->keep_io_running)
+					break;
 				if (!w->eligible[c])
 					continue;
 				size_t h = w->head[c], end = w->cmp_start[c + 1];
@@ -135,6 +143,7 @@ size_t dio_decide(struct dio_job *jobs, size_t n, int ncmp, const struct dio_par
 					size_t i = w->order[h++];
 					act(jobs, i, DIO_HOLD, w);
 					overall -= jobs[i].cur_mbps;
+					io_running--;
 					progress = true;
 				}
 				w->head[c] = h;

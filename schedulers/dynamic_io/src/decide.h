@@ -14,7 +14,10 @@
  *    with non-zero I/O are candidates (section 3.2's candidate queue). With
  *    cmp_share, only CMPs whose I/O exceeds their share (bound / CMPs with
  *    jobs) are candidates: "the dynamic module only cares jobs on the CMP
- *    that exceeds its portion" (section 3.3).
+ *    that exceeds its portion" (section 3.3). With keep_io_running N > 0
+ *    (not in the paper), no job is held that would leave fewer than N jobs
+ *    doing I/O running: the paper's loop may hold every job when one job's
+ *    rate alone is above the bound, and the device then idles.
  *  - Else: on every CMP the held job with the highest I/O (its rate when it
  *    was held) is released: one job per CMP per quantum.
  */
@@ -44,9 +47,10 @@ struct dio_job {
 };
 
 struct dio_params {
-	double bound_mbps; /* IO_BOUND_INTERVAL */
-	bool cmp_share;    /* only CMPs over their share are candidates */
-	double max_held_s; /* > 0: release jobs held this long; 0: never */
+	double bound_mbps;   /* IO_BOUND_INTERVAL */
+	bool cmp_share;      /* only CMPs over their share are candidates */
+	double max_held_s;   /* > 0: release jobs held this long; 0: never */
+	int keep_io_running; /* > 0: never hold below this many jobs doing I/O */
 };
 
 /* Scratch space, sized for up to cap_jobs jobs and cap_cmps CMPs. */

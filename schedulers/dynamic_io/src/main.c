@@ -66,6 +66,8 @@ static const char USAGE[] =
 	"  --cgroup DIR             the run's blkio cgroup (policy throttle)\n"
 	"  --device MAJ:MIN         the device under test (policy throttle)\n"
 	"  --throttle-floor-mbps X  lowest per-job limit (default 1)\n"
+	"  --keep-io-running N      never hold a job that leaves fewer than N jobs\n"
+	"                           doing I/O running (default 0: the paper's rule)\n"
 	"  --max-jobs N             most jobs followed at once (default 65536)\n"
 	"  --max-age-s S            --check: the heartbeat may be this old\n"
 	"                           (default 3 timeslices + 2 s)\n"
@@ -82,21 +84,23 @@ struct limit {
 	double *dest;
 	double min, max;
 	bool min_exclusive;
+	bool integer; /* a whole number, parsed as one */
 };
 
 static double max_age_s; /* --check */
 
 static const struct limit LIMITS[] = {
-	{ "timeslice-s", &D.o.timeslice_s, 0.05, 60, false },
-	{ "io-bound-mbps", &D.o.bound_mbps, 0, 1e9, true },
-	{ "max-suspend-s", &D.o.max_suspend_s, 0, 86400, true },
-	{ "psi-target", &D.o.psi_target, 0, 0.999, true },
-	{ "psi-decrease", &D.o.psi_decrease, 0, 0.999, true },
-	{ "psi-increase-mbps", &D.o.psi_increase, 0, 1e6, true },
-	{ "bound-min-mbps", &D.o.bound_min, 0, 1e9, true },
-	{ "bound-max-mbps", &D.o.bound_max, 0, 1e9, true },
-	{ "throttle-floor-mbps", &D.o.floor_mbps, 0, 1e6, true },
-	{ "max-age-s", &max_age_s, 0, 86400, true },
+	{ "timeslice-s", &D.o.timeslice_s, 0.05, 60, false, false },
+	{ "io-bound-mbps", &D.o.bound_mbps, 0, 1e9, true, false },
+	{ "max-suspend-s", &D.o.max_suspend_s, 0, 86400, true, false },
+	{ "psi-target", &D.o.psi_target, 0, 0.999, true, false },
+	{ "psi-decrease", &D.o.psi_decrease, 0, 0.999, true, false },
+	{ "psi-increase-mbps", &D.o.psi_increase, 0, 1e6, true, false },
+	{ "bound-min-mbps", &D.o.bound_min, 0, 1e9, true, false },
+	{ "bound-max-mbps", &D.o.bound_max, 0, 1e9, true, false },
+	{ "throttle-floor-mbps", &D.o.floor_mbps, 0, 1e6, true, false },
+	{ "keep-io-running", &D.o.keep_io_running, 0, 65536, false, true },
+	{ "max-age-s", &max_age_s, 0, 86400, true, false },
 };
 #define N_LIMITS (sizeof LIMITS / sizeof *LIMITS)
 
@@ -156,7 +160,7 @@ static int print_limits(void)
 	for (size_t i = 0; i < N_LIMITS; i++) {
 		const struct limit *l = &LIMITS[i];
 		corun_json_object_begin(&j, l->opt);
-		corun_json_str(&j, "type", "number");
+		corun_json_str(&j, "type", l->integer ? "integer" : "number");
 		corun_json_double(&j, l->min_exclusive ? "exclusiveMinimum" : "minimum", l->min);
 		corun_json_double(&j, "maximum", l->max);
 		corun_json_object_end(&j);
@@ -221,8 +225,11 @@ int main(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
 		if (c >= O_LIMITED && c < O_LIMITED + (int)N_LIMITS) {
 			const struct limit *l = &LIMITS[c - O_LIMITED];
-			*l->dest = corun_parse_double(PROG, l->opt, optarg, l->min, l->max,
-						      l->min_exclusive);
+			*l->dest = l->integer ? (double)corun_parse_int(PROG, l->opt, optarg,
+									(int64_t)l->min,
+									(int64_t)l->max, false)
+					      : corun_parse_double(PROG, l->opt, optarg, l->min,
+								   l->max, l->min_exclusive);
 			continue;
 		}
 		switch (c) {

@@ -65,7 +65,8 @@ int run_check(const char *dir, double max_age)
 	return CORUN_EXIT_OK;
 }
 
-/* --decide-table FILE: lines "bound X", "cmp_share 0|1", "max_held_s X" and
+/* --decide-table FILE: lines "bound X", "cmp_share 0|1", "max_held_s X",
+ * "keep_io_running N" and
  * jobs "NAME CMP run|held CUR_MBPS KEY_MBPS HELD_S PROTECT"; '#' comments. */
 int run_table(const char *file)
 {
@@ -100,6 +101,10 @@ int run_table(const char *file)
 		}
 		if (sscanf(line, " max_held_s %lf", &x) == 1) {
 			p.max_held_s = x;
+			continue;
+		}
+		if (sscanf(line, " keep_io_running %lf", &x) == 1) {
+			p.keep_io_running = (int)x;
 			continue;
 		}
 		if (n == cap ||

@@ -101,7 +101,8 @@ int quantum(void)
 	}
 	struct dio_params p = { .bound_mbps = D.bound,
 				.cmp_share = D.o.cmp_share,
-				.max_held_s = D.o.max_suspend_s };
+				.max_held_s = D.o.max_suspend_s,
+				.keep_io_running = (int)D.o.keep_io_running };
 	dio_decide(D.table, D.njobs, ncmp, &p, &D.work);
 	double decide_us = usec_since(t1);
 
