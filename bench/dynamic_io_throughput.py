@@ -2,14 +2,16 @@
 """Throughput of a D-TYPE workload under the dynamic I/O-aware scheduler, relative to Linux.
 
 Runs (or reuses) a dynamic_io campaign of one D-TYPE explicit-I/O workload of Table 3 (duplicated
-x264, freqmine, PS or KM jobs; #1 by default) under two variants, on the local emulated disk (a
-read cap shared by the run's jobs), with interleaved reps, through the workflow
+x264, freqmine, PS or KM jobs; #1 by default) under two variants, on the local emulated shared
+device (a read cap shared by the run's jobs) or, with --disk, on an emulated rotating disk built
+for each run (docs/emulators/rotating_disk.md), with interleaved reps, through the workflow
 (snakemake --profile workflows/profiles/local). Prints the ratio of the throughputs (eq. 3,
 jobs / T_workload) variant / baseline with its 95% bootstrap interval, reps paired, as
 analysis.dynamic_io computes it. Runs already measured in the results folder are reused, so a
 second call only analyses. Prints figures; it is not a pass/fail test.
 
   .venv/bin/python bench/dynamic_io_throughput.py [--workload w01] [--reps 5] [--throttle-mbps 8]
+      [--disk sata_7200_2010] [--keep-io-running 1] [--set apps.km.threads=1 ...]
       [--io-bound-mbps 6] [--timeslice-s 0.5] [--scale 0.05] [--batch-scale 0.03125]
       [--variant dynamic_io] [--baseline linux] [--results results/bench-dynamic_io] [--dry-run]
 """
@@ -48,7 +50,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--reps", type=int, default=5, help="interleaved reps, >= 2 (default 5)")
     ap.add_argument(
-        "--throttle-mbps", type=float, default=8.0, help="read cap shared by the run's jobs, MB/s, > 0 (default 8)"
+        "--throttle-mbps",
+        type=float,
+        default=None,
+        help="read cap shared by the run's jobs, MB/s, > 0; 0: none (default 8, none with --disk)",
+    )
+    ap.add_argument(
+        "--disk",
+        default=None,
+        metavar="PRESET",
+        help="read the inputs from an emulated rotating disk of this preset (sata_7200_2010, sas_15k_2010)",
     )
     ap.add_argument(
         "--io-bound-mbps",
@@ -65,6 +76,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=0.03125,
         help="batch length factor, 0 < f <= 1 (default 1/32; at least one full load)",
+    )
+    ap.add_argument(
+        "--keep-io-running",
+        type=int,
+        default=0,
+        help="the variant's keep_io_running: never suspend below this many jobs doing I/O (default 0: the paper's)",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other key of the dynamic_io section, dotted, with a YAML value "
+        "(apps.km.threads=1, device.rotating_disk.queue_window=1); repeatable",
     )
     ap.add_argument("--variant", default="dynamic_io", help="variant under test (default dynamic_io)")
     ap.add_argument("--baseline", default="linux", help="baseline variant (default linux)")
@@ -85,9 +110,12 @@ def check(a: argparse.Namespace) -> None:
         bad("--workload", a.workload, "a D-TYPE explicit-I/O workload: " + ", ".join(EXPLICIT_D_TYPE))
     if a.reps < 2:
         bad("--reps", a.reps, "an integer >= 2: the interval needs paired reps")
-    for opt, value in (("--throttle-mbps", a.throttle_mbps), ("--io-bound-mbps", a.io_bound_mbps)):
-        if not (math.isfinite(value) and value > 0):
-            bad(opt, value, "a number > 0")
+    if a.throttle_mbps is None:
+        a.throttle_mbps = 0.0 if a.disk else 8.0
+    if not (math.isfinite(a.throttle_mbps) and a.throttle_mbps >= 0):
+        bad("--throttle-mbps", a.throttle_mbps, "a number >= 0 (0: no cap)")
+    if not (math.isfinite(a.io_bound_mbps) and a.io_bound_mbps > 0):
+        bad("--io-bound-mbps", a.io_bound_mbps, "a number > 0")
     if a.variant == a.baseline:
         bad("--variant", a.variant, f"a variant other than the baseline {a.baseline!r}")
     if Path(a.results).is_absolute() or ".." in Path(a.results).parts:
@@ -105,11 +133,26 @@ def bench_config(a: argparse.Namespace) -> dict:
         "alone_reps": 1,
         "scale": a.scale,
         "batch_scale": a.batch_scale,
-        "throttle": {"read_bps": int(a.throttle_mbps * 1e6)},
+        "throttle": {"read_bps": int(a.throttle_mbps * 1e6)} if a.throttle_mbps else None,
         "io_bound_mbps": a.io_bound_mbps,
         "timeslice_s": a.timeslice_s,
         "timeslice_graph_s": a.timeslice_s,
     }
+    if a.disk:
+        section["device"] = {"kind": "rotating_disk", "rotating_disk": {"preset": a.disk}}
+    if a.keep_io_running:
+        section["variant_params"] = {a.variant: {"keep_io_running": a.keep_io_running}}
+    for item in a.set:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise BenchArgumentError(f"--set: {item!r} (expected KEY=VALUE, such as apps.km.threads=1)")
+        *parents, leaf = key.split(".")
+        node = section
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise BenchArgumentError(f"--set: {item!r} (expected {part} to be a section)")
+        node[leaf] = yaml.safe_load(text)
     cfg = {
         "results_dir": a.results,
         "data_dir": f"{a.results}/data",
@@ -172,10 +215,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     row = read_ratio(a)
     ratio, lo, hi = (float(row[k]) if row[k] else math.nan for k in ("ratio", "ratio_ci95_low", "ratio_ci95_high"))
+    device = f"emulated disk {a.disk}" if a.disk else "the results folder's disk"
+    cap = f"read cap {a.throttle_mbps:g} MB/s" if a.throttle_mbps else "no read cap"
     print(
-        f"workload {a.workload}, {row['n_pairs']} paired reps, read cap {a.throttle_mbps:g} MB/s, "
+        f"workload {a.workload} on {device}, {row['n_pairs']} paired reps, {cap}, "
         f"IO_BOUND {a.io_bound_mbps:g} MB/s, TIMESLICE {a.timeslice_s:g} s"
     )
+    if a.keep_io_running or a.set:
+        print("  " + ", ".join([f"keep_io_running {a.keep_io_running}", *a.set]))
     print(
         f"throughput {a.variant} / {a.baseline}: {ratio:.3f}  95% CI [{lo:.3f}, {hi:.3f}] (bootstrap over reps, paired)"
     )
