@@ -4,6 +4,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("dynamic_io_throughput", ROOT / "bench" / "dynamic_io_throughput.py")
@@ -16,7 +17,10 @@ spec.loader.exec_module(bench)
     [
         (["--workload", "w07"], "--workload: 'w07' (expected a D-TYPE explicit-I/O workload"),
         (["--reps", "1"], "--reps: 1 (expected an integer >= 2"),
-        (["--throttle-mbps", "0"], "--throttle-mbps: 0.0 (expected a number > 0)"),
+        (["--throttle-mbps", "-1"], "--throttle-mbps: -1.0 (expected a number >= 0 (0: no cap))"),
+        (["--disk", "floppy"], "dynamic_io.device.rotating_disk.preset: 'floppy' (expected a preset name"),
+        (["--set", "apps.km.threads"], "--set: 'apps.km.threads' (expected KEY=VALUE"),
+        (["--set", "apps.km.thread=1"], "dynamic_io.apps.km.thread: 'unknown key' (expected one of"),
         (["--io-bound-mbps", "nan"], "--io-bound-mbps: nan"),
         (["--variant", "linux"], "--variant: 'linux' (expected a variant other than the baseline"),
         (["--results", "/tmp/x"], "--results: '/tmp/x' (expected a folder relative to the repository"),
@@ -36,6 +40,16 @@ def test_dry_run_prints_the_config_and_command(capsys):
     assert "workloads:\n  - w04" in out and "read_bps: 8000000" in out and "reps: 3" in out
     assert "--profile workflows/profiles/local" in out
     assert "results/bench-dynamic_io/dynamic_io/analysis/section.json" in out
+
+
+def test_disk_options_reach_the_config(capsys):
+    args = ["--workload", "w06", "--disk", "sas_15k_2010", "--keep-io-running", "1"]
+    assert bench.main([*args, "--set", "device.rotating_disk.queue_window=1", "--dry-run"]) == 0
+    cfg = yaml.safe_load(capsys.readouterr().out.rsplit("\n", 2)[0])
+    sec = cfg["dynamic_io"]
+    assert sec["throttle"] is None  # no cap by default on the disk
+    assert sec["device"] == {"kind": "rotating_disk", "rotating_disk": {"preset": "sas_15k_2010", "queue_window": 1}}
+    assert sec["variant_params"] == {"dynamic_io": {"keep_io_running": 1}}
 
 
 def test_unknown_option_is_a_usage_error():
