@@ -33,11 +33,12 @@ def check(cfg: dict, source: str = "config") -> None:
         rd.resolve(dev.get("rotating_disk"), source, key)
 
 
-def run_device(sec: dict, data_dir: Path, inputs: list[Path], evict: bool) -> dict:
-    """A run spec's device section for an experiment section SEC whose jobs read INPUTS (folders
-    or files under DATA_DIR): with kind throttle, the inputs' cached pages are dropped before the
-    jobs when EVICT; with kind rotating_disk they are copied onto the run's emulated disk, which
-    is mounted over DATA_DIR, so the jobs' paths stay as written and every read is the disk's."""
+def run_device(sec: dict, data_dir: Path, inputs: list[Path], evict: bool, outputs: list[Path] = ()) -> dict:
+    """A run spec's device section for an experiment section SEC whose jobs read INPUTS and write
+    into the folders OUTPUTS (all under DATA_DIR): with kind throttle, the inputs' cached pages are
+    dropped before the jobs when EVICT; with kind rotating_disk the inputs and the output folders
+    are copied onto the run's emulated disk, which is mounted over DATA_DIR, so the jobs' paths
+    stay as written and every read is the disk's (what they write is gone after the run)."""
     dev = sec.get("device") or {}
     present = [p for p in inputs if p.exists()]
     out = {"path": str(data_dir.resolve()), "throttle": sec.get("throttle")}
@@ -46,5 +47,5 @@ def run_device(sec: dict, data_dir: Path, inputs: list[Path], evict: bool) -> di
         return out
     out["kind"] = "rotating_disk"
     out["rotating_disk"] = {**(dev.get("rotating_disk") or {}), "overlay": True}
-    out["populate"] = [{"src": str(p.resolve())} for p in present]
+    out["populate"] = [{"src": str(p.resolve())} for p in [*present, *(o for o in outputs if o.exists())]]
     return out

@@ -565,7 +565,7 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
         "labels": labels,
         "placement": {"cmp": dict(cfg["cmp"])},
         "jobs": jobs,
-        "device": run_device(e, data_dir, [inputs_dir(data_dir)], e["drop_caches"]),
+        "device": run_device(e, data_dir, [inputs_dir(data_dir)], e["drop_caches"], [data_dir / "out"]),
         "memory": {"limit_bytes": e["memory_limit_bytes"]},
         "scheduler": {"name": variant, "params": params},
         "monitors": dict(cfg["monitors"]),

@@ -39,12 +39,13 @@ def test_throttle_is_the_default_and_evicts_the_inputs(kernels_built, tmp_path):
 
 def test_rotating_disk_is_mounted_over_the_data_folder_with_the_inputs(kernels_built, tmp_path):
     (tmp_path / "inputs").mkdir()
+    (tmp_path / "out").mkdir()  # where x264 writes: it must exist on the disk too
     c = dio_cfg(device=DISK)
     spec = campaign_spec(c, tmp_path)
     dev = spec["device"]
     assert dev["kind"] == "rotating_disk" and dev["path"] == str(tmp_path.resolve())
     assert dev["rotating_disk"] == {"preset": "sas_15k_2010", "queue_window": 4, "overlay": True}
-    assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
+    assert dev["populate"] == [{"src": str((tmp_path / d).resolve())} for d in ("inputs", "out")]
     assert "evict" not in dev and dev["throttle"] is None
     # the jobs' input paths stay under the data folder, where the disk is mounted
     assert any(str(tmp_path.resolve()) in arg for job in spec["jobs"] for arg in job["cmd"])
