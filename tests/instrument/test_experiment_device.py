@@ -3,6 +3,8 @@ from the disk holding the data folder (throttle, the default) or from an emulate
 built for each run and mounted over the data folder (rotating_disk); the run specs say so, and a
 bad device setting is one line naming the key."""
 
+from pathlib import Path
+
 import pytest
 
 from corun import config
@@ -81,3 +83,46 @@ def test_bad_device_is_one_line(device, key, expected):
         validate_config({"experiments": ["dynamic_io"], "dynamic_io": {"device": device}}, "c.yaml")
     msg = str(ei.value)
     assert msg.startswith(f"c.yaml: {key}: ") and expected in msg and "\n" not in msg, msg
+
+
+@pytest.mark.root
+def test_a_dynamic_io_run_reads_its_inputs_from_the_emulated_disk(kernels_built, tmp_path):
+    """An x264 job (reads its clip, writes into out/) and the KM pair, end to end on the disk."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from corun.machine import rotating_disk as rd
+
+    data = tmp_path / "data"
+    c = dio_cfg(
+        workloads=["w01", "w06"],
+        scale=0.02,
+        batch_scale=0.03125,
+        device={"kind": "rotating_disk", "rotating_disk": {"size_bytes": 256 << 20}},
+    )
+    dio.make_data(c, data)
+    before = sorted(p.relative_to(data) for p in data.rglob("*"))
+    for entry in (e for e in dio.campaign(c) if e["kind"] == "campaign" and e["variant"] == "linux" and e["rep"] == 0):
+        spec = tmp_path / f"{entry['name']}.yaml"
+        spec.write_text(yaml.safe_dump(dio.make_spec(c, CAL, entry, data)))
+        out = tmp_path / entry["name"]
+        res = subprocess.run(
+            [sys.executable, "-m", "corun", "run", str(spec), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert res.returncode == 0, res.stderr
+        meta = json.loads((out / "metadata.json").read_text())
+        assert meta["device_kind"] == "rotating_disk" and meta["jobs_failed"] == []
+        populated = meta["device_setup"]["populated"]
+        assert {Path(p["src"]).name for p in populated} == {"inputs", "out"}
+        # every input byte the jobs read came from the disk: it read at least the inputs once
+        inputs = sum(f.stat().st_size for f in (data / "inputs").rglob("*") if f.is_file())
+        assert meta["device_setup"]["counters"]["bytes_read"] > 0.5 * inputs / len(c["dynamic_io"]["workloads"])
+        assert rd._mount_entry(str(data.resolve())) is None
+    # the overlay is gone and the data folder is as it was
+    assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
