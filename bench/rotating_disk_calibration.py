@@ -16,8 +16,16 @@ device with direct I/O, host queue settings, ext4), then measures:
 and prints a table against the preset with PASS/FAIL per tolerance; --out writes it as JSON.
 Timings on a busy machine are noisy: the JSON records the load average before and after.
 
+With --device and --dir the same fio suite runs on a real disk instead (a testbed's spare HDD,
+docs/howto/grid5000-disk.md): random and sequential reads of the raw device (read only), the
+readers' and the verify files in --dir, a folder on a file system of that device (removed
+afterwards); the table then says how far the preset is from that disk. --compare prints two
+such JSON results side by side (the emulated disk against the real one).
+
     .venv/bin/python bench/rotating_disk_calibration.py --out results/bench/rotating_disk.json
     .venv/bin/python bench/rotating_disk_calibration.py --quick        # under a minute
+    .venv/bin/python bench/rotating_disk_calibration.py --device /dev/sdb --dir /mnt/hdd/cal --out real.json
+    .venv/bin/python bench/rotating_disk_calibration.py --compare emulated.json real.json
 
 Exit: 0 all PASS, 1 a check failed, 2 usage error, 4 skipped (not root, no fio, no FUSE).
 """
@@ -58,8 +66,15 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3")
 
 
-def phase(disk: rd.RotatingDisk, before: dict | None) -> dict:
-    """The daemon's own view of one phase: requests, model service time, lateness so far."""
+def snapshot(disk: rd.RotatingDisk | None) -> dict | None:
+    return disk.snapshot() if disk is not None else None
+
+
+def phase(disk: rd.RotatingDisk | None, before: dict | None) -> dict | None:
+    """The daemon's own view of one phase: requests, model service time, lateness so far (None
+    on a real disk)."""
+    if disk is None:
+        return None
     after = (disk.snapshot() or {}).get("counters") or {}
     b = (before or {}).get("counters") or {}
     n = after.get("requests", 0) - b.get("requests", 0)
@@ -74,8 +89,9 @@ def phase(disk: rd.RotatingDisk, before: dict | None) -> dict:
     }
 
 
-def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], log) -> dict:
-    dev = disk.loop
+def measure(disk: rd.RotatingDisk | None, dev: str, mnt: Path, quick: bool, readers: list[int], log) -> dict:
+    """The fio suite on DEV (raw reads only) and in MNT (files); DISK is the emulated disk's
+    stack, or None for a real device."""
     rt = "4" if quick else "20"
     m: dict = {}
     size_mb = 48 if quick else 256
@@ -85,9 +101,10 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
             ["dd", "if=/dev/zero", f"of={mnt}/r{i}", "bs=1M", f"count={size_mb}", "conv=fsync", "status=none"],
             check=True,
         )
-    disk.go_timed()
+    if disk is not None:
+        disk.go_timed()
     log("qd1 random 4k ...")
-    before = disk.snapshot()
+    before = snapshot(disk)
     j = fio(
         [
             "--name=qd1",
@@ -111,7 +128,7 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
         "daemon": phase(disk, before),
     }
     log("qd32 random 4k ...")
-    before = disk.snapshot()
+    before = snapshot(disk)
     j = fio(
         [
             "--name=qd32",
@@ -134,7 +151,7 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
         "daemon": phase(disk, before),
     }
     log("sequential read ...")
-    before = disk.snapshot()
+    before = snapshot(disk)
     j = fio(
         [
             "--name=seq",
@@ -188,6 +205,8 @@ def measure(disk: rd.RotatingDisk, mnt: Path, quick: bool, readers: list[int], l
             "per_reader_mb_s": [x["read"]["bw_bytes"] / 1e6 for x in j["jobs"]],
             "wall_s": wall,
         }
+    for i in range(max(readers)):
+        (mnt / f"r{i}").unlink(missing_ok=True)
     return m
 
 
@@ -207,17 +226,19 @@ def judge(m: dict, model: dict, readers: list[int]) -> list[dict]:
             }
         )
 
+    emulated = m["qd1_random_4k"]["daemon"] is not None
     exp = p["seek_avg_ms"] + d["avg_rotational_latency_ms"]
     got = m["qd1_random_4k"]["mean_latency_ms"]
     row("qd1 random 4k latency", got, exp, "ms", abs(got / exp - 1) <= 0.10, "+-10 % of avg seek + half a revolution")
-    row(
-        "  the model's own service time",
-        m["qd1_random_4k"]["daemon"]["model_service_ms_mean"],
-        exp,
-        "ms",
-        "info",
-        "the daemon's busy time per request: the rest of fio's latency is the host's path",
-    )
+    if emulated:
+        row(
+            "  the model's own service time",
+            m["qd1_random_4k"]["daemon"]["model_service_ms_mean"],
+            exp,
+            "ms",
+            "info",
+            "the daemon's busy time per request: the rest of fio's latency is the host's path",
+        )
     got = m["sequential_read"]["mb_s"]
     row(
         "sequential read (outer zone)",
@@ -227,14 +248,15 @@ def judge(m: dict, model: dict, readers: list[int]) -> list[dict]:
         abs(got / p["rate_outer_mb_s"] - 1) <= 0.10,
         "+-10 % of the outer-zone rate",
     )
-    row(
-        "  bytes over the model's busy time",
-        m["sequential_read"]["daemon"]["model_busy_mb_s"],
-        p["rate_outer_mb_s"],
-        "MB/s",
-        "info",
-        "above the rate when the host's path, not the disk, paces the reads (read-ahead hits)",
-    )
+    if emulated:
+        row(
+            "  bytes over the model's busy time",
+            m["sequential_read"]["daemon"]["model_busy_mb_s"],
+            p["rate_outer_mb_s"],
+            "MB/s",
+            "info",
+            "above the rate when the host's path, not the disk, paces the reads (read-ahead hits)",
+        )
     ratio = m["qd32_random_4k"]["iops"] / m["qd1_random_4k"]["iops"]
     row(
         "qd32 / qd1 random IOPS",
@@ -283,17 +305,18 @@ def judge(m: dict, model: dict, readers: list[int]) -> list[dict]:
         m["verify"]["fio_exit"] == 0,
         "no verify error",
     )
-    c = m["counters"]
-    row(
-        "completion lateness p99",
-        c["lateness_p99_ms"],
-        "< 2",
-        "ms",
-        c["lateness_p99_ms"] < 2.0,
-        "p99 < 2 ms (noisy on a shared machine)",
-    )
-    row("completion lateness max", c["lateness_max_ms"], None, "ms", "info", "")
-    row("daemon CPU per request", c["cpu_us_per_request"], None, "us", "info", "")
+    if emulated:
+        c = m["counters"]
+        row(
+            "completion lateness p99",
+            c["lateness_p99_ms"],
+            "< 2",
+            "ms",
+            c["lateness_p99_ms"] < 2.0,
+            "p99 < 2 ms (noisy on a shared machine)",
+        )
+        row("completion lateness max", c["lateness_max_ms"], None, "ms", "info", "")
+        row("daemon CPU per request", c["cpu_us_per_request"], None, "us", "info", "")
     return rows
 
 
@@ -318,6 +341,138 @@ def skipped(out: Path | None, reason: str) -> int:
     return 4
 
 
+def log(msg: str) -> None:
+    print(f"  {msg}", file=sys.stderr, flush=True)
+
+
+def preset_model(preset: str) -> dict:
+    """The preset's parameters and derived figures, from the emulator's model alone."""
+    cfg = rd.resolve({"preset": preset})
+    with tempfile.NamedTemporaryFile("w", suffix=".trace") as empty:
+        res = subprocess.run(
+            [str(rd.BINARY), "--preset", cfg["preset_file"], "--replay", empty.name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    if res.returncode != 0:
+        raise CorunError(f"{rd.BINARY.name} --replay exited {res.returncode}: {res.stderr.strip()[-300:]}")
+    out = json.loads(res.stdout)
+    return {"params": out["params"], "derived": out["derived"]}
+
+
+def check_real(device: str, folder: Path, need_bytes: int) -> str:
+    """The real device and the folder on it, checked; returns the device's name. One-line
+    ConfigError otherwise."""
+    from corun.machine.device import device_of
+
+    if not Path(device).is_block_device():
+        raise ConfigError("options", "--device", device, "a block device such as /dev/sdb")
+    if not folder.is_dir():
+        raise ConfigError("options", "--dir", str(folder), "an existing folder on a file system of --device")
+    on = device_of(folder, "options", "--dir")
+    name = Path(os.path.realpath(device)).name
+    if name not in (on.name, on.partition):
+        raise ConfigError("options", "--dir", str(folder), f"a folder on {device} (it is on {on.partition or on.name})")
+    free = shutil.disk_usage(folder).free
+    if free < need_bytes:
+        raise ConfigError(
+            "options", "--dir", str(folder), f"{need_bytes >> 20} MiB free for the files (it has {free >> 20})"
+        )
+    return on.name
+
+
+def real_disk(args: argparse.Namespace, readers: list[int]) -> int:
+    """The suite on a real disk: raw reads of --device, files in a folder under --dir."""
+    size_mb = 48 if args.quick else 256
+    try:
+        model = preset_model(args.preset)
+        name = check_real(args.device, args.dir, (max(readers) * size_mb + 64) << 20)
+    except ConfigError as exc:
+        print(f"rotating_disk_calibration: {exc}", file=sys.stderr)
+        return 2
+    except CorunError as exc:
+        return skipped(args.out, str(exc))
+    load_before = os.getloadavg()
+    t0 = time.time()
+    work = Path(tempfile.mkdtemp(prefix="corun-calibration-", dir=args.dir))
+    try:
+        m = measure(None, args.device, work, args.quick, readers, log)
+    except (CorunError, subprocess.CalledProcessError) as exc:
+        print(f"rotating_disk_calibration: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    m["counters"] = None
+    rows = judge(m, model, readers)
+    host = rd.RotatingDisk.read_host_settings(name)
+    out = {
+        "bench": "rotating_disk_calibration",
+        "quick": args.quick,
+        "preset": Path(rd.resolve({"preset": args.preset})["preset_file"]).stem,
+        "start_epoch_s": t0,
+        "duration_s": time.time() - t0,
+        "kernel_release": os.uname().release,
+        "host": os.uname().nodename,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "nproc": os.cpu_count(),
+        "device": {"kind": "block", "path": args.device, "name": name, "host_settings": host, "model": model},
+        "measured": m,
+        "checks": rows,
+        "teardown_errors": [],
+        "note": "a real disk measured against the preset: the verdicts say how far the preset is from it",
+    }
+    print(f"real disk {args.device} ({name}, rotational {host.get('rotational')}) against the preset {out['preset']}")
+    print(table(rows))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(args.out, out)
+    return 0
+
+
+def compare(a_path: Path, b_path: Path) -> int:
+    """Two results of this bench side by side, check by check, with B / A."""
+    docs = []
+    for path in (a_path, b_path):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            print(
+                f"rotating_disk_calibration: --compare: {str(path)!r} (expected this bench's JSON: {exc})",
+                file=sys.stderr,
+            )
+            return 2
+        if doc.get("bench") != "rotating_disk_calibration" or "checks" not in doc:
+            print(
+                f"rotating_disk_calibration: --compare: {str(path)!r} (expected this bench's JSON, with checks)",
+                file=sys.stderr,
+            )
+            return 2
+        docs.append(doc)
+
+    def label(doc):
+        d = doc["device"]
+        return f"{d['kind']} {d.get('path') or d.get('loop_device') or ''}".strip()
+
+    a, b = ({r["check"]: r for r in doc["checks"]} for doc in docs)
+    print(f"A: {label(docs[0])} ({a_path})\nB: {label(docs[1])} ({b_path})")
+    print(f"{'check':32} {'A':>10} {'B':>10} {'B / A':>7} {'preset':>10} unit")
+    for check in [*a, *(c for c in b if c not in a)]:
+        ra, rb = a.get(check, {}), b.get(check, {})
+        va, vb = ra.get("measured"), rb.get("measured")
+        ratio = f"{vb / va:.2f}" if isinstance(va, (int, float)) and isinstance(vb, (int, float)) and va else ""
+
+        def fmt(x):
+            return f"{x:.2f}" if isinstance(x, float) else ("" if x is None else str(x))
+
+        print(
+            f"{check:32} {fmt(va):>10} {fmt(vb):>10} {ratio:>7} {fmt(ra.get('expected', rb.get('expected'))):>10} "
+            f"{ra.get('unit', rb.get('unit', ''))}"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="sata_7200_2010", help="preset name or file (default sata_7200_2010)")
@@ -336,22 +491,32 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--quick", action="store_true", help="short runs, small files: under a minute")
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
+    ap.add_argument("--device", help="a real block device to measure instead (read only; with --dir)")
+    ap.add_argument("--dir", type=Path, help="a folder on a file system of --device for the suite's files")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar="JSON", help="print two results side by side")
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare)
     readers = [int(x) for x in (args.readers or ("1,2,4" if args.quick else "1,2,4,8")).split(",")]
     if readers[0] != 1 or sorted(readers) != readers:
         print(f"rotating_disk_calibration: --readers: {args.readers} (expected rising counts from 1)", file=sys.stderr)
         return 2
+    if bool(args.device) != bool(args.dir):
+        given = "--device" if args.device else "--dir"
+        print(
+            f"rotating_disk_calibration: {given}: given alone (expected --device and --dir together)", file=sys.stderr
+        )
+        return 2
     if os.geteuid() != 0 or shutil.which("fio") is None:
         return skipped(args.out, "needs root and fio")
+    if args.device:
+        return real_disk(args, readers)
     size = (args.size_mib or (512 if args.quick else 4096)) << 20
     try:
         cfg = rd.resolve({"preset": args.preset, "size_bytes": size, "queue_window": args.queue_window})
         rd.check_machine()
     except ConfigError as exc:
         return skipped(args.out, str(exc))
-
-    def log(msg):
-        print(f"  {msg}", file=sys.stderr, flush=True)
 
     load_before = os.getloadavg()
     run_id = f"calibration-{os.getpid()}"
@@ -361,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     try:
         disk.start(timed=False)  # the readers' files are written untimed, then the model takes over
-        m = measure(disk, mnt, args.quick, readers, log)
+        m = measure(disk, disk.loop, mnt, args.quick, readers, log)
         disk.record_end()
     except (CorunError, subprocess.CalledProcessError) as exc:
         print(f"rotating_disk_calibration: {exc}", file=sys.stderr)
