@@ -206,6 +206,19 @@ class NodeDaemons:
             return
         for nd in self.nodes:
             nd.state_dir.mkdir(parents=True, exist_ok=True)
+            if not nd.host.local:  # the same path on the host (a no-op where the file system is shared)
+                res = subprocess.run(
+                    nd.host.command(["mkdir", "-p", str(nd.state_dir.absolute())]),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=60,
+                )
+                if res.returncode != 0:
+                    raise CorunError(
+                        f"scheduler {self.variant.name}: cannot create {nd.state_dir} on {nd.host.name}: "
+                        f"{(res.stderr or res.stdout).strip() or f'exit {res.returncode}'}"
+                    )
             stop = self.variant.manifest.get("stop")
             if stop:
                 nd.restore_action = journal.push(
