@@ -135,6 +135,7 @@ class MplSweep(Experiment):
     name = NAME
     rule_file = "mpl_sweep.smk"
     analysis = "analysis.mpl_sweep"
+    spans_hosts = True  # its runs are multi-host by themselves
 
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
         """`workloads` and `stand_in` given in part keep the schema's other entries (Table 3)."""
