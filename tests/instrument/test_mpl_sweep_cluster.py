@@ -85,6 +85,9 @@ def prerequisites(kernels_built):
     if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
         pytest.skip("needs sshd (the common role)")
     subprocess.run(["make", "-s", "-C", str(ROOT / "schedulers" / "mpi_cosched"), "all"], check=True)
+    yield
+    for node in (0, 1):  # the hosts' shared-memory segments
+        Path("/dev/shm", f"{SHM[1:]}-{node}").unlink(missing_ok=True)
 
 
 def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
