@@ -139,7 +139,8 @@ def _resolve(schema: dict, root: dict) -> dict:
 def _fill_defaults(instance: Any, schema: dict, root: dict) -> Any:
     """Return a copy of `instance` with schema defaults filled in (objects only)."""
     schema = _resolve(schema, root)
-    if isinstance(instance, dict) and schema.get("type") == "object":
+    kind = schema.get("type")
+    if isinstance(instance, dict) and (kind == "object" or (isinstance(kind, list) and "object" in kind)):
         out = dict(instance)
         for name, given in schema.get("properties", {}).items():
             sub = _resolve(given, root)

@@ -272,6 +272,8 @@ def process_state(pid):
         (["up", "2", "--prefix", "Bad-Prefix"], 2, "--prefix: 'Bad-Prefix' (expected 1 to 8 lower-case"),
         (["up", "2", "--subnet", "10.77.0.0/30"], 2, "--subnet: '10.77.0.0/30' (expected room for 2 hosts"),
         (["up", "2", "--subnet", "nonsense"], 2, "--subnet: 'nonsense' (expected an IPv4 network"),
+        (["up", "2", "--cpus-per-host", "0"], 2, "--cpus-per-host: 0 (expected an integer >= 1)"),
+        (["up", "2", "--cpus-per-host", "4096"], 2, "--cpus-per-host: 4096 (expected N x K <= "),
     ],
 )
 def test_cluster_usage_errors(tmp_path, args, code, needle):

@@ -75,6 +75,16 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     rows = {r["quantity"].split(":")[0]: r for r in nn["comparison"]}
     assert {"SMT", "NUMA", "premise", "CFS"} <= set(rows)  # paper 003 beside ours
     assert rows["NUMA"]["verdict"] == "not measurable here" or rows["NUMA"]["measured_value"] is not None
+    mpl = json.loads((out / "mpl_sweep" / "analysis" / "section.json").read_text())
+    rows = {r["quantity"]: r for r in mpl["comparison"]}  # paper 001 beside ours
+    assert rows["CC-B vs SB: average response time"]["paper_value"] == -36.6
+    assert rows["CC-B vs SB: average response time"]["measured_value"] is not None
+    for run in (out / "mpl_sweep" / "runs").iterdir():  # one daemon per host, each with its summary
+        meta = json.loads((run / "metadata.json").read_text())
+        assert [d["host"] for d in meta["cluster"]["daemons"]] == ["cormpls-n1", "cormpls-n2"]
+        assert all("missing" not in d and d["wait_mode_mismatches"] == 0 for d in meta["cluster"]["daemons"])
+    assert not (out / "mpl_sweep" / "netns").exists()  # each run's netns cluster was removed
+    assert "cormpls" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))

@@ -22,12 +22,15 @@ class Experiment:
     rule_file    its rule file under workflows/rules/ (several experiments may share one)
     analysis     the analysis module that writes its section.json (analysis/<module>.py)
     runs_of      the experiment whose runs it analyses (io_latency_split: cmp_stacking), else itself
+    spans_hosts  its runs use several hosts by themselves (mpl_sweep): never repeated per host by
+                 hosts.smk
     """
 
     name: str = ""
     rule_file: str = ""
     analysis: str = ""
     runs_of: str | None = None
+    spans_hosts: bool = False
 
     # ----------------------------------------------------------------- configuration
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:

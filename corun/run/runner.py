@@ -6,6 +6,11 @@ confined to one CMP, never preempted by corun. Per job the runner records comman
 CMP, CPUs, submit/start/end time, runtime, exit status, CPU time and the
 /proc/<pid>/io counters (read from the exited process before it is reaped).
 
+A run with a `cluster` runs jobs of kind `mpi` across the hosts of an inventory
+(corun/run/cluster.py): each job is submitted at its `submit_s`, waits in a FIFO
+queue for a free MPL slot on enough hosts, and runs through mpirun; a daemon
+variant runs one daemon per host. Per job: wait_s, start, end and response_s.
+
 The run directory is built as `<out>.incomplete/` and renamed to `<out>/` only
 when everything is written, so an interrupted run never looks finished.
 """
@@ -36,8 +41,10 @@ from corun.machine.recovery import recover_stale
 from corun.machine.rotating_disk import RunDevice
 from corun.machine.state import Journal, state_dir
 from corun.results import metadata
+from corun.run import cluster as clu
 from corun.run.placement import Placer, Slot
 from corun.run.schedulers import Variant
+from corun.testbed import inventory as inv
 from corun.util import atomic_write_json, proc_starttime, read_proc_io
 
 DAEMON_WATCH_S = 0.05  # the shortest quantum a daemon variant may take (dynamic_io: 0.05 s)
@@ -68,6 +75,7 @@ class Job:
     result: dict = field(default_factory=dict)
     result_error: str | None = None
     journal_action: dict | None = None
+    alloc: clu.Allocation | None = None
 
 
 def expand_jobs(spec: dict) -> list[Job]:
@@ -157,7 +165,10 @@ class Runner:
             [cmps[i] for i in self.cmp_ids], spec["placement"]["slots_per_core"], spec["placement"]["policy"]
         )
         self.jobs = expand_jobs(spec)
+        self._prepare_cluster()
         for i, js in enumerate(spec["jobs"]):
+            if js["kind"] == "mpi":
+                continue  # checked by _prepare_cluster
             pin = js.get("cmp")
             if pin is not None and pin not in self.cmp_ids:
                 raise ConfigError(src, f"jobs[{i}].cmp", pin, f"one of the CMPs in use: {self.cmp_ids}")
@@ -167,18 +178,7 @@ class Runner:
                 raise ConfigError(src, f"jobs[{i}].cores", js["cores"], f"an integer <= {biggest} (cores of one CMP)")
             if js.get("cwd") and not Path(js["cwd"]).is_dir() and not self._on_run_fs(js["cwd"]):
                 raise ConfigError(src, f"jobs[{i}].cwd", js["cwd"], "an existing directory")
-            exe = js["cmd"][0]
-            if "/" in exe:
-                if not os.access(exe, os.X_OK):
-                    raise ConfigError(
-                        src,
-                        f"jobs[{i}].cmd[0]",
-                        exe,
-                        "an executable file (built by the corun_kernels role: "
-                        "ansible-playbook site.yml --tags corun_kernels)",
-                    )
-            elif shutil.which(exe, path=js["env"].get("PATH", os.environ.get("PATH"))) is None:
-                raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "a program on PATH")
+            _check_program(src, i, js)
         for j in self.jobs:
             if j.cmp_pin is not None:
                 j.cmp_pin = self.cmp_ids.index(j.cmp_pin)
@@ -223,6 +223,42 @@ class Runner:
             self.monitors = make_monitors(list(mon["enabled"]), self.mon_ctx)
         if (self.out / "metadata.json").exists():
             raise CorunError(f"{self.out}: already measured (metadata.json exists); remove the folder to measure again")
+
+    def _prepare_cluster(self) -> None:
+        """Hosts, the MPL-slot placer and the checks of jobs of kind mpi."""
+        spec, src = self.spec, self.source
+        cs = spec.get("cluster")
+        self.cluster, self.hosts, self.node_daemons = cs, [], None
+        if cs is None:
+            for i, js in enumerate(spec["jobs"]):
+                if js["kind"] == "mpi":
+                    raise ConfigError(src, f"jobs[{i}].kind", "mpi", "process, or a run with a cluster section")
+            return
+        if not Path(cs["inventory"]).is_file():
+            raise ConfigError(src, "cluster.inventory", cs["inventory"], "an existing inventory file")
+        hosts = inv.load(cs["inventory"], cs["group"], f"{src}: cluster.inventory")
+        self.hosts = inv.pick(hosts, cs["hosts"], f"{src}: cluster.hosts") if cs["hosts"] else hosts
+        self.cluster_placer = clu.ClusterPlacer(len(self.hosts), cs["mpl"], cs["ranks_per_node"])
+        self.mpi_network = clu.network_of(self.hosts)
+        for i, js in enumerate(spec["jobs"]):
+            if js["kind"] != "mpi":
+                raise ConfigError(src, f"jobs[{i}].kind", js["kind"], "mpi (a run with a cluster runs MPI jobs only)")
+            if "ranks" not in js:
+                raise ConfigError(src, f"jobs[{i}].ranks", None, "an integer >= 1 (the job's MPI ranks)")
+            if not self.cluster_placer.fits_anywhere(js["ranks"]):
+                most = len(self.hosts) * cs["ranks_per_node"]
+                raise ConfigError(
+                    src,
+                    f"jobs[{i}].ranks",
+                    js["ranks"],
+                    f"an integer <= {most} ({len(self.hosts)} hosts x {cs['ranks_per_node']} ranks per node)",
+                )
+            _check_program(src, i, js)
+        if shutil.which("mpirun") is None:
+            raise ConfigError(src, "cluster", "mpirun", "Open MPI's mpirun on PATH (the openmpi role)")
+        mpl_param = spec["scheduler"]["params"].get("mpl")
+        if mpl_param is not None and mpl_param != cs["mpl"]:
+            raise ConfigError(src, "scheduler.params.mpl", mpl_param, f"cluster.mpl ({cs['mpl']})")
 
     def _on_run_fs(self, path: str) -> bool:
         """Is PATH on the file system built for the run (it does not exist yet)?"""
@@ -329,8 +365,15 @@ class Runner:
             "job_events": str(self.job_events_path.absolute()),
             "cpus": topology.format_cpulist(sum(self.placer.cmps, [])),
         }
-        self.variant.start(j, ctx)
-        self.variant.verify()
+        if self.cluster is not None:  # one daemon per host, the ranks' environment from each
+            self.node_daemons = clu.NodeDaemons(
+                self.variant, self.hosts, sched_dir / "state", self.cluster["daemon_port"]
+            )
+            self.node_daemons.start(j)
+            self.node_daemons.verify()
+        else:
+            self.variant.start(j, ctx)
+            self.variant.verify()
         self.meta["variant_verified_at_start"] = True
         self.device_during = self.device.describe()
         if self.spec["device"]["drop_caches"]:
@@ -372,6 +415,8 @@ class Runner:
             self.host_meta = exc
 
     def _execute(self) -> None:
+        if self.cluster is not None:
+            return self._execute_cluster()
         pending = collections.deque(self.jobs)
         prog = Progress(self.spec["name"], len(self.jobs), self.progress_on)
         self.t0_epoch = time.time()
@@ -412,11 +457,59 @@ class Runner:
                 )
         self.t_end_mono = time.monotonic()
 
+    def _execute_cluster(self) -> None:
+        """MPI jobs: submitted at their submit_s, FIFO into the hosts' MPL slots."""
+        pending = sorted(self.jobs, key=lambda j: j.spec["submit_s"])  # stable: spec order on ties
+        prog = Progress(self.spec["name"], len(self.jobs), self.progress_on)
+        self.t0_epoch = time.time()
+        self.t0_mono = time.monotonic()
+        done_runtimes: list[float] = []
+        done = 0
+        placer = self.cluster_placer
+
+        def submit_of(job: Job) -> float:
+            return job.spec["submit_s"]
+
+        while (pending or self.running) and self.stop_reason is None:
+            now_s = time.monotonic() - self.t0_mono
+            for job, alloc in clu.fifo_starts(pending, now_s, placer, lambda j: j.spec["ranks"], submit_of):
+                job.alloc = alloc
+                self._launch(job)
+            prog.show(done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes, placer.capacity())
+            timeout = self._next_timeout()
+            nxt = clu.next_submit_in(pending, time.monotonic() - self.t0_mono, submit_of)
+            if nxt is not None:
+                timeout = max(0.0, min(timeout, nxt))
+            try:
+                kind, payload = self.events.get(timeout=timeout)
+            except queue.Empty:
+                self._check_timeouts()
+                continue
+            finally:
+                self._check_variant()
+            if kind == "exit":
+                job = payload
+                self.running.pop(job.pid, None)
+                placer.release(job.alloc)
+                self._job_event("end", job)
+                self.journal.forget(job.journal_action)
+                done += 1
+                done_runtimes.append(job.end_mono - job.start_mono)
+                prog.show(
+                    done, len(self.running), time.monotonic() - self.t0_mono, done_runtimes, placer.capacity(), True
+                )
+        self.t_end_mono = time.monotonic()
+
+    def _daemon_watched(self) -> bool:
+        if self.node_daemons is not None:
+            return self.node_daemons.active
+        return self.variant.process is not None
+
     def _next_timeout(self) -> float:
         now = time.monotonic()
         # a variant's daemon is watched this often, so that the jobs it stopped are resumed
         # within one of its quanta if it dies
-        t = DAEMON_WATCH_S if self.variant.process is not None else (0.2 if self.run_device else 1.0)
+        t = DAEMON_WATCH_S if self._daemon_watched() else (0.2 if self.run_device else 1.0)
         for job in self.running.values():
             to = job.spec.get("timeout_s")
             if to:
@@ -434,6 +527,16 @@ class Runner:
     def _check_variant(self) -> None:
         if self.run_device is not None:
             self.run_device.check()  # a dead emulator fails the run, naming it
+        if self.node_daemons is not None:
+            dead = self.node_daemons.alive()
+            if dead:  # restore every node at once: no rank stays boosted or stopped
+                self._resume_all()
+                errors = self.node_daemons.restore_now(self.journal)
+                raise CorunError(
+                    f"scheduler {self.variant.name}: the daemon on {', '.join(dead)} died "
+                    f"(see {self.tmp}/sched/state/<host>/daemon.log)" + (f"; {'; '.join(errors)}" if errors else "")
+                )
+            return
         if not self.variant.alive():
             # a scheduler daemon that dies must not leave jobs stopped
             self._resume_all()
@@ -448,17 +551,38 @@ class Runner:
             except ProcessLookupError:
                 pass
 
+    def _mpi_cmd(self, job: Job) -> list[str]:
+        """mpirun of an MPI job over its allocated hosts, each node's ranks with that node's
+        daemon environment (rank_env.json) and the job's own."""
+        js = job.spec
+        base = self.node_daemons.node_env() if self.node_daemons and self.node_daemons.active else None
+        node_env = []
+        for n in range(len(self.hosts)):
+            e = dict(base[n]) if base else {}
+            e.update(js["env"])
+            e.update({"CORUN_JOB_ID": job.job_id, "CORUN_COSCHED_JOB": job.job_id})
+            node_env.append(e)
+        appfile = self.tmp / "jobs" / f"{job.job_id}.appfile"
+        appfile.write_text(clu.appfile_text(job.alloc, self.hosts, js["cmd"], node_env))
+        return clu.mpirun_argv(self.hosts, str(appfile.absolute()), self.mpi_network)
+
     def _launch(self, job: Job) -> None:
         js = job.spec
         env = dict(os.environ)
         env.update(js["env"])
         env["CORUN_JOB_ID"] = job.job_id
-        env["CORUN_CPUS"] = topology.format_cpulist(job.slot.cpus)
-        cpus = set(job.slot.cpus)
+        cmd = js["cmd"]
+        if job.alloc is not None:  # mpirun runs here; its ranks on the hosts, in their CPU sets
+            cmd = self._mpi_cmd(job)
+            cpus = None
+        else:
+            env["CORUN_CPUS"] = topology.format_cpulist(job.slot.cpus)
+            cpus = set(job.slot.cpus)
         procs = [str(f) for f in self.cgroup.procs_files] if self.cgroup.path else []
 
         def child_setup():  # runs in the child between fork and exec: syscalls only
-            os.sched_setaffinity(0, cpus)
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
             for f in procs:
                 with open(f, "w") as fh:
                     fh.write(str(os.getpid()))
@@ -467,7 +591,7 @@ class Runner:
         err = open(self.tmp / "jobs" / f"{job.job_id}.err", "wb")
         try:
             p = subprocess.Popen(
-                js["cmd"],
+                cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -477,7 +601,7 @@ class Runner:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise CorunError(f"job {job.job_id}: cannot start {js['cmd'][0]}: {exc.strerror}") from None
+            raise CorunError(f"job {job.job_id}: cannot start {cmd[0]}: {exc.strerror}") from None
         finally:
             out.close()
             err.close()
@@ -522,11 +646,14 @@ class Runner:
             "job_id": job.job_id,
             "pid": job.pid,
             "starttime": job.starttime,
-            "cmp": self.cmp_ids[job.slot.cmp],
-            "cpus": job.slot.cpus,
             "t_s": round(now - self.t0_mono, 6),
             "mono_s": round(now, 6),
         }
+        if job.alloc is not None:
+            rec["hosts"] = {self.hosts[n].name: k for n, k in job.alloc.nodes}
+        else:
+            rec["cmp"] = self.cmp_ids[job.slot.cmp]
+            rec["cpus"] = job.slot.cpus
         if event == "end":
             rec["exit_code"] = job.exit_code
         if self.job_events_fh:
@@ -562,7 +689,16 @@ class Runner:
                 errors.append(f"monitor {m.name}: {exc}")
             if hasattr(self, "journal"):
                 self.journal.forget(getattr(m, "journal_action", None))
-        if hasattr(self, "variant") and hasattr(self, "journal"):
+        if getattr(self, "node_daemons", None) is not None and hasattr(self, "journal"):
+            try:
+                if self.stop_reason is None and not self.node_daemons.alive():
+                    self.node_daemons.verify()  # still in effect on every host at the end?
+                    self.meta["variant_verified_at_end"] = True
+            except CorunError as exc:
+                errors.append(str(exc))
+                self.meta["variant_verified_at_end"] = False
+            errors.extend(self.node_daemons.stop(self.journal))
+        elif hasattr(self, "variant") and hasattr(self, "journal"):
             try:
                 if self.stop_reason is None and self.variant.alive():
                     self.variant.verify()  # still in effect at the end of the run?
@@ -648,6 +784,7 @@ class Runner:
                     "enabled": self.spec["monitors"]["enabled"],
                     "interval_s": self.spec["monitors"]["interval_s"],
                 },
+                "cluster": self._cluster_meta(),
                 "missing": missing,
                 "jobs_failed": failed,
                 "status": "ok" if not failed else "jobs_failed",
@@ -674,6 +811,18 @@ class Runner:
             )
         return self.out
 
+    def _cluster_meta(self) -> dict | None:
+        if self.cluster is None:
+            return None
+        out = {
+            **self.cluster,
+            "hosts": [h.describe() | {"cpus": h.vars.get("corun_cpus")} for h in self.hosts],
+            "mpi_network": self.mpi_network,
+        }
+        if self.node_daemons is not None and self.node_daemons.active:
+            out["daemons"] = self.node_daemons.summaries()
+        return out
+
     def _job_row(self, j: Job) -> dict:
         js = j.spec
         started = j.start_mono is not None
@@ -686,7 +835,7 @@ class Runner:
             "cmp": self.cmp_ids[j.slot.cmp] if j.slot else None,
             "cpus": topology.format_cpulist(j.slot.cpus) if j.slot else None,
             "pid": j.pid,
-            "submit_s": 0.0,
+            "submit_s": float(js.get("submit_s", 0.0)),
             "start_s": round(j.start_mono - self.t0_mono, 6) if started else None,
             "end_s": round(j.end_mono - self.t0_mono, 6) if started and j.end_mono else None,
             "runtime_s": round(rt, 6) if rt is not None else None,
@@ -698,6 +847,12 @@ class Runner:
             "cpu_s": _r6(j.cpu_user_s + j.cpu_sys_s) if j.cpu_user_s is not None else None,
             "max_rss_kb": j.max_rss_kb,
         }
+        if js["kind"] == "mpi":  # the paper's response time: waiting in the queue + execution
+            sub = float(js["submit_s"])
+            row["ranks"] = js["ranks"]
+            row["hosts"] = " ".join(f"{self.hosts[n].name}:{k}" for n, k in j.alloc.nodes) if j.alloc else None
+            row["wait_s"] = round(row["start_s"] - sub, 6) if started else None
+            row["response_s"] = round(row["end_s"] - sub, 6) if row["end_s"] is not None else None
         for k in IO_KEYS:
             row[f"io_{k}"] = j.io.get(k) if j.io else None
         row["io_read_mb_s"] = (j.io["read_bytes"] / 1e6 / rt) if j.io and rt else None
@@ -712,6 +867,21 @@ class Runner:
                 if isinstance(v, (str, int, float, bool)) or v is None:
                     row[f"result_{k}"] = v
         return row
+
+
+def _check_program(src: str, i: int, js: dict) -> None:
+    """The job's program exists and is executable (MPI jobs: at the same path on every host)."""
+    exe = js["cmd"][0]
+    if "/" in exe:
+        if not os.access(exe, os.X_OK):
+            raise ConfigError(
+                src,
+                f"jobs[{i}].cmd[0]",
+                exe,
+                "an executable file (built by the corun_kernels role: ansible-playbook site.yml --tags corun_kernels)",
+            )
+    elif shutil.which(exe, path=js["env"].get("PATH", os.environ.get("PATH"))) is None:
+        raise ConfigError(src, f"jobs[{i}].cmd[0]", exe, "a program on PATH")
 
 
 def evict(paths: list[str]) -> dict:

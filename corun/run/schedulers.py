@@ -81,7 +81,7 @@ def find(name: str, source: str = "spec", key: str = "scheduler.name") -> Path:
     return lookup(name, source, key)[0]
 
 
-INHERITED = ("build", "start", "stop", "verify", "daemon", "job_events", "requires")
+INHERITED = ("build", "start", "stop", "verify", "daemon", "job_events", "requires", "node_args", "peer_args")
 
 
 @functools.cache

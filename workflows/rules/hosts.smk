@@ -39,7 +39,7 @@ HOST_RUN_NAMES = {e: EXPERIMENTS[e].run_names(config) for e in RUN_EXPERIMENTS}
 HOST_EXPERIMENTS = [
     e
     for e in (MULTI_HOST["experiments"] or config["experiments"])
-    if HOST_RUN_NAMES.get(e)
+    if HOST_RUN_NAMES.get(e) and not EXPERIMENTS[e].spans_hosts
 ]
 
 

@@ -1,0 +1,373 @@
+"""MPI jobs across the hosts of an inventory: the MPL-slot queue, the launch and the node daemons.
+
+Paper 001 (section 5.2) runs parallel jobs on a cluster whose nodes each hold at most MPL jobs at
+a time (the multi-programming level); jobs arrive at a front-end queue and are allocated in
+first-in first-out order (OpenPBS's default): the head of the queue waits until enough nodes
+have a free slot, and the jobs behind it wait too. Here:
+
+- `ClusterPlacer`: every node has `mpl` job slots; a job of P ranks takes ceil(P / ranks_per_node)
+  nodes with a free slot (the least loaded first, then the lowest index) and one slot on each;
+  its ranks are spread as evenly as possible over them (the paper: one rank per node).
+- `fifo_starts`: which queued jobs start now: only jobs already submitted, in submit order, and
+  the head blocks the queue.
+- `appfile_text` / `mpirun_argv`: Open MPI's mpirun with an application context file, one line
+  per node with that node's rank count and its environment (each node's daemon has its own
+  shared-memory segment), over the inventory's ssh settings and network.
+- `NodeDaemons`: one daemon of the scheduler variant per host, started through ssh (so it lives
+  in the host's network and CPU set), with the node arguments of the manifest (`node_args`,
+  `peer_args`: node id, listen address, the other nodes); its `stop` (restore) is journalled
+  per host before it starts, it is watched, verified and stopped, and its summary fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corun.errors import CorunError
+from corun.machine.state import Journal
+from corun.run.schedulers import Variant, command_env
+from corun.testbed.inventory import Host
+from corun.util import proc_starttime
+
+
+@dataclass
+class Allocation:
+    """The nodes of one job: (node index, ranks on it), in rank order."""
+
+    nodes: list[tuple[int, int]]
+
+    @property
+    def ranks(self) -> int:
+        return sum(n for _, n in self.nodes)
+
+
+@dataclass
+class ClusterPlacer:
+    n_nodes: int
+    mpl: int
+    ranks_per_node: int = 1
+    used: list[int] = field(default_factory=list)  # jobs on each node
+
+    def __post_init__(self):
+        if self.n_nodes < 1 or self.mpl < 1 or self.ranks_per_node < 1:
+            raise ValueError("a cluster needs nodes, mpl and ranks_per_node >= 1")
+        self.used = [0] * self.n_nodes
+
+    def nodes_needed(self, ranks: int) -> int:
+        return math.ceil(ranks / self.ranks_per_node)
+
+    def fits_anywhere(self, ranks: int) -> bool:
+        """Could a job of `ranks` ranks ever start (on an empty cluster)?"""
+        return 1 <= self.nodes_needed(ranks) <= self.n_nodes
+
+    def capacity(self) -> int:
+        return self.n_nodes * self.mpl
+
+    def place(self, ranks: int) -> Allocation | None:
+        """Reserve one slot on each node of a job now, or None if it must wait."""
+        need = self.nodes_needed(ranks)
+        free = [i for i in range(self.n_nodes) if self.used[i] < self.mpl]
+        if len(free) < need:
+            return None
+        chosen = sorted(sorted(free, key=lambda i: (self.used[i], i))[:need])
+        base, extra = divmod(ranks, need)
+        nodes = [(node, base + (1 if k < extra else 0)) for k, node in enumerate(chosen)]
+        for node, _ in nodes:
+            self.used[node] += 1
+        return Allocation(nodes)
+
+    def release(self, alloc: Allocation) -> None:
+        for node, _ in alloc.nodes:
+            self.used[node] -= 1
+
+
+def fifo_starts(pending: list, now_s: float, placer: ClusterPlacer, ranks_of, submit_of) -> list[tuple]:
+    """Pop the jobs that start at `now_s` from `pending` (in submit order): (job, allocation).
+
+    Only submitted jobs (submit time <= now) are eligible; the head of the queue blocks the
+    others (first in, first out, no backfilling)."""
+    started = []
+    while pending and submit_of(pending[0]) <= now_s:
+        alloc = placer.place(ranks_of(pending[0]))
+        if alloc is None:
+            break
+        started.append((pending.pop(0), alloc))
+    return started
+
+
+def next_submit_in(pending: list, now_s: float, submit_of) -> float | None:
+    """Seconds until the next submission of a job not yet submitted, if any."""
+    later = [submit_of(j) - now_s for j in pending if submit_of(j) > now_s]
+    return min(later) if later else None
+
+
+# ------------------------------------------------------------------------------ launch
+
+
+def shm_of(base: str, node: int) -> str:
+    """The shared-memory segment of node `node`: the hosts of a netns cluster share /dev/shm."""
+    return f"{base}-{node}"
+
+
+def appfile_text(alloc: Allocation, hosts: list[Host], cmd: list[str], node_env: list[dict]) -> str:
+    """An Open MPI application context: one line per node, its rank count and environment."""
+    lines = []
+    for node, nranks in alloc.nodes:
+        parts = ["-np", str(nranks), "--host", f"{hosts[node].address}:{nranks}"]
+        for k, v in sorted(node_env[node].items()):
+            parts += ["-x", f"{k}={v}"]
+        lines.append(shlex.join(parts + list(cmd)))
+    return "\n".join(lines) + "\n"
+
+
+def mpirun_argv(hosts: list[Host], appfile: str, network: str | None) -> list[str]:
+    """mpirun over the hosts' ssh settings, TCP only (the daemons watch the ranks' sockets)."""
+    remote = [h for h in hosts if not h.local]
+    agents = {shlex.join(h.ssh_base()) for h in remote}
+    if len(agents) > 1:
+        raise CorunError(
+            "mpirun: the hosts are reached with different ssh settings; mpirun takes one "
+            "(set ansible_user, ansible_port, ansible_ssh_* for the whole group)"
+        )
+    argv = ["mpirun"]
+    if os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    if agents:
+        argv += ["--mca", "plm_rsh_agent", agents.pop()]
+    argv += ["--mca", "btl", "tcp,self", "--bind-to", "none"]
+    if network:
+        argv += ["--mca", "btl_tcp_if_include", network, "--mca", "oob_tcp_if_include", network]
+    return argv + ["--app", appfile]
+
+
+def network_of(hosts: list[Host]) -> str | None:
+    nets = {str(h.vars["corun_mpi_network"]) for h in hosts if h.vars.get("corun_mpi_network")}
+    if len(nets) > 1:
+        raise CorunError(f"mpirun: the hosts name different corun_mpi_network values ({', '.join(sorted(nets))})")
+    return nets.pop() if nets else None
+
+
+# ------------------------------------------------------------------------------ daemons
+
+
+@dataclass
+class NodeDaemon:
+    host: Host
+    node: int
+    state_dir: Path
+    process: subprocess.Popen | None = None
+    restore_action: dict | None = None
+    process_action: dict | None = None
+    rank_env: dict = field(default_factory=dict)
+
+
+class NodeDaemons:
+    """One daemon of a `daemon` variant per host; nothing at all for other variants."""
+
+    def __init__(self, variant: Variant, hosts: list[Host], state_root: Path, port: int):
+        self.variant, self.hosts, self.port = variant, hosts, port
+        self.active = variant.manifest["daemon"] and bool(variant.manifest.get("start"))
+        self.nodes = [NodeDaemon(h, i, state_root / h.name) for i, h in enumerate(hosts)]
+
+    def _params(self, node: int) -> dict:
+        p = dict(self.variant.params)
+        if "shm" in p:
+            p["shm"] = shm_of(p["shm"], node)
+        return p
+
+    def _argv(self, nd: NodeDaemon, step: str) -> list[str]:
+        v = Variant(self.variant.name, self.variant.manifest, self.variant.directory, self._params(nd.node))
+        v.ctx = {"state_dir": str(nd.state_dir.absolute()), "node_id": str(nd.node)}
+        argv = list(self.variant.manifest[step])
+        if step == "start":
+            v.ctx["node_address"] = nd.host.address
+            v.ctx["port"] = str(self.port)
+            argv += self.variant.manifest.get("node_args", [])
+            for other in self.nodes:
+                if other is nd:
+                    continue
+                argv += [
+                    a.format(peer_id=other.node, peer_address=other.host.address, port=self.port)
+                    for a in self.variant.manifest.get("peer_args", [])
+                ]
+        return v.expand(argv)
+
+    def start(self, journal: Journal) -> None:
+        """Start every node's daemon; each node's restore is journalled before its daemon starts."""
+        if not self.active:
+            return
+        for nd in self.nodes:
+            nd.state_dir.mkdir(parents=True, exist_ok=True)
+            if not nd.host.local:  # the same path on the host (a no-op where the file system is shared)
+                res = subprocess.run(
+                    nd.host.command(["mkdir", "-p", str(nd.state_dir.absolute())]),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=60,
+                )
+                if res.returncode != 0:
+                    raise CorunError(
+                        f"scheduler {self.variant.name}: cannot create {nd.state_dir} on {nd.host.name}: "
+                        f"{(res.stderr or res.stdout).strip() or f'exit {res.returncode}'}"
+                    )
+            stop = self.variant.manifest.get("stop")
+            if stop:
+                nd.restore_action = journal.push(
+                    {
+                        "kind": "command",
+                        "argv": nd.host.command(self._argv(nd, "stop")),
+                        "cwd": str(self.variant.directory),
+                        "env": {"PYTHONPATH": command_env()["PYTHONPATH"]},
+                        "what": f"stop scheduler {self.variant.name} on {nd.host.name}",
+                    }
+                )
+            log = open(nd.state_dir / "daemon.log", "ab")
+            # `exec`: the daemon is the ssh session's command itself, so it notices the end of
+            # the session (PR_SET_PDEATHSIG) when the runner goes away
+            argv = nd.host.command(["exec", *self._argv(nd, "start")]) if not nd.host.local else self._argv(nd, "start")
+            nd.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=command_env(),
+            )
+            log.close()
+            nd.process_action = journal.push(
+                {
+                    "kind": "processes",
+                    "what": f"daemon of {self.variant.name} on {nd.host.name}",
+                    "pids": {str(nd.process.pid): proc_starttime(nd.process.pid)},
+                }
+            )
+        for nd in self.nodes:
+            nd.rank_env = self._wait_rank_env(nd)
+
+    def _wait_rank_env(self, nd: NodeDaemon, timeout_s: float = 20.0) -> dict:
+        f = nd.state_dir / "rank_env.json"
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if nd.process.poll() is not None:
+                raise CorunError(
+                    f"scheduler {self.variant.name}: the daemon on {nd.host.name} exited with "
+                    f"{nd.process.returncode} (see {nd.state_dir}/daemon.log)"
+                )
+            if f.exists():
+                try:
+                    return json.loads(f.read_text())
+                except ValueError:
+                    pass  # being written
+            if not nd.host.local:
+                res = subprocess.run(
+                    nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False
+                )
+                if res.returncode == 0 and res.stdout.strip():
+                    try:
+                        return json.loads(res.stdout)
+                    except ValueError:
+                        pass
+            time.sleep(0.05)
+        raise CorunError(f"scheduler {self.variant.name}: the daemon on {nd.host.name} wrote no rank_env.json")
+
+    def node_env(self) -> list[dict]:
+        return [nd.rank_env for nd in self.nodes]
+
+    def alive(self) -> list[str]:
+        """The hosts whose daemon died."""
+        if not self.active:
+            return []
+        return [nd.host.name for nd in self.nodes if nd.process is None or nd.process.poll() is not None]
+
+    def verify(self) -> None:
+        if not self.active or not self.variant.manifest.get("verify"):
+            return
+        for nd in self.nodes:
+            res = subprocess.run(
+                nd.host.command(self._argv(nd, "verify")), capture_output=True, text=True, check=False, timeout=60
+            )
+            if res.returncode != 0:
+                err = (res.stderr or res.stdout).strip().splitlines()
+                raise CorunError(
+                    f"scheduler {self.variant.name}: not in effect on {nd.host.name}: "
+                    f"{err[-1] if err else 'verify failed'}"
+                )
+
+    def restore_now(self, journal: Journal) -> list[str]:
+        """Run every node's restore at once (a daemon died: no rank may stay boosted or stopped)."""
+        errors = []
+        for nd in self.nodes:
+            if nd.restore_action is not None:
+                err = journal.undo(nd.restore_action)
+                if err:
+                    errors.append(err)
+                nd.restore_action = None
+        return errors
+
+    def stop(self, journal: Journal) -> list[str]:
+        """End every daemon (SIGTERM: it restores its ranks and writes its summary), then restore."""
+        errors = []
+        for nd in self.nodes:
+            if nd.process is not None and nd.process.poll() is None:
+                try:
+                    os.killpg(nd.process.pid, signal.SIGTERM)  # the ssh client: the session ends
+                except ProcessLookupError:
+                    pass
+        for nd in self.nodes:
+            if nd.process is None:
+                continue
+            try:
+                nd.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(nd.process.pid, signal.SIGKILL)
+                nd.process.wait()
+            if nd.process_action in journal.actions:
+                journal.actions.remove(nd.process_action)
+                journal.update(nd.process_action)
+            nd.process_action = None
+        for nd in self.nodes:
+            if nd.process is not None:
+                self._fetch_summary(nd)
+        errors += self.restore_now(journal)
+        return errors
+
+    def _fetch_summary(self, nd: NodeDaemon, timeout_s: float = 10.0) -> None:
+        """Wait for the node's summary.json (the daemon writes it in its teardown)."""
+        f = nd.state_dir / "summary.json"
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if f.exists():
+                return
+            if not nd.host.local:
+                res = subprocess.run(
+                    nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False
+                )
+                if res.returncode == 0 and res.stdout.strip():
+                    f.write_text(res.stdout)
+                    return
+            time.sleep(0.1)
+
+    def summaries(self) -> list[dict]:
+        """Each node's summary: host, node and the daemon's counters; missing with a reason."""
+        out = []
+        for nd in self.nodes:
+            f = nd.state_dir / "summary.json"
+            row = {"host": nd.host.name, "node": nd.node}
+            try:
+                row.update(json.loads(f.read_text()))
+            except (OSError, ValueError) as exc:
+                row["missing"] = f"no daemon summary from {nd.host.name}: {exc}"
+            out.append(row)
+        return out
+
+    def describe(self) -> list[dict]:
+        return [{"host": nd.host.name, "node": nd.node, "state_dir": str(nd.state_dir)} for nd in self.nodes]

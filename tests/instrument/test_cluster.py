@@ -1,0 +1,122 @@
+"""The MPL-slot queue of MPI jobs across hosts (corun/run/cluster.py) and the run spec's checks."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from corun.errors import ConfigError
+from corun.run import cluster as clu
+from corun.run.runner import Runner, load_spec
+from corun.testbed.inventory import Host
+
+
+def test_one_slot_per_node_per_job_and_mpl_bounds_the_jobs_of_a_node():
+    p = clu.ClusterPlacer(n_nodes=4, mpl=2)
+    a = p.place(4)
+    assert a.nodes == [(0, 1), (1, 1), (2, 1), (3, 1)] and p.used == [1, 1, 1, 1]
+    b = p.place(2)
+    assert b.nodes == [(0, 1), (1, 1)]
+    c = p.place(2)
+    assert c.nodes == [(2, 1), (3, 1)]  # the least loaded nodes first
+    assert p.place(1) is None  # every node holds mpl = 2 jobs
+    p.release(b)
+    assert p.place(3) is None and p.place(2).nodes == [(0, 1), (1, 1)]
+
+
+def test_ranks_per_node_spreads_a_job_evenly():
+    p = clu.ClusterPlacer(n_nodes=2, mpl=1, ranks_per_node=4)
+    a = p.place(5)
+    assert a.nodes == [(0, 3), (1, 2)] and a.ranks == 5
+    assert not p.fits_anywhere(9) and p.fits_anywhere(8)
+    assert p.nodes_needed(4) == 1
+
+
+class J:
+    def __init__(self, name, ranks, submit):
+        self.name, self.ranks, self.submit = name, ranks, submit
+
+
+def starts(pending, now, placer):
+    return [j.name for j, _ in clu.fifo_starts(pending, now, placer, lambda j: j.ranks, lambda j: j.submit)]
+
+
+def test_fifo_head_blocks_and_only_submitted_jobs_start():
+    p = clu.ClusterPlacer(n_nodes=2, mpl=1)
+    pending = [J("a", 2, 0.0), J("b", 2, 1.0), J("c", 1, 1.5), J("d", 1, 9.0)]
+    assert starts(pending, 0.0, p) == ["a"]
+    assert starts(pending, 2.0, p) == []  # b waits for a; c, which would fit nowhere either, waits behind b
+    assert clu.next_submit_in(pending, 2.0, lambda j: j.submit) == pytest.approx(7.0)
+    p.release(clu.Allocation([(0, 1), (1, 1)]))
+    assert starts(pending, 2.0, p) == ["b"]
+    p.release(clu.Allocation([(0, 1), (1, 1)]))
+    assert starts(pending, 2.0, p) == ["c"]  # d is not submitted yet
+    assert starts(pending, 9.0, p) == ["d"] and pending == []
+
+
+def test_no_backfilling_behind_a_big_head():
+    p = clu.ClusterPlacer(n_nodes=2, mpl=1)
+    pending = [J("small", 1, 0.0), J("big", 2, 0.0), J("small2", 1, 0.0)]
+    assert starts(pending, 0.0, p) == ["small"]  # small2 would fit on node 1, but big is ahead
+    assert [j.name for j in pending] == ["big", "small2"]
+
+
+def test_appfile_gives_each_node_its_ranks_and_environment():
+    hosts = [Host("n1", "10.0.0.1"), Host("n2", "10.0.0.2")]
+    text = clu.appfile_text(
+        clu.Allocation([(1, 2), (0, 1)]), hosts, ["/bin/prog", "--x", "a b"], [{"S": "/s-0"}, {"S": "/s-1"}]
+    )
+    assert text.splitlines() == [
+        "-np 2 --host 10.0.0.2:2 -x S=/s-1 /bin/prog --x 'a b'",
+        "-np 1 --host 10.0.0.1:1 -x S=/s-0 /bin/prog --x 'a b'",
+    ]
+    argv = clu.mpirun_argv(hosts, "/tmp/app", "10.0.0.0/24")
+    assert argv[-2:] == ["--app", "/tmp/app"] and "tcp,self" in argv and "10.0.0.0/24" in argv
+    assert clu.shm_of("/corun-cosched", 3) == "/corun-cosched-3"
+
+
+def spec_file(tmp_path, inventory, jobs, scheduler=None, **cluster):
+    spec = {
+        "name": "t",
+        "cluster": {"inventory": str(inventory), **cluster},
+        "scheduler": scheduler or {"name": "linux"},
+        "monitors": {"enabled": []},
+        "device": {"path": str(tmp_path)},
+        "jobs": jobs,
+    }
+    f = tmp_path / "spec.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    return f
+
+
+@pytest.fixture
+def inventory(tmp_path):
+    f = tmp_path / "inv.yml"
+    f.write_text(
+        "all:\n  children:\n    testbed:\n      hosts:\n"
+        "        h1: {ansible_host: 10.9.9.1}\n        h2: {ansible_host: 10.9.9.2}\n"
+    )
+    return f
+
+
+def prepare_error(f: Path) -> str:
+    with pytest.raises(ConfigError) as e:
+        Runner(load_spec(f), f.parent / "out", source="spec.yaml").prepare()
+    return str(e.value)
+
+
+def test_spec_checks_are_one_line(tmp_path, inventory):
+    job = {"name": "a", "kind": "mpi", "ranks": 3, "cmd": ["/bin/true"]}
+    msg = prepare_error(spec_file(tmp_path, inventory, [job]))
+    assert msg == "spec.yaml: jobs[0].ranks: 3 (expected an integer <= 2 (2 hosts x 1 ranks per node))"
+    msg = prepare_error(spec_file(tmp_path, inventory, [{**job, "ranks": 2}], {"name": "cc_b", "params": {"mpl": 3}}))
+    assert msg == "spec.yaml: scheduler.params.mpl: 3 (expected cluster.mpl (1))"
+    msg = prepare_error(spec_file(tmp_path, inventory, [{"name": "p", "cmd": ["/bin/true"]}]))
+    assert "jobs[0].kind: 'process' (expected mpi" in msg
+    f = spec_file(tmp_path, inventory, [job])
+    spec = yaml.safe_load(f.read_text())
+    del spec["cluster"]
+    f.write_text(yaml.safe_dump(spec))
+    assert "jobs[0].kind: 'mpi' (expected process, or a run with a cluster section)" in prepare_error(f)
+    for m in (msg,):
+        assert "\n" not in m

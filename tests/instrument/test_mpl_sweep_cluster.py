@@ -1,0 +1,156 @@
+"""MPI jobs across a 2-host netns cluster (each host on a CPU of its own): a short MPL-sweep run
+through corun.testbed.cluster_run, and a node daemon killed mid-run. Root; skipped, saying why,
+without namespaces, sshd or Open MPI. The cluster is always removed."""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from corun.util import repo_root
+
+ROOT = repo_root()
+STENCIL = ROOT / "kernels" / "build" / "mpi_stencil"
+PREFIX, SUBNET = "cormplt", "10.77.9.0/24"
+SHM = f"/corun-cosched-t{os.getpid()}"
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI (the openmpi role)"),
+]
+
+
+def job(name, ranks, submit, iters=150):
+    return {
+        "name": name,
+        "kind": "mpi",
+        "ranks": ranks,
+        "submit_s": submit,
+        "result": "json",
+        "timeout_s": 120,
+        "cmd": [str(STENCIL), "--iters", str(iters), "--cells", "4096", "--sweeps", "4", "--halo-bytes", "4096"],
+    }
+
+
+def write_spec(tmp_path, scheme, mpl, jobs):
+    spec = {
+        "name": f"t-{scheme}",
+        "labels": {"experiment": "mpl_sweep", "scheme": scheme},
+        "cluster": {"inventory": str(tmp_path / "netns" / "inventory.yml"), "mpl": mpl, "daemon_port": 47390},
+        "scheduler": {"name": scheme, "params": {"mpl": mpl, "shm": SHM}},
+        "monitors": {"enabled": []},
+        "device": {"path": str(tmp_path)},
+        "jobs": jobs,
+    }
+    f = tmp_path / f"{scheme}.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    return f
+
+
+def cluster_run(tmp_path, spec, out, **kw):
+    return subprocess.Popen(
+        [sys.executable, "-m", "corun.testbed.cluster_run", "--hosts", "2", "--cpus-per-host", "1",
+         "--prefix", PREFIX, "--subnet", SUBNET, "--state-dir", str(tmp_path / "netns"), "--",
+         str(spec), "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
+    )  # fmt: skip
+
+
+def assert_nothing_left():
+    """No namespace, cpuset, rank or daemon of ours (they carry our segment's name) is left."""
+    assert PREFIX not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not list(Path("/sys/fs/cgroup/cpuset").glob(f"{PREFIX}-n*"))
+    mark = SHM.encode()
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            seen = mark in (d / "cmdline").read_bytes() or mark in (d / "environ").read_bytes()
+        except OSError:
+            continue
+        assert not seen, (d / "cmdline").read_bytes()
+
+
+@pytest.fixture
+def prerequisites(kernels_built):
+    if not STENCIL.exists():
+        pytest.skip("mpi_stencil not built (no mpicc)")
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        pytest.skip("needs sshd (the common role)")
+    subprocess.run(["make", "-s", "-C", str(ROOT / "schedulers" / "mpi_cosched"), "all"], check=True)
+    yield
+    for node in (0, 1):  # the hosts' shared-memory segments
+        Path("/dev/shm", f"{SHM[1:]}-{node}").unlink(missing_ok=True)
+
+
+def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
+    """cc_b at MPL 1: FIFO into the slots, wait and response per job, one daemon per host."""
+    spec = write_spec(tmp_path, "cc_b", 1, [job("a", 2, 0.0), job("b", 1, 0.1), job("c", 1, 0.2)])
+    out = tmp_path / "run"
+    p = cluster_run(tmp_path, spec, out)
+    _, err = p.communicate(timeout=300)
+    if p.returncode == 4:
+        pytest.skip(f"no netns cluster here: {err.strip()}")
+    assert p.returncode == 0, err[-2000:]
+    meta = json.loads((out / "metadata.json").read_text())
+    hosts = meta["cluster"]["hosts"]
+    assert [h["name"] for h in hosts] == [f"{PREFIX}-n1", f"{PREFIX}-n2"]
+    assert {h["cpus"] for h in hosts} == {"0", "1"}  # a CPU of its own each
+    daemons = meta["cluster"]["daemons"]
+    assert [d["host"] for d in daemons] == [f"{PREFIX}-n1", f"{PREFIX}-n2"]
+    for d in daemons:
+        assert d["scheme"] == "cc_b" and d["wait_mode_mismatches"] == 0 and d["erl_received"] > 0, d
+    rows = {r["name"]: r for r in _csv(out / "jobs.csv")}
+    assert all(r["exit_code"] == "0" and r["result_verified"] == "True" for r in rows.values())
+    # MPL 1: b and c (one rank each) wait for a (both hosts), then run side by side
+    assert float(rows["b"]["start_s"]) >= float(rows["a"]["end_s"]) - 0.01
+    assert float(rows["c"]["start_s"]) >= float(rows["a"]["end_s"]) - 0.01
+    for r in rows.values():
+        assert float(r["response_s"]) == pytest.approx(float(r["wait_s"]) + float(r["runtime_s"]), abs=1e-3)
+    assert rows["b"]["hosts"] != rows["c"]["hosts"]
+    assert_nothing_left()
+
+
+def test_a_node_daemon_killed_mid_run_fails_the_run_and_restores_every_host(prerequisites, tmp_path):
+    """gang stops the ranks of the job out of its slice; kill -9 of one host's daemon fails the
+    run at once, naming the host, and no rank is left stopped or real-time."""
+    spec = write_spec(tmp_path, "gang", 2, [job("a", 2, 0.0, iters=100000), job("b", 2, 0.0, iters=100000)])
+    out = tmp_path / "run"
+    p = cluster_run(tmp_path, spec, out)
+    state = Path(str(out) + ".incomplete") / "sched" / "state" / f"{PREFIX}-n2"
+    killed = threading.Event()
+
+    def kill_when_running():
+        until = time.monotonic() + 120
+        while time.monotonic() < until and p.poll() is None:
+            try:
+                st = json.loads((state / "status.json").read_text())
+                if st.get("ranks", 0) >= 2 and st.get("stopped", 0) >= 1:  # a job out of its slice
+                    os.kill(int(st["pid"]), signal.SIGKILL)
+                    killed.set()
+                    return
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.1)
+
+    t = threading.Thread(target=kill_when_running)
+    t.start()
+    _, err = p.communicate(timeout=300)
+    t.join()
+    if p.returncode == 4:
+        pytest.skip(f"no netns cluster here: {err.strip()}")
+    assert killed.is_set(), err[-2000:]
+    assert p.returncode != 0 and f"the daemon on {PREFIX}-n2 died" in err, err[-2000:]
+    assert_nothing_left()
+
+
+def _csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
