@@ -54,6 +54,15 @@ def test_paper_profile_plans(repo_root):
     assert "run_sensitivity" in res.stdout
 
 
+def test_every_experiment_plans_on_other_hosts(repo_root):
+    """all_hosts repeats every experiment's runs on each host; each needs its own data step's file."""
+    res = smk(repo_root, "-n", "all_hosts", "--config", 'hosts=["localhost"]')
+    assert res.returncode == 0, res.stderr[-2000:]
+    for exp in ("sensitivity_ranking", "dynamic_io", "noisy_neighbour"):
+        assert f"hosts/localhost/{exp}/runs/" in res.stdout, exp
+    assert "hosts/localhost/mpl_sweep" not in res.stdout  # its runs span hosts by themselves
+
+
 @pytest.mark.root
 def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     out = repo_root / "results" / "test-smoke"

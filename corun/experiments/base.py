@@ -24,6 +24,7 @@ class Experiment:
     runs_of      the experiment whose runs it analyses (io_latency_split: cmp_stacking), else itself
     spans_hosts  its runs use several hosts by themselves (mpl_sweep): never repeated per host by
                  hosts.smk
+    data_file    the file its data step writes in its data folder, last: its runs depend on it
     """
 
     name: str = ""
@@ -31,6 +32,7 @@ class Experiment:
     analysis: str = ""
     runs_of: str | None = None
     spans_hosts: bool = False
+    data_file: str = "layout.json"
 
     # ----------------------------------------------------------------- configuration
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:

@@ -134,6 +134,7 @@ def make_spec(cfg: dict, p: dict) -> dict:
 class MplSweep(Experiment):
     name = NAME
     rule_file = "mpl_sweep.smk"
+    data_file = PLAN_FILE
     analysis = "analysis.mpl_sweep"
     spans_hosts = True  # its runs are multi-host by themselves
 

@@ -163,6 +163,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, ncpus: int) -> dict:
 class NoisyNeighbour(Experiment):
     name = NAME
     rule_file = "noisy_neighbour.smk"
+    data_file = PLAN_FILE
     analysis = "analysis.noisy_neighbour"
 
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:

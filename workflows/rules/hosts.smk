@@ -52,7 +52,7 @@ if HOSTS:
     rule run_on_host:
         input:
             spec=f"{RESULTS}/{{exp}}/specs/{{run}}.yaml",
-            layout=f"{DATA}/{{exp}}/layout.json",
+            layout=lambda wildcards: f"{DATA}/{wildcards.exp}/{EXPERIMENTS[wildcards.exp].data_file}",
         output:
             directory(f"{RESULTS}/hosts/{{host}}/{{exp}}/runs/{{run}}"),
         log:
