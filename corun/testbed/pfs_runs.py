@@ -38,12 +38,12 @@ from corun.util import atomic_write_json, repo_root
 CLUSTER = "scripts/netns-cluster"
 
 
-class Stop(Exception):
+class Stop(CorunError):
     pass
 
 
 def _raise_stop(signum, frame):  # only raises; the teardown runs in the finally below
-    raise Stop(f"signal {signum}")
+    raise Stop(f"pfs_runs: stopped by signal {signum}; the file system and the cluster are down", 128 + signum)
 
 
 def _run(argv: list[str], what: str, timeout: float = 900) -> str:

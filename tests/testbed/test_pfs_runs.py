@@ -1,0 +1,93 @@
+"""corun.testbed.pfs_runs on its own netns cluster: a group of sais runs measured, then the file
+system and the cluster gone; a failing run and SIGTERM also leave nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+from corun.experiments import sais
+from corun.experiments.workflow_config import validate_config
+from corun.util import repo_root
+
+PREFIX = "saist"
+SUBNET = "10.78.9.0/24"
+
+pytestmark = pytest.mark.root
+
+
+def make_group(tmp_path, policies=("irqbalance", "source_aware")):
+    raw = yaml.safe_load((repo_root() / "workflows" / "config" / "smoke.yaml").read_text())
+    raw["sais"] = {
+        "policies": list(policies),
+        "servers": [2],
+        "transfer_sizes_bytes": [1048576],
+        "file_mib": 8,
+        "reps": 1,
+        "monitors": ["cpustat"],
+        "cluster": {"prefix": PREFIX, "subnet": SUBNET, "port": 24029},
+    }
+    cfg = validate_config(raw, "test.yaml")
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    return tmp_path / "specs" / "groups.json"
+
+
+def runner(tmp_path, groups):
+    argv = [sys.executable, "-m", "corun.testbed.pfs_runs", "--groups", str(groups), "--group", "s2_l1"]
+    argv += ["--specs", str(groups.parent), "--runs", str(tmp_path / "runs"), "--work", str(tmp_path / "work")]
+    return argv + ["--done", str(tmp_path / "done.json")]
+
+
+def leftovers(tmp_path) -> list[str]:
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    left = [line for line in ns.splitlines() if line.startswith(f"{PREFIX}-")]
+    procs = subprocess.run(["pgrep", "-af", "glusterfs"], capture_output=True, text=True).stdout
+    left += [line for line in procs.splitlines() if str(tmp_path) in line]
+    left += [str(p) for p in (tmp_path / "work").glob("*/pfs/journal.json")]
+    return left
+
+
+def test_a_group_runs_then_nothing_is_left(tmp_path):
+    groups = make_group(tmp_path)
+    res = subprocess.run(runner(tmp_path, groups), capture_output=True, text=True, cwd=repo_root(), timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert leftovers(tmp_path) == []
+    done = json.loads((tmp_path / "done.json").read_text())
+    assert sorted(done["runs"]) == ["s2_l1_irqbalance_t1024k_c1_r0", "s2_l1_source_aware_t1024k_c1_r0"]
+    for name in done["runs"]:
+        jobs = pd.read_csv(tmp_path / "runs" / name / "jobs.csv")
+        assert jobs["exit_code"].eq(0).all() and (jobs["result_read_bw_mean_mib_s"] > 0).all()
+        assert (tmp_path / "runs" / name / "tidy" / "cpustat.csv").exists()
+        meta = json.loads((tmp_path / "runs" / name / "metadata.json").read_text())
+        assert meta["scheduler"]["verified"] is True
+
+
+def test_a_failing_run_still_tears_down(tmp_path):
+    groups = make_group(tmp_path)
+    (groups.parent / "s2_l1_source_aware_t1024k_c1_r0.yaml").write_text("name: broken\njobs: []\n")
+    res = subprocess.run(runner(tmp_path, groups), capture_output=True, text=True, cwd=repo_root(), timeout=600)
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("corun: ")
+    assert leftovers(tmp_path) == []
+    assert not (tmp_path / "done.json").exists()
+
+
+def test_sigterm_tears_down(tmp_path):
+    groups = make_group(tmp_path)
+    proc = subprocess.Popen(runner(tmp_path, groups), cwd=repo_root(), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:
+        if "file system up" in line or time.monotonic() > deadline:
+            break
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    assert leftovers(tmp_path) == []
