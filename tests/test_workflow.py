@@ -85,6 +85,8 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert "irqbalance" in pts and "source_aware" in pts
     assert "softirq_pct" in (out / "sais" / "analysis" / "per_cpu.csv").read_text()
     assert "eq9_difference_lower_s" in (out / "sais" / "analysis" / "model.csv").read_text()
+    metas = list((out / "sais" / "runs").glob("s*_l*/metadata.json"))
+    assert len(metas) == 4 and all(json.loads(m.read_text())["scheduler"]["verified"] for m in metas)
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "sais-n" not in ns  # the workflow's cluster is gone
     assert not list((out / "sais" / "work").glob("*/pfs/journal.json"))  # and the file system
