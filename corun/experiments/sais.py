@@ -30,7 +30,7 @@ NAME = "sais"
 GROUPS_FILE = "groups.json"
 BASELINE = "irqbalance"
 DATA_FILE = "/sais.dat"
-PFS_SETUP_S = 20.0  # cluster up, file system up, the file written, down (measured: about 16 s)
+PFS_SETUP_S = 30.0  # cluster up, file system up, the file written, all down (measured here: 25-35 s)
 
 
 def section(cfg: dict) -> dict:

@@ -11,7 +11,8 @@ writes the file the runs read, and the runs. In that order: cluster up, file sys
 volfiles checked against the layout, the file written, then each run with `corun run` on the
 client host (corun.testbed.hosts.run_on_host) into RUNS/<run>; then, always, the file system
 down and the cluster down, newest first, also after an error, SIGTERM or Ctrl-C. A netns
-cluster or file system left by an earlier killed attempt in WORK is taken down first.
+cluster or file system left in WORK by an earlier killed attempt at any group is taken down
+first.
 
 Runs already finished (RUNS/<run>/metadata.json) are kept; a run that fails ends the group
 with its error after the teardown.
@@ -160,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.group not in by:
         raise CorunError(f"pfs_runs: --group: {a.group!r} (expected one of {', '.join(by)})")
     t0 = time.monotonic()
+    for other in sorted(a.work.glob("*/pfs.yaml")) if a.work.is_dir() else []:
+        # what a killed attempt at any group left (the groups share the cluster's names)
+        left = teardown(other.parent, other, True)
+        if left:
+            raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
     done = run_group(by[a.group], a.specs, a.runs, a.work / a.group)
     wall = time.monotonic() - t0
     log(f"group {a.group}: {len(done)} runs in {wall:.1f} s")

@@ -1,5 +1,6 @@
 """corun.testbed.pfs_runs on its own netns cluster: a failing run and SIGTERM leave no cluster,
-server or journal behind (a group that succeeds is the smoke run's, tests/test_workflow.py)."""
+server or journal behind, and the attempt after a SIGKILL takes down what it left (a group that
+succeeds is the smoke run's, tests/test_workflow.py)."""
 
 from __future__ import annotations
 
@@ -53,8 +54,22 @@ def leftovers(tmp_path) -> list[str]:
     return left
 
 
-def test_a_failing_run_still_tears_down(tmp_path):
+def start_until_up(tmp_path, groups) -> subprocess.Popen:
+    proc = subprocess.Popen(runner(tmp_path, groups), cwd=repo_root(), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:
+        if "file system up" in line or time.monotonic() > deadline:
+            break
+    return proc
+
+
+def test_after_sigkill_the_next_attempt_cleans_up_and_a_failing_run_tears_down(tmp_path):
     groups = make_group(tmp_path)
+    proc = start_until_up(tmp_path, groups)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert leftovers(tmp_path)  # the cluster and the servers outlive a SIGKILL
+    (groups.parent / "s2_l1_irqbalance_t1024k_c1_r0.yaml").write_text("name: broken\njobs: []\n")
     (groups.parent / "s2_l1_source_aware_t1024k_c1_r0.yaml").write_text("name: broken\njobs: []\n")
     res = subprocess.run(runner(tmp_path, groups), capture_output=True, text=True, cwd=repo_root(), timeout=600)
     assert res.returncode != 0
@@ -66,11 +81,7 @@ def test_a_failing_run_still_tears_down(tmp_path):
 
 def test_sigterm_tears_down(tmp_path):
     groups = make_group(tmp_path)
-    proc = subprocess.Popen(runner(tmp_path, groups), cwd=repo_root(), stdout=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    for line in proc.stdout:
-        if "file system up" in line or time.monotonic() > deadline:
-            break
+    proc = start_until_up(tmp_path, groups)
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=120) != 0
     assert leftovers(tmp_path) == []
