@@ -22,12 +22,15 @@ class Experiment:
     rule_file    its rule file under workflows/rules/ (several experiments may share one)
     analysis     the analysis module that writes its section.json (analysis/<module>.py)
     runs_of      the experiment whose runs it analyses (io_latency_split: cmp_stacking), else itself
+    host_runs    its runs can run on any host of `hosts` as they are (all_hosts); False when a run
+                 needs hosts the experiment sets up itself (sais: its file system and cluster)
     """
 
     name: str = ""
     rule_file: str = ""
     analysis: str = ""
     runs_of: str | None = None
+    host_runs: bool = True
 
     # ----------------------------------------------------------------- configuration
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:

@@ -238,6 +238,7 @@ class Sais(Experiment):
     name = NAME
     rule_file = "sais.smk"
     analysis = "analysis.sais"
+    host_runs = False  # a run needs the file system and cluster its group brings up
 
     def check(self, cfg: dict, source: str) -> None:
         sec = section(cfg)
