@@ -104,6 +104,8 @@ def test_analysis_by_hand(tmp_path):
     (m,) = res["model"].to_dict(orient="records")
     assert m["p_s"] == pytest.approx(20e-6) and m["m_s"] == pytest.approx(30e-6) and m["n_r"] == 16
     assert m["n_c"] == 2 and m["alpha"] == 1
+    assert m["eq3_balance_lower_s"] == pytest.approx(30e-6 * 1 * 1)  # M x alpha x (N_C - 1)
+    assert m["eq4_source_aware_s"] == pytest.approx(20e-6 * 2)  # P x N_S
     assert m["eq5_source_aware_s"] == pytest.approx(20e-6 * 2 * 16)
     assert m["eq9_difference_lower_s"] == pytest.approx(1 * 16 * 1 * 10e-6)
     assert m["measured_difference_s"] == pytest.approx((2 / 100 + 2 / 110) / 2 - (2 / 105 + 2 / 121) / 2)
