@@ -94,6 +94,21 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
         assert all("missing" not in d and d["wait_mode_mismatches"] == 0 for d in meta["cluster"]["daemons"])
     assert not (out / "mpl_sweep" / "netns").exists()  # each run's netns cluster was removed
     assert "cormpls" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    sa = json.loads((out / "sais" / "analysis" / "section.json").read_text())
+    rows = {r["quantity"]: r for r in sa["comparison"]}
+    peak = rows["peak bandwidth speed-up over irqbalance, 1 GbE"]  # paper 004 beside ours
+    assert peak["paper_value"] == 6.05 and peak["measured_value"] is not None
+    unhalted = rows["CPU_CLK_UNHALTED, improvement over irqbalance, 1 GbE"]
+    assert unhalted["verdict"] == "not measurable here" or unhalted["measured_value"] is not None
+    pts = (out / "sais" / "analysis" / "points.csv").read_text()
+    assert "irqbalance" in pts and "source_aware" in pts
+    assert "softirq_pct" in (out / "sais" / "analysis" / "per_cpu.csv").read_text()
+    assert "eq9_difference_lower_s" in (out / "sais" / "analysis" / "model.csv").read_text()
+    metas = list((out / "sais" / "runs").glob("s*_l*/metadata.json"))
+    assert len(metas) == 4 and all(json.loads(m.read_text())["scheduler"]["verified"] for m in metas)
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "sais-n" not in ns  # the workflow's cluster is gone
+    assert not list((out / "sais" / "work").glob("*/pfs/journal.json"))  # and the file system
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))

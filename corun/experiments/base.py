@@ -22,8 +22,9 @@ class Experiment:
     rule_file    its rule file under workflows/rules/ (several experiments may share one)
     analysis     the analysis module that writes its section.json (analysis/<module>.py)
     runs_of      the experiment whose runs it analyses (io_latency_split: cmp_stacking), else itself
-    spans_hosts  its runs use several hosts by themselves (mpl_sweep): never repeated per host by
-                 hosts.smk
+    host_runs    its runs can run on any host of `hosts` as they are (all_hosts); False when a run
+                 uses several hosts by itself (mpl_sweep: MPI jobs across an inventory) or needs
+                 hosts the experiment sets up itself (sais: its file system and cluster)
     data_file    the file its data step writes in its data folder, last: its runs depend on it
     """
 
@@ -31,7 +32,7 @@ class Experiment:
     rule_file: str = ""
     analysis: str = ""
     runs_of: str | None = None
-    spans_hosts: bool = False
+    host_runs: bool = True
     data_file: str = "layout.json"
 
     # ----------------------------------------------------------------- configuration

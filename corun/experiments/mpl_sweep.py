@@ -136,7 +136,7 @@ class MplSweep(Experiment):
     rule_file = "mpl_sweep.smk"
     data_file = PLAN_FILE
     analysis = "analysis.mpl_sweep"
-    spans_hosts = True  # its runs are multi-host by themselves
+    host_runs = False  # its runs are multi-host by themselves
 
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
         """`workloads` and `stand_in` given in part keep the schema's other entries (Table 3)."""

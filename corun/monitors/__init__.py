@@ -19,6 +19,7 @@ import shutil
 
 from corun.errors import ConfigError, MissingTool
 from corun.monitors.base import Monitor, MonitorContext
+from corun.monitors.cpustat import CpustatMonitor, parse_cpustat
 from corun.monitors.iostat import DERIVED_COLUMNS as IOSTAT_DERIVED_COLUMNS
 from corun.monitors.iostat import IostatMonitor, parse_iostat
 from corun.monitors.memory import MemoryMonitor, parse_memory
@@ -33,6 +34,7 @@ MONITORS: dict[str, type[Monitor]] = {
     "psi": PsiMonitor,
     "perf": PerfMonitor,
     "memory": MemoryMonitor,
+    "cpustat": CpustatMonitor,
 }
 
 
@@ -57,6 +59,7 @@ __all__ = [
     "MonitorContext",
     "derive_perf_rates",
     "make_monitors",
+    "parse_cpustat",
     "parse_iostat",
     "parse_memory",
     "parse_perf",

@@ -10,7 +10,7 @@ from corun.monitors.base import refine_whole_seconds
 
 
 def test_registry_names(tmp_path):
-    assert set(MONITORS) == {"iostat", "pidstat", "psi", "perf", "memory"}
+    assert set(MONITORS) == {"iostat", "pidstat", "psi", "perf", "memory", "cpustat"}
     for name, cls in MONITORS.items():
         assert cls.name == name
         assert any(f.startswith(name) for f in cls.raw_files)

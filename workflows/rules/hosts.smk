@@ -34,12 +34,18 @@ if isinstance(config.get("hosts"), dict):
 else:
     HOST_ARGS = shlex.join(["--names", ",".join(config.get("hosts") or [])])
 
-# The runs of each experiment that has runs (its plugin's run_names).
-HOST_RUN_NAMES = {e: EXPERIMENTS[e].run_names(config) for e in RUN_EXPERIMENTS}
+# The runs of each experiment that has runs (its plugin's run_names) and whose runs can run on
+# any host as they are (host_runs; not mpl_sweep, whose runs span hosts by themselves, nor sais,
+# whose runs need the cluster and file system it brings up).
+HOST_RUN_NAMES = {
+    e: EXPERIMENTS[e].run_names(config)
+    for e in RUN_EXPERIMENTS
+    if EXPERIMENTS[e].host_runs
+}
 HOST_EXPERIMENTS = [
     e
     for e in (MULTI_HOST["experiments"] or config["experiments"])
-    if HOST_RUN_NAMES.get(e) and not EXPERIMENTS[e].spans_hosts
+    if HOST_RUN_NAMES.get(e)
 ]
 
 

@@ -1,0 +1,347 @@
+"""Paper 004 (SAIs): steering policies x data servers x transfer size x clients on a striped
+parallel file system (docs/pfs.md, docs/experiments/sais.md).
+
+The runs fall into groups, one per (servers, client links): the file system is brought up once
+per group (corun.testbed.pfs_runs), one file is written into it, then the group's runs read it,
+every (policy, transfer size, clients) point once per repetition, repetitions outermost and the
+points shuffled (seeded) within each. Each run is a `corun run` whose jobs are the clients:
+kernels/pfs_read reading the striped file in `transfer_size` requests, with `compute_passes`
+per request standing in for the paper's encryption, under the policy's `irq_policy` variant.
+On the workflow's own netns cluster (`cluster.kind: netns`) the clients run in the client
+host's namespace (`ip netns exec`); on an inventory (`cluster.kind: inventory`) on its client
+host.
+
+Two more runs per repetition (`pm_thread_r*`, `pm_process_r*`) measure the model's P and M
+with kernels/sais_inmem (thread pair against process pair, one application), for eqs. 1-9.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import yaml
+
+from corun.errors import ConfigError
+from corun.experiments.base import RUN_OVERHEAD_S, Experiment
+from corun.util import atomic_write_json, atomic_write_text, repo_root
+
+NAME = "sais"
+GROUPS_FILE = "groups.json"
+BASELINE = "irqbalance"
+DATA_FILE = "/sais.dat"
+PFS_SETUP_S = 30.0  # cluster up, file system up, the file written, all down (measured here: 25-35 s)
+
+
+def section(cfg: dict) -> dict:
+    return cfg[NAME]
+
+
+def group_name(servers: int, links: int) -> str:
+    return f"s{servers}_l{links}"
+
+
+def groups(sec: dict) -> list[tuple[int, int]]:
+    return [(n, ln) for ln in sec["client_links"] for n in sec["servers"]]
+
+
+def points(sec: dict, servers: int, links: int) -> list[dict]:
+    """The runs of one group: reps outermost, (policy, transfer, clients) shuffled within each."""
+    base = [
+        {"policy": p, "transfer_size_bytes": t, "clients": c}
+        for p in sec["policies"]
+        for t in sec["transfer_sizes_bytes"]
+        for c in sec["clients"]
+    ]
+    rng = random.Random(f"{sec['seed']}-{servers}-{links}")
+    out = []
+    for rep in range(sec["reps"]):
+        order = list(base)
+        rng.shuffle(order)
+        out += [{**p, "servers": servers, "client_links": links, "rep": rep} for p in order]
+    return out
+
+
+def run_name(p: dict) -> str:
+    return (
+        f"{group_name(p['servers'], p['client_links'])}_{p['policy']}"
+        f"_t{p['transfer_size_bytes'] // 1024}k_c{p['clients']}_r{p['rep']}"
+    )
+
+
+def pm_names(sec: dict) -> list[str]:
+    return [f"pm_{mode}_r{r}" for r in range(sec["reps"]) for mode in ("thread", "process")]
+
+
+def client_name(sec: dict) -> str:
+    """The client host: the netns cluster's first, else cluster.client or the group's first host."""
+    c = sec["cluster"]
+    if c["kind"] == "netns":
+        return f"{c['prefix']}-n1"
+    if c["client"]:
+        return c["client"]
+    from corun.testbed import inventory
+
+    return inventory.load(c["inventory"], c["group"], f"{NAME}.cluster.inventory")[0].name
+
+
+def pfs_root(sec: dict, data_dir: Path) -> str:
+    root = sec["cluster"]["pfs_root"]
+    return root if root else str((data_dir / "pfs").resolve())
+
+
+def volfiles(sec: dict, data_dir: Path, servers: int) -> list[str]:
+    """The client volfiles corun.testbed.pfs writes (Plan.client_volfile); pfs_runs checks them."""
+    base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec)}/client"
+    return [f"{base}/stripe-{i}.vol" for i in range(servers)]
+
+
+def pfs_read() -> str:
+    return str(repo_root() / "kernels" / "build" / "pfs_read")
+
+
+def file_bytes(sec: dict) -> int:
+    return sec["file_mib"] << 20
+
+
+def pfs_args(sec: dict, data_dir: Path, servers: int) -> list[str]:
+    vol = [x for v in volfiles(sec, data_dir, servers) for x in ("--volfile", v)]
+    return [*vol, "--strip-size", str(sec["strip_size_bytes"]), "--file", DATA_FILE]
+
+
+def in_client(sec: dict, argv: list[str]) -> list[str]:
+    """argv run on the client host: in its namespace on the netns cluster."""
+    if sec["cluster"]["kind"] == "netns":
+        return ["ip", "netns", "exec", client_name(sec), *argv]
+    return argv
+
+
+def policy_params(sec: dict, policy: str) -> dict:
+    """The variant's parameters: the configured ones, and the interfaces of this cluster."""
+    c = sec["cluster"]
+    params = dict(sec["policy_params"].get(policy) or {})
+    if c["kind"] == "netns":
+        params.setdefault("interfaces", f"{client_name(sec)}/eth0,{c['prefix']}-v1")
+        if policy == "sais_mark":
+            n = max(sec["servers"]) + 1
+            params.setdefault("server_interfaces", ",".join(f"{c['prefix']}-n{i}/eth0" for i in range(2, n + 1)))
+    else:
+        params.setdefault("interfaces", c["interfaces"])
+        if policy == "sais_mark":
+            params.setdefault("server_interfaces", c["server_interfaces"])
+    return params
+
+
+def monitors(cfg: dict) -> dict:
+    sec = section(cfg)
+    return {
+        "enabled": list(sec["monitors"]),
+        "interval_s": sec["monitor_interval_s"],
+        "perf_events": list(sec["perf_events"]),
+    }
+
+
+def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
+    sec = section(cfg)
+    read = [
+        pfs_read(),
+        *pfs_args(sec, data_dir, p["servers"]),
+        "--block-size",
+        str(file_bytes(sec)),
+        "--read",
+        "--transfer-size",
+        str(p["transfer_size_bytes"]),
+        "--compute-passes",
+        str(sec["compute_passes"]),
+        "--repetitions",
+        str(sec["read_repetitions"]),
+    ]
+    labels = {
+        "experiment": NAME,
+        "kind": "read",
+        "policy": p["policy"],
+        "servers": p["servers"],
+        "client_links": p["client_links"],
+        "transfer_size_bytes": p["transfer_size_bytes"],
+        "clients": p["clients"],
+        "rep": p["rep"],
+        "reader": "pfs_read",
+    }
+    jobs = [
+        {"name": f"client-{i}", "cmd": in_client(sec, read), "result": "json", "labels": {"client": i}}
+        for i in range(p["clients"])
+    ]
+    return {
+        "name": f"{NAME}-{run_name(p)}",
+        "labels": labels,
+        "jobs": jobs,
+        "scheduler": {"name": p["policy"], "params": policy_params(sec, p["policy"])},
+        "monitors": monitors(cfg),
+    }
+
+
+def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
+    """One sais_inmem run at one application: the thread pair gives P, the process pair M."""
+    sec = section(cfg)
+    pm = sec["pm"]
+    argv = [
+        str(repo_root() / "kernels" / "build" / "sais_inmem"),
+        "--mode",
+        mode,
+        "--apps",
+        "1",
+        "--files",
+        str(pm["files"]),
+        "--strip-size",
+        str(sec["strip_size_bytes"]),
+        "--request-size",
+        str(pm["request_size_bytes"]),
+        "--duration-s",
+        str(pm["duration_s"]),
+        "--dir",
+        pm["dir"],
+    ]
+    return {
+        "name": f"{NAME}-pm_{mode}_r{rep}",
+        "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "rep": rep},
+        "placement": {"slots_per_core": 1},
+        "jobs": [{"name": f"sais_inmem-{mode}", "cmd": argv, "result": "json"}],
+        "monitors": {"enabled": [], "interval_s": sec["monitor_interval_s"], "perf_events": list(sec["perf_events"])},
+    }
+
+
+def work_dir(specs_dir: Path, servers: int, links: int) -> Path:
+    """The group's cluster and file system state (corun.testbed.pfs_runs --work is its parent)."""
+    return specs_dir.parent / "work" / group_name(servers, links)
+
+
+def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path) -> dict:
+    """corun.testbed.pfs's configuration for one group."""
+    c = sec["cluster"]
+    out = {
+        "servers": servers,
+        "strip_size_bytes": sec["strip_size_bytes"],
+        "root": pfs_root(sec, data_dir),
+        "port": c["port"],
+        "state_dir": str((work / "pfs").resolve()),
+        "link": {"shape": sec["shape_links"], "rate_mbit": sec["link_rate_mbit"], "client_links": links},
+    }
+    if c["kind"] == "netns":
+        out["inventory"] = str((work / "cluster" / "inventory.yml").resolve())
+        out["netns_state"] = str((work / "cluster" / "state").resolve())
+    else:
+        out.update(inventory=str(Path(c["inventory"]).resolve()), group=c["group"], client=c["client"])
+    return out
+
+
+class Sais(Experiment):
+    name = NAME
+    rule_file = "sais.smk"
+    analysis = "analysis.sais"
+    host_runs = False  # a run needs the file system and cluster its group brings up
+
+    def check(self, cfg: dict, source: str) -> None:
+        sec = section(cfg)
+        if BASELINE not in sec["policies"]:
+            raise ConfigError(source, f"{NAME}.policies", sec["policies"], f"a list holding {BASELINE} (the baseline)")
+        for p in sec["policy_params"]:
+            if p not in sec["policies"]:
+                raise ConfigError(source, f"{NAME}.policy_params.{p}", p, "a policy of sais.policies")
+        strip = sec["strip_size_bytes"]
+        for i, t in enumerate(sec["transfer_sizes_bytes"]):
+            if t % 8 or file_bytes(sec) % t:
+                raise ConfigError(
+                    source,
+                    f"{NAME}.transfer_sizes_bytes[{i}]",
+                    t,
+                    f"a multiple of 8 bytes dividing file_mib ({file_bytes(sec)} bytes)",
+                )
+        if sec["pm"]["request_size_bytes"] % strip:
+            raise ConfigError(
+                source, f"{NAME}.pm.request_size_bytes", sec["pm"]["request_size_bytes"], f"a multiple of {strip}"
+            )
+        c = sec["cluster"]
+        if c["kind"] == "inventory":
+            if not c["inventory"]:
+                raise ConfigError(source, f"{NAME}.cluster.inventory", None, "an inventory (kind inventory)")
+            if not c["pfs_root"]:
+                raise ConfigError(
+                    source, f"{NAME}.cluster.pfs_root", None, "an absolute path on every host when kind is inventory"
+                )
+
+    def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
+        sec = section(cfg)
+        out: list[tuple[str, str, str | None, object]] = []
+        for i, p in enumerate(sec["policies"]):
+            out.append((f"{NAME}.policies[{i}]", p, None, None))
+            for k, v in (sec["policy_params"].get(p) or {}).items():
+                out.append((f"{NAME}.policy_params.{p}.{k}", p, k, v))
+        return out
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        sec = section(cfg)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        n = 0
+        group_list = []
+        client = client_name(sec)
+        for servers, links in groups(sec):
+            pts = points(sec, servers, links)
+            for p in pts:
+                spec = make_spec(cfg, p, data_dir)
+                atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(spec, sort_keys=False))
+            n += len(pts)
+            write = [
+                pfs_read(),
+                *pfs_args(sec, data_dir, servers),
+                "--block-size",
+                str(file_bytes(sec)),
+                "--write",
+            ]
+            group_list.append(
+                {
+                    "name": group_name(servers, links),
+                    "servers": servers,
+                    "client_links": links,
+                    "runs": [run_name(p) for p in pts],
+                    "cluster": {
+                        "kind": sec["cluster"]["kind"],
+                        "prefix": sec["cluster"]["prefix"],
+                        "subnet": sec["cluster"]["subnet"],
+                        "hosts": servers + 1,
+                        "client": client,
+                    },
+                    "pfs": pfs_config(sec, data_dir, servers, links, work_dir(out_dir, servers, links)),
+                    "volfiles": volfiles(sec, data_dir, servers),
+                    "write_cmd": in_client(sec, write),
+                }
+            )
+        for name in pm_names(sec):
+            _, mode, rep = name.split("_")
+            spec = make_pm_spec(cfg, mode, int(rep[1:]), data_dir)
+            atomic_write_text(out_dir / f"{name}.yaml", yaml.safe_dump(spec, sort_keys=False))
+            n += 1
+        atomic_write_json(out_dir / GROUPS_FILE, {"experiment": NAME, "groups": group_list})
+        return n
+
+    def group_runs(self, cfg: dict) -> dict[str, list[str]]:
+        sec = section(cfg)
+        return {group_name(s, ln): [run_name(p) for p in points(sec, s, ln)] for s, ln in groups(sec)}
+
+    def run_names(self, cfg: dict) -> list[str]:
+        sec = section(cfg)
+        return [r for rs in self.group_runs(cfg).values() for r in rs] + pm_names(sec)
+
+    def estimate(self, cfg: dict) -> dict:
+        sec = section(cfg)
+        per_read_s = file_bytes(sec) * sec["read_repetitions"] / (sec["link_rate_mbit"] * 1e6 / 8)
+        reads = sum(len(points(sec, s, ln)) for s, ln in groups(sec))
+        pm = len(pm_names(sec))
+        seconds = (
+            len(groups(sec)) * PFS_SETUP_S
+            + reads * (RUN_OVERHEAD_S + per_read_s * max(sec["clients"]))
+            + pm * (RUN_OVERHEAD_S + sec["pm"]["duration_s"])
+        )
+        return {"runs": reads + pm, "seconds": seconds, "k_dropped": []}
+
+
+EXPERIMENT = Sais()

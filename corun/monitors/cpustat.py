@@ -1,0 +1,194 @@
+"""cpustat monitor: CPU utilisation, softirq time and receive processing per CPU.
+
+What `sar -P ALL -u ALL` and `sar -I` / `sar -n SOFT` report, read straight from the kernel: a
+thread samples every interval (paced as in base.SampledMonitor)
+
+- ``/proc/stat``: each CPU's cumulative user, nice, system, idle, iowait, irq, softirq and steal
+  time in USER_HZ ticks;
+- ``/proc/softirqs``: each CPU's NET_RX and NET_TX softirq count;
+- ``/proc/net/softnet_stat``: each CPU's packets processed (first column) and dropped (second),
+  one line per possible CPU (the CPU number is the last column on kernels >= 5.10, else the
+  line's index);
+
+and appends one row per CPU to ``cpustat.csv``. Paper 004 reads where receive processing ran
+from these counters (docs/schedulers/irq_steering.md).
+
+Tidy columns, per CPU and interval (the first sample has no delta and is dropped):
+``user_pct``, ``system_pct``, ``irq_pct``, ``softirq_pct``, ``iowait_pct``, ``idle_pct``,
+``busy_pct`` (100 - idle - iowait), as shares of the CPU's ticks in the interval;
+``net_rx_per_s``, ``net_tx_per_s`` (softirqs), ``softnet_processed_per_s``, ``softnet_dropped_per_s``.
+
+Missing, never zero: an unreadable file -> missing(cpustat_<file>) and its columns NaN.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from corun.errors import missing
+from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
+
+NAME = "cpustat"
+RAW_FILE = "cpustat.csv"
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+RAW_FIELDS = [
+    "epoch_s",
+    "monotonic_s",
+    "cpu",
+    *(f"{f}_ticks" for f in STAT_FIELDS),
+    "net_rx",
+    "net_tx",
+    "softnet_processed",
+    "softnet_dropped",
+]
+
+COLUMNS = [
+    "time_epoch_s",
+    "t_s",
+    "cpu",
+    "user_pct",
+    "system_pct",
+    "irq_pct",
+    "softirq_pct",
+    "iowait_pct",
+    "idle_pct",
+    "busy_pct",
+    "net_rx_per_s",
+    "net_tx_per_s",
+    "softnet_processed_per_s",
+    "softnet_dropped_per_s",
+    "interval_s",
+]
+
+
+def parse_stat(text: str) -> dict[int, dict[str, int]]:
+    """``cpuN user nice system idle iowait irq softirq steal ...`` lines -> {cpu: {field: ticks}}."""
+    out: dict[int, dict[str, int]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or not parts[0].startswith("cpu") or parts[0] == "cpu":
+            continue
+        values = [int(v) for v in parts[1 : 1 + len(STAT_FIELDS)]]
+        values += [0] * (len(STAT_FIELDS) - len(values))
+        out[int(parts[0][3:])] = dict(zip(STAT_FIELDS, values))
+    return out
+
+
+def parse_softirqs(text: str) -> dict[int, dict[str, int]]:
+    """/proc/softirqs -> {cpu: {"net_rx": n, "net_tx": n}} (the header names the CPUs)."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    cpus = [int(c[3:]) for c in lines[0].split()]
+    out: dict[int, dict[str, int]] = {c: {} for c in cpus}
+    for line in lines[1:]:
+        parts = line.split()
+        if not parts or parts[0] not in ("NET_RX:", "NET_TX:"):
+            continue
+        key = parts[0][:-1].lower()
+        for c, v in zip(cpus, parts[1:]):
+            out[c][key] = int(v)
+    return out
+
+
+def parse_softnet(text: str) -> dict[int, dict[str, int]]:
+    """/proc/net/softnet_stat (hex columns) -> {cpu: {"softnet_processed", "softnet_dropped"}}."""
+    out: dict[int, dict[str, int]] = {}
+    for i, line in enumerate(text.splitlines()):
+        cols = line.split()
+        if len(cols) < 2:
+            continue
+        cpu = int(cols[12], 16) if len(cols) >= 13 else i
+        out[cpu] = {"softnet_processed": int(cols[0], 16), "softnet_dropped": int(cols[1], 16)}
+    return out
+
+
+class CpustatMonitor(SampledMonitor):
+    name = NAME
+    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
+    raw_csv = RAW_FILE
+    purpose = "CPU utilisation, softirq time and receive processing per CPU"
+
+    def __init__(self, ctx: MonitorContext, proc: Path = Path("/proc")):
+        super().__init__(ctx)
+        self.proc = Path(proc)
+
+    def begin(self) -> list[str] | None:
+        self._meta.update(proc=str(self.proc), user_hz=os.sysconf("SC_CLK_TCK"), unreadable={})
+        if not (self.proc / "stat").is_file():
+            self._meta["unavailable"] = f"cpustat: no {self.proc / 'stat'}"
+            return None
+        return RAW_FIELDS
+
+    def _read(self, rel: str, parse) -> dict[int, dict[str, int]]:
+        try:
+            return parse((self.proc / rel).read_text())
+        except (OSError, ValueError, IndexError) as exc:
+            self._meta["unreadable"][rel] = f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
+            return {}
+
+    def sample(self) -> None:
+        now, mono = time.time(), time.monotonic()
+        stat = self._read("stat", parse_stat)
+        soft = self._read("softirqs", parse_softirqs)
+        net = self._read("net/softnet_stat", parse_softnet)
+        for cpu in sorted(stat):
+            row = {"epoch_s": repr(now), "monotonic_s": repr(mono), "cpu": cpu}
+            row.update({f"{k}_ticks": v for k, v in stat[cpu].items()})
+            row.update(soft.get(cpu, {}))
+            row.update(net.get(cpu, {}))
+            self._writer.writerow(row)
+        self._file.flush()
+
+    @classmethod
+    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+        return parse_cpustat(raw_dir, t0_epoch)
+
+
+def parse_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+    """Tidy per-CPU table from cpustat.csv (+ meta); see COLUMNS."""
+    raw_dir = Path(raw_dir)
+    meta = read_meta(raw_dir, NAME)
+    empty = finish_table(pd.DataFrame(), COLUMNS, t0_epoch)
+    if meta.get("unavailable"):
+        return empty, [missing(NAME, meta["unavailable"], NAME)]
+    try:
+        raw = pd.read_csv(raw_dir / RAW_FILE)
+    except (OSError, ValueError) as exc:
+        return empty, [missing(NAME, f"cpustat: no readable {RAW_FILE} ({type(exc).__name__})", NAME)]
+    unreadable = meta.get("unreadable", {})
+    records = [missing(f"cpustat_{k.replace('/', '_')}", f"cpustat: {k}: {v}", NAME) for k, v in unreadable.items()]
+    if meta.get("sampling_error"):
+        records.append(missing(NAME, f"cpustat: sampling stopped early ({meta['sampling_error']})", NAME))
+    tables = []
+    for cpu, rows in raw.groupby("cpu", sort=True):
+        rows = rows.sort_values("monotonic_s")
+        d = rows.astype(float).diff()
+        ticks = sum(d[f"{f}_ticks"] for f in STAT_FIELDS)
+        dt = d["monotonic_s"]
+        t = pd.DataFrame(
+            {
+                "time_epoch_s": rows["epoch_s"].astype(float),
+                "cpu": int(cpu),
+                "user_pct": 100 * (d["user_ticks"] + d["nice_ticks"]) / ticks,
+                "system_pct": 100 * d["system_ticks"] / ticks,
+                "irq_pct": 100 * d["irq_ticks"] / ticks,
+                "softirq_pct": 100 * d["softirq_ticks"] / ticks,
+                "iowait_pct": 100 * d["iowait_ticks"] / ticks,
+                "idle_pct": 100 * d["idle_ticks"] / ticks,
+                "busy_pct": 100 * (ticks - d["idle_ticks"] - d["iowait_ticks"]) / ticks,
+                "net_rx_per_s": d["net_rx"] / dt,
+                "net_tx_per_s": d["net_tx"] / dt,
+                "softnet_processed_per_s": d["softnet_processed"] / dt,
+                "softnet_dropped_per_s": d["softnet_dropped"] / dt,
+                "interval_s": dt,
+            }
+        ).iloc[1:]
+        tables.append(t)
+    df = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    return finish_table(df, COLUMNS, t0_epoch), records

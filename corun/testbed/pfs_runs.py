@@ -1,0 +1,178 @@
+"""Run a group of run specs against the parallel file system brought up for them.
+
+    python -m corun.testbed.pfs_runs --groups SPECS/groups.json --group NAME --specs SPECS
+        --runs RUNS --work WORK [--done FILE]
+
+`groups.json` (written by an experiment's specs step, e.g. corun.experiments.sais) describes each
+group: the cluster (`kind` netns: a netns cluster of `hosts` hosts this command starts with
+scripts/netns-cluster and ends; `kind` inventory: the inventory's hosts, left running), the file
+system's configuration (corun.testbed.pfs), the client volfiles the specs name, the command that
+writes the file the runs read, and the runs. In that order: cluster up, file system up, the
+volfiles checked against the layout, the file written, then each run with `corun run` on the
+client host (corun.testbed.hosts.run_on_host) into RUNS/<run>; then, always, the file system
+down and the cluster down, newest first, also after an error, SIGTERM or Ctrl-C. A netns
+cluster or file system left in WORK by an earlier killed attempt at any group is taken down
+first.
+
+Runs already finished (RUNS/<run>/metadata.json) are kept; a run that fails ends the group
+with its error after the teardown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from corun.errors import CorunError, one_line_errors
+from corun.testbed import hosts as hostmod
+from corun.testbed import inventory
+from corun.util import atomic_write_json, repo_root
+
+CLUSTER = "scripts/netns-cluster"
+
+
+class Stop(CorunError):
+    pass
+
+
+def _raise_stop(signum, frame):  # only raises; the teardown runs in the finally below
+    raise Stop(f"pfs_runs: stopped by signal {signum}; the file system and the cluster are down", 128 + signum)
+
+
+def _run(argv: list[str], what: str, timeout: float = 900) -> str:
+    res = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, cwd=repo_root(), stdin=subprocess.DEVNULL
+    )
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or res.stdout.strip().splitlines() or ["?"])[-1]
+        raise CorunError(f"pfs_runs: {what} failed (exit {res.returncode}): {last}")
+    return res.stdout
+
+
+def cluster_argv(work: Path, *args: str) -> list[str]:
+    return [sys.executable, str(repo_root() / CLUSTER), "--state-dir", str(work / "cluster" / "state"), *args]
+
+
+def pfs_argv(cfg_file: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg_file), *args]
+
+
+def log(msg: str) -> None:
+    print(f"pfs_runs: {time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+def teardown(work: Path, cfg_file: Path, netns: bool) -> list[str]:
+    """File system down, then the cluster; each step tried even if the one before failed."""
+    errors = []
+    if (work / "pfs" / "journal.json").exists() and cfg_file.exists():
+        try:
+            _run(pfs_argv(cfg_file, "down"), "pfs down")
+            log("file system down")
+        except CorunError as exc:
+            errors.append(str(exc))
+    if netns and (work / "cluster" / "state" / "state.json").exists():
+        try:
+            _run(cluster_argv(work, "down"), "netns-cluster down")
+            log("netns cluster down")
+        except CorunError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
+    netns = group["cluster"]["kind"] == "netns"
+    work.mkdir(parents=True, exist_ok=True)
+    cfg_file = work / "pfs.yaml"
+    left = teardown(work, cfg_file, netns)  # an earlier attempt killed before its teardown
+    if left:
+        raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
+    cfg_file.write_text(yaml.safe_dump(group["pfs"], sort_keys=False))
+    done = []
+    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        if netns:
+            c = group["cluster"]
+            inv = Path(group["pfs"]["inventory"])
+            args = ["up", str(c["hosts"]), "--prefix", c["prefix"], "--subnet", c["subnet"], "--inventory", str(inv)]
+            _run(cluster_argv(work, *args), "netns-cluster up")
+            log(f"netns cluster up: {c['hosts']} hosts, prefix {c['prefix']}, {c['subnet']}")
+        _run(pfs_argv(cfg_file, "up"), "pfs up")
+        lay = json.loads((Path(group["pfs"]["state_dir"]) / "layout.json").read_text())
+        if lay["volfiles"] != group["volfiles"]:
+            raise CorunError(f"pfs_runs: layout volfiles {lay['volfiles']} (expected the specs' {group['volfiles']})")
+        log(f"file system up: {group['servers']} servers, {group['client_links']} client link(s)")
+        client = client_host(group)
+        _run(client.command(group["write_cmd"]), "writing the file")
+        log("file written")
+        for name in group["runs"]:
+            out = runs / name
+            if (out / "metadata.json").exists():
+                done.append(name)
+                continue
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
+            t0 = time.monotonic()
+            hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+            done.append(name)
+            log(f"{name}: {time.monotonic() - t0:.1f} s")
+    finally:
+        errors = teardown(work, cfg_file, netns)
+        for s, h in old.items():
+            signal.signal(s, h)
+    if errors:
+        raise CorunError(errors[0])
+    return done
+
+
+def client_host(group: dict) -> inventory.Host:
+    """The host the runs run on: this machine on the netns cluster (the jobs enter the client's
+    namespace themselves), else the inventory's client host."""
+    if group["cluster"]["kind"] == "netns":
+        return inventory.Host(name="localhost", address="localhost", local=True)
+    pfs = group["pfs"]
+    hosts = inventory.load(pfs["inventory"], pfs.get("group", "testbed"))
+    by = {h.name: h for h in hosts}
+    name = group["cluster"]["client"]
+    if name not in by:
+        raise CorunError(f"pfs_runs: client {name!r} is not a host of {pfs['inventory']}")
+    return by[name]
+
+
+@one_line_errors
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", required=True, type=Path, help="groups.json of the specs step")
+    ap.add_argument("--group", required=True, help="the group's name")
+    ap.add_argument("--specs", required=True, type=Path, help="folder of the run specs")
+    ap.add_argument("--runs", required=True, type=Path, help="folder the run folders go to")
+    ap.add_argument("--work", required=True, type=Path, help="folder for the cluster's and file system's state")
+    ap.add_argument("--done", type=Path, help="written at the end: the group's runs and wall time (JSON)")
+    a = ap.parse_args(argv)
+    doc = json.loads(a.groups.read_text())
+    by = {g["name"]: g for g in doc["groups"]}
+    if a.group not in by:
+        raise CorunError(f"pfs_runs: --group: {a.group!r} (expected one of {', '.join(by)})")
+    t0 = time.monotonic()
+    for other in sorted(a.work.glob("*/pfs.yaml")) if a.work.is_dir() else []:
+        # what a killed attempt at any group left (the groups share the cluster's names)
+        left = teardown(other.parent, other, True)
+        if left:
+            raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
+    done = run_group(by[a.group], a.specs, a.runs, a.work / a.group)
+    wall = time.monotonic() - t0
+    log(f"group {a.group}: {len(done)} runs in {wall:.1f} s")
+    if a.done:
+        atomic_write_json(a.done, {"group": a.group, "runs": done, "wall_s": wall})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
