@@ -47,6 +47,7 @@ sys.path.insert(0, str(REPO))
 
 from corun.errors import ConfigError, CorunError  # noqa: E402
 from corun.machine import rotating_disk as rd  # noqa: E402
+from corun.machine.device import device_of  # noqa: E402
 from corun.machine.state import Journal  # noqa: E402
 from corun.util import atomic_write_json  # noqa: E402
 
@@ -364,8 +365,6 @@ def preset_model(preset: str) -> dict:
 def check_real(device: str, folder: Path, need_bytes: int) -> str:
     """The real device and the folder on it, checked; returns the device's name. One-line
     ConfigError otherwise."""
-    from corun.machine.device import device_of
-
     if not Path(device).is_block_device():
         raise ConfigError("options", "--device", device, "a block device such as /dev/sdb")
     if not folder.is_dir():

@@ -10,7 +10,7 @@ from corun.machine import (
     cgroup,  # noqa: F401 - registers its undo handlers
     rotating_disk,  # noqa: F401 - registers the emulated disk's undo handlers
 )
-from corun.machine.state import journal_alive, run_undo, state_dir
+from corun.machine.state import journal_alive, lock_file, run_undo, state_dir
 
 
 def recover_stale(directory: Path | None = None) -> list[str]:
@@ -30,7 +30,7 @@ def recover_stale(directory: Path | None = None) -> list[str]:
             if err:
                 errs.append(err)
         path.unlink(missing_ok=True)
-        path.with_name(path.name.removesuffix(".journal.json") + ".lock").unlink(missing_ok=True)
+        lock_file(path).unlink(missing_ok=True)
         msg = f"recovered run {data.get('run_id')}: undid {len(data.get('actions', []))} change(s)"
         if errs:
             msg += " with errors: " + "; ".join(errs)

@@ -53,7 +53,7 @@ class Journal:
         self.starttime = proc_starttime(self.pid)
         # held for the journal's life: a runner that is alive in another pid namespace sharing
         # this directory (a container, the CI) has a pid that means nothing here, but its lock holds
-        self.lock_path = self.dir / f"{run_id}.lock"
+        self.lock_path = lock_file(self.path)
         self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         self._save()
@@ -119,10 +119,15 @@ class Journal:
             self._lock_fd = None
 
 
+def lock_file(journal: Path) -> Path:
+    """The liveness lock beside a journal: <run>.lock for <run>.journal.json."""
+    return journal.with_name(journal.name.removesuffix(".journal.json") + ".lock")
+
+
 def journal_alive(path: Path, data: dict) -> bool:
     """Whether the runner of the journal at PATH (content DATA) is alive: its lock is held, or
     (a journal without a lock file) its pid is the same process."""
-    lock = path.with_name(path.name.removesuffix(".journal.json") + ".lock")
+    lock = lock_file(path)
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
