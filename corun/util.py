@@ -34,6 +34,9 @@ def lazy_module(name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    if parent:  # as the import system does: a submodule is an attribute of its package
+        setattr(sys.modules[parent], child, module)
     return module
 
 
