@@ -24,7 +24,10 @@ $(STAMP): requirements.txt pyproject.toml scripts/bootstrap.sh
 	sh scripts/bootstrap.sh
 	touch $@
 
+# byte-compiled once here, so that no run compiles corun's modules again (even where
+# PYTHONDONTWRITEBYTECODE keeps Python from caching them itself); quick when up to date
 setup: $(STAMP)
+	$(BIN)/python -m compileall -q corun analysis >/dev/null
 
 provision: setup
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml $(ANSIBLE_ARGS)

@@ -3,14 +3,41 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+
+def lazy_module(name: str) -> types.ModuleType:
+    """The module `name`, executed at the first access to one of its attributes, not here.
+
+    The monitors' parsers need numpy and pandas (about 0.3 s to import) only after a run's jobs
+    have ended; loaded lazily, a run does not pay for them before its jobs start, and the runner
+    loads them (`corun.monitors.base.load_parsers`) while the monitors stop. A module already
+    imported is returned as it is.
+    """
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    if parent:  # as the import system does: a submodule is an attribute of its package
+        setattr(sys.modules[parent], child, module)
+    return module
 
 
 @contextlib.contextmanager

@@ -1,5 +1,7 @@
-"""The Python tree is formatted by `ruff format` and clean under `ruff check` (pyproject.toml)."""
+"""The Python tree is formatted by `ruff format` and clean under `ruff check` (pyproject.toml);
+corun and analysis import at the top of their modules only (docs/architecture.md)."""
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -19,3 +21,18 @@ def test_python_tree_is_formatted_by_ruff():
 def test_python_tree_passes_ruff_check():
     res = ruff("check", "--output-format", "concise", ".")
     assert res.returncode == 0, f"ruff check (pyproject.toml [tool.ruff]):\n{res.stdout}{res.stderr}"
+
+
+def test_corun_and_analysis_import_at_module_level_only():
+    """No import inside a function: a cycle is fixed by the layering, and a costly module is
+    loaded on first use with corun.util.lazy_module, not hidden in a function."""
+    found = []
+    for path in sorted([*ROOT.glob("corun/**/*.py"), *ROOT.glob("analysis/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found += [
+                    f"{path.relative_to(ROOT)}:{sub.lineno}: {ast.unparse(sub)}"
+                    for sub in ast.walk(node)
+                    if isinstance(sub, (ast.Import, ast.ImportFrom))
+                ]
+    assert not found, "imports inside functions:\n" + "\n".join(found)

@@ -22,6 +22,9 @@ from corun.machine.recovery import recover_stale
 from corun.results import metadata
 from corun.run import schedulers
 from corun.run.runner import Runner, load_spec, run_spec_file
+from corun.util import lazy_module
+
+importlib_metadata = lazy_module("importlib.metadata")  # about 0.1 s: loaded when a plugin command may be asked for
 
 BUILTIN = ("run", "validate", "topology", "sched", "recover", "metadata", "doctor", "archive", "verify", "publish")
 
@@ -108,9 +111,7 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     add_doctor_parser(sub)
     add_result_commands(sub)  # archive, verify, publish
     if plugins:
-        from importlib.metadata import entry_points  # about 0.1 s: only when a plugin command may be asked for
-
-        for ep in entry_points(group="corun.commands"):
+        for ep in importlib_metadata.entry_points(group="corun.commands"):
             try:
                 add = ep.load()  # analysis.cli: compare, index, campaign
             except ImportError:

@@ -12,10 +12,12 @@ import json
 import sys
 from pathlib import Path
 
+from corun.util import lazy_module
+
+archive = lazy_module("corun.results.archive")  # packing and hashing: loaded when one of these commands runs
+
 
 def _cmd_archive(a) -> int:
-    from corun.results import archive  # packing and hashing: loaded only for these commands
-
     res = archive.archive(
         Path(a.campaign_dir),
         Path(a.out),
@@ -38,8 +40,6 @@ def _cmd_archive(a) -> int:
 
 
 def _cmd_verify(a) -> int:
-    from corun.results import archive  # packing and hashing: loaded only for these commands
-
     problems, n = archive.verify(Path(a.archive))
     for p in problems:
         print(f"corun: {a.archive}: {p}", file=sys.stderr)
@@ -50,8 +50,6 @@ def _cmd_verify(a) -> int:
 
 
 def _cmd_publish(a) -> int:
-    from corun.results import archive  # packing and hashing: loaded only for these commands
-
     res = archive.publish(
         Path(a.archive),
         sandbox=a.sandbox,

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corun.errors import ConfigError, CorunError
+from corun.machine.device import device_of
 from corun.machine.state import Journal, state_dir, undo_handler
 from corun.util import proc_starttime
 
@@ -750,8 +751,6 @@ class RunDevice:
             if mode == "format":
                 _check_mount_target(dspec["path"], source)
             else:
-                from ..device import device_of
-
                 on = device_of(dspec["path"], source, "device.path")
                 want = Path(os.path.realpath(blk["path"])).name
                 if want not in (on.name, on.partition):

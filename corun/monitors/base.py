@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
-import pandas as pd
+from corun.util import atomic_write_json, lazy_module
 
-from corun.util import atomic_write_json
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
 
 DEFAULT_PERF_EVENTS = ["LLC-load-misses", "LLC-store-misses", "cycles", "instructions"]
 
@@ -392,3 +392,9 @@ def first_line(text: str | None) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def load_parsers() -> None:
+    """Load numpy and pandas, which the parsers use (lazy_module defers them until now)."""
+    np.nan  # noqa: B018 - the attribute access executes the module
+    pd.DataFrame  # noqa: B018

@@ -27,10 +27,11 @@ import os
 import time
 from pathlib import Path
 
-import pandas as pd
-
 from corun.errors import missing
 from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
+from corun.util import lazy_module
+
+pd = lazy_module("pandas")
 
 NAME = "cpustat"
 RAW_FILE = "cpustat.csv"

@@ -32,9 +32,6 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from corun.errors import missing
 from corun.monitors.base import (
     MonitorContext,
@@ -46,6 +43,10 @@ from corun.monitors.base import (
     refine_whole_seconds,
     whole_seconds_interval,
 )
+from corun.util import lazy_module
+
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
 
 NAME = "iostat"
 RAW_FILE = "iostat.json"

@@ -50,11 +50,12 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from corun.errors import missing
 from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
+from corun.util import lazy_module
+
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
 
 NAME = "memory"
 RAW_FILE = "memory.csv"

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from corun.errors import missing
 from corun.monitors.base import MonitorContext, ProcessMonitor, finish_table, read_meta, read_text
+from corun.util import lazy_module
+
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
 
 NAME = "perf"
 RAW_FILE = "perf.csv"

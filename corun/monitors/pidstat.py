@@ -20,9 +20,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from corun.errors import missing
 from corun.monitors.base import (
     MonitorContext,
@@ -34,6 +31,10 @@ from corun.monitors.base import (
     refine_whole_seconds,
     whole_seconds_interval,
 )
+from corun.util import lazy_module
+
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
 
 NAME = "pidstat"
 RAW_FILE = "pidstat.txt"

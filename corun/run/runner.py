@@ -40,6 +40,8 @@ from corun.machine import topology
 from corun.machine.recovery import recover_stale
 from corun.machine.rotating_disk import RunDevice
 from corun.machine.state import Journal, state_dir
+from corun.monitors import MonitorContext, make_monitors
+from corun.monitors.base import load_parsers, wait_started
 from corun.results import metadata
 from corun.run import cluster as clu
 from corun.run.placement import Placer, Slot
@@ -136,6 +138,7 @@ class Runner:
         self.jobs: list[Job] = []
         self.running: dict[int, Job] = {}
         self.waiters: list[threading.Thread] = []
+        self.parsers_loading: threading.Thread | None = None  # numpy and pandas, loaded at teardown
         self.job_events_fh = None
 
     # ---------------------------------------------------------------- checks
@@ -211,9 +214,7 @@ class Runner:
         mon = spec["monitors"]
         self.raw_dir = self.tmp / "monitors"
         self.mon_ctx, self.monitors = None, []
-        if mon["enabled"]:  # the monitors' parsers bring pandas: imported only for runs that have monitors
-            from corun.monitors import MonitorContext, make_monitors  # tools checked here (MissingTool)
-
+        if mon["enabled"]:  # tools checked here (MissingTool)
             self.mon_ctx = MonitorContext(
                 raw_dir=self.raw_dir,
                 interval_s=mon["interval_s"],
@@ -399,8 +400,6 @@ class Runner:
         collect = threading.Thread(target=self._collect_host, name="metadata", daemon=True)
         collect.start()
         if self.monitors:  # let the monitors' own start-up pass before the first job starts
-            from corun.monitors.base import wait_started  # loaded with the monitors above
-
             settle_s = self.spec["monitors"]["settle_s"]
             waited = wait_started(self.monitors, settle_s)
             self.meta["monitors_settle"] = {"waited_s": round(waited, 4), "limit_s": settle_s}
@@ -662,6 +661,9 @@ class Runner:
     # ---------------------------------------------------------------- teardown
     def _teardown(self) -> None:
         errors = self.meta["teardown_errors"]
+        if getattr(self, "monitors", None):  # the jobs are over: the parsers' libraries load while all stops
+            self.parsers_loading = threading.Thread(target=load_parsers, name="load-parsers", daemon=True)
+            self.parsers_loading.start()
         grace = self.spec["kill_grace_s"]
         if self.running:
             for job in self.running.values():
@@ -737,6 +739,8 @@ class Runner:
         missing: list[dict] = []
         tidy = self.tmp / "tidy"
         tidy.mkdir(exist_ok=True)
+        if self.parsers_loading is not None:
+            self.parsers_loading.join()
         for m in self.monitors:
             try:
                 df, miss = m.parse(t0)
