@@ -25,6 +25,9 @@
 
 #include "policy.h"
 
+/* The layout GlusterFS was built with: lock-free atomics (no mutex inside gf_atomic_t). */
+_Static_assert(sizeof(gf_atomic_t) == sizeof(int64_t), "gf_atomic_t: build with HAVE_ATOMIC_BUILTINS");
+
 #define CONTROL_CHECK_NS 100000000ull
 #define STATUS_EVERY_NS 1000000000ull
 #define PATH_LEN 1024
