@@ -8,6 +8,7 @@ it and its translator's control and status files. `apply` records what it will c
 fresh generation and `reset=1`, and waits until every server's status file reports that
 generation. `verify` reads every status file back: the generation, the policy and each
 parameter in effect, no control error, written within the last STATUS_MAX_AGE_S seconds.
+`{dir}` in a path parameter (trace, trace_record) is each server's own folder.
 `restore` writes `policy=fifo` (the stock server) wherever `apply` wrote, then removes the
 state; with no state it does nothing. `status` prints every server's status document.
 
@@ -109,6 +110,7 @@ def targets(pfs_state: str) -> list[dict]:
                         "server": s["index"],
                         "host": s["host"],
                         "xlator": x["name"],
+                        "dir": s["dir"],
                         "control_file": x["options"]["control-file"],
                         "status_file": x["options"]["status-file"],
                     }
@@ -157,8 +159,8 @@ def check_status(t: dict, doc: dict | None, policy: str, params: dict, generatio
     for k, v in params.items():
         if k in INT_KEYS and doc.get("params", {}).get(k) != v:
             return f"{where}: {k} {doc.get('params', {}).get(k)!r} (expected {v})"
-    if "trace" in params and (doc.get("trace") or "") != params["trace"]:
-        return f"{where}: trace {doc.get('trace')!r} (expected {params['trace']!r})"
+    if "trace" in params and (doc.get("trace") or "") != fill(params["trace"], t):
+        return f"{where}: trace {doc.get('trace')!r} (expected {fill(params['trace'], t)!r})"
     if params.get("trace") and doc.get("trace_error"):
         return f"{where}: trace error: {doc['trace_error']}"
     age = time.time() - float(doc.get("updated_unix", 0))
@@ -167,9 +169,14 @@ def check_status(t: dict, doc: dict | None, policy: str, params: dict, generatio
     return None
 
 
+def fill(value, t: dict):
+    """{dir} in a path value: that server's folder ({root}/{host} of the pfs configuration)."""
+    return value.replace("{dir}", t["dir"]) if isinstance(value, str) else value
+
+
 def write_all(ts: list[dict], text: str) -> None:
     for t in ts:
-        res = remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=text, check=False)
+        res = remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=fill(text, t), check=False)
         if res.returncode != 0:
             err = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SchedError(f"pfs_sched: server {t['server']} ({t['host']['name']}): {t['control_file']}: {err}")

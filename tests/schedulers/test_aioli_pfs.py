@@ -80,12 +80,18 @@ def sched(*args):
     return run([*SCHED, *args], timeout=120)
 
 
-def statuses(layout):
-    out = []
-    for s in layout["servers"]:
-        (x,) = [x for x in s["xlators"] if x["type"] == "corun/aioli"]
-        out.append(json.loads(Path(x["options"]["status-file"]).read_text()))
-    return out
+def statuses(layout, after=None):
+    """Every server's status document; with `after`, written after that time (it is rewritten
+    every second)."""
+    deadline = time.monotonic() + 5
+    while True:
+        out = []
+        for s in layout["servers"]:
+            (x,) = [x for x in s["xlators"] if x["type"] == "corun/aioli"]
+            out.append(json.loads(Path(x["options"]["status-file"]).read_text()))
+        if after is None or all(d["updated_unix"] > after for d in out) or time.monotonic() > deadline:
+            return out
+        time.sleep(0.1)
 
 
 def test_volfile_options_and_status(fs):
@@ -116,7 +122,7 @@ def test_reads_and_writes_checked_under_each_policy(fs, netns, kernels_built, tm
         "--block-size 128K --transfer-size 64K",
     )
     assert out["checked"] and out["mismatched_words"] == 0
-    docs = statuses(layout)
+    docs = statuses(layout, after=time.time())
     c = [d["counters"] for d in docs]
     assert sum(x["requests"]["read"] for x in c) > 0 and sum(x["requests"]["write"] for x in c) > 0
     if policy == "fifo":
@@ -144,7 +150,7 @@ def test_aioli_aggregates_concurrent_contiguous_readers(fs, netns, kernels_built
         "--file /agg.dat --read --check --tasks 8 --segments 16 --block-size 64K --transfer-size 64K",
     )
     assert out["mismatched_words"] == 0
-    c = [d["counters"] for d in statuses(layout)]
+    c = [d["counters"] for d in statuses(layout, after=time.time())]
     assert sum(x["aggregations"] for x in c) > 0, c
     assert sum(sum(x["agg_performed"][1:]) for x in c) > 0
     assert sum(x["requests"]["read"] for x in c) == 8 * 16
@@ -238,18 +244,25 @@ def test_restore_after_sigkill_via_recover(fs, tmp_path):
 
 def test_app_aware_reads_a_recorded_trace(fs, netns, kernels_built, tmp_path):
     _, _, pfs_state, layout = fs
-    s0 = layout["servers"][0]
-    trace = Path(s0["dir"]) / "arrivals.trace"
+    # Every server records its arrivals since up (the volfile's trace-record {dir}/arrivals.trace):
+    # an earlier run of the same reads under fifo; the recording is flushed every second.
+    pattern = "--tasks 4 --segments 8 --block-size 64K --transfer-size 64K"
+    pfs_read(netns, kernels_built, layout, f"--file /trace.dat --write --read {pattern}")
+    time.sleep(1.5)
     res = sched("apply", "--policy", "app_aware", "--pfs-state", str(pfs_state), "--state", str(tmp_path / "s.json"),
-                "--set", f"trace={trace}", "--set", "app_req_cost_us=100000", "--set", "app_wait_max_us=5000")  # fmt: skip
+                "--set", "trace={dir}/arrivals.trace", "--set", "app_req_cost_us=100000",
+                "--set", "app_wait_max_us=5000")  # fmt: skip
     assert res.returncode == 0, res.stderr
-    (doc,) = [d for d in statuses(layout) if d["trace"] == str(trace)]
-    assert doc["trace_entries"] > 0 and doc["trace_error"] is None
+    docs = statuses(layout)
+    assert [d["trace"] for d in docs] == [f"{s['dir']}/arrivals.trace" for s in layout["servers"]]
+    assert all(d["trace_entries"] >= 32 and d["trace_error"] is None for d in docs)
     out = pfs_read(
         netns,
         kernels_built,
         layout,
-        "--file /agg.dat --read --check --tasks 4 --segments 8 --block-size 64K --transfer-size 64K",
+        f"--file /trace.dat --read --check {pattern}",
     )
     assert out["mismatched_words"] == 0
+    c = [d["counters"] for d in statuses(layout, after=time.time())]
+    assert sum(x["waits"]["taken"] for x in c) > 0, c
     assert sched("restore", "--state", str(tmp_path / "s.json")).returncode == 0
