@@ -6,7 +6,8 @@
  *
  * STREAM (default stdin) has one request per line, "t_us file r|w offset size" ('#' starts a
  * comment), in arrival order; the same format as the translator's recorded trace. A dispatch
- * occupies the child for service-us + size x service-us-per-mib. Exit 0 ok, 1 runtime error,
+ * occupies the child for service-us + size x service-us-per-mib. The last line is {"summary":
+ * the policy, params and counters as in the status file}. Exit 0 ok, 1 runtime error,
  * 2 usage. */
 #include "policy.h"
 
@@ -238,7 +239,7 @@ int main(int argc, char **argv) {
             break;
         now = t > now ? t : now;
     }
-    printf("{\"counters\": {");
+    printf("{\"summary\": {");
     aioli_write_json(c, stdout);
     printf("}}\n");
     int left = aioli_queued(c) != 0;
