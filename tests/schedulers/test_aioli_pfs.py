@@ -48,7 +48,9 @@ def fs(netns, tmp_path_factory):
         "brick": {"backend": "dir"},
         "link": {"shape": False},
         "port": 24019,
-        "server_xlators": [{"name": "corun-aioli", "type": "corun/aioli", "options": {"trace-record": "{dir}/arrivals.trace"}}],
+        "server_xlators": [
+            {"name": "corun-aioli", "type": "corun/aioli", "options": {"trace-record": "{dir}/arrivals.trace"}}
+        ],
     }
     path = base / "pfs.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -219,7 +221,14 @@ def test_restore_after_sigkill_via_recover(fs, tmp_path):
     env = dict(os.environ, CORUN_STATE_DIR=str(tmp_path / "run"), PYTHONPATH=str(REPO))
     (tmp_path / "sched").mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, "aioli_no_wait", repr({"pfs_state_dir": str(pfs_state)}), str(tmp_path / "sched")],
+        [
+            sys.executable,
+            "-c",
+            RUNNER,
+            "aioli_no_wait",
+            repr({"pfs_state_dir": str(pfs_state)}),
+            str(tmp_path / "sched"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

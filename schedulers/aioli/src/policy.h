@@ -10,44 +10,45 @@
 #include <stdio.h>
 
 enum aioli_policy {
-    AIOLI_FIFO = 0,
-    AIOLI_AIOLI,
-    AIOLI_NO_WAIT,
-    AIOLI_NO_AGG,
-    AIOLI_TIME_ORDER_AGG,
-    AIOLI_APP_AWARE,
-    AIOLI_NPOLICIES
+	AIOLI_FIFO = 0,
+	AIOLI_AIOLI,
+	AIOLI_NO_WAIT,
+	AIOLI_NO_AGG,
+	AIOLI_TIME_ORDER_AGG,
+	AIOLI_APP_AWARE,
+	AIOLI_NPOLICIES
 };
 
 enum aioli_op { AIOLI_READ = 0, AIOLI_WRITE = 1 };
 
-#define AIOLI_HIST 17     /* requests per dispatch: 1..16, and 17+ */
+#define AIOLI_HIST 17      /* requests per dispatch: 1..16, and 17+ */
 #define AIOLI_WAIT_HIST 24 /* waiting time: bucket k holds [2^(k-1), 2^k) us, 0 holds < 1 us */
 
 struct aioli_params {
-    enum aioli_policy policy;
-    uint64_t quantum_step_bytes; /* quantum added to every queued request per step */
-    uint64_t max_agg_bytes;      /* largest aggregated request wound to the child */
-    uint64_t wait_us;            /* a wait for a larger aggregation lasts at most this */
-    uint64_t shift_window_bytes; /* a gap this large or less ahead of the last dispatch is a shift */
-    uint64_t starvation_us;      /* a request queued this long goes next, no wait */
-    uint32_t max_outstanding;    /* dispatched requests in flight to the child */
-    uint64_t app_req_cost_us;    /* app_aware: benchmarked time one more request costs */
-    uint64_t app_wait_max_us;    /* app_aware: longest predicted wait taken */
+	enum aioli_policy policy;
+	uint64_t quantum_step_bytes; /* quantum added to every queued request per step */
+	uint64_t max_agg_bytes;      /* largest aggregated request wound to the child */
+	uint64_t wait_us;            /* a wait for a larger aggregation lasts at most this */
+	uint64_t
+		shift_window_bytes; /* a gap this large or less ahead of the last dispatch is a shift */
+	uint64_t starvation_us;     /* a request queued this long goes next, no wait */
+	uint32_t max_outstanding; /* dispatched requests in flight to the child */
+	uint64_t app_req_cost_us; /* app_aware: benchmarked time one more request costs */
+	uint64_t app_wait_max_us; /* app_aware: longest predicted wait taken */
 };
 
 struct aioli_req {
-    uint64_t file;
-    uint64_t offset;
-    uint64_t size;
-    enum aioli_op op;
-    uint64_t arrival_ns;
-    void *cookie; /* the caller's */
-    /* private */
-    uint64_t step_in;
-    uint64_t seq;
-    struct aioli_req *gprev, *gnext; /* all queued requests, arrival order */
-    struct aioli_queue *queue;
+	uint64_t file;
+	uint64_t offset;
+	uint64_t size;
+	enum aioli_op op;
+	uint64_t arrival_ns;
+	void *cookie; /* the caller's */
+	/* private */
+	uint64_t step_in;
+	uint64_t seq;
+	struct aioli_req *gprev, *gnext; /* all queued requests, arrival order */
+	struct aioli_queue *queue;
 };
 
 #define AIOLI_WAIT_NONE 0
@@ -55,25 +56,25 @@ struct aioli_req {
 #define AIOLI_WAIT_TIMED_OUT 2
 
 struct aioli_dispatch {
-    uint64_t file;
-    enum aioli_op op;
-    uint64_t offset;
-    uint64_t size;
-    size_t n;                /* requests aggregated */
-    size_t possible;         /* contiguous requests queued at dispatch time */
-    struct aioli_req **reqs; /* offset order; valid until the next aioli_next call */
-    int wait_outcome;        /* AIOLI_WAIT_*: the wait taken before this dispatch, if any */
-    uint64_t waited_ns;      /* how long that wait lasted */
-    uint64_t step;           /* the scheduling step of the decision */
+	uint64_t file;
+	enum aioli_op op;
+	uint64_t offset;
+	uint64_t size;
+	size_t n;                /* requests aggregated */
+	size_t possible;         /* contiguous requests queued at dispatch time */
+	struct aioli_req **reqs; /* offset order; valid until the next aioli_next call */
+	int wait_outcome;        /* AIOLI_WAIT_*: the wait taken before this dispatch, if any */
+	uint64_t waited_ns;      /* how long that wait lasted */
+	uint64_t step;           /* the scheduling step of the decision */
 };
 
 struct aioli_counters {
-    uint64_t requests[2], bytes[2], passed_through;
-    uint64_t dispatches, aggregations, aggregated_requests;
-    uint64_t agg_performed[AIOLI_HIST], agg_possible[AIOLI_HIST];
-    uint64_t queue_max, queue_samples, queue_sum;
-    uint64_t waits, waits_aggregated, waits_timed_out, starved;
-    uint64_t wait_ns_sum, wait_count, wait_ns_max, wait_hist[AIOLI_WAIT_HIST];
+	uint64_t requests[2], bytes[2], passed_through;
+	uint64_t dispatches, aggregations, aggregated_requests;
+	uint64_t agg_performed[AIOLI_HIST], agg_possible[AIOLI_HIST];
+	uint64_t queue_max, queue_samples, queue_sum;
+	uint64_t waits, waits_aggregated, waits_timed_out, starved;
+	uint64_t wait_ns_sum, wait_count, wait_ns_max, wait_hist[AIOLI_WAIT_HIST];
 };
 
 struct aioli_core;
