@@ -275,3 +275,22 @@ def test_app_aware_reads_a_recorded_trace(fs, netns, kernels_built, tmp_path):
     c = [d["counters"] for d in statuses(layout, after=time.time())]
     assert sum(x["waits"]["taken"] for x in c) > 0, c
     assert sched("restore", "--state", str(tmp_path / "s.json")).returncode == 0
+
+
+def test_bad_control_file_applies_nothing_and_shows_the_error(fs, tmp_path):
+    _, _, pfs_state, layout = fs
+    res = sched("apply", "--policy", "aioli_no_agg", "--pfs-state", str(pfs_state), "--state", str(tmp_path / "s.json"))
+    assert res.returncode == 0, res.stderr
+    (x,) = layout["servers"][0]["xlators"]
+    control = Path(x["options"]["control-file"])
+    control.write_text("policy=time_order_agg\nwait_us=7\nbogus=1\n")
+    t = time.time()
+    doc = statuses(layout, after=t + 0.2)[0]
+    assert "bogus" in doc["control_error"] and "unknown key" in doc["control_error"]
+    assert doc["policy"] == "aioli_no_agg" and doc["params"]["wait_us"] == 500
+    res = sched("verify", "--state", str(tmp_path / "s.json"))
+    assert res.returncode == 1 and "control error" in res.stderr
+    res = sched("restore", "--state", str(tmp_path / "s.json"))
+    assert res.returncode == 0, res.stderr
+    doc = statuses(layout)[0]
+    assert doc["policy"] == "fifo" and doc["control_error"] is None
