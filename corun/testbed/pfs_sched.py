@@ -45,8 +45,8 @@ INT_KEYS = {
     "app_wait_max_us": (0, 10_000_000),
 }
 PATH_KEYS = ("trace", "trace_record")
-STATUS_MAX_AGE_S = 3.0
-APPLY_TIMEOUT_S = 5.0
+STATUS_MAX_AGE_S = 5.0  # the status is rewritten every second; a busy machine may delay it
+APPLY_TIMEOUT_S = 10.0
 
 WRITE_SCRIPT = r"""
 f=$1

@@ -41,7 +41,8 @@ struct member {
 	off_t offset;
 	uint32_t flags;
 	dict_t *xdata;
-	struct iovec *vec; /* writes: a copy of the fop's vector */
+	struct iovec *vec;     /* writes: a copy of the fop's vector */
+	struct member *failed; /* the list of members whose dispatch could not be allocated */
 	int count;
 	struct iobref *iobref;
 };
@@ -418,6 +419,7 @@ static void *scheduler_thread(void *arg)
 				fflush(priv->trace_fp);
 		}
 		struct aioli_dispatch d;
+		struct member *failed = NULL;
 		nbatch = 0;
 		while (aioli_next(priv->core, now, &d, &wake)) {
 			struct agg *a = malloc(sizeof(*a) + d.n * sizeof(a->m[0]));
@@ -428,12 +430,16 @@ static void *scheduler_thread(void *arg)
 				if (nb)
 					batch = nb;
 			}
-			if (!a ||
-			    nbatch >=
-				    capbatch) { /* no memory: fail the members (they left the core) */
-				gf_log(this->name, GF_LOG_ERROR,
-				       "out of memory for a dispatch of %zu requests", d.n);
-				abort();
+			if (!a || nbatch >= capbatch) {
+				/* no memory: the members left the core; they fail with ENOMEM */
+				free(a);
+				for (size_t i = 0; i < d.n; i++) {
+					struct member *m = d.reqs[i]->cookie;
+					m->failed = failed;
+					failed = m;
+				}
+				aioli_complete(priv->core);
+				continue;
 			}
 			a->op = d.op;
 			a->n = d.n;
@@ -445,8 +451,21 @@ static void *scheduler_thread(void *arg)
 				a->m[i] = d.reqs[i]->cookie;
 			batch[nbatch++] = a;
 		}
-		if (nbatch) {
+		if (nbatch || failed) {
 			pthread_mutex_unlock(&priv->lock);
+			if (failed)
+				gf_log(this->name, GF_LOG_ERROR, "out of memory for a dispatch");
+			while (failed) {
+				struct member *m = failed;
+				failed = m->failed;
+				if (m->req.op == AIOLI_READ)
+					STACK_UNWIND_STRICT(readv, m->frame, -1, ENOMEM, NULL, 0,
+							    NULL, NULL, NULL);
+				else
+					STACK_UNWIND_STRICT(writev, m->frame, -1, ENOMEM, NULL,
+							    NULL, NULL);
+				member_free(m);
+			}
 			for (size_t i = 0; i < nbatch; i++)
 				wind(this, batch[i]);
 			pthread_mutex_lock(&priv->lock);
