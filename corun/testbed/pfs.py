@@ -19,6 +19,7 @@ because the file system outlives the `up` command (`corun recover` must not end 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -38,6 +39,9 @@ from corun.util import atomic_write_text, repo_root
 SCHEMA = Path(__file__).resolve().with_name("pfs.schema.json")
 BRICK_NAME = "corun-brick"
 RESERVED_NAMES = {"corun-posix", "corun-locks", "corun-io-threads", BRICK_NAME, "corun-server"}
+# corun's request scheduling translator (schedulers/aioli): each server gets its own control
+# and status files, {dir}/NAME.control and {dir}/NAME.status unless the options name them.
+AIOLI_TYPE = "corun/aioli"
 REMOTE_TIMEOUT_S = 120
 LISTEN_TIMEOUT_S = 20
 TBF_LATENCY = "20ms"
@@ -238,8 +242,31 @@ def _netns_links(cfg: dict, hosts: list[inventory.Host]) -> dict | None:
 # ---- generated volfiles ------------------------------------------------------------------
 
 
+def server_xlators(xlators: list[dict], s: Server, root: str = "/") -> list[dict]:
+    """The configured server translators of server s: {dir} (the server's folder {root}/{host}),
+    {host}, {index} and {root} filled in string option values; a corun/aioli translator also
+    gets control-file and status-file in {dir} unless its options name them."""
+    out = []
+    for x in xlators:
+        opts = {}
+        for k, v in x.get("options", {}).items():
+            if isinstance(v, str):
+                v = (
+                    v.replace("{dir}", s.dir)
+                    .replace("{host}", s.host.name)
+                    .replace("{index}", str(s.index))
+                    .replace("{root}", root.rstrip("/") or "/")
+                )
+            opts[k] = v
+        if x["type"] == AIOLI_TYPE:
+            opts.setdefault("control-file", f"{s.dir}/{x['name']}.control")
+            opts.setdefault("status-file", f"{s.dir}/{x['name']}.status")
+        out.append({"name": x["name"], "type": x["type"], "options": opts})
+    return out
+
+
 def _inserted(xlators: list[dict], below: str) -> tuple[str, str]:
-    """The volfile text of the configured server translators stacked on `below`, and the top."""
+    """The volfile text of the (filled) server translators stacked on `below`, and the top."""
     text = ""
     for x in xlators:
         opts = "".join(
@@ -253,7 +280,7 @@ def _inserted(xlators: list[dict], below: str) -> tuple[str, str]:
 def server_volfile(s: Server, port: int, xlators: list[dict] | None = None) -> str:
     """The brick server's translator graph, bottom up. The configured server translators (a
     request scheduler) go between io-threads and the export (see docs/pfs.md)."""
-    inserted, top = _inserted(xlators or [], "corun-io-threads")
+    inserted, top = _inserted(server_xlators(xlators or [], s, s.dir.rsplit("/", 1)[0] or "/"), "corun-io-threads")
     return f"""# Written by corun/testbed/pfs.py: data server {s.index} on {s.host.name}
 volume corun-posix
     type storage/posix
@@ -335,6 +362,9 @@ def layout(plan: Plan) -> dict:
                 "port": plan.cfg["port"],
                 "brick": s.brick,
                 "backend": plan.cfg["brick"]["backend"],
+                "dir": s.dir,
+                "host": {k: v for k, v in dataclasses.asdict(s.host).items() if k != "vars"},
+                "xlators": server_xlators(plan.cfg["server_xlators"], s, plan.cfg["root"]),
             }
             for s in plan.servers
         ],
@@ -514,6 +544,21 @@ def check_tools(plan: Plan) -> None:
                 "(ansible-playbook site.yml --tags glusterfs)",
                 3,
             )
+    types = sorted({x["type"] for x in plan.cfg["server_xlators"]})
+    for h in {s.host.name: s.host for s in plan.servers}.values():
+        if not types:
+            break
+        res = remote(
+            h, 'd=$(glusterfsd --print-xlatordir) || exit 1; for t; do [ -f "$d/$t.so" ] || echo "$t"; done', *types
+        )
+        missing = res.stdout.split()
+        if missing:
+            hint = (
+                "build and install it with the corun_schedulers role (make provision)"
+                if missing[0] == AIOLI_TYPE
+                else "a .so in glusterfsd --print-xlatordir"
+            )
+            raise PfsError(f"pfs: {h.name}: translator {missing[0]} not installed: {hint}", 3)
     if qdiscs(plan) and subprocess.run(["sh", "-c", "command -v tc"], capture_output=True).returncode != 0:
         raise PfsError("pfs: tc not found: install iproute2", 3)
 
@@ -628,11 +673,32 @@ def status(plan: Plan) -> dict:
             mounted = (
                 remote(s.host, 'mountpoint -q "$1" && echo yes; exit 0', s.brick, check=False).stdout.strip() == "yes"
             )
+        scheds = []
+        for x in server_xlators(plan.cfg["server_xlators"], s, plan.cfg["root"]):
+            if x["type"] != AIOLI_TYPE:
+                continue
+            st = remote(s.host, 'cat -- "$1" 2>/dev/null; exit 0', x["options"]["status-file"], check=False)
+            try:
+                doc = json.loads(st.stdout)
+            except ValueError:
+                doc = None
+            scheds.append(
+                {
+                    "name": x["name"],
+                    "status_file": x["options"]["status-file"],
+                    "policy": doc.get("policy") if doc else None,
+                    "age_s": round(time.time() - doc["updated_unix"], 3) if doc else None,
+                    "dispatches": doc["counters"]["dispatches"] if doc else None,
+                    "aggregations": doc["counters"]["aggregations"] if doc else None,
+                    "control_error": doc.get("control_error") if doc else None,
+                }
+            )
         servers.append(
             {
                 "index": s.index,
                 "name": s.host.name,
                 "address": s.host.address,
+                "schedulers": scheds,
                 "reachable": res.returncode != 255,
                 "pids": [int(p) for p in res.stdout.split()] if res.returncode == 0 else [],
                 "listening": port_open(s.host.address, plan.cfg["port"]),
@@ -734,6 +800,17 @@ def main(argv: list[str] | None = None) -> int:
                         f"server {s['index']} {s['name']:12s} {s['address']:15s} "
                         f"{'up' if s['pids'] and s['listening'] else 'DOWN'} pids={s['pids'] or '-'}"
                     )
+                    for x in s["schedulers"]:
+                        print(
+                            f"  scheduler {x['name']}: "
+                            + (
+                                f"policy {x['policy']}, status {x['age_s']} s old, dispatches {x['dispatches']}, "
+                                f"aggregations {x['aggregations']}"
+                                + (f", control error: {x['control_error']}" if x["control_error"] else "")
+                                if x["policy"]
+                                else f"no status in {x['status_file']}"
+                            )
+                        )
                 for q in st["links"]:
                     print(
                         f"link {q['netns'] or '(root)'}:{q['dev']} {q['rate_mbit']} Mbit/s "
