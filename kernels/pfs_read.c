@@ -35,7 +35,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +77,9 @@ struct options {
 	bool do_write;
 	bool do_read;
 	bool check;
+	bool direct;
+	const char *barrier;
+	int64_t barrier_count;
 	const char *log;
 };
 
@@ -132,6 +138,15 @@ static const char usage_text[] =
 	"                         over the request's bytes, standing in for the\n"
 	"                         paper's encryption (default 0)\n"
 	"  --check                verify every byte read against the written pattern\n"
+	"  --barrier DIR          start the first phase only once --barrier-count\n"
+	"                         clients (pfs_read processes, this one included)\n"
+	"                         are connected: each leaves a file in DIR (made if\n"
+	"                         absent; files older than 60 s do not count) and\n"
+	"                         waits for the others, at most 120 s\n"
+	"  --barrier-count K      clients that meet at --barrier\n"
+	"  --direct               open the datafiles with O_DIRECT: the data servers\n"
+	"                         read and write their bricks with it, past their\n"
+	"                         page cache (sizes and offsets multiples of 4K)\n"
 	"  --seed N               seed of the data pattern (default 1)\n"
 	"  --log PATH             gfapi's log file (default /dev/null)\n"
 	"  --help, --version\n"
@@ -271,14 +286,15 @@ static int client_open(struct client *c, const struct options *o, const char *na
 		snprintf(layout, sizeof layout, "strip_size=%" PRId64 " servers=%d index=%d",
 			 o->strip, c->n, i);
 		if (create) {
-			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR, 0644);
+			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR | (o->direct ? O_DIRECT : 0),
+					      0644);
 			if (c->fd[i] &&
 			    glfs_fsetxattr(c->fd[i], XATTR_NAME, layout, strlen(layout), 0) != 0) {
 				fail(r, errno, "cannot record the layout of %s", name);
 				return -1;
 			}
 		} else {
-			c->fd[i] = glfs_open(c->fs[i], name, O_RDONLY);
+			c->fd[i] = glfs_open(c->fs[i], name, O_RDONLY | (o->direct ? O_DIRECT : 0));
 		}
 		if (!c->fd[i]) {
 			fail(r, errno, "cannot open %s", name);
@@ -416,6 +432,77 @@ static void run_phase(struct client *c, const struct options *o, enum phase ph, 
 	r->end_s = corun_monotonic_s();
 }
 
+#define BARRIER_FRESH_S 60
+#define BARRIER_TIMEOUT_S 120
+
+/* Make DIR and its missing parents. */
+static int mkdir_p(const char *dir)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s", dir);
+	for (char *q = tmp + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*q = '/';
+	}
+	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Files in DIR changed at most BARRIER_FRESH_S before SINCE (epoch s). */
+static int64_t barrier_arrived(const char *dir, double since)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int64_t n = 0;
+	struct dirent *e;
+	char path[4400];
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (stat(path, &st) == 0 && (double)st.st_mtime >= since - BARRIER_FRESH_S)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Meet the application's other clients at O->barrier; 0, or -1 with ERROR set. */
+static int barrier_wait(const struct options *o, char *error, size_t len)
+{
+	char path[4400];
+	if (mkdir_p(o->barrier) != 0) {
+		snprintf(error, len, "--barrier: cannot make %.120s: %s", o->barrier,
+			 strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/app%" PRId64 "-rank%" PRId64, o->barrier, o->app, o->rank);
+	FILE *f = fopen(path, "w");
+	if (!f || fclose(f) != 0) {
+		snprintf(error, len, "--barrier: cannot write %.150s", path);
+		return -1;
+	}
+	double now = corun_epoch_s(), end = corun_monotonic_s() + BARRIER_TIMEOUT_S;
+	struct timespec nap = { .tv_sec = 0, .tv_nsec = 1000000 };
+	int64_t n;
+	while ((n = barrier_arrived(o->barrier, now)) < o->barrier_count) {
+		if (corun_monotonic_s() > end) {
+			snprintf(error, len,
+				 "--barrier: %" PRId64 " of %" PRId64
+				 " clients arrived within %d s",
+				 n, o->barrier_count, BARRIER_TIMEOUT_S);
+			return -1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
 static int write_all(int fd, const void *p, size_t n)
 {
 	const char *q = p;
@@ -512,6 +599,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		{ "repetitions", required_argument, NULL, 'i' },
 		{ "compute-passes", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'C' },
+		{ "direct", no_argument, NULL, 'D' },
+		{ "barrier", required_argument, NULL, 'B' },
+		{ "barrier-count", required_argument, NULL, 'K' },
 		{ "seed", required_argument, NULL, 'e' },
 		{ "log", required_argument, NULL, 'l' },
 		CORUN_COMMON_LONG_OPTIONS
@@ -589,6 +679,18 @@ static void parse_options(int argc, char *argv[], struct options *o)
 				corun_parse_int(PROG, "compute-passes", optarg, 0, 1000000, false);
 			break;
 		case 'C': o->check = true; break;
+		case 'D': o->direct = true; break;
+		case 'B':
+			if (optarg[0] != '/' || strlen(optarg) > 3000)
+				corun_usage_error(PROG,
+						  "--barrier: '%s' (expected an absolute folder)",
+						  optarg);
+			o->barrier = optarg;
+			break;
+		case 'K':
+			o->barrier_count = corun_parse_int(PROG, "barrier-count", optarg, 1,
+							   RANKS_MAX * 4, false);
+			break;
 		case 'e':
 			o->seed = (uint64_t)corun_parse_int(PROG, "seed", optarg, 0, INT64_MAX,
 							    false);
@@ -620,6 +722,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 				  "--ranks: '%" PRId64 "' (expected at least --rank %" PRId64
 				  " + --tasks %" PRId64 ")",
 				  o->ranks, o->rank, o->tasks);
+	if ((o->barrier != NULL) != (o->barrier_count > 0))
+		corun_usage_error(PROG, "--barrier: (expected together with --barrier-count)");
 	if (!o->do_write && !o->do_read)
 		o->do_read = true;
 	if (o->check && !o->do_read)
@@ -750,6 +854,8 @@ int main(int argc, char *argv[])
 					 strerror(r.error));
 		}
 		if (error[0])
+			break;
+		if (p == 0 && o.barrier && barrier_wait(&o, error, sizeof error) != 0)
 			break;
 		for (int64_t t = 0; t < o.tasks; t++)
 			if (write_all(go_w[t], "g", 1) != 0)
