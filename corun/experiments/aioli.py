@@ -201,7 +201,9 @@ def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
         "rep": p["rep"],
         "disk": sec["disk"]["backend"],
     }
-    spec = {"name": f"{NAME}-{run_name(p)}", "labels": labels, "jobs": jobs}
+    # every client at once, whatever the client host's CPUs (corun runs one job per slot)
+    slots = {"slots_per_core": min(64, len(jobs))}
+    spec = {"name": f"{NAME}-{run_name(p)}", "labels": labels, "placement": slots, "jobs": jobs}
     if applied:
         spec["scheduler"] = {"name": p["policy"], "params": policy_params(sec, p["policy"])}
     spec["monitors"] = {"enabled": list(sec["monitors"]), "interval_s": sec["monitor_interval_s"]}
@@ -285,6 +287,13 @@ class Aioli(Experiment):
                 )
         need = max(sec["clients"]) * max(sec["apps"]) * client_bytes(sec) * 2  # read files + write files
         have = sec["servers"] * (sec["disk"]["size_mib"] << 20) * 9 // 10  # ext4's own share
+        if max(sec["clients"]) * max(sec["apps"]) > 64:
+            raise ConfigError(
+                source,
+                f"{NAME}.clients",
+                sec["clients"],
+                "at most 64 clients over all applications of a run (corun's slots per core)",
+            )
         if sec["disk"]["backend"] != "dir" and need > have:
             raise ConfigError(
                 source,
