@@ -15,7 +15,7 @@ taken down at the end. Root only; the client and the servers share this machine'
 
   .venv/bin/python bench/aioli_strided.py [--servers 2] [--clients 8] [--request-size 65536]
       [--client-mib 4] [--reps 5] [--translator] [--option KEY=VALUE ...]
-      [--out results/bench/aioli_strided.json]
+      [--prefix aiolib] [--subnet 10.80.5.0/24] [--out results/bench/aioli_strided.json]
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5, help="repetitions per policy, >= 2 (default 5)")
     ap.add_argument("--translator", action="store_true", help="the corun/aioli translator in the servers")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a translator option")
+    ap.add_argument("--prefix", default=PREFIX, help=f"netns cluster's name prefix (default {PREFIX})")
+    ap.add_argument("--subnet", default=SUBNET, help=f"netns cluster's subnet (default {SUBNET})")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "aioli_strided.json"))
     a = ap.parse_args()
     if a.reps < 2:
@@ -73,7 +75,7 @@ def main() -> int:
         "client_mib": a.client_mib,
         "reps": a.reps,
         "translator": {"enabled": a.translator, "options": opts},
-        "cluster": {"prefix": PREFIX, "subnet": SUBNET, "port": PORT},
+        "cluster": {"prefix": a.prefix, "subnet": a.subnet, "port": PORT},
     }
     cfg = validate_config(raw, "bench/aioli_strided.py")
     t0 = time.monotonic()
