@@ -218,7 +218,12 @@ def pfs_config(sec: dict, data_dir: Path, work: Path) -> dict:
     c, d = sec["cluster"], sec["disk"]
     brick = {"backend": d["backend"], "size_mib": d["size_mib"], "o_direct": d["o_direct"]}
     if d["backend"] == "rotating_disk":
-        brick["rotating_disk"] = {"preset": d["preset"], "stroke": d["stroke"], "queue_window": d["queue_window"]}
+        brick["rotating_disk"] = {
+            "preset": d["preset"],
+            "stroke": d["stroke"],
+            "queue_window": d["queue_window"],
+            "host": {"elevator": d["elevator"]},
+        }
     out = {
         "servers": sec["servers"],
         "strip_size_bytes": sec["strip_size_bytes"],

@@ -717,6 +717,7 @@ def _disk_config(cfg: dict) -> dict:
         "queue_window": rd["queue_window"],
         "rt_priority": rd["rt_priority"],
         "model": rd["model"],
+        "host": rd["host"],
         "size_bytes": cfg["brick"]["size_mib"] << 20,
     }
 

@@ -121,6 +121,7 @@ def test_specs_without_the_translator(tmp_path):
     assert g["pfs"]["server_xlators"] == [] and g["counters"] == {"sched_status": None}
     assert g["pfs"]["brick"]["backend"] == "rotating_disk" and g["pfs"]["brick"]["o_direct"] is True
     assert g["pfs"]["brick"]["rotating_disk"]["preset"] == "sata_7200_2010"
+    assert g["pfs"]["brick"]["rotating_disk"]["host"] == {"elevator": "mq-deadline"}
     assert len(g["write_cmds"]) == 2 and opt(g["write_cmds"][1], "--block-size") == str(3 << 20)
     assert len(g["runs"]) == n
 

@@ -25,7 +25,7 @@ def test_rotating_disk_bricks_have_a_disk_folder_beside_the_servers(tmp_path):
     assert not s.disk.startswith(s.dir)  # removing the server's folder never reaches a disk still up
     conf = pfs._disk_config(p.cfg)
     assert conf == {"preset": "sas_15k_2010", "stroke": 0.1, "queue_window": None, "rt_priority": 10, "model": {},
-                    "size_bytes": 256 << 20}  # fmt: skip
+                    "host": {}, "size_bytes": 256 << 20}  # fmt: skip
     argv = pfs._disk_argv(p, "down", s.disk)
     assert argv[-5:] == ["-m", "corun.testbed.pfs_disk", "down", "--work", "/srv/pfs/.disks/s1"]
     assert argv[2] == "python3"  # not a netns cluster: the host's python3
