@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -726,8 +727,8 @@ def counters(plan: Plan, sched_status: str | None = None) -> dict:
     """Per data server: the emulated disk's counters (backend rotating_disk) and the server-side
     scheduler's status file (SCHED_STATUS, {root} and {host} replaced), each None with the
     reason when absent."""
-    out = []
-    for s in plan.servers:
+
+    def one(s: Server) -> dict:
         e: dict = {"index": s.index, "name": s.host.name, "disk": None, "disk_error": None}
         if s.disk:
             res = subprocess.run(
@@ -755,7 +756,10 @@ def counters(plan: Plan, sched_status: str | None = None) -> dict:
                 e["sched_error"] = f"{path}: " + (
                     (res.stderr.strip().splitlines() or ["not JSON"])[-1] if res.returncode else "not JSON"
                 )
-        out.append(e)
+        return e
+
+    with ThreadPoolExecutor(max_workers=min(16, len(plan.servers))) as pool:  # the servers at once
+        out = list(pool.map(one, plan.servers))
     return {"time_epoch_s": time.time(), "servers": out}
 
 

@@ -10,7 +10,8 @@ system's configuration (corun.testbed.pfs), the client volfiles the specs name, 
 writes the file the runs read (`write_cmd`, or a list `write_cmds`), and the runs. With
 `counters` ({"sched_status": the server-side scheduler's status file or null}) the data servers'
 counters (`pfs counters`: the emulated disks' and the scheduler's) are read before and after
-every run into RUNS/<run>/pfs_counters.json. With `barrier_dir`, the folder barrier_dir/<run>
+every run into RUNS/<run>/pfs_counters.json (a run's after serves as the next run's before:
+nothing else touches the servers in between). With `barrier_dir`, the folder barrier_dir/<run>
 where the run's clients meet (pfs_read --barrier) is emptied before the run.
 
 In that order: cluster up, file system up, the volfiles checked against the layout, the file
@@ -121,20 +122,22 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
         log(f"{len(cmds)} file(s) written")
         counters = group.get("counters")
         plan = counters_plan(cfg_file) if counters is not None else None
+        last = None  # the counters after the run before: nothing touches the servers in between
         for name in group["runs"]:
             out = runs / name
             if (out / "metadata.json").exists():
                 done.append(name)
+                last = None
                 continue
             shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
             if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
                 shutil.rmtree(Path(group["barrier_dir"]) / name, ignore_errors=True)
             t0 = time.monotonic()
-            before = read_counters(plan, counters) if plan is not None else None
+            before = (last or read_counters(plan, counters)) if plan is not None else None
             hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
             if plan is not None:
-                after = read_counters(plan, counters)
+                after = last = read_counters(plan, counters)
                 atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
             done.append(name)
             log(f"{name}: {time.monotonic() - t0:.1f} s")
