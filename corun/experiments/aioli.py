@@ -243,17 +243,17 @@ def pfs_config(sec: dict, data_dir: Path, work: Path) -> dict:
 
 
 def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
-    """The read runs' files, one per application, each as large as the most clients read."""
+    """The files of every application, each as large as the most clients use: the read runs'
+    (read, never written again) and the write runs' (written once here, so that every write run
+    overwrites allocated blocks and none pays the file's allocation)."""
     size = max(sec["clients"]) * client_bytes(sec)
-    if "read" not in sec["operations"]:
-        return []
     return [
         in_client(
             sec,
             [
                 *base_args(sec, data_dir),
                 "--file",
-                data_file("read", app),
+                data_file(op, app),
                 "--write",
                 "--app",
                 str(app),
@@ -263,6 +263,8 @@ def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
                 str(min(size, 1 << 20)),
             ],
         )
+        for op in ("read", "write")
+        if op in sec["operations"]
         for app in range(max(sec["apps"]))
     ]
 

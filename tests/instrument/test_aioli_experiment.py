@@ -122,7 +122,9 @@ def test_specs_without_the_translator(tmp_path):
     assert g["pfs"]["brick"]["backend"] == "rotating_disk" and g["pfs"]["brick"]["o_direct"] is True
     assert g["pfs"]["brick"]["rotating_disk"]["preset"] == "sata_7200_2010"
     assert g["pfs"]["brick"]["rotating_disk"]["host"] == {"elevator": "mq-deadline"}
-    assert len(g["write_cmds"]) == 2 and opt(g["write_cmds"][1], "--block-size") == str(3 << 20)
+    files = [opt(c, "--file") for c in g["write_cmds"]]
+    assert files == ["/aioli-r-app0.dat", "/aioli-r-app1.dat", "/aioli-w-app0.dat", "/aioli-w-app1.dat"]
+    assert opt(g["write_cmds"][1], "--block-size") == str(3 << 20) and opt(g["write_cmds"][1], "--app") == "1"
     assert len(g["runs"]) == n
 
 
