@@ -13,8 +13,14 @@
  *
  * Access pattern as IOR's: --tasks processes, each reading --segments
  * segments of one --block-size block in --transfer-size requests, into one
- * shared file (task t's block of segment s at (s * tasks + t) * block) or
- * one file per task (--file-per-process).  Prints one JSON object on one line.
+ * shared file or one file per task (--file-per-process).  In the shared file,
+ * --pattern strided is IOR's segmented layout (task t's block of segment s at
+ * (s * tasks + t) * block) and --pattern contiguous gives each task one
+ * contiguous region (its block of segment s at (t * segments + s) * block).
+ * With --rank R --ranks N this process is tasks R.. of an application of N
+ * clients started apart (MPI-IO Test's N processes, one per client), each
+ * with its own pfs_read; --app ID tells applications apart in the data
+ * pattern.  Prints one JSON object on one line.
  */
 #define _GNU_SOURCE
 
@@ -29,7 +35,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,11 +48,14 @@
 
 #define SERVERS_MAX 64
 #define TASKS_MAX 256
+#define RANKS_MAX 65536
 #define SIZE_MAX_OPT (INT64_C(1) << 40)
 #define XATTR_NAME "user.corun.pfs.layout"
 #define MIX_MUL UINT64_C(0x9E3779B97F4A7C15)
 
 enum phase { PHASE_WRITE, PHASE_READ };
+enum pattern { PATTERN_STRIDED, PATTERN_CONTIGUOUS };
+static const char *const pattern_names[] = { "strided", "contiguous" };
 
 struct options {
 	const char *volfiles[SERVERS_MAX];
@@ -54,6 +66,10 @@ struct options {
 	int64_t block;
 	int64_t segments;
 	int64_t tasks;
+	int64_t rank;  /* the first task's index in the application */
+	int64_t ranks; /* tasks of the application (0: --tasks) */
+	int64_t app;
+	enum pattern pattern;
 	int64_t reps;
 	int64_t compute_passes;
 	uint64_t seed;
@@ -61,6 +77,9 @@ struct options {
 	bool do_write;
 	bool do_read;
 	bool check;
+	bool direct;
+	const char *barrier;
+	int64_t barrier_count;
 	const char *log;
 };
 
@@ -95,10 +114,21 @@ static const char usage_text[] =
 	"  --file NAME            file name in the file system (default /pfs_read.dat)\n"
 	"  --strip-size BYTES     strip size, like PVFS2's strip_size (default 64K)\n"
 	"  --transfer-size BYTES  bytes per request, IOR -t (default 1M; a multiple of 8)\n"
+	"  --request-size BYTES   the same as --transfer-size\n"
 	"  --block-size BYTES     bytes per task per segment, IOR -b (default 16M;\n"
 	"                         a multiple of the transfer size)\n"
 	"  --segments N           segments, IOR -s (default 1)\n"
 	"  --tasks N              processes, like IOR's tasks (default 1, at most 256)\n"
+	"  --pattern P            strided (IOR's segmented layout: block s*N+t) or\n"
+	"                         contiguous (task t's segments in one region,\n"
+	"                         block t*segments+s) in the shared file (default\n"
+	"                         strided)\n"
+	"  --rank R               index of this process's first task in the\n"
+	"                         application (default 0; needs --ranks)\n"
+	"  --ranks N              tasks of the application, over all clients\n"
+	"                         (default: --tasks; R + tasks <= N, at most 65536)\n"
+	"  --app ID               application id, part of the data pattern\n"
+	"                         (default 0; give each application its own --file)\n"
 	"  --file-per-process     one file per task (NAME.<task>), IOR -F\n"
 	"  --write                write the file(s) first, IOR -w\n"
 	"  --read                 read the file(s), IOR -r (the default when neither\n"
@@ -108,6 +138,15 @@ static const char usage_text[] =
 	"                         over the request's bytes, standing in for the\n"
 	"                         paper's encryption (default 0)\n"
 	"  --check                verify every byte read against the written pattern\n"
+	"  --barrier DIR          start the first phase only once --barrier-count\n"
+	"                         clients (pfs_read processes, this one included)\n"
+	"                         are connected: each leaves a file in DIR (made if\n"
+	"                         absent; files older than 60 s do not count) and\n"
+	"                         waits for the others, at most 120 s\n"
+	"  --barrier-count K      clients that meet at --barrier\n"
+	"  --direct               open the datafiles with O_DIRECT: the data servers\n"
+	"                         read and write their bricks with it, past their\n"
+	"                         page cache (sizes and offsets multiples of 4K)\n"
 	"  --seed N               seed of the data pattern (default 1)\n"
 	"  --log PATH             gfapi's log file (default /dev/null)\n"
 	"  --help, --version\n"
@@ -247,14 +286,15 @@ static int client_open(struct client *c, const struct options *o, const char *na
 		snprintf(layout, sizeof layout, "strip_size=%" PRId64 " servers=%d index=%d",
 			 o->strip, c->n, i);
 		if (create) {
-			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR, 0644);
+			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR | (o->direct ? O_DIRECT : 0),
+					      0644);
 			if (c->fd[i] &&
 			    glfs_fsetxattr(c->fd[i], XATTR_NAME, layout, strlen(layout), 0) != 0) {
 				fail(r, errno, "cannot record the layout of %s", name);
 				return -1;
 			}
 		} else {
-			c->fd[i] = glfs_open(c->fs[i], name, O_RDONLY);
+			c->fd[i] = glfs_open(c->fs[i], name, O_RDONLY | (o->direct ? O_DIRECT : 0));
 		}
 		if (!c->fd[i]) {
 			fail(r, errno, "cannot open %s", name);
@@ -353,16 +393,24 @@ static int striped_io(struct client *c, const struct options *o, enum phase ph, 
 static void run_phase(struct client *c, const struct options *o, enum phase ph, int64_t task,
 		      unsigned char *buf, struct task_result *r)
 {
-	uint64_t file_id = o->file_per_process ? (uint64_t)task : 0;
+	int64_t g = o->rank + task; /* the task's index in the application */
+	uint64_t file_id = o->file_per_process ? (uint64_t)g : 0;
+	/* each application's data differ */
+	uint64_t seed = o->seed + ((uint64_t)o->app << 32);
 	int64_t per_block = o->block / o->transfer;
 	r->start_s = corun_monotonic_s();
 	for (int64_t seg = 0; seg < o->segments && !r->error; seg++) {
-		int64_t base =
-			o->file_per_process ? seg * o->block : (seg * o->tasks + task) * o->block;
+		int64_t base;
+		if (o->file_per_process)
+			base = seg * o->block;
+		else if (o->pattern == PATTERN_STRIDED)
+			base = (seg * o->ranks + g) * o->block;
+		else
+			base = (g * o->segments + seg) * o->block;
 		for (int64_t i = 0; i < per_block; i++) {
 			int64_t off = base + i * o->transfer;
 			if (ph == PHASE_WRITE)
-				fill_pattern(buf, (size_t)o->transfer, o->seed, file_id,
+				fill_pattern(buf, (size_t)o->transfer, seed, file_id,
 					     (uint64_t)off);
 			if (striped_io(c, o, ph, buf, off, o->transfer) != 0) {
 				fail(r, errno, "%s failed",
@@ -374,7 +422,7 @@ static void run_phase(struct client *c, const struct options *o, enum phase ph, 
 							   o->compute_passes, r->checksum);
 				if (o->check)
 					r->mismatches +=
-						count_mismatches(buf, (size_t)o->transfer, o->seed,
+						count_mismatches(buf, (size_t)o->transfer, seed,
 								 file_id, (uint64_t)off);
 			}
 			r->bytes += o->transfer;
@@ -382,6 +430,77 @@ static void run_phase(struct client *c, const struct options *o, enum phase ph, 
 		}
 	}
 	r->end_s = corun_monotonic_s();
+}
+
+#define BARRIER_FRESH_S 60
+#define BARRIER_TIMEOUT_S 120
+
+/* Make DIR and its missing parents. */
+static int mkdir_p(const char *dir)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s", dir);
+	for (char *q = tmp + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*q = '/';
+	}
+	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Files in DIR changed at most BARRIER_FRESH_S before SINCE (epoch s). */
+static int64_t barrier_arrived(const char *dir, double since)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int64_t n = 0;
+	struct dirent *e;
+	char path[4400];
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (stat(path, &st) == 0 && (double)st.st_mtime >= since - BARRIER_FRESH_S)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Meet the application's other clients at O->barrier; 0, or -1 with ERROR set. */
+static int barrier_wait(const struct options *o, char *error, size_t len)
+{
+	char path[4400];
+	if (mkdir_p(o->barrier) != 0) {
+		snprintf(error, len, "--barrier: cannot make %.120s: %s", o->barrier,
+			 strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/app%" PRId64 "-rank%" PRId64, o->barrier, o->app, o->rank);
+	FILE *f = fopen(path, "w");
+	if (!f || fclose(f) != 0) {
+		snprintf(error, len, "--barrier: cannot write %.150s", path);
+		return -1;
+	}
+	double now = corun_epoch_s(), end = corun_monotonic_s() + BARRIER_TIMEOUT_S;
+	struct timespec nap = { .tv_sec = 0, .tv_nsec = 1000000 };
+	int64_t n;
+	while ((n = barrier_arrived(o->barrier, now)) < o->barrier_count) {
+		if (corun_monotonic_s() > end) {
+			snprintf(error, len,
+				 "--barrier: %" PRId64 " of %" PRId64
+				 " clients arrived within %d s",
+				 n, o->barrier_count, BARRIER_TIMEOUT_S);
+			return -1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -424,7 +543,7 @@ static int task_main(const struct options *o, int64_t task, int go_fd, int res_f
 	memset(&r, 0, sizeof r);
 	char name[4096];
 	if (o->file_per_process)
-		snprintf(name, sizeof name, "%s.%08" PRId64, o->file, task);
+		snprintf(name, sizeof name, "%s.%08" PRId64, o->file, o->rank + task);
 	else
 		snprintf(name, sizeof name, "%s", o->file);
 	unsigned char *buf = aligned_alloc(4096, (size_t)((o->transfer + 4095) / 4096 * 4096));
@@ -466,6 +585,11 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		{ "file", required_argument, NULL, 'f' },
 		{ "strip-size", required_argument, NULL, 'S' },
 		{ "transfer-size", required_argument, NULL, 't' },
+		{ "request-size", required_argument, NULL, 't' },
+		{ "pattern", required_argument, NULL, 'P' },
+		{ "rank", required_argument, NULL, 'R' },
+		{ "ranks", required_argument, NULL, 'N' },
+		{ "app", required_argument, NULL, 'a' },
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "segments", required_argument, NULL, 's' },
 		{ "tasks", required_argument, NULL, 'n' },
@@ -475,6 +599,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		{ "repetitions", required_argument, NULL, 'i' },
 		{ "compute-passes", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'C' },
+		{ "direct", no_argument, NULL, 'D' },
+		{ "barrier", required_argument, NULL, 'B' },
+		{ "barrier-count", required_argument, NULL, 'K' },
 		{ "seed", required_argument, NULL, 'e' },
 		{ "log", required_argument, NULL, 'l' },
 		CORUN_COMMON_LONG_OPTIONS
@@ -492,6 +619,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.log = "/dev/null",
 	};
 	opterr = 0;
+	bool rank_given = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
 		switch (c) {
@@ -528,6 +656,18 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		case 'n':
 			o->tasks = corun_parse_int(PROG, "tasks", optarg, 1, TASKS_MAX, false);
 			break;
+		case 'P':
+			o->pattern = (enum pattern)corun_parse_choice(
+				PROG, "pattern", optarg, pattern_names, CORUN_COUNT(pattern_names));
+			break;
+		case 'R':
+			o->rank = corun_parse_int(PROG, "rank", optarg, 0, RANKS_MAX - 1, false);
+			rank_given = true;
+			break;
+		case 'N':
+			o->ranks = corun_parse_int(PROG, "ranks", optarg, 1, RANKS_MAX, false);
+			break;
+		case 'a': o->app = corun_parse_int(PROG, "app", optarg, 0, 65535, false); break;
 		case 'F': o->file_per_process = true; break;
 		case 'w': o->do_write = true; break;
 		case 'r': o->do_read = true; break;
@@ -539,6 +679,18 @@ static void parse_options(int argc, char *argv[], struct options *o)
 				corun_parse_int(PROG, "compute-passes", optarg, 0, 1000000, false);
 			break;
 		case 'C': o->check = true; break;
+		case 'D': o->direct = true; break;
+		case 'B':
+			if (optarg[0] != '/' || strlen(optarg) > 3000)
+				corun_usage_error(PROG,
+						  "--barrier: '%s' (expected an absolute folder)",
+						  optarg);
+			o->barrier = optarg;
+			break;
+		case 'K':
+			o->barrier_count = corun_parse_int(PROG, "barrier-count", optarg, 1,
+							   RANKS_MAX * 4, false);
+			break;
 		case 'e':
 			o->seed = (uint64_t)corun_parse_int(PROG, "seed", optarg, 0, INT64_MAX,
 							    false);
@@ -560,6 +712,18 @@ static void parse_options(int argc, char *argv[], struct options *o)
 				  "--block-size: '%" PRId64 "' (expected a multiple of "
 				  "--transfer-size %" PRId64 ")",
 				  o->block, o->transfer);
+	if (rank_given && o->ranks == 0)
+		corun_usage_error(PROG, "--rank: '%" PRId64 "' (expected together with --ranks)",
+				  o->rank);
+	if (o->ranks == 0)
+		o->ranks = o->tasks;
+	if (o->rank + o->tasks > o->ranks)
+		corun_usage_error(PROG,
+				  "--ranks: '%" PRId64 "' (expected at least --rank %" PRId64
+				  " + --tasks %" PRId64 ")",
+				  o->ranks, o->rank, o->tasks);
+	if ((o->barrier != NULL) != (o->barrier_count > 0))
+		corun_usage_error(PROG, "--barrier: (expected together with --barrier-count)");
 	if (!o->do_write && !o->do_read)
 		o->do_read = true;
 	if (o->check && !o->do_read)
@@ -570,7 +734,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
  * <phase>_bw_mib_s [...], <phase>_bw_mean_mib_s, ... (scalars are what corun
  * records per job as result_*). */
 static void json_phase(struct corun_json *j, const char *phase, const double *bw, const double *ops,
-		       const double *t, int64_t reps)
+		       const double *t, const double *t0, int64_t reps, int64_t bytes)
 {
 	double sbw = 0, sops = 0, st = 0, maxbw = bw[0], minbw = bw[0];
 	char key[64];
@@ -590,6 +754,15 @@ static void json_phase(struct corun_json *j, const char *phase, const double *bw
 	for (int64_t i = 0; i < reps; i++)
 		corun_json_double(j, NULL, t[i]);
 	corun_json_array_end(j);
+	/* When each repetition started (epoch): clients of one application
+	 * started apart are put on one time line with these. */
+	snprintf(key, sizeof key, "%s_start_epoch_s", phase);
+	corun_json_array_begin(j, key);
+	for (int64_t i = 0; i < reps; i++)
+		corun_json_double(j, NULL, t0[i]);
+	corun_json_array_end(j);
+	snprintf(key, sizeof key, "%s_bytes", phase);
+	corun_json_int(j, key, bytes);
 	snprintf(key, sizeof key, "%s_bw_mean_mib_s", phase);
 	corun_json_double(j, key, sbw / (double)reps);
 	snprintf(key, sizeof key, "%s_bw_max_mib_s", phase);
@@ -654,12 +827,14 @@ int main(int argc, char *argv[])
 		res_r[t] = res[0];
 	}
 
-	double *bw[2], *ops[2], *tm[2];
+	double *bw[2], *ops[2], *tm[2], *t0[2];
+	double epoch_offset_s = corun_epoch_s() - corun_monotonic_s();
 	for (int k = 0; k < 2; k++) {
 		bw[k] = calloc((size_t)o.reps, sizeof(double));
 		ops[k] = calloc((size_t)o.reps, sizeof(double));
 		tm[k] = calloc((size_t)o.reps, sizeof(double));
-		if (!bw[k] || !ops[k] || !tm[k]) {
+		t0[k] = calloc((size_t)o.reps, sizeof(double));
+		if (!bw[k] || !ops[k] || !tm[k] || !t0[k]) {
 			corun_err(PROG, "out of memory");
 			return CORUN_EXIT_RUNTIME;
 		}
@@ -679,6 +854,8 @@ int main(int argc, char *argv[])
 					 strerror(r.error));
 		}
 		if (error[0])
+			break;
+		if (p == 0 && o.barrier && barrier_wait(&o, error, sizeof error) != 0)
 			break;
 		for (int64_t t = 0; t < o.tasks; t++)
 			if (write_all(go_w[t], "g", 1) != 0)
@@ -709,6 +886,7 @@ int main(int argc, char *argv[])
 		int64_t rep = p / per_rep;
 		double secs = last - first;
 		tm[k][rep] = secs;
+		t0[k][rep] = first + epoch_offset_s;
 		bw[k][rep] = secs > 0 ? (double)bytes / secs / 1048576.0 : 0.0;
 		ops[k][rep] = secs > 0 ? (double)reqs / secs : 0.0;
 	}
@@ -727,6 +905,7 @@ int main(int argc, char *argv[])
 			free(bw[k]);
 			free(ops[k]);
 			free(tm[k]);
+			free(t0[k]);
 		}
 		free(all);
 		return CORUN_EXIT_RUNTIME;
@@ -742,15 +921,21 @@ int main(int argc, char *argv[])
 	corun_json_int(&j, "block_size_bytes", o.block);
 	corun_json_int(&j, "segments", o.segments);
 	corun_json_int(&j, "tasks", o.tasks);
+	corun_json_str(&j, "pattern", pattern_names[o.pattern]);
+	corun_json_int(&j, "rank", o.rank);
+	corun_json_int(&j, "ranks", o.ranks);
+	corun_json_int(&j, "app", o.app);
 	corun_json_bool(&j, "file_per_process", o.file_per_process);
 	corun_json_int(&j, "repetitions", o.reps);
 	corun_json_int(&j, "compute_passes", o.compute_passes);
 	corun_json_int(&j, "bytes_per_phase", o.block * o.segments * o.tasks);
 	corun_json_int(&j, "bytes_total", total_bytes);
 	if (o.do_write)
-		json_phase(&j, "write", bw[0], ops[0], tm[0], o.reps);
+		json_phase(&j, "write", bw[0], ops[0], tm[0], t0[0], o.reps,
+			   o.block * o.segments * o.tasks);
 	if (o.do_read)
-		json_phase(&j, "read", bw[1], ops[1], tm[1], o.reps);
+		json_phase(&j, "read", bw[1], ops[1], tm[1], t0[1], o.reps,
+			   o.block * o.segments * o.tasks);
 	char hex[17];
 	snprintf(hex, sizeof hex, "%016" PRIx64, checksum);
 	corun_json_str(&j, "compute_checksum", hex);
@@ -761,6 +946,7 @@ int main(int argc, char *argv[])
 		free(bw[k]);
 		free(ops[k]);
 		free(tm[k]);
+		free(t0[k]);
 	}
 	free(all);
 	if (corun_flush_result(PROG) != 0)

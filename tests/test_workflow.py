@@ -109,6 +109,13 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "sais-n" not in ns  # the workflow's cluster is gone
     assert not list((out / "sais" / "work").glob("*/pfs/journal.json"))  # and the file system
+    ai = json.loads((out / "aioli" / "analysis" / "section.json").read_text())
+    rows = {r["quantity"]: r for r in ai["comparison"]}  # paper 002 beside ours
+    assert rows["average aggregation of aioli, reads"]["paper_value"] == 2.8
+    assert "pfs_fifo,strided,read" in (out / "aioli" / "analysis" / "points.csv").read_text()
+    assert len(list((out / "aioli" / "runs").glob("s2_*/pfs_counters.json"))) == 4
+    assert "aioli-n" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not list((out / "aioli" / "work").glob("*/pfs/journal.json"))
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))

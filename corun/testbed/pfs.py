@@ -2,7 +2,8 @@
 
 `up` starts one glusterfsd per data server host (no glusterd: each server's translator graph is
 a volfile this module writes, so a server-side scheduling translator can be inserted into it),
-each brick on its own storage (a directory or a loop-mounted ext4 image), writes the client
+each brick on its own storage (a directory, a loop-mounted ext4 image, or ext4 on an emulated
+rotating disk: corun.testbed.pfs_disk on the server's host), writes the client
 volfiles of the striped layout (one per server, read in-process by kernels/pfs_read through
 gfapi) and optionally mounts a FUSE client for IOR. On a netns test cluster it also shapes the
 links with tc TBF: every server one link of `link.rate_mbit`, the client `link.client_links`
@@ -13,7 +14,7 @@ undoes it newest first, so teardown after a failure, Ctrl-C or SIGKILL of `up` l
 process, mount, image or qdisc behind. The journal lives beside the layout, not in /run/corun,
 because the file system outlives the `up` command (`corun recover` must not end it).
 
-    scripts/pfs [--config FILE] up | status [--json] | args | down | plan
+    scripts/pfs [--config FILE] up | status [--json] | counters [--sched-status T] | args | down | plan
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +117,7 @@ class Server:
     pidfile: str
     log: str
     image: str | None
+    disk: str | None = None  # the emulated disk's folder (backend rotating_disk)
 
 
 @dataclass
@@ -201,6 +204,11 @@ def make_plan(cfg: dict, source: str) -> Plan:
                 pidfile=f"{d}/glusterfsd.pid",
                 log=f"{d}/glusterfsd.log",
                 image=f"{d}/brick.img" if cfg["brick"]["backend"] == "loop" else None,
+                # beside the server's folder, not in it: that folder's removal never reaches a
+                # disk still up (its journal, the daemon's state)
+                disk=_fill("{root}/.disks/{host}", root, h.name)
+                if cfg["brick"]["backend"] == "rotating_disk"
+                else None,
             )
         )
     for s in servers:
@@ -277,15 +285,17 @@ def _inserted(xlators: list[dict], below: str) -> tuple[str, str]:
     return text, below
 
 
-def server_volfile(s: Server, port: int, xlators: list[dict] | None = None) -> str:
+def server_volfile(s: Server, port: int, xlators: list[dict] | None = None, o_direct: bool = False) -> str:
     """The brick server's translator graph, bottom up. The configured server translators (a
-    request scheduler) go between io-threads and the export (see docs/pfs.md)."""
+    request scheduler) go between io-threads and the export (see docs/pfs.md). With o_direct,
+    posix opens every brick file with O_DIRECT (GlusterFS 10's `option o-direct`)."""
     inserted, top = _inserted(server_xlators(xlators or [], s, s.dir.rsplit("/", 1)[0] or "/"), "corun-io-threads")
+    direct = "    option o-direct on\n" if o_direct else ""
     return f"""# Written by corun/testbed/pfs.py: data server {s.index} on {s.host.name}
 volume corun-posix
     type storage/posix
     option directory {s.brick}
-end-volume
+{direct}end-volume
 
 volume corun-locks
     type features/locks
@@ -525,7 +535,7 @@ def port_open(addr: str, port: int, timeout: float = 0.5) -> bool:
 
 def check_tools(plan: Plan) -> None:
     need = {"glusterfsd"}
-    if plan.cfg["brick"]["backend"] == "loop":
+    if plan.cfg["brick"]["backend"] in ("loop", "rotating_disk"):
         need |= {"mkfs.ext4", "mount", "losetup"}
     client_need = {"glusterfs"} if plan.cfg["fuse"]["mount"] else set()
     for h in [s.host for s in plan.servers] + [plan.client]:
@@ -600,12 +610,36 @@ def _up(plan: Plan, j: FsJournal) -> None:
             remote(h, 'truncate -s "$2M" "$1" && mkfs.ext4 -q -F "$1"', s.image, str(cfg["brick"]["size_mib"]))
             j.push(f"unmount {s.brick} on {h.name}", remote_argv(h, UMOUNT_SCRIPT, s.brick))
             remote(h, 'mount -o loop -- "$1" "$2"', s.image, s.brick)
+        if s.disk:
+            j.push(
+                f"remove {s.disk} on {h.name} once its disk is down",
+                remote_argv(
+                    h,
+                    '[ -e "$1/brick.journal.json" ] || rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0',
+                    s.disk,
+                    str(Path(s.disk).parent),
+                ),
+            )
+            disk_argv = _disk_argv(plan, "down", s.disk)
+            j.push(f"take down the emulated disk of {s.brick} on {h.name}", h.command(disk_argv, cwd=str(repo_root())))
+            res = subprocess.run(
+                h.command([*_disk_argv(plan, "up", s.disk), "--target", s.brick], cwd=str(repo_root())),
+                input=json.dumps(_disk_config(cfg)),
+                capture_output=True,
+                text=True,
+                timeout=REMOTE_TIMEOUT_S,
+            )
+            if res.returncode != 0:
+                err = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+                raise PfsError(f"pfs: {h.name}: the emulated disk of {s.brick}: {err}")
         if port_open(h.address, port):
             raise PfsError(
                 f"pfs: {h.name}: {h.address}:{port} is already in use (another file system? "
                 "choose another port in the configuration)"
             )
-        remote(h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port, cfg["server_xlators"]))
+        remote(
+            h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port, cfg["server_xlators"], cfg["brick"]["o_direct"])
+        )
         j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile))
         remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
     for ns, dev, rate in qdiscs(plan):
@@ -669,7 +703,7 @@ def status(plan: Plan) -> dict:
     for s in plan.servers:
         res = remote(s.host, PIDS_SCRIPT, s.volfile, check=False)
         mounted = None
-        if s.image:
+        if s.image or s.disk:
             mounted = (
                 remote(s.host, 'mountpoint -q "$1" && echo yes; exit 0', s.brick, check=False).stdout.strip() == "yes"
             )
@@ -735,6 +769,66 @@ def status(plan: Plan) -> dict:
     }
 
 
+def _disk_argv(plan: Plan, command: str, work: str) -> list[str]:
+    """corun.testbed.pfs_disk on a server host: this Python on a netns cluster (the same
+    machine), python3 from the repository's folder on other hosts."""
+    py = sys.executable if plan.links else "python3"
+    return ["env", f"PYTHONPATH={repo_root()}", py, "-m", "corun.testbed.pfs_disk", command, "--work", work]
+
+
+def _disk_config(cfg: dict) -> dict:
+    rd = cfg["brick"]["rotating_disk"]
+    return {
+        "preset": rd["preset"],
+        "stroke": rd["stroke"],
+        "queue_window": rd["queue_window"],
+        "rt_priority": rd["rt_priority"],
+        "model": rd["model"],
+        "host": rd["host"],
+        "size_bytes": cfg["brick"]["size_mib"] << 20,
+    }
+
+
+def counters(plan: Plan, sched_status: str | None = None) -> dict:
+    """Per data server: the emulated disk's counters (backend rotating_disk) and the server-side
+    scheduler's status file (SCHED_STATUS, {root} and {host} replaced), each None with the
+    reason when absent."""
+
+    def one(s: Server) -> dict:
+        e: dict = {"index": s.index, "name": s.host.name, "disk": None, "disk_error": None}
+        if s.disk:
+            res = subprocess.run(
+                s.host.command(_disk_argv(plan, "stats", s.disk), cwd=str(repo_root())),
+                capture_output=True,
+                text=True,
+                timeout=REMOTE_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+            try:
+                e["disk"] = json.loads(res.stdout) if res.returncode == 0 else None
+            except ValueError:
+                e["disk"] = None
+            if e["disk"] is None:
+                e["disk_error"] = (res.stderr.strip().splitlines() or ["no counters"])[-1]
+        else:
+            e["disk_error"] = f"brick backend {plan.cfg['brick']['backend']}: no emulated disk"
+        if sched_status:
+            path = _fill(sched_status, plan.cfg["root"], s.host.name)
+            res = remote(s.host, 'cat -- "$1"', path, check=False)
+            try:
+                e["sched"], e["sched_error"] = json.loads(res.stdout), None
+            except ValueError:
+                e["sched"] = None
+                e["sched_error"] = f"{path}: " + (
+                    (res.stderr.strip().splitlines() or ["not JSON"])[-1] if res.returncode else "not JSON"
+                )
+        return e
+
+    with ThreadPoolExecutor(max_workers=min(16, len(plan.servers))) as pool:  # the servers at once
+        out = list(pool.map(one, plan.servers))
+    return {"time_epoch_s": time.time(), "servers": out}
+
+
 def down(plan: Plan) -> list[str]:
     errors = FsJournal(plan.journal_path).unwind()
     if not errors:
@@ -756,6 +850,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="start the data servers, shape the links, write the client volfiles")
     st = sub.add_parser("status", help="servers, links and mount; exit 1 unless all is up")
     st.add_argument("--json", action="store_true", help="machine-readable output")
+    ct = sub.add_parser("counters", help="per data server: the emulated disk's and the scheduler's counters (JSON)")
+    ct.add_argument(
+        "--sched-status", help="the server-side scheduler's status file on each server ({root}, {host} replaced)"
+    )
     sub.add_parser("down", help="undo everything up did, newest first")
     sub.add_parser("plan", help="print the layout up would make, change nothing")
     sub.add_parser("args", help="print pfs_read's options for the file system that is up")
@@ -789,6 +887,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             print(f"pfs_read options: {shlex.join(kernel_args(lay))}")
+            return 0
+        if a.command == "counters":
+            print(json.dumps(counters(plan, a.sched_status)))
             return 0
         if a.command == "status":
             st = status(plan)

@@ -7,12 +7,18 @@
 group: the cluster (`kind` netns: a netns cluster of `hosts` hosts this command starts with
 scripts/netns-cluster and ends; `kind` inventory: the inventory's hosts, left running), the file
 system's configuration (corun.testbed.pfs), the client volfiles the specs name, the command that
-writes the file the runs read, and the runs. In that order: cluster up, file system up, the
-volfiles checked against the layout, the file written, then each run with `corun run` on the
-client host (corun.testbed.hosts.run_on_host) into RUNS/<run>; then, always, the file system
-down and the cluster down, newest first, also after an error, SIGTERM or Ctrl-C. A netns
-cluster or file system left in WORK by an earlier killed attempt at any group is taken down
-first.
+writes the file the runs read (`write_cmd`, or a list `write_cmds`), and the runs. With
+`counters` ({"sched_status": the server-side scheduler's status file or null}) the data servers'
+counters (`pfs counters`: the emulated disks' and the scheduler's) are read before and after
+every run into RUNS/<run>/pfs_counters.json (a run's after serves as the next run's before:
+nothing else touches the servers in between). With `barrier_dir`, the folder barrier_dir/<run>
+where the run's clients meet (pfs_read --barrier) is emptied before the run.
+
+In that order: cluster up, file system up, the volfiles checked against the layout, the file
+written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
+RUNS/<run>; then, always, the file system down and the cluster down, newest first, also after an
+error, SIGTERM or Ctrl-C. A netns cluster or file system left in WORK by an earlier killed attempt
+at any group is taken down first.
 
 Runs already finished (RUNS/<run>/metadata.json) are kept; a run that fails ends the group
 with its error after the teardown.
@@ -110,17 +116,29 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
             raise CorunError(f"pfs_runs: layout volfiles {lay['volfiles']} (expected the specs' {group['volfiles']})")
         log(f"file system up: {group['servers']} servers, {group['client_links']} client link(s)")
         client = client_host(group)
-        _run(client.command(group["write_cmd"]), "writing the file")
-        log("file written")
+        cmds = group.get("write_cmds", [group["write_cmd"]] if group.get("write_cmd") else [])
+        for cmd in cmds:
+            _run(client.command(cmd), "writing the file")
+        log(f"{len(cmds)} file(s) written")
+        counters = group.get("counters")
+        plan = counters_plan(cfg_file) if counters is not None else None
+        last = None  # the counters after the run before: nothing touches the servers in between
         for name in group["runs"]:
             out = runs / name
             if (out / "metadata.json").exists():
                 done.append(name)
+                last = None
                 continue
             shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
+            if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
+                shutil.rmtree(Path(group["barrier_dir"]) / name, ignore_errors=True)
             t0 = time.monotonic()
+            before = (last or read_counters(plan, counters)) if plan is not None else None
             hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+            if plan is not None:
+                after = last = read_counters(plan, counters)
+                atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
             done.append(name)
             log(f"{name}: {time.monotonic() - t0:.1f} s")
     finally:
@@ -130,6 +148,22 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
     if errors:
         raise CorunError(errors[0])
     return done
+
+
+def counters_plan(cfg_file: Path):
+    """The file system's plan, made once (the inventory is read once) for read_counters."""
+    from corun.testbed import pfs
+
+    cfg, source = pfs.load_config(cfg_file)
+    return pfs.make_plan(cfg, source)
+
+
+def read_counters(plan, counters: dict) -> dict:
+    """The data servers' counters now (corun.testbed.pfs.counters: the emulated disks' and the
+    server-side scheduler's status file)."""
+    from corun.testbed import pfs
+
+    return pfs.counters(plan, counters.get("sched_status"))
 
 
 def client_host(group: dict) -> inventory.Host:

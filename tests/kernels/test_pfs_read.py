@@ -35,6 +35,14 @@ CLI_CASES = [
     ("operand", V + ["extra"], 2, "'extra'"),
     ("unknown-long", V + ["--bogus"], 2, "'--bogus'"),
     ("missing-volfile", ["--volfile", "{missing}"], 1, "cannot"),
+    ("pattern-bad", V + ["--pattern", "random"], 2, "--pattern: 'random' (expected strided or contiguous)"),
+    ("rank-without-ranks", V + ["--rank", "1"], 2, "--rank: '1' (expected together with --ranks)"),
+    ("rank-past-ranks", V + ["--rank", "3", "--ranks", "4", "--tasks", "2"], 2, "--ranks: '4' (expected at least"),
+    ("ranks-zero", V + ["--ranks", "0"], 2, "--ranks: '0'"),
+    ("app-negative", V + ["--app", "-1"], 2, "--app: '-1'"),
+    ("barrier-alone", V + ["--barrier", "/tmp/b"], 2, "--barrier: (expected together with --barrier-count)"),
+    ("barrier-relative", V + ["--barrier", "b", "--barrier-count", "2"], 2, "--barrier: 'b' (expected an absolute"),
+    ("request-size-not-8", V + ["--request-size", "1001"], 2, "--transfer-size: '1001' (expected a multiple of 8"),
 ]
 
 
@@ -59,5 +67,12 @@ def test_help_lists_units_and_defaults(binary):
         "default 16M",
         "--compute-passes N",
         "--file-per-process",
+        "--pattern P",
+        "--rank R",
+        "--ranks N",
+        "--request-size BYTES",
+        "--app ID",
+        "--barrier DIR",
+        "--direct",
     ):
         assert fragment in out.decode()

@@ -207,6 +207,46 @@ def test_striped_file_written_and_read_back_through_gfapi(netns, fs, kernels_bui
     assert res.returncode == 1 and "was not written with this strip size" in res.stderr
 
 
+def test_ranks_of_one_application_write_their_parts_of_one_file(netns, fs, kernels_built):
+    """MPI-IO Test's layouts: clients started apart (--rank R --ranks N) write their parts of one
+    shared file. Ranks 0 and 1 of 3 write; their parts read back under the same layout and
+    application, while rank 2's part (holes), the other layout or another application's
+    pattern do not."""
+    _, _, layout = fs
+    vol = " ".join(f"--volfile {v}" for v in layout["volfiles"])
+    size = "--block-size 256K --request-size 64K --segments 3"
+    for pattern in ("strided", "contiguous"):
+        f = f"/mpiio-{pattern}.dat"
+        for rank in (0, 1):
+            w = pfs_read(
+                netns,
+                kernels_built,
+                vol,
+                f"--file {f} --write --pattern {pattern} --rank {rank} --ranks 3 --app 2",
+                size,
+            )
+            assert (w["rank"], w["ranks"], w["pattern"], w["app"]) == (rank, 3, pattern, 2)
+            assert w["write_bytes"] == 3 * (256 << 10) and len(w["write_start_epoch_s"]) == 1
+        r = pfs_read(
+            netns,
+            kernels_built,
+            vol,
+            f"--file {f} --read --check --pattern {pattern} --tasks 2 --ranks 3 --app 2",
+            size,
+        )
+        assert r["checked"] and r["mismatched_words"] == 0 and r["read_bytes"] == 6 * (256 << 10)
+        other = "contiguous" if pattern == "strided" else "strided"
+        for wrong in (
+            f"--pattern {pattern} --app 2 --rank 2 --ranks 3",
+            f"--pattern {other} --app 2 --tasks 2 --ranks 3",
+            f"--pattern {pattern} --app 1 --tasks 2 --ranks 3",
+        ):
+            res = ssh(
+                netns, f"{PREFIX}-n1", f"{kernels_built / 'pfs_read'} {vol} --file {f} --read --check {wrong} {size}"
+            )
+            assert res.returncode == 1, (wrong, res.stdout)
+
+
 def test_fuse_mount_serves_files(netns, fs):
     _, root, layout = fs
     m = root / f"{PREFIX}-n1" / "mnt"
