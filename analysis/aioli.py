@@ -12,8 +12,8 @@ Metrics
   speedup_pct       a policy over the baseline (aioli.baseline, the FIFO pass-through) at the
                     same point: 100 x (ratio of mean throughputs - 1), 95% CI by a paired
                     bootstrap over the reps; norm_time is the ratio of mean execution times;
-  aggregation       from the translator's status file (the counters' difference over the run,
-                    summed over the servers): the histograms of aggregation sizes performed and
+  aggregation       from the translator's status file read after the run (its counters are
+                    reset when the run's variant starts), summed over the servers: the histograms of aggregation sizes performed and
                     possible, the average aggregation (requests per dispatch), the requests'
                     mean waiting time inside the server, the waits taken; missing, with the
                     reason, when the translator is not in the servers (translator.enabled false)
@@ -61,16 +61,18 @@ HIST_FIG = "aggregation.png"
 COUNTERS_FILE = "pfs_counters.json"
 TEXT = ["run_id", "job_id", "name", "kind", "policy", "pattern", "op", "disk"]
 KEY = ["pattern", "op", "request_size_bytes", "clients", "apps"]
-# The translator's status file (its contract): counters named so; a histogram is an object
-# {size: count} or a list whose index is the size.
+# The translator's status file (docs/schedulers/aioli.md): where each figure sits in it. The
+# histograms are lists whose index k counts dispatches of k + 1 requests (the last bucket: 17 or
+# more). Each run's variant start resets the counters (pfs_sched apply writes reset=1), so the
+# status read after the run holds that run's counts alone.
 SCHED = {
-    "requests": "requests",
-    "dispatches": "dispatches",
-    "performed": "aggregation_performed",
-    "possible": "aggregation_possible",
-    "wait_us": "wait_time_us",
-    "waits": "waits",
-    "waits_useful": "waits_useful",
+    "requests": ("counters", "requests"),  # {"read": n, "write": n}
+    "dispatches": ("counters", "dispatches"),
+    "performed": ("counters", "agg_performed"),
+    "possible": ("counters", "agg_possible"),
+    "wait_us": ("counters", "request_wait", "sum_us"),
+    "waits": ("counters", "waits", "taken"),
+    "waits_useful": ("counters", "waits", "aggregated"),
 }
 DISK = ["requests", "reads", "writes", "bytes_read", "bytes_written", "seeks", "busy_ms"]
 NOT_APPLIED = "the corun/aioli translator is not in the data servers (aioli.translator.enabled: false)"
@@ -103,12 +105,33 @@ def diff(after, before):
     return None
 
 
+def field(doc, path: tuple[str, ...]):
+    """doc[path[0]][path[1]]...; None where a step is missing."""
+    for k in path:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(k)
+    return doc
+
+
+def number(v) -> float | None:
+    """A count: a number, or the sum of an object's numbers ({"read": n, "write": m})."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, dict):
+        xs = [x for x in v.values() if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        return float(sum(xs)) if xs else None
+    return None
+
+
 def histogram(h) -> dict[int, float]:
-    """{size: count} from an object or a list (index = size); sizes < 1 dropped."""
+    """{size: count} from an object {size: count} or the translator's list (index k: size k + 1)."""
     if isinstance(h, dict):
         items = h.items()
     elif isinstance(h, list):
-        items = enumerate(h)
+        items = ((k + 1, v) for k, v in enumerate(h))
     else:
         return {}
     out = {}
@@ -158,18 +181,18 @@ def run_counters(run_dir: Path | None, applied: bool) -> tuple[dict, dict, dict,
             disk_why = a.get("disk_error") or b.get("disk_error") or "no disk counters"
         if not applied:
             continue
-        if not (a.get("sched") and b.get("sched")):
-            sched_why = a.get("sched_error") or b.get("sched_error") or "no status file"
+        if not a.get("sched"):
+            sched_why = a.get("sched_error") or "no status file"
             continue
-        s = diff(a["sched"], b["sched"]) or {}
+        s = a["sched"]  # reset at the run's start: the run's own counts
         for k in sched_tot:
-            v = s.get(SCHED[k])
-            if isinstance(v, (int, float)):
+            v = number(field(s, SCHED[k]))
+            if v is not None:
                 sched_tot[k] += v
                 sched_seen[k] = True
-        for size, n in histogram(s.get(SCHED["performed"])).items():
+        for size, n in histogram(field(s, SCHED["performed"])).items():
             perf[size] = perf.get(size, 0) + n
-        for size, n in histogram(s.get(SCHED["possible"])).items():
+        for size, n in histogram(field(s, SCHED["possible"])).items():
             poss[size] = poss.get(size, 0) + n
     if disk_why is None:
         out |= {f"disk_{k}": totals[k] for k in DISK}
@@ -191,7 +214,7 @@ def run_counters(run_dir: Path | None, applied: bool) -> tuple[dict, dict, dict,
             if sched_seen[k]:
                 out[k] = sched_tot[k]
         if not np.isfinite(out["avg_aggregation"]):
-            sched_why = f"the status file holds no {SCHED['performed']} histogram nor {SCHED['dispatches']}"
+            sched_why = "no dispatch in the status file (counters.agg_performed, counters.dispatches)"
     return out, perf, poss, sched_why, disk_why
 
 

@@ -148,8 +148,10 @@ def server_xlators(sec: dict) -> list[dict]:
     return [{"name": t["name"], "type": t["type"], "options": dict(t["options"])}]
 
 
-def policy_params(sec: dict, policy: str) -> dict:
-    return dict(sec["policy_params"].get(policy) or {})
+def policy_params(sec: dict, policy: str, pfs_state: str) -> dict:
+    """The policy variant's parameters: the configured ones, and where the group's file system
+    keeps its state (pfs_sched finds every data server's control and status files there)."""
+    return {"pfs_state_dir": pfs_state, **(sec["policy_params"].get(policy) or {})}
 
 
 def barrier_dir(data_dir: Path) -> Path:
@@ -158,7 +160,7 @@ def barrier_dir(data_dir: Path) -> Path:
     return (data_dir / "barriers").resolve()
 
 
-def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
+def make_spec(cfg: dict, p: dict, data_dir: Path, pfs_state: str) -> dict:
     sec = section(cfg)
     meet = ["--barrier", str(barrier_dir(data_dir) / run_name(p)), "--barrier-count", str(p["clients"] * p["apps"])]
     jobs = []
@@ -205,7 +207,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
     slots = {"slots_per_core": min(64, len(jobs))}
     spec = {"name": f"{NAME}-{run_name(p)}", "labels": labels, "placement": slots, "jobs": jobs}
     if applied:
-        spec["scheduler"] = {"name": p["policy"], "params": policy_params(sec, p["policy"])}
+        spec["scheduler"] = {"name": p["policy"], "params": policy_params(sec, p["policy"], pfs_state)}
     spec["monitors"] = {"enabled": list(sec["monitors"]), "interval_s": sec["monitor_interval_s"]}
     return spec
 
@@ -333,10 +335,11 @@ class Aioli(Experiment):
         sec = section(cfg)
         out_dir.mkdir(parents=True, exist_ok=True)
         pts = points(sec)
+        work = work_dir(out_dir, sec)
+        pfs = pfs_config(sec, data_dir, work)
         for p in pts:
-            atomic_write_text(
-                out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(make_spec(cfg, p, data_dir), sort_keys=False)
-            )
+            spec = make_spec(cfg, p, data_dir, pfs["state_dir"])
+            atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(spec, sort_keys=False))
         group = {
             "name": group_name(sec),
             "servers": sec["servers"],
@@ -349,7 +352,7 @@ class Aioli(Experiment):
                 "hosts": sec["servers"] + 1,
                 "client": client_name(sec),
             },
-            "pfs": pfs_config(sec, data_dir, work_dir(out_dir, sec)),
+            "pfs": pfs,
             "volfiles": volfiles(sec, data_dir),
             "write_cmds": write_cmds(sec, data_dir),
             "counters": {"sched_status": status_file(sec)},

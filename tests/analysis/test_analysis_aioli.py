@@ -21,24 +21,28 @@ TIMES = {
     ("pfs_fifo", "write", 0): 0.40, ("pfs_fifo", "write", 1): 0.40,
     ("aioli", "write", 0): 0.50, ("aioli", "write", 1): 0.50,
 }  # fmt: skip
-# per server and run: the translator's counters over the run (before: all zero but requests 5)
+# per server and run: the translator's counters after the run (its variant's start reset them;
+# the status before the run holds the previous run's counts, which must not count)
 SCHED = {
     # aioli reads: sizes 2 x 4 and 4 x 2 per server -> 16 requests in 8 dispatches; possible 4 x 4
     ("aioli", "read"): ({"2": 4, "4": 2}, {"4": 4}, 16, 8),
     ("app_aware", "read"): ({"4": 4}, {"4": 4}, 16, 4),
     ("pfs_fifo", "read"): ({"1": 16}, {"4": 4}, 16, 16),
-    ("aioli", "write"): ([0, 4, 0, 0, 3], [0, 0, 0, 0, 4], 16, 7),
-    ("pfs_fifo", "write"): ([0, 16], [0, 0, 0, 0, 4], 16, 16),
+    # the translator's lists: index k counts dispatches of k + 1 requests
+    ("aioli", "write"): ([4, 0, 0, 3], [0, 0, 0, 4], 16, 7),
+    ("pfs_fifo", "write"): ([16], [0, 0, 0, 4], 16, 16),
 }
 
 
 def status(policy, op, zero=False):
     perf, poss, req, disp = SCHED[(policy, op)]
-    if zero:
-        return {"requests": 5, "dispatches": 5, "aggregation_performed": {}, "aggregation_possible": {},
-                "wait_time_us": 100, "waits": 0, "waits_useful": 0, "queue_max": 3}  # fmt: skip
-    return {"requests": 5 + req, "dispatches": 5 + disp, "aggregation_performed": perf, "aggregation_possible": poss,
-            "wait_time_us": 100 + 160 * req, "waits": 3, "waits_useful": 2, "queue_max": 9}  # fmt: skip
+    if zero:  # what the run before left: ignored
+        return {"policy": "pfs_fifo", "counters": {"requests": {"read": 50, "write": 7}, "dispatches": 11,
+                "agg_performed": [1, 2, 3], "agg_possible": [3], "request_wait": {"sum_us": 9e6, "count": 57},
+                "waits": {"taken": 40, "aggregated": 1}, "queue": {"max": 3}}}  # fmt: skip
+    return {"policy": policy, "counters": {"requests": {"read": req, "write": 0}, "dispatches": disp,
+            "agg_performed": perf, "agg_possible": poss, "request_wait": {"sum_us": 160.0 * req, "count": req},
+            "waits": {"taken": 3, "aggregated": 2}, "queue": {"max": 9}}}  # fmt: skip
 
 
 def disk(reqs):

@@ -36,7 +36,7 @@ def cfg_with(section: dict) -> dict:
         ({"clients": [64], "client_mib": 64, "disk": {"size_mib": 256}}, "aioli.disk.size_mib: 256 (expected room for"),
         ({"disk": {"backend": "tape"}}, "aioli.disk.backend: 'tape'"),
         ({"disk": {"stroke": 0}}, "aioli.disk.stroke: 0"),
-        ({"translator": {"enabled": True}}, "aioli.policies[0]: 'pfs_fifo' (expected one of"),
+        ({"translator": {"enabled": True}, "policies": ["pfs_fifo", "aioli_fast"]}, "aioli.policies[1]: 'aioli_fast' (expected one of"),
         ({"translator": {"type": "Corun/aioli"}}, "aioli.translator.type: 'Corun/aioli'"),
         ({"cluster": {"kind": "inventory"}}, "aioli.cluster.inventory: None (expected an inventory (kind inventory))"),
         ({"cluster": {"prefix": "aioli-x"}}, "aioli.cluster.prefix: 'aioli-x'"),
@@ -142,11 +142,13 @@ def test_specs_with_the_translator_apply_the_policy_and_read_its_counters(tmp_pa
     )
     aioli.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
     spec = yaml.safe_load((tmp_path / "specs" / "s2_app_aware_strided_read_t64k_c4_a1_r0.yaml").read_text())
-    assert spec["scheduler"] == {"name": "app_aware", "params": {"trace": "/srv/t.json"}}
+    pfs_state = str((tmp_path / "specs").parent / "work" / "s2" / "pfs")
+    assert spec["scheduler"] == {"name": "app_aware", "params": {"pfs_state_dir": pfs_state, "trace": "/srv/t.json"}}
     assert spec["labels"]["policy_applied"] is True
     (g,) = json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]
     assert g["pfs"]["server_xlators"] == [{"name": "corun-aioli", "type": "corun/aioli", "options": opts}]
-    assert g["counters"] == {"sched_status": "{root}/{host}/aioli/status.json"}
+    assert g["pfs"]["state_dir"] == pfs_state
+    assert g["counters"] == {"sched_status": "{root}/{host}/corun-aioli.status"}
 
 
 def test_the_configs_validate():
