@@ -394,7 +394,8 @@ def run(jobs_csv: str, runs_csv: str, plan_json: str, out_dir: str, paper_id: st
         tables += [
             {
                 "title": "Model (discrete-event, calibrated on these runs) beside the measurements: "
-                "measured_*, model_* and error_*_pct = model / measured - 1, per scheme and MPL",
+                "measured_*, model_* and error_*_pct = model / measured - 1 (BCR: error_bcr_abs = "
+                "model - measured), per scheme and MPL",
                 "csv": "model_fit.csv",
             },
             {
