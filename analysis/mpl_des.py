@@ -293,7 +293,7 @@ class Model:
         j.done += 1
         if j.done == len(j.ranks):
             j.end_s = self.now
-            for h in {x.node for x in j.ranks}:
+            for h in sorted({x.node.idx: x.node for x in j.ranks}.values(), key=lambda n: n.idx):
                 h.slots -= 1
             self.at(self.now, "jobend", j)
             self.allocate()
@@ -538,8 +538,8 @@ class Model:
         lat = step_latency(j.bench, kind, p)
         erl = self.erl(r.node)
         if kind == "nn":
-            peers = {j.ranks[(r.idx - 1) % p], j.ranks[(r.idx + 1) % p]}
-            for q in peers:
+            left, right = j.ranks[(r.idx - 1) % p], j.ranks[(r.idx + 1) % p]
+            for q in [left] if left is right else [left, right]:  # a list: the same order every run
                 self.at(self.now + lat, "msg", q, r.seq, erl)
             return
         done = j.posted.get(r.seq, 0) + 1

@@ -103,7 +103,7 @@ def calibrate_benches(jobs: pd.DataFrame, stand_in: dict) -> tuple[dict[str, des
         comm = (g["result_runtime_s"] * g["result_comm_share"]).to_numpy()
         lat = float(sum(c / u for c, u in zip(comm, units) if u > 0) / max(1, sum(1 for u in units if u > 0)))
         benches[str(b)] = des.Bench(iters=iters, compute_s=float(comp), lat_s=lat, **sh[b])
-    for b in set(ok["bench"]) - set(benches):
+    for b in sorted(set(ok["bench"]) - set(benches)):
         raise ModelInputError(f"benchmark {b!r} has no alone job to calibrate on")
     startup = float((alone["runtime_s"] - alone["result_runtime_s"]).mean())
     return benches, max(0.0, startup), note

@@ -2,7 +2,11 @@
 
 import json
 import math
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -278,3 +282,25 @@ def test_report_section_renders_the_model_tables(tmp_path):
     proj = pd.read_csv(tmp_path / "model_projection.csv")
     assert not any(c.startswith("measured") for c in proj.columns)
     assert math.isfinite(proj["model_response_s"].iloc[0])
+
+
+def test_projection_is_the_same_in_another_process(tmp_path):
+    """No object-identity order (sets of ranks or nodes) leaks into the event order."""
+    code = (
+        "import hashlib, json, random\n"
+        "from analysis import mpl_des as des, mpl_model as mm\n"
+        "b = {'cg': des.Bench(iters=20, compute_s=2e-4, lat_s=1e-4, allreduce_every=1),\n"
+        "     'bt': des.Bench(iters=20, compute_s=1e-3, lat_s=2e-4, allreduce_every=10)}\n"
+        "jobs = mm.projection_stream(b, ['bt', 'cg'], [4, 8, 16], 10, 0.02, random.Random(1))\n"
+        "out = [des.simulate(s, 5, 16, des.Params(startup_s=0.05, startup_cpu_frac=0.5), b, jobs)\n"
+        "       for s in ('sb', 'cc_b', 'pb')]\n"
+        "print(hashlib.sha256(json.dumps(out).encode()).hexdigest())\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        res = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        outs.append(res.stdout.strip())
+    assert outs[0] == outs[1]
