@@ -46,6 +46,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis import mpl_model  # noqa: E402
 from analysis import runtables as rt  # noqa: E402
 from analysis.common import (  # noqa: E402
     VERDICT_DIRECTION,
@@ -374,6 +375,35 @@ def run(jobs_csv: str, runs_csv: str, plan_json: str, out_dir: str, paper_id: st
         *(n.strip() for n in paper.get("notes", [])),
         *run_checks(jobs, runs),
     ]
+    outputs = {"points.csv": table, "runs_table.csv": by_run}
+    tables = [
+        {"title": "Points: response, execution and waiting time, BCR, MD, daemon counters", "csv": "points.csv"},
+        {"title": "Runs", "csv": "runs_table.csv"},
+    ]
+    model = None
+    try:
+        model = mpl_model.run_model(jobs, by_run, plan)
+    except mpl_model.ModelInputError as exc:
+        log.add("model: predicted vs measured, projection", str(exc), "analysis.mpl_model", "-")
+    if model is not None:
+        m_summary, m_notes = mpl_model.describe(model)
+        summary += m_summary
+        notes += m_notes
+        outputs["model_fit.csv"] = model["table"]
+        outputs["model_projection.csv"] = model["projection"]
+        tables += [
+            {
+                "title": "Model (discrete-event, calibrated on these runs) beside the measurements: "
+                "measured_*, model_* and error_*_pct = model / measured - 1 (BCR: error_bcr_abs = "
+                "model - measured), per scheme and MPL",
+                "csv": "model_fit.csv",
+            },
+            {
+                "title": "Model projection: model values only, not measurements (the calibrated "
+                "benchmarks on the projection's nodes and MPLs)",
+                "csv": "model_projection.csv",
+            },
+        ]
     section = rt.section(
         EXPERIMENT,
         paper,
@@ -389,10 +419,7 @@ def run(jobs_csv: str, runs_csv: str, plan_json: str, out_dir: str, paper_id: st
             {"path": "md.png", "caption": "Message delay per scheme and MPL, microseconds (Figs. 8 and 11)."},
         ],  # fmt: skip
         comparison=comparison,
-        tables=[
-            {"title": "Points: response, execution and waiting time, BCR, MD, daemon counters", "csv": "points.csv"},
-            {"title": "Runs", "csv": "runs_table.csv"},
-        ],
+        tables=tables,
         metadata_paths=metadata_paths,
         log=log,
         notes=notes,
@@ -400,7 +427,7 @@ def run(jobs_csv: str, runs_csv: str, plan_json: str, out_dir: str, paper_id: st
     rt.write_outputs(
         out_dir,
         section,
-        {"points.csv": table, "runs_table.csv": by_run},
+        outputs,
         [
             lambda out: plot_bars(
                 table,
@@ -417,7 +444,7 @@ def run(jobs_csv: str, runs_csv: str, plan_json: str, out_dir: str, paper_id: st
             lambda out: plot_bars(table, "md_us", "MD (us)", "Message delay", out / "md.png"),
         ],  # fmt: skip
     )
-    return {"runs": by_run, "table": table, "comparison": comparison}
+    return {"runs": by_run, "table": table, "comparison": comparison, "model": model}
 
 
 def main(argv: list[str] | None = None) -> int:

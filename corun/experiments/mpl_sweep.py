@@ -163,6 +163,13 @@ class MplSweep(Experiment):
         for i, load in enumerate(sec["use_loads"]):
             if load not in sec["loads"]:
                 raise ConfigError(source, f"{NAME}.use_loads[{i}]", load, f"one of {', '.join(sec['loads'])}")
+        pr = sec["model"]["projection"]
+        if pr["workload"] not in sec["workloads"]:
+            raise ConfigError(
+                source, f"{NAME}.model.projection.workload", pr["workload"], f"one of {', '.join(sec['workloads'])}"
+            )
+        if pr["load"] not in sec["loads"]:
+            raise ConfigError(source, f"{NAME}.model.projection.load", pr["load"], f"one of {', '.join(sec['loads'])}")
         if "mpl" in sec["scheduler_params"]:
             raise ConfigError(
                 source, f"{NAME}.scheduler_params.mpl", sec["scheduler_params"]["mpl"], "no value (set by mpl_levels)"
@@ -222,6 +229,8 @@ class MplSweep(Experiment):
         for p in pts:
             atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(make_spec(cfg, p), sort_keys=False))
         sec = section(cfg)
+        c = sec["cluster"]
+        known = c["netns"]["hosts"] > 0 or inventory_path(cfg).is_file()
         atomic_write_json(
             out_dir / PLAN_FILE,
             {
@@ -229,6 +238,14 @@ class MplSweep(Experiment):
                 "bcr_min_pending": sec["scheduler_params"].get("bcr_min_pending", 2),
                 "loads": sec["loads"],
                 "job_s": sec["job_s"],
+                # what the model (analysis.mpl_model) needs besides the collected runs
+                "hosts": n_hosts(cfg) if known else None,
+                "cores_per_node": c["netns"]["cpus_per_host"] if c["netns"]["hosts"] > 0 else 1,
+                "ranks_per_node": c["ranks_per_node"],
+                "scheduler_params": sec["scheduler_params"],
+                "workloads": sec["workloads"],
+                "stand_in": sec["stand_in"],
+                "model": sec["model"],
                 "runs": [{**p, "run": run_name(p)} for p in pts],
             },
         )

@@ -1,5 +1,6 @@
 """The mpl_sweep experiment plugin (paper 001): its points, job streams, specs and config checks."""
 
+import json
 import random
 import statistics
 
@@ -105,7 +106,23 @@ def test_workloads_given_in_part_keep_table_3():
             {"cluster": {"netns": {"hosts": 0}}},
             "mpl_sweep.cluster.inventory: None (expected an inventory file, or cluster.netns.hosts >= 1)",
         ),
+        (
+            {"model": {"projection": {"workload": "wl9"}}},
+            "mpl_sweep.model.projection.workload: 'wl9' (expected one of wl1, wl2",
+        ),
+        ({"model": {"projection": {"load": "medium"}}}, "mpl_sweep.model.projection.load: 'medium' (expected one of"),
+        ({"model": {"tolerance_pct": 0}}, "mpl_sweep.model.tolerance_pct: 0 (expected"),
+        ({"model": {"fitt": {}}}, "mpl_sweep.model"),
     ],
 )
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, needle):
     assert needle in error(section)
+
+
+def test_the_plan_carries_what_the_model_needs(tmp_path):
+    cfg = cfg_with({})
+    ms.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    plan = json.loads((tmp_path / "specs" / "plan.json").read_text())
+    assert plan["hosts"] == 2 and plan["cores_per_node"] == 1 and plan["ranks_per_node"] == 1
+    assert plan["model"]["enabled"] is True and plan["model"]["projection"]["nodes"] == [4]
+    assert set(plan["stand_in"]) == {"bt", "sp", "ft", "is", "cg"} and "wl6" in plan["workloads"]
