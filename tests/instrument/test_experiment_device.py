@@ -1,7 +1,8 @@
-"""<experiment>.device: the runs of dynamic_io, cmp_stacking and implicit_io read their inputs
-from the disk holding the data folder (throttle, the default) or from an emulated rotating disk
-built for each run and mounted over the data folder (rotating_disk); the run specs say so, and a
-bad device setting is one line naming the key."""
+"""<experiment>.device: the runs of dynamic_io, cmp_stacking, sensitivity_ranking and implicit_io
+(io_latency_split analyses cmp_stacking's runs) read their inputs from the disk holding the data
+folder (throttle, the default) or from an emulated rotating disk built for each run and mounted
+over the data folder (rotating_disk); the run specs say so, and a bad device setting is one line
+naming the key."""
 
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from corun import config
 from corun.errors import ConfigError
 from corun.experiments import dynamic_io as dio
+from corun.experiments import sensitivity_ranking as sr
 from corun.experiments import stacking as st
 from corun.experiments.workflow_config import validate_config
 
@@ -61,6 +63,40 @@ def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
     dev = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)["device"]
     assert dev["kind"] == "rotating_disk" and dev["rotating_disk"]["overlay"] is True
     assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
+
+
+def sr_spec(tmp_path, **section):
+    c = validate_config(
+        {"plan_for": "2x1", "experiments": ["sensitivity_ranking"], "sensitivity_ranking": section}, "test.yaml"
+    )
+    sr.make_data(c, tmp_path)
+    return sr.make_spec(c, CAL, 1, 2, 0, tmp_path)
+
+
+def test_sensitivity_ranking_keeps_the_throttle_by_default(kernels_built, tmp_path):
+    dev = sr_spec(tmp_path, demands_mb_s=[0, 4], runtime_target_s=0.2, throttle={"read_bps": 16000000})["device"]
+    assert "kind" not in dev and dev["throttle"] == {"read_bps": 16000000}
+    # the kernel bypasses the page cache itself: nothing to evict
+    assert dev["evict"] == [] and "populate" not in dev
+
+
+def test_sensitivity_ranking_copies_only_its_runs_files_onto_the_disk(kernels_built, tmp_path):
+    spec = sr_spec(tmp_path, demands_mb_s=[0, 4], runtime_target_s=0.2, device=DISK)
+    dev = spec["device"]
+    assert dev["kind"] == "rotating_disk" and dev["path"] == str(tmp_path.resolve())
+    assert dev["rotating_disk"] == {"preset": "sas_15k_2010", "queue_window": 4, "overlay": True}
+    # group 1 at k = 2: its two jobs' files, not the other group's nor the calibration files
+    files = [sr.data_file(tmp_path, 1, s).resolve() for s in range(2)]
+    assert dev["populate"] == [{"src": str(f)} for f in files]
+    assert [job["cmd"][2] for job in spec["jobs"]] == [str(f) for f in files]
+    config.validate(spec, "run_spec", "generated")
+
+
+def test_io_latency_split_has_no_device_of_its_own():
+    """It analyses cmp_stacking's runs: their device is cmp_stacking's."""
+    with pytest.raises(ConfigError) as ei:
+        validate_config({"experiments": ["io_latency_split"], "io_latency_split": {"device": DISK}}, "c.yaml")
+    assert str(ei.value).startswith("c.yaml: io_latency_split")
 
 
 @pytest.mark.parametrize(
