@@ -162,3 +162,37 @@ def test_a_dynamic_io_run_reads_its_inputs_from_the_emulated_disk(kernels_built,
         assert rd._mount_entry(str(data.resolve())) is None
     # the overlay is gone and the data folder is as it was
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "overlay, kind",
+    [
+        (None, "rotating_disk"),
+        ("local_throttle.yaml", "throttle"),
+        ("smoke.yaml", "throttle"),
+        ("paper.yaml", "throttle"),
+    ],
+)
+def test_profiles_choose_their_device(repo_root, overlay, kind):
+    """local.yaml puts paper 000's disk experiments on the emulated disk; the profiles merged over
+    it (as Snakemake merges a profile's configfile over the Snakefile's) take them back to the
+    throttle or the testbed's disk, with none of local's disk sizes left over."""
+    import copy
+
+    import yaml
+    from snakemake.utils import update_config
+
+    conf = repo_root / "workflows" / "config"
+    raw = yaml.safe_load((conf / "local.yaml").read_text())
+    if overlay:
+        update_config(raw, yaml.safe_load((conf / overlay).read_text()))
+    c = validate_config(copy.deepcopy(raw), overlay or "local.yaml")
+    for exp in ("sensitivity_ranking", "cmp_stacking", "dynamic_io"):
+        assert c[exp]["device"]["kind"] == kind, exp
+        assert (c[exp]["throttle"] is None) == (kind == "rotating_disk" or overlay == "paper.yaml"), exp
+    if kind == "rotating_disk":
+        assert c["dynamic_io"]["device"]["rotating_disk"]["preset"] == "sata_7200_2010"
+        assert "elevator_bfq" in c["dynamic_io"]["variants"] and c["dynamic_io"]["baseline"] == "linux"
+    else:
+        assert c["dynamic_io"]["apps"]["km"]["points"] == 2000000 and c["dynamic_io"]["apps"]["x264"]["frames"] == 128
+        assert c["dynamic_io"]["variant_params"].get("dynamic_io", {}).get("keep_io_running", 0) == 0
