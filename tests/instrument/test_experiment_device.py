@@ -63,6 +63,12 @@ def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
     dev = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)["device"]
     assert dev["kind"] == "rotating_disk" and dev["rotating_disk"]["overlay"] is True
     assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
+    # graph jobs build their CSR in graph/ under the data folder: it goes onto the disk too
+    (tmp_path / "graph").mkdir()
+    graph = next(i for i, g in enumerate(st.groups(c, "cmp_stacking")) if "graph" in g["workload"])
+    spec = st.make_spec(c, "cmp_stacking", graph, 1, 0, tmp_path)
+    assert {"src": str((tmp_path / "graph").resolve())} in spec["device"]["populate"]
+    assert any(str((tmp_path / "graph").resolve()) in arg for arg in spec["jobs"][0]["cmd"])
 
 
 def sr_spec(tmp_path, **section):
