@@ -200,5 +200,6 @@ def test_profiles_choose_their_device(repo_root, overlay, kind):
         assert c["dynamic_io"]["device"]["rotating_disk"]["preset"] == "sata_7200_2010"
         assert "elevator_bfq" in c["dynamic_io"]["variants"] and c["dynamic_io"]["baseline"] == "linux"
     else:
-        assert c["dynamic_io"]["apps"]["km"]["points"] == 2000000 and c["dynamic_io"]["apps"]["x264"]["frames"] == 128
+        km = c["dynamic_io"]["apps"]["km"]
+        assert (km["points"], km["threads"]) == (2000000, 8) and c["dynamic_io"]["apps"]["x264"]["frames"] == 128
         assert c["dynamic_io"]["variant_params"].get("dynamic_io", {}).get("keep_io_running", 0) == 0
