@@ -1134,35 +1134,6 @@ def order_note(runs: pd.DataFrame, metadata_paths: list[Path]) -> str:
     )
 
 
-def device_note(metadata_paths: list[Path]) -> str:
-    """The device the runs read from and the I/O elevator each variant ran on (from the runs'
-    metadata: the elevator in effect while the jobs ran)."""
-    kinds, presets, elevators = set(), set(), {}
-    for p in metadata_paths:
-        meta = load_metadata(p)
-        kinds.add(meta.get("device_kind") or "throttle")
-        if meta.get("device_kind") == "rotating_disk":
-            presets.add(str((meta.get("device_setup") or {}).get("preset")))
-        variant = str((meta.get("scheduler") or {}).get("name"))
-        elevators.setdefault(variant, set()).add(str((meta.get("device") or {}).get("elevator")))
-    if not elevators:
-        return "No run metadata: the device and its elevator are not known."
-    where = (
-        f"an emulated rotating disk built for each run (preset {', '.join(sorted(presets))})"
-        if kinds == {"rotating_disk"}
-        else "the disk holding the data folder"
-        if kinds == {"throttle"}
-        else f"devices of several kinds ({', '.join(sorted(kinds))})"
-    )
-    per = "; ".join(f"{v}: {', '.join(sorted(e))}" for v, e in sorted(elevators.items()))
-    return (
-        f"The runs read from {where}. I/O elevator of the device under test while the jobs ran: {per}. "
-        "CFQ, the default elevator of the Linux of paper 000's time, was removed in Linux 5.0 with the "
-        "single-queue block layer; bfq (elevator_bfq) is its nearest successor, mq-deadline the default "
-        "for rotating disks."
-    )
-
-
 def build_section(
     result, paper, comparison, runs, metadata_paths, log, baseline, variant, variants, workloads, figures
 ) -> dict:
@@ -1189,7 +1160,7 @@ def build_section(
         "T_workload is the last job's end; every job is submitted at t = 0 and the runner's FCFS queue starts them "
         "as cores free up (single-threaded D-TYPE jobs one per core, the others one per CMP).",
         order_note(runs, metadata_paths),
-        device_note(metadata_paths),
+        rt.device_note(metadata_paths),
         "Waiting and serving time are derived from iostat (sysstat has no svctm): svc = 10 x %util / IOPS, "
         "wait = await - svc, means over requests.",
     ]
