@@ -203,3 +203,13 @@ def test_profiles_choose_their_device(repo_root, overlay, kind):
         km = c["dynamic_io"]["apps"]["km"]
         assert (km["points"], km["threads"]) == (2000000, 8) and c["dynamic_io"]["apps"]["x264"]["frames"] == 128
         assert c["dynamic_io"]["variant_params"].get("dynamic_io", {}).get("keep_io_running", 0) == 0
+
+
+def test_parameters_of_a_variant_the_campaign_leaves_out_stay_unused():
+    """A profile merged over local.yaml may drop dynamic_io from the variants while local.yaml's
+    variant_params.dynamic_io stays; a name that is no variant is still a one-line error."""
+    c = dio_cfg(variants=["linux", "elevator_bfq"], variant_params={"dynamic_io": {"keep_io_running": 1}})
+    assert c["dynamic_io"]["variants"] == ["linux", "elevator_bfq"]
+    with pytest.raises(ConfigError) as ei:
+        dio_cfg(variant_params={"dynamic_ioo": {"keep_io_running": 1}})
+    assert "dynamic_io.variant_params.dynamic_ioo: 'unknown variant'" in str(ei.value)
