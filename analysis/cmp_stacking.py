@@ -587,6 +587,7 @@ def build_section(
             + " (an emulated slower device): the absolute slowdown depends on the cap."
         )
     notes.append("Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().unique())) + ".")
+    notes.append(rt.device_note(metadata_paths))
     notes.extend(n.strip() for n in paper.get("notes", []))
     notes.extend(extra_notes)
     return rt.section(

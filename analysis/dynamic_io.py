@@ -1160,12 +1160,13 @@ def build_section(
         "T_workload is the last job's end; every job is submitted at t = 0 and the runner's FCFS queue starts them "
         "as cores free up (single-threaded D-TYPE jobs one per core, the others one per CMP).",
         order_note(runs, metadata_paths),
+        rt.device_note(metadata_paths),
         "Waiting and serving time are derived from iostat (sysstat has no svctm): svc = 10 x %util / IOPS, "
         "wait = await - svc, means over requests.",
     ]
     if caps:
         notes.append(
-            "The runs share an emulated disk, a read cap of "
+            "The runs share a cgroup read cap of "
             + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps)
             + ": requests over the cap wait in the cgroup's throttle before the device "
             "queue, where iostat cannot see them."

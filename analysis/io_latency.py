@@ -588,6 +588,7 @@ def build_section(
             "that wait is not in the waiting time above; PSI io and the runtimes include it."
         )
     notes.append("Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().unique())) + ".")
+    notes.append(rt.device_note(metadata_paths))
     notes.extend(n.strip() for n in paper.get("notes", []))
     notes.extend(extra_notes)
     k_paper = exp["values"]["k_values"]["value"]

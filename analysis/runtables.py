@@ -343,6 +343,41 @@ def throttle_values(runs: pd.DataFrame) -> list[float]:
     return sorted(float(v) for v in values.dropna().unique() if v > 0)
 
 
+def device_note(metadata_paths: list) -> str:
+    """The device the runs read from and the I/O elevator each variant ran on, from the runs'
+    metadata (the elevator in effect while the jobs ran); a report note."""
+    kinds, presets, elevators = set(), set(), {}
+    for p in metadata_paths:
+        meta = runmeta.load_metadata(p)
+        kinds.add(meta.get("device_kind") or "throttle")
+        if meta.get("device_kind") == "rotating_disk":
+            presets.add(str((meta.get("device_setup") or {}).get("preset")))
+        variant = str((meta.get("scheduler") or {}).get("name"))
+        elevators.setdefault(variant, set()).add(str((meta.get("device") or {}).get("elevator")))
+    if not elevators:
+        return "No run metadata: the device and its elevator are not known."
+    where = (
+        f"an emulated rotating disk built for each run (preset {', '.join(sorted(presets))})"
+        if kinds == {"rotating_disk"}
+        else "the disk holding the data folder"
+        if kinds == {"throttle"}
+        else f"devices of several kinds ({', '.join(sorted(kinds))})"
+    )
+    per = "; ".join(f"{v}: {', '.join(sorted(e))}" for v, e in sorted(elevators.items()))
+    disk = (
+        " iostat, the elevator and any cap act on the disk's loop device; its one actuator serves one "
+        "request at a time, so there the serving time derived from %util holds."
+        if "rotating_disk" in kinds
+        else ""
+    )
+    return (
+        f"The runs read from {where}.{disk} I/O elevator of the device under test while the jobs ran: {per}. "
+        "CFQ, the default elevator of the Linux of paper 000's time, was removed in Linux 5.0 with the "
+        "single-queue block layer; bfq (elevator_bfq) is its nearest successor, mq-deadline the default "
+        "for rotating disks."
+    )
+
+
 def section(
     experiment: str,
     paper: dict,

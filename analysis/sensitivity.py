@@ -858,6 +858,7 @@ def build_section(
         f"{n_failed} job(s) failed (exit code not 0 or self-check not 'ok') and were left out; "
         "the n_failed column counts them per group and k.",
         "Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().unique())) + ".",
+        rt.device_note(metadata_paths),
         *(n.strip() for n in paper.get("notes", [])),
         *extra_notes,
     ]

@@ -137,11 +137,13 @@ def bench_config(a: argparse.Namespace) -> dict:
         "io_bound_mbps": a.io_bound_mbps,
         "timeslice_s": a.timeslice_s,
         "timeslice_graph_s": a.timeslice_s,
+        # merged over local.yaml: everything local.yaml sets for its disk campaign is set here
+        "device": {"kind": "rotating_disk", "rotating_disk": {"preset": a.disk}} if a.disk else {"kind": "throttle"},
+        "variant_params": {"dynamic_io": {"keep_io_running": 0}},  # unused unless it runs
+        "apps": {"x264": {"frames": 128}, "km": {"threads": 8, "points": 2000000, "iterations": 2}},
     }
-    if a.disk:
-        section["device"] = {"kind": "rotating_disk", "rotating_disk": {"preset": a.disk}}
     if a.keep_io_running:
-        section["variant_params"] = {a.variant: {"keep_io_running": a.keep_io_running}}
+        section["variant_params"][a.variant] = {"keep_io_running": a.keep_io_running}
     for item in a.set:
         key, sep, text = item.partition("=")
         if not sep or not key:

@@ -192,7 +192,10 @@ def make_spec(cfg: dict, exp: str, gi: int, k: int, rep: int, data_dir: Path) ->
         "labels": {"experiment": exp, "group": gi, "k": k, "rep": rep, "jobs_per_cmp": lay["jobs_per_cmp"], **group},
         "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k))},
         "jobs": jobs,
-        "device": run_device(e, data_dir, [data_dir / "inputs"], e["drop_caches"], [data_dir / "out"]),
+        # x264 writes into out/, graph jobs build their CSR in graph/: both must exist on the disk
+        "device": run_device(
+            e, data_dir, [data_dir / "inputs"], e["drop_caches"], [data_dir / "out", data_dir / "graph"]
+        ),
         "memory": {"limit_bytes": e.get("memory_limit_bytes")},
         "scheduler": {"name": e["scheduler"], "params": e["scheduler_params"]},
         "monitors": _monitors(cfg, exp),

@@ -68,7 +68,9 @@ def validate_config(cfg: Any, source: str) -> dict:
     raw = cfg or {}
     if isinstance(raw, dict):
         for exp in exps.values():
-            if isinstance(raw.get(exp.name), dict):
+            # an experiment without settings of its own (io_latency_split) has no section: the
+            # schema then reports the key as unknown, in one line
+            if isinstance(raw.get(exp.name), dict) and f"experiment_{exp.name}" in schema["$defs"]:
                 raw = exp.prepare_config(raw, schema["$defs"][f"experiment_{exp.name}"])
     cfg = config.validate(raw, schema, source)
     device.check(cfg, source)

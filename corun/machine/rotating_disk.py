@@ -454,6 +454,12 @@ class RotatingDisk:
             if err:
                 raise CorunError(f"staging mount of the emulated disk: {err}")
         self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
+        if overlay:
+            # unmounting the staging mount empties the page cache only if that was the file
+            # system's last mount; should anything still hold it (one run's jobs once read all
+            # their inputs from the cache), the copies are dropped here all the same
+            os.sync()
+            _evict([p["dst"] for p in self.populated])
         # mkfs and the mount may reset some (the read-ahead, seen here): note which, set them
         # again, and read them all back.
         seen = self.read_host_settings(name)
@@ -684,14 +690,24 @@ def _populate(items: list[dict], target: str) -> list[dict]:
         _run(["cp", "-a", it["src"], str(dst)], "populating the run's file system", timeout=3600)
         done.append({"src": it["src"], "dst": str(dst)})
     os.sync()
-    for f in Path(target).rglob("*"):
-        if f.is_file():
-            fd = os.open(f, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+    _evict([target])
     return done
+
+
+def _evict(paths: list[str]) -> int:
+    """Drop the files under PATHS (files or folders) from the page cache; how many there were."""
+    n = 0
+    for root in paths:
+        r = Path(root)
+        for f in [r] if r.is_file() else r.rglob("*"):
+            if f.is_file():
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+                n += 1
+    return n
 
 
 class RunDevice:

@@ -291,6 +291,7 @@ class Runner:
             "spec_name": self.spec["name"],
             "labels": self.spec["labels"],
             "teardown_errors": [],
+            "machine_lock": self.lock_wait,
         }
         try:
             self._setup_machine()
@@ -313,6 +314,8 @@ class Runner:
 
         path = state_dir() / "machine.lock"
         self._lock_fh = open(path, "a+")
+        # how long the run waited for another (recorded: it lengthens a campaign's wall time)
+        self.lock_wait = {"waited_s": 0.0, "waited_for": None}
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -321,7 +324,9 @@ class Runner:
             print(
                 f"corun: waiting for {holder} to finish (one run at a time on a machine)", file=sys.stderr, flush=True
             )
+            t = time.monotonic()
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX)
+            self.lock_wait = {"waited_s": round(time.monotonic() - t, 3), "waited_for": holder}
         self._lock_fh.seek(0)
         self._lock_fh.truncate()
         self._lock_fh.write(f"run {self.spec['name']} (pid {os.getpid()})\n")

@@ -353,3 +353,32 @@ def test_runs_measured_out_of_order_are_noted(campaign):
     paths[3].write_text(json.dumps(meta))
     note = dio.order_note(runs, paths)
     assert note.startswith("1 of 8 runs were measured after a run that comes later") and "w01-linux-r1" in note
+
+
+def test_the_device_note_names_the_disk_and_each_variants_elevator(tmp_path):
+    import json
+
+    from analysis import runtables as rt
+
+    paths = []
+    for i, (variant, elevator) in enumerate(
+        [("linux", "mq-deadline"), ("elevator_bfq", "bfq"), ("dynamic_io", "mq-deadline")]
+    ):
+        p = tmp_path / f"r{i}" / "metadata.json"
+        p.parent.mkdir()
+        meta = {
+            "device_kind": "rotating_disk",
+            "device_setup": {"preset": "sata_7200_2010"},
+            "device": {"elevator": elevator},
+            "scheduler": {"name": variant},
+        }
+        p.write_text(json.dumps(meta))
+        paths.append(p)
+    note = rt.device_note(paths)
+    assert "emulated rotating disk built for each run (preset sata_7200_2010)" in note
+    assert "dynamic_io: mq-deadline; elevator_bfq: bfq; linux: mq-deadline" in note and "CFQ" in note
+    # a throttled run: the disk holding the data folder
+    meta = {"device": {"elevator": "none"}, "scheduler": {"name": "linux"}}
+    paths[0].write_text(json.dumps(meta))
+    assert "the disk holding the data folder" in rt.device_note(paths[:1])
+    assert rt.device_note([]).startswith("No run metadata")

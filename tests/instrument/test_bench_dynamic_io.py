@@ -56,3 +56,25 @@ def test_unknown_option_is_a_usage_error():
     with pytest.raises(SystemExit) as ei:
         bench.main(["--bogus"])
     assert ei.value.code == 2
+
+
+def test_without_disk_options_nothing_of_local_yaml_disk_campaign_remains():
+    """The bench's section is merged over local.yaml, whose dynamic_io runs on the emulated disk
+    with its own sizes and keep_io_running: the bench's defaults undo all of it."""
+    from snakemake.utils import update_config
+
+    from corun.experiments.workflow_config import validate_config
+
+    a = bench.parse(["--workload", "w06"])
+    bench.check(a)
+    merged = yaml.safe_load((ROOT / "workflows" / "config" / "local.yaml").read_text())
+    update_config(merged, bench.bench_config(a))
+    sec = validate_config(merged, "merged")["dynamic_io"]
+    assert sec["device"]["kind"] == "throttle" and sec["throttle"] == {"read_bps": 8000000}
+    assert sec["variant_params"]["dynamic_io"] == {"keep_io_running": 0}
+    assert (sec["apps"]["km"]["threads"], sec["apps"]["km"]["points"], sec["apps"]["x264"]["frames"]) == (
+        8,
+        2000000,
+        128,
+    )
+    assert sec["variants"] == ["linux", "dynamic_io"]

@@ -1,7 +1,8 @@
-"""<experiment>.device: the runs of dynamic_io, cmp_stacking and implicit_io read their inputs
-from the disk holding the data folder (throttle, the default) or from an emulated rotating disk
-built for each run and mounted over the data folder (rotating_disk); the run specs say so, and a
-bad device setting is one line naming the key."""
+"""<experiment>.device: the runs of dynamic_io, cmp_stacking, sensitivity_ranking and implicit_io
+(io_latency_split analyses cmp_stacking's runs) read their inputs from the disk holding the data
+folder (throttle, the default) or from an emulated rotating disk built for each run and mounted
+over the data folder (rotating_disk); the run specs say so, and a bad device setting is one line
+naming the key."""
 
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from corun import config
 from corun.errors import ConfigError
 from corun.experiments import dynamic_io as dio
+from corun.experiments import sensitivity_ranking as sr
 from corun.experiments import stacking as st
 from corun.experiments.workflow_config import validate_config
 
@@ -61,6 +63,46 @@ def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
     dev = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)["device"]
     assert dev["kind"] == "rotating_disk" and dev["rotating_disk"]["overlay"] is True
     assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
+    # graph jobs build their CSR in graph/ under the data folder: it goes onto the disk too
+    (tmp_path / "graph").mkdir()
+    graph = next(i for i, g in enumerate(st.groups(c, "cmp_stacking")) if "graph" in g["workload"])
+    spec = st.make_spec(c, "cmp_stacking", graph, 1, 0, tmp_path)
+    assert {"src": str((tmp_path / "graph").resolve())} in spec["device"]["populate"]
+    assert any(str((tmp_path / "graph").resolve()) in arg for arg in spec["jobs"][0]["cmd"])
+
+
+def sr_spec(tmp_path, **section):
+    c = validate_config(
+        {"plan_for": "2x1", "experiments": ["sensitivity_ranking"], "sensitivity_ranking": section}, "test.yaml"
+    )
+    sr.make_data(c, tmp_path)
+    return sr.make_spec(c, CAL, 1, 2, 0, tmp_path)
+
+
+def test_sensitivity_ranking_keeps_the_throttle_by_default(kernels_built, tmp_path):
+    dev = sr_spec(tmp_path, demands_mb_s=[0, 4], runtime_target_s=0.2, throttle={"read_bps": 16000000})["device"]
+    assert "kind" not in dev and dev["throttle"] == {"read_bps": 16000000}
+    # the kernel bypasses the page cache itself: nothing to evict
+    assert dev["evict"] == [] and "populate" not in dev
+
+
+def test_sensitivity_ranking_copies_only_its_runs_files_onto_the_disk(kernels_built, tmp_path):
+    spec = sr_spec(tmp_path, demands_mb_s=[0, 4], runtime_target_s=0.2, device=DISK)
+    dev = spec["device"]
+    assert dev["kind"] == "rotating_disk" and dev["path"] == str(tmp_path.resolve())
+    assert dev["rotating_disk"] == {"preset": "sas_15k_2010", "queue_window": 4, "overlay": True}
+    # group 1 at k = 2: its two jobs' files, not the other group's nor the calibration files
+    files = [sr.data_file(tmp_path, 1, s).resolve() for s in range(2)]
+    assert dev["populate"] == [{"src": str(f)} for f in files]
+    assert [job["cmd"][2] for job in spec["jobs"]] == [str(f) for f in files]
+    config.validate(spec, "run_spec", "generated")
+
+
+def test_io_latency_split_has_no_device_of_its_own():
+    """It analyses cmp_stacking's runs: their device is cmp_stacking's."""
+    with pytest.raises(ConfigError) as ei:
+        validate_config({"experiments": ["io_latency_split"], "io_latency_split": {"device": DISK}}, "c.yaml")
+    assert str(ei.value).startswith("c.yaml: io_latency_split")
 
 
 @pytest.mark.parametrize(
@@ -126,3 +168,48 @@ def test_a_dynamic_io_run_reads_its_inputs_from_the_emulated_disk(kernels_built,
         assert rd._mount_entry(str(data.resolve())) is None
     # the overlay is gone and the data folder is as it was
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "overlay, kind",
+    [
+        (None, "rotating_disk"),
+        ("local_throttle.yaml", "throttle"),
+        ("smoke.yaml", "throttle"),
+        ("paper.yaml", "throttle"),
+    ],
+)
+def test_profiles_choose_their_device(repo_root, overlay, kind):
+    """local.yaml puts paper 000's disk experiments on the emulated disk; the profiles merged over
+    it (as Snakemake merges a profile's configfile over the Snakefile's) take them back to the
+    throttle or the testbed's disk, with none of local's disk sizes left over."""
+    import copy
+
+    import yaml
+    from snakemake.utils import update_config
+
+    conf = repo_root / "workflows" / "config"
+    raw = yaml.safe_load((conf / "local.yaml").read_text())
+    if overlay:
+        update_config(raw, yaml.safe_load((conf / overlay).read_text()))
+    c = validate_config(copy.deepcopy(raw), overlay or "local.yaml")
+    for exp in ("sensitivity_ranking", "cmp_stacking", "dynamic_io"):
+        assert c[exp]["device"]["kind"] == kind, exp
+        assert (c[exp]["throttle"] is None) == (kind == "rotating_disk" or overlay == "paper.yaml"), exp
+    if kind == "rotating_disk":
+        assert c["dynamic_io"]["device"]["rotating_disk"]["preset"] == "sata_7200_2010"
+        assert "elevator_bfq" in c["dynamic_io"]["variants"] and c["dynamic_io"]["baseline"] == "linux"
+    else:
+        km = c["dynamic_io"]["apps"]["km"]
+        assert (km["points"], km["threads"]) == (2000000, 8) and c["dynamic_io"]["apps"]["x264"]["frames"] == 128
+        assert c["dynamic_io"]["variant_params"].get("dynamic_io", {}).get("keep_io_running", 0) == 0
+
+
+def test_parameters_of_a_variant_the_campaign_leaves_out_stay_unused():
+    """A profile merged over local.yaml may drop dynamic_io from the variants while local.yaml's
+    variant_params.dynamic_io stays; a name that is no variant is still a one-line error."""
+    c = dio_cfg(variants=["linux", "elevator_bfq"], variant_params={"dynamic_io": {"keep_io_running": 1}})
+    assert c["dynamic_io"]["variants"] == ["linux", "elevator_bfq"]
+    with pytest.raises(ConfigError) as ei:
+        dio_cfg(variant_params={"dynamic_ioo": {"keep_io_running": 1}})
+    assert "dynamic_io.variant_params.dynamic_ioo: 'unknown variant'" in str(ei.value)

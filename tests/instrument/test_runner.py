@@ -409,3 +409,6 @@ def test_one_run_at_a_time_on_a_machine(disk_tmp):
     ma = json.loads((disk_tmp / "a" / "metadata.json").read_text())
     mb = json.loads((disk_tmp / "b" / "metadata.json").read_text())
     assert mb["start_epoch_s"] >= ma["end_epoch_s"]
+    # the wait is recorded: it lengthens a campaign's wall time, not the run
+    assert ma["machine_lock"] == {"waited_s": 0.0, "waited_for": None}
+    assert mb["machine_lock"]["waited_for"].startswith("run first") and 0 < mb["machine_lock"]["waited_s"] < 30
