@@ -13,9 +13,10 @@ Metrics
                     same point: 100 x (ratio of mean throughputs - 1), 95% CI by a paired
                     bootstrap over the reps; norm_time is the ratio of mean execution times;
   aggregation       from the translator's status file read after the run (its counters are
-                    reset when the run's variant starts), summed over the servers: the histograms of aggregation sizes performed and
-                    possible, the average aggregation (requests per dispatch), the requests'
-                    mean waiting time inside the server, the waits taken; missing, with the
+                    reset when the run's variant starts), summed over the servers: the
+                    histograms of aggregation sizes performed and possible, the average
+                    aggregation (requests per dispatch), the requests' mean waiting time
+                    inside the server, the waits taken; missing, with the
                     reason, when the translator is not in the servers (translator.enabled false)
                     or its status file cannot be read;
   disk              the emulated disks' counters over the run (requests, seeks, busy time).

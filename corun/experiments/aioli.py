@@ -25,6 +25,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment
+from corun.testbed import inventory
 from corun.util import atomic_write_json, atomic_write_text, repo_root
 
 NAME = "aioli"
@@ -74,8 +75,6 @@ def client_name(sec: dict) -> str:
         return f"{c['prefix']}-n1"
     if c["client"]:
         return c["client"]
-    from corun.testbed import inventory
-
     return inventory.load(c["inventory"], c["group"], f"{NAME}.cluster.inventory")[0].name
 
 

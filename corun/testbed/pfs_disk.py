@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 
 from corun.errors import CorunError, one_line_errors
+from corun.machine import rotating_disk as rd  # also registers the disk's undo handlers
+from corun.machine.state import Journal, run_undo
 from corun.util import atomic_write_text
 
 RUN_ID = "brick"
@@ -44,9 +46,6 @@ def _state(work: Path) -> dict | None:
 
 def up(work: Path, target: str, cfg: dict) -> dict:
     os.environ["CORUN_STATE_DIR"] = str(work)  # the disk's folder (fuse mount, state) goes there too
-    from corun.machine import rotating_disk as rd
-    from corun.machine.state import Journal
-
     rd.check_machine("pfs", "brick.backend")
     resolved = rd.resolve(cfg, "pfs", "brick.rotating_disk")
     work.mkdir(parents=True, exist_ok=True)
@@ -98,9 +97,6 @@ def stats(work: Path, timeout_s: float = 2.0) -> dict | None:
 
 
 def down(work: Path) -> tuple[dict | None, list[str]]:
-    from corun.machine import rotating_disk  # noqa: F401 - registers the disk's undo handlers
-    from corun.machine.state import run_undo
-
     jf = journal_file(work)
     if not jf.exists():
         return _state(work), []

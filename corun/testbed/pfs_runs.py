@@ -39,7 +39,7 @@ import yaml
 
 from corun.errors import CorunError, one_line_errors
 from corun.testbed import hosts as hostmod
-from corun.testbed import inventory
+from corun.testbed import inventory, pfs
 from corun.util import atomic_write_json, repo_root
 
 CLUSTER = "scripts/netns-cluster"
@@ -152,8 +152,6 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
 
 def counters_plan(cfg_file: Path):
     """The file system's plan, made once (the inventory is read once) for read_counters."""
-    from corun.testbed import pfs
-
     cfg, source = pfs.load_config(cfg_file)
     return pfs.make_plan(cfg, source)
 
@@ -161,8 +159,6 @@ def counters_plan(cfg_file: Path):
 def read_counters(plan, counters: dict) -> dict:
     """The data servers' counters now (corun.testbed.pfs.counters: the emulated disks' and the
     server-side scheduler's status file)."""
-    from corun.testbed import pfs
-
     return pfs.counters(plan, counters.get("sched_status"))
 
 

@@ -36,7 +36,10 @@ def cfg_with(section: dict) -> dict:
         ({"clients": [64], "client_mib": 64, "disk": {"size_mib": 256}}, "aioli.disk.size_mib: 256 (expected room for"),
         ({"disk": {"backend": "tape"}}, "aioli.disk.backend: 'tape'"),
         ({"disk": {"stroke": 0}}, "aioli.disk.stroke: 0"),
-        ({"translator": {"enabled": True}, "policies": ["pfs_fifo", "aioli_fast"]}, "aioli.policies[1]: 'aioli_fast' (expected one of"),
+        (
+            {"translator": {"enabled": True}, "policies": ["pfs_fifo", "aioli_fast"]},
+            "aioli.policies[1]: 'aioli_fast' (expected one of",
+        ),
         ({"translator": {"type": "Corun/aioli"}}, "aioli.translator.type: 'Corun/aioli'"),
         ({"cluster": {"kind": "inventory"}}, "aioli.cluster.inventory: None (expected an inventory (kind inventory))"),
         ({"cluster": {"prefix": "aioli-x"}}, "aioli.cluster.prefix: 'aioli-x'"),
