@@ -198,7 +198,7 @@ def test_profiles_choose_their_device(repo_root, overlay, kind):
         assert (c[exp]["throttle"] is None) == (kind == "rotating_disk" or overlay == "paper.yaml"), exp
     if kind == "rotating_disk":
         assert c["dynamic_io"]["device"]["rotating_disk"]["preset"] == "sata_7200_2010"
-        assert "elevator_bfq" in c["dynamic_io"]["variants"] and c["dynamic_io"]["baseline"] == "linux"
+        assert c["dynamic_io"]["baseline"] == "linux" and "dynamic_io" in c["dynamic_io"]["variants"]
     else:
         km = c["dynamic_io"]["apps"]["km"]
         assert (km["points"], km["threads"]) == (2000000, 8) and c["dynamic_io"]["apps"]["x264"]["frames"] == 128

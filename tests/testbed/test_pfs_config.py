@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
     [
         ("servers: 0\n", "servers: 0 (expected an integer >= 1)"),
         ("strip_size_bytes: 1000\n", "strip_size_bytes: 1000 (expected an integer >= 4096)"),
-        ("brick: {backend: nfs}\n", "brick.backend: 'nfs' (expected one of dir, loop)"),
+        ("brick: {backend: nfs}\n", "brick.backend: 'nfs' (expected one of dir, loop, rotating_disk)"),
         ("root: relative/path\n", "root: 'relative/path' (expected an absolute path"),
         ("link: {rate_mb: 1000}\n", "link.rate_mb: 'unknown key' (expected one of client_links, rate_mbit, shape)"),
         ("fuse: {shard_block_mib: 1}\n", "fuse.shard_block_mib: 1 (expected an integer >= 4)"),
