@@ -25,8 +25,8 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment
-from corun.testbed import inventory
-from corun.util import atomic_write_json, atomic_write_text, repo_root
+from corun.experiments.pfs_clients import client_name, in_client, pfs_read, pfs_root, volfiles
+from corun.util import atomic_write_json, atomic_write_text
 
 NAME = "aioli"
 GROUPS_FILE = "groups.json"
@@ -69,29 +69,6 @@ def run_name(p: dict) -> str:
     )
 
 
-def client_name(sec: dict) -> str:
-    c = sec["cluster"]
-    if c["kind"] == "netns":
-        return f"{c['prefix']}-n1"
-    if c["client"]:
-        return c["client"]
-    return inventory.load(c["inventory"], c["group"], f"{NAME}.cluster.inventory")[0].name
-
-
-def pfs_root(sec: dict, data_dir: Path) -> str:
-    root = sec["cluster"]["pfs_root"]
-    return root if root else str((data_dir / "pfs").resolve())
-
-
-def volfiles(sec: dict, data_dir: Path) -> list[str]:
-    base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec)}/client"
-    return [f"{base}/stripe-{i}.vol" for i in range(sec["servers"])]
-
-
-def pfs_read() -> str:
-    return str(repo_root() / "kernels" / "build" / "pfs_read")
-
-
 def client_bytes(sec: dict) -> int:
     return sec["client_mib"] << 20
 
@@ -120,14 +97,8 @@ def layout_args(sec: dict, pattern: str, request: int) -> list[str]:
     ]
 
 
-def in_client(sec: dict, argv: list[str]) -> list[str]:
-    if sec["cluster"]["kind"] == "netns":
-        return ["ip", "netns", "exec", client_name(sec), *argv]
-    return argv
-
-
 def base_args(sec: dict, data_dir: Path) -> list[str]:
-    vol = [x for v in volfiles(sec, data_dir) for x in ("--volfile", v)]
+    vol = [x for v in volfiles(sec, NAME, data_dir, sec["servers"]) for x in ("--volfile", v)]
     # with O_DIRECT bricks the clients open with O_DIRECT too: posix then copies a write into
     # an aligned buffer (a write below 512 KiB arrives unaligned and O_DIRECT refuses it)
     direct = ["--direct"] if sec["disk"]["o_direct"] else []
@@ -182,7 +153,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, pfs_state: str) -> dict:
             jobs.append(
                 {
                     "name": f"app{app}-client-{rank}",
-                    "cmd": in_client(sec, argv),
+                    "cmd": in_client(sec, NAME, argv),
                     "result": "json",
                     "labels": {"app": app, "client": rank},
                 }
@@ -251,6 +222,7 @@ def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
     return [
         in_client(
             sec,
+            NAME,
             [
                 *base_args(sec, data_dir),
                 "--file",
@@ -349,10 +321,10 @@ class Aioli(Experiment):
                 "prefix": sec["cluster"]["prefix"],
                 "subnet": sec["cluster"]["subnet"],
                 "hosts": sec["servers"] + 1,
-                "client": client_name(sec),
+                "client": client_name(sec, NAME),
             },
             "pfs": pfs,
-            "volfiles": volfiles(sec, data_dir),
+            "volfiles": volfiles(sec, NAME, data_dir, sec["servers"]),
             "write_cmds": write_cmds(sec, data_dir),
             "counters": {"sched_status": status_file(sec)},
             "barrier_dir": str(barrier_dir(data_dir)),

@@ -24,7 +24,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment
-from corun.testbed import inventory
+from corun.experiments.pfs_clients import client_name, in_client, pfs_read, pfs_root, volfiles
 from corun.util import atomic_write_json, atomic_write_text, repo_root
 
 NAME = "sais"
@@ -74,45 +74,13 @@ def pm_names(sec: dict) -> list[str]:
     return [f"pm_{mode}_r{r}" for r in range(sec["reps"]) for mode in ("thread", "process")]
 
 
-def client_name(sec: dict) -> str:
-    """The client host: the netns cluster's first, else cluster.client or the group's first host."""
-    c = sec["cluster"]
-    if c["kind"] == "netns":
-        return f"{c['prefix']}-n1"
-    if c["client"]:
-        return c["client"]
-    return inventory.load(c["inventory"], c["group"], f"{NAME}.cluster.inventory")[0].name
-
-
-def pfs_root(sec: dict, data_dir: Path) -> str:
-    root = sec["cluster"]["pfs_root"]
-    return root if root else str((data_dir / "pfs").resolve())
-
-
-def volfiles(sec: dict, data_dir: Path, servers: int) -> list[str]:
-    """The client volfiles corun.testbed.pfs writes (Plan.client_volfile); pfs_runs checks them."""
-    base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec)}/client"
-    return [f"{base}/stripe-{i}.vol" for i in range(servers)]
-
-
-def pfs_read() -> str:
-    return str(repo_root() / "kernels" / "build" / "pfs_read")
-
-
 def file_bytes(sec: dict) -> int:
     return sec["file_mib"] << 20
 
 
 def pfs_args(sec: dict, data_dir: Path, servers: int) -> list[str]:
-    vol = [x for v in volfiles(sec, data_dir, servers) for x in ("--volfile", v)]
+    vol = [x for v in volfiles(sec, NAME, data_dir, servers) for x in ("--volfile", v)]
     return [*vol, "--strip-size", str(sec["strip_size_bytes"]), "--file", DATA_FILE]
-
-
-def in_client(sec: dict, argv: list[str]) -> list[str]:
-    """argv run on the client host: in its namespace on the netns cluster."""
-    if sec["cluster"]["kind"] == "netns":
-        return ["ip", "netns", "exec", client_name(sec), *argv]
-    return argv
 
 
 def policy_params(sec: dict, policy: str) -> dict:
@@ -120,7 +88,7 @@ def policy_params(sec: dict, policy: str) -> dict:
     c = sec["cluster"]
     params = dict(sec["policy_params"].get(policy) or {})
     if c["kind"] == "netns":
-        params.setdefault("interfaces", f"{client_name(sec)}/eth0,{c['prefix']}-v1")
+        params.setdefault("interfaces", f"{client_name(sec, NAME)}/eth0,{c['prefix']}-v1")
         if policy == "sais_mark":
             n = max(sec["servers"]) + 1
             params.setdefault("server_interfaces", ",".join(f"{c['prefix']}-n{i}/eth0" for i in range(2, n + 1)))
@@ -167,7 +135,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
         "reader": "pfs_read",
     }
     jobs = [
-        {"name": f"client-{i}", "cmd": in_client(sec, read), "result": "json", "labels": {"client": i}}
+        {"name": f"client-{i}", "cmd": in_client(sec, NAME, read), "result": "json", "labels": {"client": i}}
         for i in range(p["clients"])
     ]
     return {
@@ -282,7 +250,7 @@ class Sais(Experiment):
         out_dir.mkdir(parents=True, exist_ok=True)
         n = 0
         group_list = []
-        client = client_name(sec)
+        client = client_name(sec, NAME)
         for servers, links in groups(sec):
             pts = points(sec, servers, links)
             for p in pts:
@@ -310,8 +278,8 @@ class Sais(Experiment):
                         "client": client,
                     },
                     "pfs": pfs_config(sec, data_dir, servers, links, work_dir(out_dir, servers, links)),
-                    "volfiles": volfiles(sec, data_dir, servers),
-                    "write_cmd": in_client(sec, write),
+                    "volfiles": volfiles(sec, NAME, data_dir, servers),
+                    "write_cmd": in_client(sec, NAME, write),
                 }
             )
         for name in pm_names(sec):

@@ -1,0 +1,42 @@
+"""The client side of corun's parallel file system (corun/testbed/pfs.py), as the experiments
+that run on it (sais, aioli) name it: the client host, the file system's root, the client
+volfiles `scripts/pfs up` writes there, the striped reader, and a command run on the client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corun.testbed import inventory
+from corun.util import repo_root
+
+
+def client_name(sec: dict, experiment: str) -> str:
+    """The client host: the netns cluster's first, else cluster.client or the group's first host."""
+    c = sec["cluster"]
+    if c["kind"] == "netns":
+        return f"{c['prefix']}-n1"
+    if c["client"]:
+        return c["client"]
+    return inventory.load(c["inventory"], c["group"], f"{experiment}.cluster.inventory")[0].name
+
+
+def pfs_root(sec: dict, data_dir: Path) -> str:
+    root = sec["cluster"]["pfs_root"]
+    return root if root else str((data_dir / "pfs").resolve())
+
+
+def volfiles(sec: dict, experiment: str, data_dir: Path, servers: int) -> list[str]:
+    """The client volfiles corun.testbed.pfs writes (Plan.client_volfile); pfs_runs checks them."""
+    base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec, experiment)}/client"
+    return [f"{base}/stripe-{i}.vol" for i in range(servers)]
+
+
+def pfs_read() -> str:
+    return str(repo_root() / "kernels" / "build" / "pfs_read")
+
+
+def in_client(sec: dict, experiment: str, argv: list[str]) -> list[str]:
+    """argv run on the client host: in its namespace on the netns cluster."""
+    if sec["cluster"]["kind"] == "netns":
+        return ["ip", "netns", "exec", client_name(sec, experiment), *argv]
+    return argv
