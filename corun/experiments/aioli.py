@@ -25,7 +25,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment
-from corun.experiments.pfs_clients import client_name, in_client, pfs_read, pfs_root, volfiles
+from corun.experiments.pfs_clients import check_cluster, client_name, in_client, pfs_read, pfs_root, volfiles
 from corun.util import atomic_write_json, atomic_write_text
 
 NAME = "aioli"
@@ -281,14 +281,7 @@ class Aioli(Experiment):
                 sec["disk"]["size_mib"],
                 f"room for {need >> 20} MiB over {sec['servers']} servers (the files of the most clients and apps)",
             )
-        c = sec["cluster"]
-        if c["kind"] == "inventory":
-            if not c["inventory"]:
-                raise ConfigError(source, f"{NAME}.cluster.inventory", None, "an inventory (kind inventory)")
-            if not c["pfs_root"]:
-                raise ConfigError(
-                    source, f"{NAME}.cluster.pfs_root", None, "an absolute path on every host when kind is inventory"
-                )
+        check_cluster(sec, NAME, source)
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
         """The policies are checked against their manifests only when they are applied."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from corun.errors import ConfigError
 from corun.testbed import inventory
 from corun.util import repo_root
 
@@ -40,3 +41,15 @@ def in_client(sec: dict, experiment: str, argv: list[str]) -> list[str]:
     if sec["cluster"]["kind"] == "netns":
         return ["ip", "netns", "exec", client_name(sec, experiment), *argv]
     return argv
+
+
+def check_cluster(sec: dict, experiment: str, source: str) -> None:
+    """On an inventory the file system needs the inventory and a root that exists on every host."""
+    c = sec["cluster"]
+    if c["kind"] == "inventory":
+        if not c["inventory"]:
+            raise ConfigError(source, f"{experiment}.cluster.inventory", None, "an inventory (kind inventory)")
+        if not c["pfs_root"]:
+            raise ConfigError(
+                source, f"{experiment}.cluster.pfs_root", None, "an absolute path on every host when kind is inventory"
+            )

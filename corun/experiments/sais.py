@@ -24,7 +24,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment
-from corun.experiments.pfs_clients import client_name, in_client, pfs_read, pfs_root, volfiles
+from corun.experiments.pfs_clients import check_cluster, client_name, in_client, pfs_read, pfs_root, volfiles
 from corun.util import atomic_write_json, atomic_write_text, repo_root
 
 NAME = "sais"
@@ -227,14 +227,7 @@ class Sais(Experiment):
             raise ConfigError(
                 source, f"{NAME}.pm.request_size_bytes", sec["pm"]["request_size_bytes"], f"a multiple of {strip}"
             )
-        c = sec["cluster"]
-        if c["kind"] == "inventory":
-            if not c["inventory"]:
-                raise ConfigError(source, f"{NAME}.cluster.inventory", None, "an inventory (kind inventory)")
-            if not c["pfs_root"]:
-                raise ConfigError(
-                    source, f"{NAME}.cluster.pfs_root", None, "an absolute path on every host when kind is inventory"
-                )
+        check_cluster(sec, NAME, source)
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
         sec = section(cfg)
