@@ -30,7 +30,8 @@ counters, which leave cgroup-limit reclaim out; ``pgscan_direct_throttle`` count
 events, not pages, and is never summed), ``refault_per_s`` (``workingset_refault_file``;
 ``workingset_refault`` on kernels before 5.9, which tracked file pages only). With a cgroup:
 ``cg_usage_bytes``, ``cg_limit_bytes`` (NaN when unlimited: v2 ``max``, v1 the page counter's
-maximum, 2^63 rounded down to a page), ``cg_used_pct`` (NaN when unlimited), ``cg_file_bytes``
+maximum, 2^63 rounded down to a page), ``cg_used_pct`` (NaN when unlimited; it may pass 100 by a
+few pages, as the kernel charges in per-CPU batches and reports a fuzzy usage), ``cg_file_bytes``
 (v1 total_cache, v2 file), ``cg_anon_bytes`` (v1 total_rss, v2 anon), ``cg_file_mapped_bytes``,
 ``cg_dirty_bytes``, ``cg_writeback_bytes``, ``cg_pgmajfault_per_s``, ``cg_refault_per_s``
 (workingset_refault_file) and ``cg_pgsteal_per_s`` / ``cg_pgscan_per_s`` (the group's own

@@ -310,5 +310,7 @@ def test_live_real_v1_cgroup(tmp_path, disk_tmp):
     assert (df["cg_usage_bytes"] > 0).any()
     assert (df["cg_limit_bytes"] == 64 * MIB).all()
     used = df["cg_used_pct"][df["cg_usage_bytes"] > 0]
-    assert ((used > 0) & (used <= 100)).all()
+    # v1 usage is a fuzzy value: the kernel charges in per-CPU batches of up to 64 pages
+    fuzz_pct = 100.0 * 64 * os.sysconf("SC_PAGE_SIZE") * os.cpu_count() / (64 * MIB)
+    assert ((used > 0) & (used <= 100 + fuzz_pct)).all()
     assert df["cg_file_bytes"].max() > 0 and df["cg_anon_bytes"].max() >= 32 * MIB
