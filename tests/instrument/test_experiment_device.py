@@ -193,12 +193,12 @@ def test_profiles_choose_their_device(repo_root, overlay, kind):
     if overlay:
         update_config(raw, yaml.safe_load((conf / overlay).read_text()))
     c = validate_config(copy.deepcopy(raw), overlay or "local.yaml")
-    for exp in ("sensitivity_ranking", "dynamic_io"):
+    for exp in ("sensitivity_ranking", "cmp_stacking", "dynamic_io"):
         assert c[exp]["device"]["kind"] == kind, exp
         assert (c[exp]["throttle"] is None) == (kind == "rotating_disk" or overlay == "paper.yaml"), exp
-    # cmp_stacking's jobs are sized for the throttle (on the disk a run ends within one iostat interval)
-    assert c["cmp_stacking"]["device"]["kind"] == "throttle"
-    assert (c["cmp_stacking"]["throttle"] is None) == (overlay == "paper.yaml")
+    # x264 clips sized for the device: several iostat intervals on the disk, short under a 4 MB/s cap
+    frames = {"rotating_disk": 128, "throttle": 4 if overlay == "smoke.yaml" else 16}[kind]
+    assert c["workloads"]["x264_simlarge"]["frames"] == (128 if overlay == "paper.yaml" else frames)
     if kind == "rotating_disk":
         assert c["dynamic_io"]["device"]["rotating_disk"]["preset"] == "sata_7200_2010"
         assert c["dynamic_io"]["baseline"] == "linux" and "dynamic_io" in c["dynamic_io"]["variants"]
