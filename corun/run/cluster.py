@@ -33,9 +33,8 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.machine.state import Journal
-from corun.run.schedulers import Variant, command_env
+from corun.run.schedulers import Variant, push_stop, start_daemon
 from corun.testbed.inventory import Host
-from corun.util import proc_starttime
 
 
 @dataclass
@@ -128,8 +127,10 @@ def appfile_text(alloc: Allocation, hosts: list[Host], cmd: list[str], node_env:
     return "\n".join(lines) + "\n"
 
 
-def mpirun_argv(hosts: list[Host], appfile: str, network: str | None) -> list[str]:
-    """mpirun over the hosts' ssh settings, TCP only (the daemons watch the ranks' sockets)."""
+def mpirun_argv(hosts: list[Host], appfile: str, network: str | None, session_dir: str | None = None) -> list[str]:
+    """mpirun over the hosts' ssh settings, TCP only (the daemons watch the ranks' sockets);
+    `session_dir`: the base of this mpirun's session files (Open MPI's orte_tmpdir_base), made
+    by Open MPI where missing; on other hosts than the launching one its empty folders stay."""
     remote = [h for h in hosts if not h.local]
     agents = {shlex.join(h.ssh_base()) for h in remote}
     if len(agents) > 1:
@@ -143,6 +144,8 @@ def mpirun_argv(hosts: list[Host], appfile: str, network: str | None) -> list[st
     if agents:
         argv += ["--mca", "plm_rsh_agent", agents.pop()]
     argv += ["--mca", "btl", "tcp,self", "--bind-to", "none"]
+    if session_dir:
+        argv += ["--mca", "orte_tmpdir_base", session_dir]
     if network:
         argv += ["--mca", "btl_tcp_if_include", network, "--mca", "oob_tcp_if_include", network]
     return argv + ["--app", appfile]
@@ -221,34 +224,17 @@ class NodeDaemons:
                     )
             stop = self.variant.manifest.get("stop")
             if stop:
-                nd.restore_action = journal.push(
-                    {
-                        "kind": "command",
-                        "argv": nd.host.command(self._argv(nd, "stop")),
-                        "cwd": str(self.variant.directory),
-                        "env": {"PYTHONPATH": command_env()["PYTHONPATH"]},
-                        "what": f"stop scheduler {self.variant.name} on {nd.host.name}",
-                    }
+                nd.restore_action = push_stop(
+                    journal,
+                    nd.host.command(self._argv(nd, "stop")),
+                    self.variant.directory,
+                    f"stop scheduler {self.variant.name} on {nd.host.name}",
                 )
-            log = open(nd.state_dir / "daemon.log", "ab")
             # `exec`: the daemon is the ssh session's command itself, so it notices the end of
             # the session (PR_SET_PDEATHSIG) when the runner goes away
             argv = nd.host.command(["exec", *self._argv(nd, "start")]) if not nd.host.local else self._argv(nd, "start")
-            nd.process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=command_env(),
-            )
-            log.close()
-            nd.process_action = journal.push(
-                {
-                    "kind": "processes",
-                    "what": f"daemon of {self.variant.name} on {nd.host.name}",
-                    "pids": {str(nd.process.pid): proc_starttime(nd.process.pid)},
-                }
+            nd.process, nd.process_action = start_daemon(
+                journal, argv, nd.state_dir / "daemon.log", f"daemon of {self.variant.name} on {nd.host.name}"
             )
         for nd in self.nodes:
             nd.rank_env = self._wait_rank_env(nd)

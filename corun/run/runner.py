@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -375,6 +376,12 @@ class Runner:
             "job_events": str(self.job_events_path.absolute()),
             "cpus": topology.format_cpulist(sum(self.placer.cmps, [])),
         }
+        if self.cluster is not None:
+            # each mpirun keeps its session folder apart: two started at the same moment race on
+            # creating a shared /tmp/ompi.<host>.<uid> ("File exists"); a short path, as Open MPI
+            # puts Unix sockets in it
+            self.ompi_dir = Path(tempfile.mkdtemp(prefix="corun-ompi-"))
+            j.push({"kind": "command", "argv": ["rm", "-rf", str(self.ompi_dir)], "what": "Open MPI session folders"})
         if self.cluster is not None:  # one daemon per host, the ranks' environment from each
             self.node_daemons = clu.NodeDaemons(
                 self.variant, self.hosts, sched_dir / "state", self.cluster["daemon_port"]
@@ -574,7 +581,9 @@ class Runner:
             node_env.append(e)
         appfile = self.tmp / "jobs" / f"{job.job_id}.appfile"
         appfile.write_text(clu.appfile_text(job.alloc, self.hosts, js["cmd"], node_env))
-        return clu.mpirun_argv(self.hosts, str(appfile.absolute()), self.mpi_network)
+        session = self.ompi_dir / job.job_id
+        session.mkdir()
+        return clu.mpirun_argv(self.hosts, str(appfile.absolute()), self.mpi_network, str(session))
 
     def _launch(self, job: Job) -> None:
         js = job.spec

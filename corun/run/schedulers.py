@@ -194,6 +194,38 @@ def command_env() -> dict:
     return env
 
 
+def push_stop(journal: Journal, argv: list[str], cwd: Path, what: str) -> dict:
+    """Journal a variant's stop command (run at undo, or by recovery after a killed runner)."""
+    return journal.push(
+        {
+            "kind": "command",
+            "argv": argv,
+            "cwd": str(cwd),
+            "env": {"PYTHONPATH": command_env()["PYTHONPATH"]},
+            "what": what,
+        }
+    )
+
+
+def start_daemon(
+    journal: Journal, argv: list[str], log_path: Path, what: str, cwd: Path | None = None
+) -> tuple[subprocess.Popen, dict]:
+    """Start a variant's daemon in its own session, output appended to `log_path`, and journal
+    its process (killed at undo, or by recovery after a killed runner); (process, action)."""
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=command_env(),
+        )
+    action = journal.push({"kind": "processes", "what": what, "pids": {str(process.pid): proc_starttime(process.pid)}})
+    return process, action
+
+
 @dataclass
 class Variant:
     name: str
@@ -275,33 +307,14 @@ class Variant:
         Path(self.ctx.get("state_dir", ".")).mkdir(parents=True, exist_ok=True)
         stop = self.manifest.get("stop")
         if stop:
-            self._journal_action = journal.push(
-                {
-                    "kind": "command",
-                    "argv": self.expand(stop),
-                    "cwd": str(self.directory),
-                    "env": {"PYTHONPATH": command_env()["PYTHONPATH"]},
-                    "what": f"stop scheduler {self.name}",
-                }
-            )
+            self._journal_action = push_stop(journal, self.expand(stop), self.directory, f"stop scheduler {self.name}")
         if self.manifest["daemon"]:
-            argv = self.expand(self.manifest["start"])
-            log = open(Path(self.ctx["state_dir"]) / "daemon.log", "ab")
-            self.process = subprocess.Popen(
-                argv,
+            self.process, self._daemon_action = start_daemon(
+                journal,
+                self.expand(self.manifest["start"]),
+                Path(self.ctx["state_dir"]) / "daemon.log",
+                f"daemon of {self.name}",
                 cwd=self.directory,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=command_env(),
-            )
-            log.close()
-            self._daemon_action = journal.push(
-                {
-                    "kind": "processes",
-                    "what": f"daemon of {self.name}",
-                    "pids": {str(self.process.pid): proc_starttime(self.process.pid)},
-                }
             )
         else:
             self._run("start")

@@ -72,6 +72,10 @@ def test_appfile_gives_each_node_its_ranks_and_environment():
     ]
     argv = clu.mpirun_argv(hosts, "/tmp/app", "10.0.0.0/24")
     assert argv[-2:] == ["--app", "/tmp/app"] and "tcp,self" in argv and "10.0.0.0/24" in argv
+    assert "orte_tmpdir_base" not in argv
+    argv = clu.mpirun_argv(hosts, "/tmp/app", None, "/tmp/corun-ompi-x/j000")
+    i = argv.index("orte_tmpdir_base")  # a session folder of its own for each mpirun
+    assert argv[i - 1] == "--mca" and argv[i + 1] == "/tmp/corun-ompi-x/j000"
     assert clu.shm_of("/corun-cosched", 3) == "/corun-cosched-3"
 
 

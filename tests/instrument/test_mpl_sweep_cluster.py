@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -65,8 +66,15 @@ def cluster_run(tmp_path, spec, out, **kw):
     )  # fmt: skip
 
 
-def assert_nothing_left():
-    """No namespace, cpuset, rank or daemon of ours (they carry our segment's name) is left."""
+def ompi_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("corun-ompi-*"))
+
+
+def assert_nothing_left(ompi_before: set[Path] | None = None):
+    """No namespace, cpuset, rank or daemon of ours (they carry our segment's name) is left, nor
+    the run's Open MPI session folders."""
+    if ompi_before is not None:
+        assert ompi_folders() <= ompi_before
     assert PREFIX not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not list(Path("/sys/fs/cgroup/cpuset").glob(f"{PREFIX}-n*"))
     mark = SHM.encode()
@@ -94,6 +102,7 @@ def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
     """cc_b at MPL 1: FIFO into the slots, wait and response per job, one daemon per host."""
     spec = write_spec(tmp_path, "cc_b", 1, [job("a", 2, 0.0), job("b", 1, 0.1), job("c", 1, 0.2)])
     out = tmp_path / "run"
+    ompi_before = ompi_folders()
     p = cluster_run(tmp_path, spec, out)
     _, err = p.communicate(timeout=300)
     if p.returncode == 4:
@@ -115,7 +124,7 @@ def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
     for r in rows.values():
         assert float(r["response_s"]) == pytest.approx(float(r["wait_s"]) + float(r["runtime_s"]), abs=1e-3)
     assert rows["b"]["hosts"] != rows["c"]["hosts"]
-    assert_nothing_left()
+    assert_nothing_left(ompi_before)
 
 
 def test_a_node_daemon_killed_mid_run_fails_the_run_and_restores_every_host(prerequisites, tmp_path):

@@ -15,6 +15,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -522,6 +523,7 @@ def cc_b_live(daemon, stencil, tmp_path, shm, ns, erl1, erl2, reduce="min"):
     )
     sender = subprocess.Popen(exe + [sys.executable, "-c", ERL_SENDER, str(port), str(erl1), str(erl2), "30"])
     jobs = []
+    sessions = []
     try:
         assert wait_for(lambda: (state / "rank_env.json").exists() or d.poll() is not None, 10)
         env = json.loads((state / "rank_env.json").read_text())
@@ -531,7 +533,11 @@ def cc_b_live(daemon, stencil, tmp_path, shm, ns, erl1, erl2, reduce="min"):
                 dict(env, CORUN_COSCHED_JOB=job),
                 [stencil, "--iters", 1500, "--cells", 4096, "--sweeps", 2, "--halo-bytes", 64],
             )
+            # two mpiruns at once: a session folder each (short: Open MPI puts Unix sockets in it)
+            session = tempfile.mkdtemp(prefix="ompi-")
+            sessions.append(session)
             cmd[1:1] = ["--mca", "btl_tcp_if_include", dev, "--mca", "oob_tcp_if_include", "lo"]
+            cmd[1:1] = ["--mca", "orte_tmpdir_base", session]
             jobs.append(subprocess.Popen(exe + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         for j in jobs:
             out, err = j.communicate(timeout=120)
@@ -544,6 +550,8 @@ def cc_b_live(daemon, stencil, tmp_path, shm, ns, erl1, erl2, reduce="min"):
         sender.wait()
         d.send_signal(signal.SIGTERM)
         d.communicate(timeout=20)
+        for session in sessions:
+            shutil.rmtree(session, ignore_errors=True)
     return json.loads((state / "summary.json").read_text())
 
 
