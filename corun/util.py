@@ -20,9 +20,9 @@ def lazy_module(name: str) -> types.ModuleType:
     """The module `name`, executed at the first access to one of its attributes, not here.
 
     The monitors' parsers need numpy and pandas (about 0.3 s to import) only after a run's jobs
-    have ended; loaded lazily, a run without monitors never pays for them, and a run with monitors
-    loads them (`corun.monitors.base.load_parsers`) in a thread while the machine is set up, done
-    before its first job starts. A module already imported is returned as it is.
+    have ended; loaded lazily, a run does not pay for them before its jobs start, and the runner
+    loads them (`corun.monitors.base.load_parsers`) while the monitors stop. A module already
+    imported is returned as it is.
     """
     if name in sys.modules:
         return sys.modules[name]

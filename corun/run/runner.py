@@ -139,7 +139,7 @@ class Runner:
         self.jobs: list[Job] = []
         self.running: dict[int, Job] = {}
         self.waiters: list[threading.Thread] = []
-        self.parsers_loading: threading.Thread | None = None  # numpy and pandas, loaded before the jobs
+        self.parsers_loading: threading.Thread | None = None  # numpy and pandas, loaded at teardown
         self.job_events_fh = None
 
     # ---------------------------------------------------------------- checks
@@ -339,10 +339,6 @@ class Runner:
 
     def _setup_machine(self) -> None:
         j = self.journal
-        if self.monitors:  # the parsers' libraries load while the machine is set up (waits on
-            # tools and files, mostly), and are loaded before the first job starts
-            self.parsers_loading = threading.Thread(target=load_parsers, name="load-parsers", daemon=True)
-            self.parsers_loading.start()
         if self.run_device is not None:  # the emulated (or formatted) disk, journalled
             name = self.run_device.start(j, self.cgroup.run_id)
             self.device = devmod.device_by_name(name)
@@ -420,8 +416,6 @@ class Runner:
             waited = wait_started(self.monitors, settle_s)
             self.meta["monitors_settle"] = {"waited_s": round(waited, 4), "limit_s": settle_s}
         collect.join()
-        if self.parsers_loading is not None:
-            self.parsers_loading.join()  # nothing of it runs beside a job
         if isinstance(self.host_meta, BaseException):
             raise self.host_meta
 
@@ -681,7 +675,7 @@ class Runner:
     # ---------------------------------------------------------------- teardown
     def _teardown(self) -> None:
         errors = self.meta["teardown_errors"]
-        if getattr(self, "monitors", None) and self.parsers_loading is None:  # set-up failed before it
+        if getattr(self, "monitors", None):  # the jobs are over: the parsers' libraries load while all stops
             self.parsers_loading = threading.Thread(target=load_parsers, name="load-parsers", daemon=True)
             self.parsers_loading.start()
         grace = self.spec["kill_grace_s"]
