@@ -116,6 +116,24 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert len(list((out / "aioli" / "runs").glob("s2_*/pfs_counters.json"))) == 4
     assert "aioli-n" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not list((out / "aioli" / "work").glob("*/pfs/journal.json"))
+    aioli_run = next((out / "aioli" / "runs").glob("s2_aioli_strided_read_*"))
+    counters = json.loads((aioli_run / "pfs_counters.json").read_text())
+    after = counters["after"]["servers"]
+    assert len(after) == 2 and all(s["disk"]["timed"] for s in after)  # bricks on emulated disks
+    read = sum(s["disk"]["counters"]["bytes_read"] for s in after)
+    read -= sum(s["disk"]["counters"]["bytes_read"] for s in counters["before"]["servers"])
+    assert read >= 4 << 20  # O_DIRECT bricks: the clients' reads reached the disks
+    sched = json.loads((aioli_run / "metadata.json").read_text())["scheduler"]
+    assert sched["verified"] and sched["verified_at_end"], sched  # the policy held from start to end
+    # read after the variant's stop restored fifo, which keeps the counters
+    assert all(s["sched"]["counters"]["dispatches"] > 0 for s in after), [s["sched"] for s in after]
+    assert not any("translator" in m["reason"] for m in ai["missing"]), ai["missing"]
+    aggregation = [r for r in ai["comparison"] if r["quantity"] == "average aggregation of aioli, reads"]
+    assert aggregation[0]["measured_value"] >= 1
+    gluster = subprocess.run(["pgrep", "-af", "glusterfs|corun-rotating-disk"], capture_output=True, text=True)
+    assert str(out) not in gluster.stdout  # no server or emulator of the run is left
+    assert str(out) not in Path("/proc/mounts").read_text()
+    assert str(out) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))
