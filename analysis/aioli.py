@@ -74,7 +74,16 @@ SCHED = {
     "wait_us": ("counters", "request_wait", "sum_us"),
     "waits": ("counters", "waits", "taken"),
     "waits_useful": ("counters", "waits", "aggregated"),
+    "waits_timed_out": ("counters", "waits", "timed_out"),
+    "starved": ("counters", "starved"),
 }
+# the queue's length (requests queued in the translator), sampled at each arrival: per server
+# its maximum and its mean over the run (a run's figures: the largest maximum, the mean over
+# all servers' samples)
+QUEUE = ("counters", "queue")
+# waits taken, and their outcome: an aggregation, or the wait timed out; requests sent by the
+# starvation bound
+WAIT_COUNTS = ("waits", "waits_useful", "waits_timed_out", "starved")
 DISK = ["requests", "reads", "writes", "bytes_read", "bytes_written", "seeks", "busy_ms"]
 NOT_APPLIED = "the corun/aioli translator is not in the data servers (aioli.translator.enabled: false)"
 
@@ -154,7 +163,8 @@ def mean_size(h: dict[int, float]) -> float:
 def run_counters(run_dir: Path | None, applied: bool) -> tuple[dict, dict, dict, str | None, str | None]:
     """(scheduler figures, performed histogram, possible histogram, scheduler reason, disk
     reason) of one run, and the disks' figures merged into the first."""
-    out: dict = {k: math.nan for k in ("avg_aggregation", "avg_possible", "wait_mean_us", "waits", "waits_useful")}
+    out: dict = {k: math.nan for k in ("avg_aggregation", "avg_possible", "wait_mean_us", *WAIT_COUNTS)}
+    out |= {k: math.nan for k in ("queue_max", "queue_mean")}
     out |= {f"sched_{k}": math.nan for k in ("requests", "dispatches")}
     out |= {f"disk_{k}": math.nan for k in DISK}
     path = None if run_dir is None else Path(run_dir) / COUNTERS_FILE
@@ -170,8 +180,9 @@ def run_counters(run_dir: Path | None, applied: bool) -> tuple[dict, dict, dict,
     perf, poss = {}, {}
     disk_why = sched_why = None
     totals = {k: 0.0 for k in DISK}
-    sched_tot = {k: 0.0 for k in ("requests", "dispatches", "wait_us", "waits", "waits_useful")}
+    sched_tot = {k: 0.0 for k in ("requests", "dispatches", "wait_us", *WAIT_COUNTS)}
     sched_seen = {k: False for k in sched_tot}
+    queue_max, queue_sum, queue_samples = None, 0.0, 0.0
     for b, a in zip(before, after):
         if a.get("disk") and b.get("disk"):
             d = diff(a["disk"].get("counters") or {}, b["disk"].get("counters") or {}) or {}
@@ -191,6 +202,13 @@ def run_counters(run_dir: Path | None, applied: bool) -> tuple[dict, dict, dict,
             if v is not None:
                 sched_tot[k] += v
                 sched_seen[k] = True
+        queue = field(s, QUEUE)
+        queue = queue if isinstance(queue, dict) else {}
+        if number(queue.get("max")) is not None:
+            queue_max = max(queue_max or 0.0, number(queue["max"]))
+        if number(queue.get("mean")) is not None and number(queue.get("samples")):
+            queue_sum += number(queue["mean"]) * number(queue["samples"])
+            queue_samples += number(queue["samples"])
         for size, n in histogram(field(s, SCHED["performed"])).items():
             perf[size] = perf.get(size, 0) + n
         for size, n in histogram(field(s, SCHED["possible"])).items():
@@ -211,9 +229,13 @@ def run_counters(run_dir: Path | None, applied: bool) -> tuple[dict, dict, dict,
         out["avg_possible"] = mean_size(poss)
         if sched_seen["wait_us"] and sched_tot["requests"]:
             out["wait_mean_us"] = sched_tot["wait_us"] / sched_tot["requests"]
-        for k in ("waits", "waits_useful"):
+        for k in WAIT_COUNTS:
             if sched_seen[k]:
                 out[k] = sched_tot[k]
+        if queue_max is not None:
+            out["queue_max"] = queue_max
+        if queue_samples:
+            out["queue_mean"] = queue_sum / queue_samples
         if not np.isfinite(out["avg_aggregation"]):
             sched_why = "no dispatch in the status file (counters.agg_performed, counters.dispatches)"
     return out, perf, poss, sched_why, disk_why
@@ -287,6 +309,9 @@ def points(per_run: pd.DataFrame, baseline: str) -> pd.DataFrame:
             "avg_aggregation": g["avg_aggregation"].mean(),
             "avg_possible": g["avg_possible"].mean(),
             "wait_mean_us": g["wait_mean_us"].mean(),
+            "queue_mean": g["queue_mean"].mean(),
+            "queue_max": g["queue_max"].max(),
+            **{k: g[k].mean() for k in WAIT_COUNTS},
             "disk_seeks": g["disk_seeks"].mean(),
             "disk_busy_ms": g["disk_busy_ms"].mean(),
         }
@@ -535,6 +560,10 @@ def run(jobs_csv: str, runs_csv: str, config: str, out_dir: str, paper_id: str) 
         "Aggregation figures are the translator's counters' differences over each run, summed over the "
         "servers; the average aggregation is the performed histogram's mean size (requests per dispatch "
         "without one).",
+        "The translator's own counters per run: queue_max (the most requests queued in one server), "
+        "queue_mean (requests queued, sampled at each arrival, over all servers), waits taken and their "
+        "outcome (waits_useful: ended by an aggregation; waits_timed_out), starved (requests sent by the "
+        "starvation bound); a point's figures are the means over its reps (queue_max: the largest).",
         *(n.strip() for n in paper.get("notes", [])),
         *run_checks(jobs, runs),
     ]

@@ -42,7 +42,8 @@ def status(policy, op, zero=False):
                 "waits": {"taken": 40, "aggregated": 1}, "queue": {"max": 3}}}  # fmt: skip
     return {"policy": policy, "counters": {"requests": {"read": req, "write": 0}, "dispatches": disp,
             "agg_performed": perf, "agg_possible": poss, "request_wait": {"sum_us": 160.0 * req, "count": req},
-            "waits": {"taken": 3, "aggregated": 2}, "queue": {"max": 9}}}  # fmt: skip
+            "waits": {"taken": 3, "aggregated": 2, "timed_out": 1}, "starved": 1,
+            "queue": {"now": 0, "max": 9 if policy == "aioli" else 5, "mean": 2.0, "samples": req}}}  # fmt: skip
 
 
 def disk(reqs):
@@ -114,6 +115,10 @@ def test_analysis_with_the_translators_counters(tmp_path):
     runs = res["per_run"].set_index("run_id")
     r = runs.loc["s2_aioli_strided_read_t64k_c4_a1_r0"]
     assert r["sched_requests"] == 32 and r["sched_dispatches"] == 16 and r["waits"] == 6 and r["waits_useful"] == 4
+    assert r["waits_timed_out"] == 2 and r["starved"] == 2  # summed over the two servers
+    assert r["queue_max"] == 9 and r["queue_mean"] == pytest.approx(2.0)  # the largest; mean over samples
+    assert a["queue_max"] == 9 and a["waits_timed_out"] == 2
+    assert pts.loc[("pfs_fifo", "read"), "queue_max"] == 5
     assert r["disk_requests"] == 64 and r["disk_seeks"] == 2 * (42 // 4 - 10 // 4)
     hist = res["histogram"].set_index(["policy", "op", "size"])
     assert hist.loc[("aioli", "read", 2), "performed_pct"] == pytest.approx(100 * 16 / 24)
