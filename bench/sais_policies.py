@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""source_aware against spread and irqbalance: striped read bandwidth ratio with a paired CI.
+"""source_aware (and sais_mark) against spread and irqbalance: read bandwidth ratio with a paired CI.
 
 Runs the `sais` experiment's own pieces (corun.experiments.sais specs, corun.testbed.pfs_runs)
 outside the workflow: one group at --servers data servers behind --links x 1 GbE on its own
-netns cluster, the three policies --reps times in a seeded, interleaved order, each run a real
-`corun run` of kernels/pfs_read under the policy's irq_policy variant. Prints the mean
-bandwidth per policy and the ratio of source_aware to each other policy with its 95% paired
-bootstrap CI (analysis.stats.bootstrap_ratio), and writes them to --out. Everything it starts
+netns cluster, the --policies (irqbalance, spread, source_aware by default; sais_mark is the
+faithful SAIs variant) --reps times in a seeded, interleaved order, each run a real `corun run`
+of kernels/pfs_read under the policy's irq_policy variant. Prints the mean bandwidth per policy
+and the ratio of each source-aware policy to irqbalance and spread with its 95% paired bootstrap
+CI (analysis.stats.bootstrap_ratio), and writes them to --out. Everything it starts
 is taken down at the end. Root only; the client and the servers share this machine's CPUs.
 
   .venv/bin/python bench/sais_policies.py [--servers 4] [--links 1] [--rate-mbit 1000] [--reps 5]
+      [--policies irqbalance,spread,source_aware,sais_mark]
       [--mib 128] [--transfer-size 1048576] [--clients 1] [--compute-passes 1]
       [--out results/bench/sais_policies.json]
 """
@@ -36,6 +38,9 @@ from corun.experiments import sais  # noqa: E402
 from corun.experiments.workflow_config import validate_config  # noqa: E402
 
 POLICIES = ["irqbalance", "spread", "source_aware"]
+KNOWN = ["irqbalance", "spread", "dedicated", "source_aware", "sais_mark"]
+HEADS = ["source_aware", "sais_mark"]
+BASES = ["irqbalance", "spread"]
 PREFIX = "saisb"
 SUBNET = "10.78.5.0/24"
 PORT = 24039
@@ -51,13 +56,23 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=1, help="reading processes (default 1)")
     ap.add_argument("--compute-passes", type=int, default=1, help="compute passes per request (default 1)")
     ap.add_argument("--rate-mbit", type=int, default=1000, help="rate of one link, Mbit/s (default 1000: 1 GbE)")
+    ap.add_argument(
+        "--policies",
+        default=",".join(POLICIES),
+        help="comma-separated irq_policy variants, irqbalance among them (default irqbalance,spread,source_aware)",
+    )
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "sais_policies.json"))
     a = ap.parse_args()
     if a.reps < 2:
         sys.exit(f"sais_policies: --reps: {a.reps} (expected >= 2)")
+    policies = [p.strip() for p in a.policies.split(",") if p.strip()]
+    if not policies or any(p not in KNOWN for p in policies) or "irqbalance" not in policies:
+        sys.exit(
+            f"sais_policies: --policies: {a.policies!r} (expected some of {','.join(KNOWN)}, irqbalance among them)"
+        )
     raw = yaml.safe_load((ROOT / "workflows" / "config" / "smoke.yaml").read_text())
     raw["sais"] = {
-        "policies": POLICIES,
+        "policies": policies,
         "servers": [a.servers],
         "client_links": [a.links],
         "transfer_sizes_bytes": [a.transfer_size],
@@ -94,7 +109,7 @@ def main() -> int:
                 }
             )
     df = pd.DataFrame(rows).sort_values(["policy", "rep"])
-    by = {p: df[df["policy"] == p].set_index("rep")["bw_mib_s"] for p in POLICIES}
+    by = {p: df[df["policy"] == p].set_index("rep")["bw_mib_s"] for p in policies}
     out = {
         "bench": "sais_policies",
         "servers": a.servers,
@@ -106,18 +121,19 @@ def main() -> int:
         "compute_passes": a.compute_passes,
         "reps": a.reps,
         "duration_s": time.monotonic() - t0,
-        "policies": {p: {"bw_mib_s": by[p].tolist(), "mean_bw_mib_s": statistics.fmean(by[p])} for p in POLICIES},
+        "policies": {p: {"bw_mib_s": by[p].tolist(), "mean_bw_mib_s": statistics.fmean(by[p])} for p in policies},
         "all_verified": bool(df["verified"].all()),
         "ratios": {},
     }
     print(f"{a.servers} servers, {a.links} x {a.rate_mbit} Mbit/s, {a.transfer_size // 1024} KiB, {a.reps} reps")
-    for p in POLICIES:
+    for p in policies:
         print(f"  {p:>13}: {out['policies'][p]['mean_bw_mib_s']:.1f} MiB/s")
-    for base in ("irqbalance", "spread"):
-        b, h = by[base].align(by["source_aware"], join="inner")
-        ratio, lo, hi = bootstrap_ratio(b.values, h.values, paired=True)
-        out["ratios"][f"source_aware/{base}"] = {"ratio": ratio, "ci95_low": lo, "ci95_high": hi, "pairs": len(b)}
-        print(f"  source_aware / {base}: {ratio:.4f} (95% CI {lo:.4f}-{hi:.4f}, {len(b)} paired reps)")
+    for head in (p for p in HEADS if p in by):
+        for base in (p for p in BASES if p in by):
+            b, h = by[base].align(by[head], join="inner")
+            ratio, lo, hi = bootstrap_ratio(b.values, h.values, paired=True)
+            out["ratios"][f"{head}/{base}"] = {"ratio": ratio, "ci95_low": lo, "ci95_high": hi, "pairs": len(b)}
+            print(f"  {head} / {base}: {ratio:.4f} (95% CI {lo:.4f}-{hi:.4f}, {len(b)} paired reps)")
     path = Path(a.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
