@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from corun.errors import CorunError, one_line_errors
@@ -174,9 +175,17 @@ def fill(value, t: dict):
     return value.replace("{dir}", t["dir"]) if isinstance(value, str) else value
 
 
+def on_each(ts: list[dict], fn) -> list:
+    """fn(t) for every server at once (each is an ssh round trip on a cluster), in ts's order."""
+    if len(ts) <= 1:
+        return [fn(t) for t in ts]
+    with ThreadPoolExecutor(max_workers=min(16, len(ts))) as pool:
+        return list(pool.map(fn, ts))
+
+
 def write_all(ts: list[dict], text: str) -> None:
-    for t in ts:
-        res = remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=fill(text, t), check=False)
+    results = on_each(ts, lambda t: remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=fill(text, t), check=False))
+    for t, res in zip(ts, results):
         if res.returncode != 0:
             err = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SchedError(f"pfs_sched: server {t['server']} ({t['host']['name']}): {t['control_file']}: {err}")
@@ -185,7 +194,8 @@ def write_all(ts: list[dict], text: str) -> None:
 def wait_applied(ts: list[dict], policy: str, params: dict, generation: str, timeout_s: float) -> list[str]:
     deadline = time.monotonic() + timeout_s
     while True:
-        problems = [p for t in ts if (p := check_status(t, read_status(t), policy, params, generation))]
+        docs = on_each(ts, read_status)
+        problems = [p for t, d in zip(ts, docs) if (p := check_status(t, d, policy, params, generation))]
         if not problems or time.monotonic() > deadline:
             return problems
         time.sleep(0.1)
@@ -224,8 +234,8 @@ def verify(state: Path) -> None:
     doc = load_state(state)
     if doc is None:
         raise SchedError(f"pfs_sched: {state}: missing (nothing was applied)")
-    for t in doc["targets"]:
-        problem = check_status(t, read_status(t), doc["policy"], doc["params"], doc["generation"])
+    for t, status in zip(doc["targets"], on_each(doc["targets"], read_status)):
+        problem = check_status(t, status, doc["policy"], doc["params"], doc["generation"])
         if problem:
             raise SchedError(f"pfs_sched: verify {doc['policy']}: {problem}")
 
@@ -237,8 +247,11 @@ def restore(state: Path) -> list[str]:
         return []
     gen, skipped = new_generation(), []
     live = []
-    for t in doc["targets"]:
-        res = remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=control_text("fifo", {}, gen, False), check=False)
+    text = control_text("fifo", {}, gen, False)
+    writes = on_each(
+        doc["targets"], lambda t: remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=text, check=False)
+    )
+    for t, res in zip(doc["targets"], writes):
         if res.returncode == 0:
             live.append(t)
         else:

@@ -6,8 +6,8 @@
  * member fop is unwound with its own slice (reads: iovecs into the returned iobref at its
  * offset; writes: its own size), errors to every member. Policy fifo winds every fop at once.
  * Other fops pass through (the default fops). The same thread re-reads control-file when its
- * mtime changes (checked every 100 ms) and writes status-file (tmp + rename) every second and
- * at fini. docs/schedulers/aioli.md. */
+ * mtime changes (checked every 100 ms) and writes status-file (tmp + rename) every second, at
+ * once after a control change, and at fini. docs/schedulers/aioli.md. */
 #include <glusterfs/defaults.h>
 #include <glusterfs/iobuf.h>
 #include <glusterfs/logging.h>
@@ -245,6 +245,7 @@ static void check_control(xlator_t *this, aioli_priv_t *priv)
 			priv->control_seen = 0;
 			aioli_set_params(priv->core, &priv->defaults);
 			priv->generation[0] = 0;
+			priv->status_written_ns = 0; /* the status says so at once */
 		}
 		return;
 	}
@@ -254,6 +255,7 @@ static void check_control(xlator_t *this, aioli_priv_t *priv)
 	priv->control_seen = 1;
 	priv->control_mtime = st.st_mtim;
 	load_control(this, priv);
+	priv->status_written_ns = 0; /* applied (or refused): the status says so at once */
 }
 
 /* ---- winding and unwinding ---------------------------------------------------------------- */
