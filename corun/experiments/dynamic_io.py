@@ -292,6 +292,19 @@ def input_files(e: dict, app_name: str, ns: str, i: int, data_dir: Path) -> list
     return []
 
 
+def job_inputs(e: dict, app_name: str, ns: str, i: int, data_dir: Path) -> list[Path]:
+    """What job set i of an application reads under the data folder: its input files, PARSEC's
+    unpacked input set when the real program runs, the graph folder of a graph job. On an
+    emulated disk a run's disk holds these only, not every workload's inputs."""
+    app = e["apps"][app_name]
+    out = input_files(e, app_name, ns, i, data_dir)
+    if parsec_of(app) is not None:
+        out.append(parsec_run_dir(app_name, app, i, data_dir))
+    if app["kind"] == "graph":
+        out.append(data_dir / "graph")
+    return out
+
+
 def parsec_of(app: dict, threads: int | None = None):
     """PARSEC's own program for a file_reader application naming a parsec_package, when the
     parsec role built it (corun.run.workloads.parsec_program), else None: the stand-in runs."""
@@ -534,6 +547,7 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
         app = entry["app"]
         wtype = "D"
         jobs.append(job_for(cfg, cal, app, "duplicated", 0, data_dir, cores_for(e, app, wtype, lay["cmp_cores"])))
+        reads = job_inputs(e, app, "duplicated", 0, data_dir)
         jobs[0]["labels"]["job_index"] = 0
         variant, params = e["baseline"], variant_params(cfg, e["baseline"], None)
         labels.update(workload="alone", job_type=app, variant=variant, batch_length=1)
@@ -542,9 +556,11 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
         wl = e["table3"][wid]
         ns = "different" if wl["inputs"] == "different" else "duplicated"
         seen: dict[str, int] = {}
+        reads = []
         for j, app in enumerate(workload_apps(cfg, wid)):
             i = seen.get(app, 0)
             seen[app] = i + 1
+            reads += job_inputs(e, app, ns, i, data_dir)
             job = job_for(cfg, cal, app, ns, i, data_dir, cores_for(e, app, wl["type"], lay["cmp_cores"]))
             job["name"] = f"j{j:03d}-{job['name']}"
             job["labels"]["job_index"] = j
@@ -567,7 +583,7 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
         "labels": labels,
         "placement": {"cmp": dict(cfg["cmp"])},
         "jobs": jobs,
-        "device": run_device(e, data_dir, [inputs_dir(data_dir)], e["drop_caches"], [data_dir / "out"]),
+        "device": run_device(e, data_dir, list(dict.fromkeys(reads)), e["drop_caches"], [data_dir / "out"]),
         "memory": {"limit_bytes": e["memory_limit_bytes"]},
         "scheduler": {"name": variant, "params": params},
         "monitors": dict(cfg["monitors"]),

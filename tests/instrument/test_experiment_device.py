@@ -32,24 +32,34 @@ def campaign_spec(c, data):
     return spec
 
 
+def w06_inputs(data: Path) -> list[Path]:
+    """The two KM files w06's first run reads, made, and another workload's input beside them."""
+    files = [data / "inputs" / "km" / f"duplicated_{i:04d}.f32" for i in (0, 1)]
+    for f in [*files, data / "inputs" / "x264" / "clip_0000.y4m"]:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(b"x")
+    return files
+
+
 def test_throttle_is_the_default_and_evicts_the_inputs(kernels_built, tmp_path):
-    (tmp_path / "inputs").mkdir()
+    files = w06_inputs(tmp_path)
     c = dio_cfg(throttle={"read_bps": 8000000})
     assert c["dynamic_io"]["device"]["kind"] == "throttle"
     dev = campaign_spec(c, tmp_path)["device"]
     assert "kind" not in dev and dev["throttle"] == {"read_bps": 8000000}
-    assert dev["evict"] == [str((tmp_path / "inputs").resolve())] and "populate" not in dev
+    assert dev["evict"] == [str(f.resolve()) for f in files] and "populate" not in dev
 
 
-def test_rotating_disk_is_mounted_over_the_data_folder_with_the_inputs(kernels_built, tmp_path):
-    (tmp_path / "inputs").mkdir()
+def test_rotating_disk_is_mounted_over_the_data_folder_with_the_run_s_inputs_only(kernels_built, tmp_path):
+    files = w06_inputs(tmp_path)
     (tmp_path / "out").mkdir()  # where x264 writes: it must exist on the disk too
     c = dio_cfg(device=DISK)
     spec = campaign_spec(c, tmp_path)
     dev = spec["device"]
     assert dev["kind"] == "rotating_disk" and dev["path"] == str(tmp_path.resolve())
     assert dev["rotating_disk"] == {"preset": "sas_15k_2010", "queue_window": 4, "overlay": True}
-    assert dev["populate"] == [{"src": str((tmp_path / d).resolve())} for d in ("inputs", "out")]
+    # the files this run's jobs read (not the x264 clip of another workload) and the output folder
+    assert dev["populate"] == [{"src": str(p.resolve())} for p in [*files, tmp_path / "out"]]
     assert "evict" not in dev and dev["throttle"] is None
     # the jobs' input paths stay under the data folder, where the disk is mounted
     assert any(str(tmp_path.resolve()) in arg for job in spec["jobs"] for arg in job["cmd"])
@@ -160,11 +170,12 @@ def test_a_dynamic_io_run_reads_its_inputs_from_the_emulated_disk(kernels_built,
         assert res.returncode == 0, res.stderr
         meta = json.loads((out / "metadata.json").read_text())
         assert meta["device_kind"] == "rotating_disk" and meta["jobs_failed"] == []
-        populated = meta["device_setup"]["populated"]
-        assert {Path(p["src"]).name for p in populated} == {"inputs", "out"}
-        # every input byte the jobs read came from the disk: it read at least the inputs once
-        inputs = sum(f.stat().st_size for f in (data / "inputs").rglob("*") if f.is_file())
-        assert meta["device_setup"]["counters"]["bytes_read"] > 0.5 * inputs / len(c["dynamic_io"]["workloads"])
+        populated = [Path(p["src"]) for p in meta["device_setup"]["populated"]]
+        assert populated[-1].name == "out" and all(p.parent.parent.name == "inputs" for p in populated[:-1])
+        assert {p.parent.name for p in populated[:-1]} == ({"x264"} if entry["workload"] == "w01" else {"km"})
+        # every input byte the jobs read came from the disk: it read at least half the inputs
+        inputs = sum(p.stat().st_size for p in populated[:-1])
+        assert meta["device_setup"]["counters"]["bytes_read"] > 0.5 * inputs
         assert rd._mount_entry(str(data.resolve())) is None
     # the overlay is gone and the data folder is as it was
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
