@@ -88,10 +88,14 @@ def policy_params(sec: dict, policy: str) -> dict:
     c = sec["cluster"]
     params = dict(sec["policy_params"].get(policy) or {})
     if c["kind"] == "netns":
-        params.setdefault("interfaces", f"{client_name(sec, NAME)}/eth0,{c['prefix']}-v1")
         if policy == "sais_mark":
+            # the client's own end only: XDP on the bridge side would steer the client's requests
+            # (marked, and on veth never checksummed) instead of the servers' replies
+            params.setdefault("interfaces", f"{client_name(sec, NAME)}/eth0")
             n = max(sec["servers"]) + 1
             params.setdefault("server_interfaces", ",".join(f"{c['prefix']}-n{i}/eth0" for i in range(2, n + 1)))
+        else:
+            params.setdefault("interfaces", f"{client_name(sec, NAME)}/eth0,{c['prefix']}-v1")
     else:
         params.setdefault("interfaces", c["interfaces"])
         if policy == "sais_mark":

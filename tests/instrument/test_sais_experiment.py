@@ -77,7 +77,7 @@ def test_specs_on_the_netns_cluster(tmp_path):
     assert vol in cmd
     assert spec["scheduler"] == {
         "name": "sais_mark",
-        "params": {"interfaces": "sais-n1/eth0,sais-v1", "server_interfaces": "sais-n2/eth0,sais-n3/eth0"},
+        "params": {"interfaces": "sais-n1/eth0", "server_interfaces": "sais-n2/eth0,sais-n3/eth0"},
     }
     assert spec["labels"]["policy"] == "sais_mark" and spec["labels"]["reader"] == "pfs_read"
     assert "cpustat" in spec["monitors"]["enabled"]
