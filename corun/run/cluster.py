@@ -231,8 +231,13 @@ class NodeDaemons:
                     f"stop scheduler {self.variant.name} on {nd.host.name}",
                 )
             # `exec`: the daemon is the ssh session's command itself, so it notices the end of
-            # the session (PR_SET_PDEATHSIG) when the runner goes away
-            argv = nd.host.command(["exec", *self._argv(nd, "start")]) if not nd.host.local else self._argv(nd, "start")
+            # the session (PR_SET_PDEATHSIG) when the runner goes away; on a connection of its
+            # own, which ends with the ssh client (a shared master connection would outlive it)
+            argv = (
+                nd.host.command(["exec", *self._argv(nd, "start")], own_connection=True)
+                if not nd.host.local
+                else self._argv(nd, "start")
+            )
             nd.process, nd.process_action = start_daemon(
                 journal, argv, nd.state_dir / "daemon.log", f"daemon of {self.variant.name} on {nd.host.name}"
             )

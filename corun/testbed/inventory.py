@@ -34,9 +34,12 @@ class Host:
     ssh_args: list[str] = field(default_factory=list)
     vars: dict = field(default_factory=dict)
 
-    def ssh_base(self) -> list[str]:
-        """ssh and its options, without the destination (for rsync -e and mpirun's rsh agent)."""
-        argv = ["ssh", "-o", "BatchMode=yes", *self.ssh_args]
+    def ssh_base(self, own_connection: bool = False) -> list[str]:
+        """ssh and its options, without the destination (for rsync -e and mpirun's rsh agent).
+        OWN_CONNECTION: not a session on a shared master connection (an ssh_config with
+        ControlMaster, as the netns cluster's), so that ending this ssh ends the connection and
+        the remote command notices (a daemon watching its parent, PR_SET_PDEATHSIG)."""
+        argv = ["ssh", "-o", "BatchMode=yes", *(["-o", "ControlPath=none"] if own_connection else []), *self.ssh_args]
         if self.key:
             argv += ["-i", self.key]
         if self.port:
@@ -48,14 +51,14 @@ class Host:
     def destination(self) -> str:
         return self.address
 
-    def command(self, argv: list[str], cwd: str | None = None) -> list[str]:
-        """argv to run `argv` on this host (in cwd), locally or through ssh."""
+    def command(self, argv: list[str], cwd: str | None = None, own_connection: bool = False) -> list[str]:
+        """argv to run `argv` on this host (in cwd), locally or through ssh (see ssh_base)."""
         if self.local:
             return list(argv)
         remote = shlex.join(argv)
         if cwd:
             remote = f"cd {shlex.quote(cwd)} && exec {remote}"
-        return [*self.ssh_base(), self.destination(), remote]
+        return [*self.ssh_base(own_connection), self.destination(), remote]
 
     def describe(self) -> dict:
         return {"name": self.name, "address": self.address, "local": self.local, "user": self.user, "port": self.port}
