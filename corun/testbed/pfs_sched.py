@@ -183,9 +183,13 @@ def on_each(ts: list[dict], fn) -> list:
         return list(pool.map(fn, ts))
 
 
+def write_control(t: dict, text: str):
+    """Server t's control file := text ({dir} filled), tmp + rename on its host."""
+    return remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=fill(text, t), check=False)
+
+
 def write_all(ts: list[dict], text: str) -> None:
-    results = on_each(ts, lambda t: remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=fill(text, t), check=False))
-    for t, res in zip(ts, results):
+    for t, res in zip(ts, on_each(ts, lambda t: write_control(t, text))):
         if res.returncode != 0:
             err = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SchedError(f"pfs_sched: server {t['server']} ({t['host']['name']}): {t['control_file']}: {err}")
@@ -248,10 +252,7 @@ def restore(state: Path) -> list[str]:
     gen, skipped = new_generation(), []
     live = []
     text = control_text("fifo", {}, gen, False)
-    writes = on_each(
-        doc["targets"], lambda t: remote(_host(t), WRITE_SCRIPT, t["control_file"], stdin=text, check=False)
-    )
-    for t, res in zip(doc["targets"], writes):
+    for t, res in zip(doc["targets"], on_each(doc["targets"], lambda t: write_control(t, text))):
         if res.returncode == 0:
             live.append(t)
         else:
