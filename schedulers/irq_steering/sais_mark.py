@@ -2,7 +2,9 @@
 programs (bpf/sais_mark.bpf.c), attached and detached by build/sais-mark-ctl.
 
 Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests; XDP sends
-each marked reply to the CPU map entry of its mark. Server interfaces (`--server-interfaces`):
+each marked reply from a server to the CPU map entry of its mark. The servers are the IPv4
+addresses of the server interfaces, read when the policy is applied: packets from anywhere else
+pass unsteered whatever their DSCP (ssh marks its packets too). Server interfaces (`--server-interfaces`):
 tc ingress records each flow's mark, tc egress writes it into the flow's replies. A packet
 redirected through the CPU map loses the checksum state the driver gave it, so the stack checks
 the TCP checksum in software; on veth the sender never computed it (offloaded), so transmit
@@ -16,7 +18,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from steer import EXIT_OK, NotInEffect, Skipped, iface_label
+from steer import EXIT_OK, NotInEffect, Skipped, iface_label, usage
 
 from corun.util import atomic_write_json
 
@@ -56,6 +58,20 @@ def _set_tx_csum(ns: str | None, iface: str, value: str) -> None:
         raise Skipped(f"ethtool -K {iface_label(ns, iface)} tx {value}: {res.stderr.strip()}")
 
 
+def server_addresses(args, servers: list) -> list[str]:
+    """The IPv4 addresses of the server interfaces; a usage error for one without any."""
+    out: list[str] = []
+    for ns, iface in servers:
+        res = _run(_ns_argv(ns, ["ip", "-j", "-4", "addr", "show", "dev", iface]))
+        if res.returncode != 0:
+            raise Skipped(f"ip addr show {iface_label(ns, iface)}: {res.stderr.strip() or 'failed'}")
+        found = [a["local"] for link in json.loads(res.stdout or "[]") for a in link.get("addr_info", [])]
+        if not found:
+            raise usage(args, "server_interfaces", iface_label(ns, iface), "an interface with an IPv4 address")
+        out += [a for a in found if a not in out]
+    return out
+
+
 def _status(ctl: Path, ns: str | None, iface: str) -> dict:
     argv = [str(ctl), "status", "--iface", iface] + (["--netns", ns] if ns else [])
     res = _run(argv)
@@ -80,6 +96,7 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
         "daemon": None,
         "ethtool": [],
         "attached": [],
+        "server_addresses": server_addresses(args, p["server"]),
     }
     for ns, iface in p["server"]:
         state["ethtool"].append({"ns": ns, "iface": iface, "old": _tx_csum(ns, iface)})
@@ -92,6 +109,8 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
                 state["attached"].append({"ns": ns, "iface": iface, "role": role})
                 atomic_write_json(state_path, state)
                 argv = [str(ctl), role, "--obj", str(obj), "--iface", iface] + (["--netns", ns] if ns else [])
+                if role == "client":
+                    argv += [x for a in state["server_addresses"] for x in ("--server", a)]
                 res = _run(argv)
                 if '"clsact_created": true' in res.stdout:
                     state["attached"][-1]["clsact_created"] = True
@@ -109,10 +128,9 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
 
 
 def verify_mark(args, fs, p: dict, state_path: Path) -> int:
-    if state_path.exists():
-        reason = json.loads(state_path.read_text()).get("skipped_reason")
-        if reason:
-            raise Skipped(reason)
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    if state.get("skipped_reason"):
+        raise Skipped(state["skipped_reason"])
     if fs.synthetic:
         raise Skipped("BPF programs cannot be attached to a synthetic tree")
     ctl, _ = _ctl(args.bpf_dir)
@@ -120,6 +138,9 @@ def verify_mark(args, fs, p: dict, state_path: Path) -> int:
         st = _status(ctl, ns, iface)
         if not st["xdp"] or not st["tc_egress"]:
             raise NotInEffect(f"{iface_label(ns, iface)}: XDP steer or tc egress stamp missing ({st})")
+        want = len(state.get("server_addresses", []))
+        if st.get("servers") != want:
+            raise NotInEffect(f"{iface_label(ns, iface)}: {st.get('servers')} server addresses steered, {want} applied")
     for ns, iface in p["server"]:
         st = _status(ctl, ns, iface)
         if not st["tc_ingress"] or not st["tc_egress"]:

@@ -274,6 +274,7 @@ def test_manifest_param_errors():
 NS_A, NS_B = "sais-ta", "sais-tb"  # client / sender side, server / receiver side
 IF_A, IF_B = "sais-tv0", "sais-tv1"
 ADDR_A, ADDR_B = "10.78.0.1", "10.78.0.2"
+ADDR_B_LATE = "10.78.0.3"  # added to B's interface by a test, after a policy was applied
 IFACES = f"{NS_A}/{IF_A},{NS_B}/{IF_B}"
 
 
@@ -332,10 +333,10 @@ def bulk(receiver_cpu=0, sender_cpu=0, flows=1, nbytes=150_000_000):
     )
 
 
-def fetch(client_cpu=1, server_cpu=0, requests=150, reply=1 << 20):
+def fetch(client_cpu=1, server_cpu=0, requests=150, reply=1 << 20, addr=ADDR_B):
     """Client in A asks, server in B replies: A's receive path does the processing."""
     return measure(
-        in_ns(NS_B, server_cpu, "serve", ADDR_B, reply), in_ns(NS_A, client_cpu, "fetch", ADDR_B, requests, reply)
+        in_ns(NS_B, server_cpu, "serve", addr, reply), in_ns(NS_A, client_cpu, "fetch", addr, requests, reply)
     )
 
 
@@ -449,18 +450,50 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
         ).returncode
         == 0
     )
+    ctl = REPO / "schedulers/irq_steering/build/sais-mark-ctl"
     try:
         w = fetch(client_cpu=1, server_cpu=0)
+        assert json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)["servers"] == 1
+        # an address the server interface gained after apply is not a server's: its replies
+        # carry marks (the server reflects them) but pass unsteered
+        sh("ip", "-n", NS_B, "addr", "add", f"{ADDR_B_LATE}/24", "dev", IF_B)
+        other = fetch(client_cpu=1, server_cpu=0, addr=ADDR_B_LATE)
     finally:
         restore(tmp_path / "s.json")
     # without the marks the replies are processed on the server's CPU and the client's acks on
     # its own (about half each, or more on the server's: it depends on how acks coalesce)
     assert share(before, 1) < 0.7, before
     assert share(w, 1) > 0.9 and share(w, 1) > share(before, 1) + 0.2, (before, w)
-    status = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
-    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0}
+    assert share(other, 1) < 0.7 and share(other, 1) < share(w, 1) - 0.2, (other, w)
+    status = sh(ctl, "status", "--iface", IF_A, "--netns", NS_A)
+    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0, "servers": 0}
     for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):  # the clsact qdiscs it made are gone too
         assert "clsact" not in sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
+    assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
+
+
+@pytest.mark.root
+def test_veth_sais_mark_refuses_a_server_interface_without_an_address(veth, tmp_path):
+    # a second pair inside B, with no address
+    sh("ip", "-n", NS_B, "link", "add", "sais-tdum", "type", "veth", "peer", "name", "sais-tdum1")
+    res = run_steer(
+        "apply",
+        "--policy",
+        "sais_mark",
+        "--interfaces",
+        f"{NS_A}/{IF_A}",
+        "--server-interfaces",
+        f"{NS_B}/{IF_B},{NS_B}/sais-tdum",
+        "--state",
+        tmp_path / "s.json",
+    )
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and (
+        f"params.server_interfaces: '{NS_B}/sais-tdum' (expected an interface with an IPv4 address)" in res.stderr
+    ), res.stderr
+    assert not (tmp_path / "s.json").exists()
+    status = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
+    assert json.loads(status.stdout)["xdp"] == 0
     assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
 
 

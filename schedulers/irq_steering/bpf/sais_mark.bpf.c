@@ -5,11 +5,14 @@
  *                                      on segments that carry data (the requests)
  *   server tc ingress  record_ingress  flow (client addr/port -> server addr/port) -> mark
  *   server tc egress   reflect_egress  replies of a recorded flow carry its mark
- *   client XDP         steer_xdp       a marked packet goes to the CPU map entry of its
- *                                      mark, so the stack processes it on that CPU
+ *   client XDP         steer_xdp       a marked packet from a server (an address in
+ *                                      sais_servers) goes to the CPU map entry of its mark,
+ *                                      so the stack processes it on that CPU
  *
  * The paper used an IP option; DSCP keeps the header size (no MTU or offload changes) and
  * gives 6 bits: marks 1..63 name CPUs 0..62, 0 means unmarked.  ECN bits are kept.
+ * Other senders set DSCP too (ssh's default IPQoS throughput is DSCP 2), so the client steers
+ * only packets whose source is one of the servers the loader named.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -45,10 +48,20 @@ struct {
 	__type(value, struct bpf_cpumap_val);
 } sais_cpus SEC(".maps");
 
-/* Counters for the read-back: 0 stamped, 1 recorded, 2 reflected, 3 steered. */
+/* The servers' IPv4 addresses (network order), filled by the loader: only their packets are
+ * steered. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} sais_servers SEC(".maps");
+
+/* Counters for the read-back: 0 stamped, 1 recorded, 2 reflected, 3 steered,
+ * 4 marked but not from a server (passed on unsteered). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, 5);
 	__type(key, __u32);
 	__type(value, __u64);
 } sais_stats SEC(".maps");
@@ -160,13 +173,18 @@ int steer_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct tcphdr *tcp;
 	struct iphdr *ip = tcp4(data, end, &tcp);
-	__u32 mark;
+	__u32 mark, src;
 
 	if (!ip)
 		return XDP_PASS;
 	mark = ip->tos >> 2;
 	if (!mark)
 		return XDP_PASS;
+	src = ip->saddr;
+	if (!bpf_map_lookup_elem(&sais_servers, &src)) {
+		count(4);
+		return XDP_PASS;
+	}
 	count(3);
 	return (int)bpf_redirect_map(&sais_cpus, mark - 1, XDP_PASS);
 }

@@ -1,10 +1,14 @@
 /* sais-mark-ctl: attach, read back and detach the sais_mark BPF programs
  * (sais_mark.bpf.c) on one interface, in a network namespace or here.
  *
- *   sais-mark-ctl client --obj F --iface IF [--netns NS]   XDP steer + tc egress stamp,
- *                                                          CPU map filled for every online CPU
+ *   sais-mark-ctl client --obj F --iface IF [--netns NS] --server ADDR [--server ADDR...]
+ *                                                          XDP steer + tc egress stamp,
+ *                                                          CPU map filled for every online CPU,
+ *                                                          only packets from the servers' IPv4
+ *                                                          addresses steered
  *   sais-mark-ctl server --obj F --iface IF [--netns NS]   tc ingress record + egress reflect
- *   sais-mark-ctl status --iface IF [--netns NS]           one JSON line: program ids
+ *   sais-mark-ctl status --iface IF [--netns NS]           one JSON line: program ids and the
+ *                                                          number of server addresses
  *   sais-mark-ctl detach --iface IF [--netns NS] [--remove-clsact]
  *                                                          removes what client/server attached
  *
@@ -18,6 +22,7 @@
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -35,6 +40,10 @@
 #define TC_HANDLE 0x5a15
 #define TC_PRIO 1
 #define MARK_CPUS 63
+#define MAX_SERVERS 1024 /* sais_servers' max_entries */
+
+static __u32 servers[MAX_SERVERS];
+static int n_servers;
 
 static int skipped(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int skipped(const char *fmt, ...)
@@ -146,6 +155,18 @@ static int attach(const char *role, const char *objpath, int ifindex)
 				goto out;
 			}
 		}
+		m = bpf_object__find_map_by_name(obj, "sais_servers");
+		for (int i = 0; i < n_servers; i++) {
+			__u8 one = 1;
+
+			if (m == NULL ||
+			    bpf_map_update_elem(bpf_map__fd(m), &servers[i], &one, 0)) {
+				fprintf(stderr, PROG ": server address map: %s\n",
+					m == NULL ? "missing in the object" : strerror(errno));
+				rc = 1;
+				goto out;
+			}
+		}
 		err = bpf_xdp_attach(ifindex, prog_fd(obj, "steer_xdp"), XDP_FLAGS_DRV_MODE, NULL);
 		if (err) {
 			rc = skipped("native XDP on the interface: %s", strerror(-err));
@@ -165,6 +186,42 @@ out:
 	return rc;
 }
 
+/* Entries in the sais_servers map of the XDP program with id prog_id (0 when none). */
+static int servers_of(__u32 prog_id)
+{
+	__u32 map_ids[16] = { 0 };
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = prog_id ? bpf_prog_get_fd_by_id(prog_id) : -1, n = 0;
+
+	if (fd < 0)
+		return 0;
+	info.nr_map_ids = 16;
+	info.map_ids = (__u64)(unsigned long)map_ids;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+		for (__u32 i = 0; i < info.nr_map_ids && i < 16; i++) {
+			struct bpf_map_info mi = { 0 };
+			__u32 mlen = sizeof(mi), key, next;
+			int mfd = bpf_map_get_fd_by_id(map_ids[i]);
+			void *prev = NULL;
+
+			if (mfd < 0)
+				continue;
+			if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 &&
+			    strcmp(mi.name, "sais_servers") == 0) {
+				while (bpf_map_get_next_key(mfd, prev, &next) == 0) {
+					n++;
+					key = next;
+					prev = &key;
+				}
+			}
+			close(mfd);
+		}
+	}
+	close(fd);
+	return n;
+}
+
 int main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
@@ -172,6 +229,7 @@ int main(int argc, char *argv[])
 		{ "iface", required_argument, NULL, 'i' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "remove-clsact", no_argument, NULL, 'r' },
+		{ "server", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *obj = NULL, *iface = NULL, *ns = NULL, *cmd;
@@ -186,6 +244,17 @@ int main(int argc, char *argv[])
 		case 'i': iface = optarg; break;
 		case 'n': ns = optarg; break;
 		case 'r': remove_clsact = true; break;
+		case 's':
+			if (n_servers == MAX_SERVERS ||
+			    inet_pton(AF_INET, optarg, &servers[n_servers]) != 1) {
+				fprintf(stderr,
+					PROG
+					": --server '%s' (expected an IPv4 address, at most %d)\n",
+					optarg, MAX_SERVERS);
+				return 2;
+			}
+			n_servers++;
+			break;
 		default:
 			fprintf(stderr, PROG ": unknown option or missing value: '%s'\n",
 				argv[optind - 1]);
@@ -194,7 +263,7 @@ int main(int argc, char *argv[])
 	}
 	if (optind != argc - 1 || iface == NULL) {
 		fprintf(stderr, PROG ": usage: " PROG " client|server|status|detach --iface IF "
-				     "[--netns NS] [--obj F]\n");
+				     "[--netns NS] [--obj F] [--server ADDR...]\n");
 		return 2;
 	}
 	cmd = argv[optind];
@@ -211,6 +280,12 @@ int main(int argc, char *argv[])
 			fprintf(stderr, PROG ": --obj F is required for %s\n", cmd);
 			return 2;
 		}
+		if (strcmp(cmd, "client") == 0 && n_servers == 0) {
+			fprintf(stderr,
+				PROG ": --server ADDR is required for client (the servers whose "
+				     "packets are steered)\n");
+			return 2;
+		}
 		int rc = attach(cmd, obj, (int)ifindex);
 
 		printf("{\"clsact_created\": %s}\n", clsact_created ? "true" : "false");
@@ -220,9 +295,9 @@ int main(int argc, char *argv[])
 		__u32 xdp_id = 0;
 
 		bpf_xdp_query_id((int)ifindex, XDP_FLAGS_DRV_MODE, &xdp_id);
-		printf("{\"xdp\": %u, \"tc_egress\": %d, \"tc_ingress\": %d}\n", xdp_id,
-		       tc_query((int)ifindex, BPF_TC_EGRESS),
-		       tc_query((int)ifindex, BPF_TC_INGRESS));
+		printf("{\"xdp\": %u, \"tc_egress\": %d, \"tc_ingress\": %d, \"servers\": %d}\n",
+		       xdp_id, tc_query((int)ifindex, BPF_TC_EGRESS),
+		       tc_query((int)ifindex, BPF_TC_INGRESS), servers_of(xdp_id));
 		return 0;
 	}
 	if (strcmp(cmd, "detach") == 0) {
