@@ -163,13 +163,20 @@ def _fill_defaults(instance: Any, schema: dict, root: dict) -> Any:
 _VALIDATORS: dict[int, tuple[dict, jsonschema.protocols.Validator]] = {}
 
 
+_BY_CONTENT: dict[str, jsonschema.protocols.Validator] = {}
+
+
 def _validator(schema: dict):
-    """A compiled validator per schema object (schemas are loaded once, see load_schema)."""
+    """A compiled validator per schema object (schemas are loaded once, see load_schema); a
+    schema built on the fly (a variant's params) shares the validator of an equal one."""
     hit = _VALIDATORS.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        hit = (schema, jsonschema.Draft202012Validator(schema))
-        _VALIDATORS[id(schema)] = hit
-    return hit[1]
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key not in _BY_CONTENT:
+        _BY_CONTENT[key] = jsonschema.Draft202012Validator(schema)
+    _VALIDATORS[id(schema)] = (schema, _BY_CONTENT[key])
+    return _BY_CONTENT[key]
 
 
 def validate(instance: Any, schema: dict | str, source: str) -> Any:

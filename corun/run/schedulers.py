@@ -112,9 +112,13 @@ def _load_manifest(path: Path, mtime_ns: int, chain: tuple[str, ...]) -> dict:
     pname = man.get("named_by")
     if pname and not (pname in man["params"] and man["params"][pname].get("enum")):
         raise ConfigError(str(path), "named_by", pname, "a param of this variant with an enum")
-    for pname, p in man["params"].items():
-        if "default" in p:
-            _check_param(man, pname, p["default"], str(path), f"params.{pname}.default")
+    defaults = {pname: p["default"] for pname, p in man["params"].items() if "default" in p}
+    try:  # all at once (one validation per manifest); one by one only to name the bad one
+        config.validate(defaults, _param_schema(man), str(path))
+    except ConfigError:
+        for pname, value in defaults.items():
+            _check_param(man, pname, value, str(path), f"params.{pname}.default")
+        raise
     return man
 
 
