@@ -19,10 +19,9 @@ from typing import IO
 def lazy_module(name: str) -> types.ModuleType:
     """The module `name`, executed at the first access to one of its attributes, not here.
 
-    The monitors' parsers need numpy and pandas (about 0.3 s to import) only after a run's jobs
-    have ended; loaded lazily, a run does not pay for them before its jobs start, and the runner
-    loads them (`corun.monitors.base.load_parsers`) while the monitors stop. A module already
-    imported is returned as it is.
+    A library that only some commands need (pandas for DataFrames, requests for publishing) is
+    loaded by those, not by every command that imports the module. A module already imported
+    is returned as it is.
     """
     if name in sys.modules:
         return sys.modules[name]

@@ -5,12 +5,13 @@
     try: ...run jobs...
     finally:
         for m in reversed(monitors): m.stop()
-    tables = {m.name: m.parse(t0_epoch) for m in monitors}   # (DataFrame, [missing records])
+    tables = {m.name: m.tidy(t0_epoch) for m in monitors}    # (Table, [missing records])
 
 Every tidy table has ``time_epoch_s`` (end of the sampling interval) and ``t_s``
-(``time_epoch_s - t0_epoch``). The parsers also work on a run folder alone:
+(``time_epoch_s - t0_epoch``). Parsing is plain Python (`Table.write_csv` writes the run's
+``tidy/<monitor>.csv`` without pandas). The parsers also work on a run folder alone:
 ``parse_iostat(raw_dir, t0)``, ``parse_pidstat``, ``parse_psi``, ``parse_perf``,
-``parse_memory``.
+``parse_memory``, ``parse_cpustat`` give pandas DataFrames (``Table.to_frame()``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ tidy table afterwards. Every tidy table has
 so tables from different monitors can be joined on one time base. Measurements the machine
 could not make are returned as `corun.errors.missing` records, never as zeros.
 
+Parsing runs after every run, so it is plain Python: a parser builds a `Table` (columns and
+rows) that the runner writes as CSV; `Table.to_frame()` gives the pandas DataFrame the parsers'
+`parse_*` functions return for analysis and tests. Numbers follow pandas' rules where the two
+could differ: a value that is not a number is NaN (`to_float`), and NaN propagates through
+differences and ratios (`diff`, `div`), never becoming zero.
+
 Each monitor records ``<name>.meta.json`` next to its raw file: the epoch read just before the
 tool was launched (``start_epoch_s``), the command, the interval actually used and, after
 ``stop()``, the stop time and exit status. Parsers read the raw files and this metadata only, so
@@ -31,8 +37,9 @@ from typing import ClassVar
 
 from corun.util import atomic_write_json, lazy_module
 
-np = lazy_module("numpy")
-pd = lazy_module("pandas")
+pd = lazy_module("pandas")  # only Table.to_frame() needs it: the run path writes CSV without it
+
+NAN = math.nan
 
 DEFAULT_PERF_EVENTS = ["LLC-load-misses", "LLC-store-misses", "cycles", "instructions"]
 
@@ -82,13 +89,22 @@ class Monitor:
         that a job started now does not share the machine with it."""
         return True
 
+    def tidy(self, t0_epoch: float) -> tuple[Table, list[dict]]:
+        """The tidy table of this run's raw files and the missing-metric records."""
+        return self.tidy_raw(self.ctx.raw_dir, t0_epoch)
+
+    @classmethod
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        """Parse the raw files in `raw_dir` (no live monitor needed)."""
+        raise NotImplementedError
+
     def parse(self, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
         return self.parse_raw(self.ctx.raw_dir, t0_epoch)
 
     @classmethod
     def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        """Parse the raw files in `raw_dir` (no live monitor needed)."""
-        raise NotImplementedError
+        """tidy_raw as a pandas DataFrame."""
+        return as_frame(*cls.tidy_raw(raw_dir, t0_epoch))
 
 
 class ProcessMonitor(Monitor):
@@ -354,9 +370,7 @@ def whole_seconds_interval(interval_s: float) -> int:
     return max(1, math.ceil(interval_s - 1e-9))
 
 
-def refine_whole_seconds(
-    printed_s: np.ndarray, k: np.ndarray, start_epoch_s: float | None, interval_s: float
-) -> np.ndarray:
+def refine_whole_seconds(printed_s, k, start_epoch_s: float | None, interval_s: float) -> list[float]:
     """End-of-interval epochs for tools that print whole seconds (iostat, pidstat).
 
     Both tools sample once at launch and then every `interval_s` on an alarm, so report k
@@ -365,25 +379,120 @@ def refine_whole_seconds(
     ``[printed, printed + 1)``: the result is never off by more than the printed resolution, and
     usually by a few milliseconds. Without a start epoch the printed second is returned.
     """
-    printed = np.asarray(printed_s, dtype=float)
+    printed = [float(p) for p in printed_s]
     if start_epoch_s is None:
         return printed
-    predicted = float(start_epoch_s) + np.asarray(k, dtype=float) * float(interval_s)
-    return np.clip(predicted, printed, printed + 0.999)
+    out = []
+    for p, kk in zip(printed, k):
+        predicted = float(start_epoch_s) + float(kk) * float(interval_s)
+        out.append(min(max(predicted, p), p + 0.999))
+    return out
 
 
-def finish_table(df: pd.DataFrame, columns: list[str], t0_epoch: float) -> pd.DataFrame:
-    """Add `t_s`, order the columns (time first) and sort by time."""
-    if df.empty:
-        df = pd.DataFrame({c: pd.Series(dtype=float) for c in columns})
-    df = df.copy()
-    df["time_epoch_s"] = df["time_epoch_s"].astype(float)
-    df["t_s"] = df["time_epoch_s"] - float(t0_epoch)
-    for c in columns:
-        if c not in df.columns:
-            df[c] = np.nan
-    df = df[columns]
-    return df.sort_values("time_epoch_s", kind="stable").reset_index(drop=True)
+# ---- plain-Python columns: pandas' NaN rules without pandas ---------------------------------
+
+
+def isnan(x) -> bool:
+    return x is None or (isinstance(x, float) and x != x)
+
+
+def to_float(value) -> float:
+    """A number, or NaN for anything else (pandas.to_numeric(..., errors="coerce"))."""
+    if value is None or isinstance(value, bool):
+        return NAN
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value) if "_" not in value else NAN
+    except (TypeError, ValueError):
+        return NAN
+
+
+def to_number(value):
+    """Like to_float, but an integer stays an int (pandas keeps such a column int64)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("+-").isdigit():
+            return int(text)
+    return to_float(value)
+
+
+def diff(xs: list) -> list[float]:
+    """x[i] - x[i-1], NaN for the first (pandas Series.diff)."""
+    return [NAN] + [b - a for a, b in zip(xs, xs[1:])] if xs else []
+
+
+def div(a: float, b: float) -> float:
+    """a / b with numpy's rules: x / 0 is +-inf, 0 / 0 and NaN / anything NaN."""
+    if b == 0 and not isnan(a):
+        return NAN if a == 0 else math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+class Table:
+    """A tidy table: column names and one dict per row (a column absent from a row is NaN)."""
+
+    def __init__(self, columns: list[str], rows: list[dict] | None = None):
+        self.columns = list(columns)
+        self.rows = rows if rows is not None else []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str) -> list:
+        return [r.get(name, NAN) for r in self.rows]
+
+    def write_csv(self, path: Path) -> None:
+        """The table as CSV: NaN and None as empty cells, floats at full precision."""
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(self.columns)
+            for r in self.rows:
+                w.writerow([_cell(r.get(c)) for c in self.columns])
+
+    def to_frame(self) -> pd.DataFrame:
+        if not self.rows:
+            return pd.DataFrame({c: pd.Series(dtype=float) for c in self.columns})
+        return pd.DataFrame({c: self.column(c) for c in self.columns})
+
+
+def as_frame(table: Table, records: list[dict]) -> tuple[pd.DataFrame, list[dict]]:
+    """A parser's (Table, records) with the table as a pandas DataFrame."""
+    return table.to_frame(), records
+
+
+def _cell(v) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def finish_table(rows: list[dict], columns: list[str], t0_epoch: float) -> Table:
+    """Add `t_s` to each row, sort by time (stable, NaN last) and keep `columns` in that order."""
+    for r in rows:
+        r["time_epoch_s"] = t = to_float(r.get("time_epoch_s"))
+        r["t_s"] = t - float(t0_epoch)
+    rows.sort(key=lambda r: (1, 0.0) if isnan(r["time_epoch_s"]) else (0, r["time_epoch_s"]))
+    return Table(columns, rows)
+
+
+def read_csv_rows(path: Path) -> tuple[list[str], list[dict]]:
+    """A sampled monitor's raw CSV: its header and one dict of strings per complete row.
+
+    OSError if it cannot be read, ValueError if it has no header (as pandas.read_csv)."""
+    with open(path, newline="", errors="replace") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if not header:
+            raise ValueError(f"{path}: no columns")
+        rows = []
+        for rec in reader:
+            if not rec:
+                continue
+            if len(rec) > len(header):
+                raise ValueError(f"{path}: a row with {len(rec)} fields under {len(header)} columns")
+            rows.append(dict(zip(header, rec + [""] * (len(header) - len(rec)))))
+    return header, rows
 
 
 def first_line(text: str | None) -> str:
@@ -392,9 +501,3 @@ def first_line(text: str | None) -> str:
         if line.strip():
             return line.strip()
     return ""
-
-
-def load_parsers() -> None:
-    """Load numpy and pandas, which the parsers use (lazy_module defers them until now)."""
-    np.nan  # noqa: B018 - the attribute access executes the module
-    pd.DataFrame  # noqa: B018

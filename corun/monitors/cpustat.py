@@ -28,10 +28,19 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
-from corun.util import lazy_module
-
-pd = lazy_module("pandas")
+from corun.monitors.base import (
+    MonitorContext,
+    SampledMonitor,
+    Table,
+    as_frame,
+    diff,
+    div,
+    finish_table,
+    isnan,
+    read_csv_rows,
+    read_meta,
+    to_float,
+)
 
 NAME = "cpustat"
 RAW_FILE = "cpustat.csv"
@@ -147,49 +156,59 @@ class CpustatMonitor(SampledMonitor):
         self._file.flush()
 
     @classmethod
-    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        return parse_cpustat(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        return tidy_cpustat(raw_dir, t0_epoch)
 
 
-def parse_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+def parse_cpustat(raw_dir: Path, t0_epoch: float):
+    """tidy_cpustat as a pandas DataFrame."""
+    return as_frame(*tidy_cpustat(raw_dir, t0_epoch))
+
+
+def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-CPU table from cpustat.csv (+ meta); see COLUMNS."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
-    empty = finish_table(pd.DataFrame(), COLUMNS, t0_epoch)
+    empty = finish_table([], COLUMNS, t0_epoch)
     if meta.get("unavailable"):
         return empty, [missing(NAME, meta["unavailable"], NAME)]
     try:
-        raw = pd.read_csv(raw_dir / RAW_FILE)
+        header, raw = read_csv_rows(raw_dir / RAW_FILE)
     except (OSError, ValueError) as exc:
         return empty, [missing(NAME, f"cpustat: no readable {RAW_FILE} ({type(exc).__name__})", NAME)]
     unreadable = meta.get("unreadable", {})
     records = [missing(f"cpustat_{k.replace('/', '_')}", f"cpustat: {k}: {v}", NAME) for k, v in unreadable.items()]
     if meta.get("sampling_error"):
         records.append(missing(NAME, f"cpustat: sampling stopped early ({meta['sampling_error']})", NAME))
-    tables = []
-    for cpu, rows in raw.groupby("cpu", sort=True):
-        rows = rows.sort_values("monotonic_s")
-        d = rows.astype(float).diff()
-        ticks = sum(d[f"{f}_ticks"] for f in STAT_FIELDS)
-        dt = d["monotonic_s"]
-        t = pd.DataFrame(
-            {
-                "time_epoch_s": rows["epoch_s"].astype(float),
-                "cpu": int(cpu),
-                "user_pct": 100 * (d["user_ticks"] + d["nice_ticks"]) / ticks,
-                "system_pct": 100 * d["system_ticks"] / ticks,
-                "irq_pct": 100 * d["irq_ticks"] / ticks,
-                "softirq_pct": 100 * d["softirq_ticks"] / ticks,
-                "iowait_pct": 100 * d["iowait_ticks"] / ticks,
-                "idle_pct": 100 * d["idle_ticks"] / ticks,
-                "busy_pct": 100 * (ticks - d["idle_ticks"] - d["iowait_ticks"]) / ticks,
-                "net_rx_per_s": d["net_rx"] / dt,
-                "net_tx_per_s": d["net_tx"] / dt,
-                "softnet_processed_per_s": d["softnet_processed"] / dt,
-                "softnet_dropped_per_s": d["softnet_dropped"] / dt,
-                "interval_s": dt,
-            }
-        ).iloc[1:]
-        tables.append(t)
-    df = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-    return finish_table(df, COLUMNS, t0_epoch), records
+    by_cpu: dict[float, list[dict]] = {}
+    for r in raw:
+        cpu = to_float(r.get("cpu"))
+        if not isnan(cpu):
+            by_cpu.setdefault(cpu, []).append({k: to_float(r.get(k)) for k in header})
+    out: list[dict] = []
+    for cpu in sorted(by_cpu):
+        rows = sorted(by_cpu[cpu], key=lambda r: (1, 0.0) if isnan(r["monotonic_s"]) else (0, r["monotonic_s"]))
+        d = {k: diff([r.get(k, float("nan")) for r in rows]) for k in (*RAW_FIELDS[1:], *header)}
+        for i in range(1, len(rows)):
+            di = {k: v[i] for k, v in d.items()}
+            ticks = sum(di[f"{f}_ticks"] for f in STAT_FIELDS)
+            dt = di["monotonic_s"]
+            out.append(
+                {
+                    "time_epoch_s": rows[i]["epoch_s"],
+                    "cpu": int(cpu),
+                    "user_pct": div(100 * (di["user_ticks"] + di["nice_ticks"]), ticks),
+                    "system_pct": div(100 * di["system_ticks"], ticks),
+                    "irq_pct": div(100 * di["irq_ticks"], ticks),
+                    "softirq_pct": div(100 * di["softirq_ticks"], ticks),
+                    "iowait_pct": div(100 * di["iowait_ticks"], ticks),
+                    "idle_pct": div(100 * di["idle_ticks"], ticks),
+                    "busy_pct": div(100 * (ticks - di["idle_ticks"] - di["iowait_ticks"]), ticks),
+                    "net_rx_per_s": div(di["net_rx"], dt),
+                    "net_tx_per_s": div(di["net_tx"], dt),
+                    "softnet_processed_per_s": div(di["softnet_processed"], dt),
+                    "softnet_dropped_per_s": div(di["softnet_dropped"], dt),
+                    "interval_s": dt,
+                }
+            )
+    return finish_table(out, COLUMNS, t0_epoch), records

@@ -34,19 +34,19 @@ from pathlib import Path
 
 from corun.errors import missing
 from corun.monitors.base import (
+    NAN,
     MonitorContext,
     ProcessMonitor,
+    Table,
+    as_frame,
     finish_table,
     first_line,
+    isnan,
     read_meta,
     read_text,
     refine_whole_seconds,
     whole_seconds_interval,
 )
-from corun.util import lazy_module
-
-np = lazy_module("numpy")
-pd = lazy_module("pandas")
 
 NAME = "iostat"
 RAW_FILE = "iostat.json"
@@ -132,8 +132,8 @@ class IostatMonitor(ProcessMonitor):
         }
 
     @classmethod
-    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        return parse_iostat(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        return tidy_iostat(raw_dir, t0_epoch)
 
 
 def read_reports(text: str) -> tuple[list[dict], bool]:
@@ -174,20 +174,27 @@ def parse_timestamp(value: str) -> float:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
 
 
-def derive(df: pd.DataFrame) -> pd.DataFrame:
-    """Add await_ms, svc_ms and wait_ms (see DERIVED_COLUMNS)."""
+def derive(row: dict) -> dict:
+    """Add await_ms, svc_ms and wait_ms to one row (see DERIVED_COLUMNS)."""
     kinds = ["r", "w", "d", "f"]
-    rates = {k: df[f"{k}_per_s"].astype(float) for k in kinds}
-    iops = sum(rates[k].fillna(0.0) for k in kinds)
-    weighted = sum((rates[k] * df[f"{k}_await_ms"].astype(float)).fillna(0.0) for k in kinds)
-    has_io = iops > 0
-    df["await_ms"] = (weighted / iops).where(has_io)
-    df["svc_ms"] = (10.0 * df["util_pct"].astype(float) / iops).where(has_io)
-    df["wait_ms"] = df["await_ms"] - df["svc_ms"]
-    return df
+    rates = {k: row[f"{k}_per_s"] for k in kinds}
+    iops = sum(0.0 if isnan(rates[k]) else rates[k] for k in kinds)
+    weighted = sum(0.0 if isnan(x := rates[k] * row[f"{k}_await_ms"]) else x for k in kinds)
+    if iops > 0:
+        row["await_ms"] = weighted / iops
+        row["svc_ms"] = 10.0 * row["util_pct"] / iops
+    else:
+        row["await_ms"] = row["svc_ms"] = NAN
+    row["wait_ms"] = row["await_ms"] - row["svc_ms"]
+    return row
 
 
-def parse_iostat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+def parse_iostat(raw_dir: Path, t0_epoch: float):
+    """tidy_iostat as a pandas DataFrame."""
+    return as_frame(*tidy_iostat(raw_dir, t0_epoch))
+
+
+def tidy_iostat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-device table from iostat.json (+ meta); see COLUMNS and DERIVED_COLUMNS."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
@@ -198,7 +205,7 @@ def parse_iostat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dic
         why = meta.get("launch_error") or first_line(read_text(raw_dir / f"{NAME}.stderr"))
         reason = "iostat wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
         records.append(missing("iostat", reason, NAME))
-        return finish_table(pd.DataFrame(), COLUMNS, t0_epoch), records
+        return finish_table([], COLUMNS, t0_epoch), records
 
     rows = []
     bad_stamps = 0
@@ -212,7 +219,7 @@ def parse_iostat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dic
             row = {"printed_s": printed, "k": k, "device": disk.get("disk_device")}
             for key, col in KEYS.items():
                 value = disk.get(key)
-                row[col] = float(value) if value is not None else np.nan
+                row[col] = float(value) if value is not None else NAN
             rows.append(row)
     if bad_stamps:
         records.append(
@@ -222,15 +229,16 @@ def parse_iostat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dic
                 NAME,
             )
         )
-    df = pd.DataFrame(rows, columns=["printed_s", "k", "device", *KEYS.values()])
     interval = meta.get("interval_s", 1)
-    df["time_epoch_s"] = refine_whole_seconds(
-        df["printed_s"].to_numpy(), df["k"].to_numpy(), meta.get("start_epoch_s"), interval
+    stamps = refine_whole_seconds(
+        [r["printed_s"] for r in rows], [r["k"] for r in rows], meta.get("start_epoch_s"), interval
     )
-    df = derive(df)
+    for row, stamp in zip(rows, stamps):
+        row["time_epoch_s"] = stamp
+        derive(row)
 
-    seen = set(df["device"])
+    seen = {r["device"] for r in rows}
     for dev in meta.get("devices", []):
         if dev.removeprefix("/dev/") not in seen:
             records.append(missing(f"iostat_{dev}", f"iostat: device {dev} not reported", NAME))
-    return finish_table(df, COLUMNS, t0_epoch), records
+    return finish_table(rows, COLUMNS, t0_epoch), records

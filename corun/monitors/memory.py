@@ -52,11 +52,20 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
-from corun.util import lazy_module
-
-np = lazy_module("numpy")
-pd = lazy_module("pandas")
+from corun.monitors.base import (
+    NAN,
+    MonitorContext,
+    SampledMonitor,
+    Table,
+    as_frame,
+    diff,
+    div,
+    finish_table,
+    isnan,
+    read_csv_rows,
+    read_meta,
+    to_number,
+)
 
 NAME = "memory"
 RAW_FILE = "memory.csv"
@@ -193,16 +202,16 @@ def cgroup_version(path: Path) -> str | None:
 def limit_bytes(text: object, version: str) -> float:
     """A cgroup memory limit as printed -> bytes, NaN when unlimited (v2 'max', v1 ~2^63)."""
     if text is None or (isinstance(text, float) and math.isnan(text)):
-        return np.nan
+        return NAN
     s = str(text).strip()
     if s in ("", "max"):
-        return np.nan
+        return NAN
     try:
         value = int(s)
     except ValueError:
-        return np.nan
+        return NAN
     if version == "v1" and value >= V1_UNLIMITED_BYTES:
-        return np.nan
+        return NAN
     return float(value)
 
 
@@ -322,129 +331,135 @@ class MemoryMonitor(SampledMonitor):
         self._file.flush()
 
     @classmethod
-    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        return parse_memory(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        return tidy_memory(raw_dir, t0_epoch)
 
 
-def _rate(counter: pd.Series, dt: pd.Series) -> pd.Series:
+def _rate(counter: list, dt: list) -> list[float]:
     """Per-second rate of a cumulative counter; NaN across a gap or a (impossible) decrease."""
-    delta = counter.diff()
-    return (delta / dt).where(delta >= 0)
+    return [div(d, t) if d >= 0 else NAN for d, t in zip(diff(counter), dt)]
 
 
-def parse_memory(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+def parse_memory(raw_dir: Path, t0_epoch: float):
+    """tidy_memory as a pandas DataFrame."""
+    return as_frame(*tidy_memory(raw_dir, t0_epoch))
+
+
+def tidy_memory(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-interval table from memory.csv (+ meta); see COLUMNS and CG_COLUMNS."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
     with_cg = bool(meta.get("cgroup"))
     columns = COLUMNS + (CG_COLUMNS if with_cg else [])
-    empty = finish_table(pd.DataFrame(), columns, t0_epoch)
+    empty = finish_table([], columns, t0_epoch)
     if meta.get("unavailable"):
         return empty, [missing("memory", meta["unavailable"], NAME)]
     try:
-        raw = pd.read_csv(raw_dir / RAW_FILE, dtype=str, keep_default_na=False)
+        header, raw = read_csv_rows(raw_dir / RAW_FILE)
     except (OSError, ValueError) as exc:
         reason = f"memory: no readable {RAW_FILE} ({type(exc).__name__})"
         return empty, [missing("memory", reason, NAME)]
+    present = set(header)
+    n = len(raw)
 
     records: list[dict] = []
     if meta.get("sampling_error"):
         reason = f"memory: sampling stopped early ({meta['sampling_error']})"
         records.append(missing("memory", reason, NAME))
 
-    def num(col: str) -> pd.Series:
-        if col not in raw.columns:
-            return pd.Series(np.nan, index=raw.index)
-        return pd.to_numeric(raw[col], errors="coerce")
+    def num(col: str | None) -> list:
+        if col not in present:
+            return [NAN] * n
+        return [to_number(r[col]) for r in raw]
 
     # what the kernel did not print
     for k in MEMINFO_KEYS:
-        if f"meminfo_{k}" not in raw.columns:
+        if f"meminfo_{k}" not in present:
             records.append(missing(f"meminfo_{k}", f"memory: no {k} in /proc/meminfo", NAME))
     for k in VMSTAT_KEYS:
-        if f"vmstat_{k}" not in raw.columns:
+        if f"vmstat_{k}" not in present:
             records.append(missing(f"vmstat_{k}", f"memory: no {k} in /proc/vmstat", NAME))
-    vm_cols = [c for c in raw.columns if c.startswith("vmstat_")]
+    vm_cols = [c for c in header if c.startswith("vmstat_")]
     sums = {}
     for prefix in RECLAIM_PREFIXES:
         by_type = [f"vmstat_{prefix}{t}" for t in RECLAIM_BY_TYPE]
-        if all(c in raw.columns for c in by_type):
+        if all(c in present for c in by_type):
             cols = by_type
         else:  # older kernels: by reclaimer (kswapd, direct, ...), or by zone before 4.8
             cols = [c for c in vm_cols if c[len("vmstat_") :].startswith(prefix)
                     and c[len("vmstat_") :] not in RECLAIM_NOT_PAGES]  # fmt: skip
         name = prefix.rstrip("_")
         if cols:
-            sums[name] = sum((num(c) for c in cols), start=pd.Series(0.0, index=raw.index))
+            total = [0.0] * n
+            for c in cols:
+                total = [a + b for a, b in zip(total, num(c))]
+            sums[name] = total
         else:
-            sums[name] = pd.Series(np.nan, index=raw.index)
+            sums[name] = [NAN] * n
             reason = f"memory: no {prefix}* counters in /proc/vmstat"
             records.append(missing(f"vmstat_{name}", reason, NAME))
-    refault_col = next((f"vmstat_{k}" for k in REFAULT_KEYS if f"vmstat_{k}" in raw.columns), None)
+    refault_col = next((f"vmstat_{k}" for k in REFAULT_KEYS if f"vmstat_{k}" in present), None)
     if refault_col is None:
         reason = "memory: no workingset_refault_file (or workingset_refault) in /proc/vmstat"
         records.append(missing("vmstat_workingset_refault_file", reason, NAME))
 
     # per-sample read errors
-    errors = raw["error"] if "error" in raw.columns else pd.Series("", index=raw.index)
+    errors = [r.get("error", "") for r in raw]
     for source in ("meminfo", "vmstat", "cgroup"):
-        bad = errors[errors.str.contains(f"{source}: ", regex=False)]
-        if len(bad):
+        bad = [e for e in errors if f"{source}: " in e]
+        if bad:
             metric = "cgroup_memory" if source == "cgroup" else source
-            first = next(e for e in bad.iloc[0].split("; ") if e.startswith(f"{source}: "))
-            reason = f"memory: {source} unreadable in {len(bad)} of {len(raw)} samples ({first})"
+            first = next(e for e in bad[0].split("; ") if e.startswith(f"{source}: "))
+            reason = f"memory: {source} unreadable in {len(bad)} of {n} samples ({first})"
             records.append(missing(metric, reason, NAME))
 
     mono = num("monotonic_s")
-    clock = mono if mono.notna().all() else num("epoch_s")
-    dt = clock.diff()
+    clock = mono if not any(isnan(x) for x in mono) else num("epoch_s")
+    dt = diff(clock)
     total, avail = num("meminfo_MemTotal"), num("meminfo_MemAvailable")
-    df = pd.DataFrame(
-        {
-            "time_epoch_s": num("epoch_s"),
-            "interval_s": dt,
-            "mem_total_kb": total,
-            "mem_available_kb": avail,
-            "mem_used_pct": 100.0 * (total - avail) / total.where(total > 0),
-            "mem_free_kb": num("meminfo_MemFree"),
-            "cached_kb": num("meminfo_Cached"),
-            "dirty_kb": num("meminfo_Dirty"),
-            "writeback_kb": num("meminfo_Writeback"),
-            "mapped_kb": num("meminfo_Mapped"),
-            "shmem_kb": num("meminfo_Shmem"),
-            "swap_used_kb": num("meminfo_SwapTotal") - num("meminfo_SwapFree"),
-            "pgpgin_kb_s": _rate(num("vmstat_pgpgin"), dt),
-            "pgpgout_kb_s": _rate(num("vmstat_pgpgout"), dt),
-            "pswpin_per_s": _rate(num("vmstat_pswpin"), dt),
-            "pswpout_per_s": _rate(num("vmstat_pswpout"), dt),
-            "pgmajfault_per_s": _rate(num("vmstat_pgmajfault"), dt),
-            "pgfault_per_s": _rate(num("vmstat_pgfault"), dt),
-            "pgsteal_per_s": _rate(sums["pgsteal"], dt),
-            "pgscan_per_s": _rate(sums["pgscan"], dt),
-            "refault_per_s": _rate(num(refault_col), dt) if refault_col else np.nan,
-        }
-    )
+    cols = {
+        "time_epoch_s": num("epoch_s"),
+        "interval_s": dt,
+        "mem_total_kb": total,
+        "mem_available_kb": avail,
+        "mem_used_pct": [div(100.0 * (t - a), t) if t > 0 else NAN for t, a in zip(total, avail)],
+        "mem_free_kb": num("meminfo_MemFree"),
+        "cached_kb": num("meminfo_Cached"),
+        "dirty_kb": num("meminfo_Dirty"),
+        "writeback_kb": num("meminfo_Writeback"),
+        "mapped_kb": num("meminfo_Mapped"),
+        "shmem_kb": num("meminfo_Shmem"),
+        "swap_used_kb": [a - b for a, b in zip(num("meminfo_SwapTotal"), num("meminfo_SwapFree"))],
+        "pgpgin_kb_s": _rate(num("vmstat_pgpgin"), dt),
+        "pgpgout_kb_s": _rate(num("vmstat_pgpgout"), dt),
+        "pswpin_per_s": _rate(num("vmstat_pswpin"), dt),
+        "pswpout_per_s": _rate(num("vmstat_pswpout"), dt),
+        "pgmajfault_per_s": _rate(num("vmstat_pgmajfault"), dt),
+        "pgfault_per_s": _rate(num("vmstat_pgfault"), dt),
+        "pgsteal_per_s": _rate(sums["pgsteal"], dt),
+        "pgscan_per_s": _rate(sums["pgscan"], dt),
+        "refault_per_s": _rate(num(refault_col), dt) if refault_col else [NAN] * n,
+    }
     if with_cg:
-        records += _cgroup_columns(df, raw, meta, num, dt)
-    df = df.iloc[1:]
-    return finish_table(df, columns, t0_epoch), records
+        records += _cgroup_columns(cols, raw, present, meta, num, dt)
+    rows = [{c: v[i] for c, v in cols.items()} for i in range(1, n)]
+    return finish_table(rows, columns, t0_epoch), records
 
 
-def _cgroup_columns(df: pd.DataFrame, raw: pd.DataFrame, meta: dict, num, dt) -> list[dict]:
-    """Fill the cg_* columns of `df` in place; the missing records for the cgroup."""
+def _cgroup_columns(cols: dict, raw: list[dict], present: set, meta: dict, num, dt: list) -> list[dict]:
+    """Fill the cg_* entries of `cols` in place; the missing records for the cgroup."""
     version = meta.get("cgroup_version")
     if meta.get("cgroup_unavailable") or version not in CG_FILES:
         reason = meta.get("cgroup_unavailable") or f"memory: cgroup {meta['cgroup']}: no version"
         return [missing("cgroup_memory", reason, NAME)]
     records = []
-    df["cg_usage_bytes"] = num(CG_USAGE[version])
-    limits = raw.get(CG_LIMIT[version], pd.Series("", index=raw.index))
-    df["cg_limit_bytes"] = [limit_bytes(v, version) for v in limits]
-    df["cg_used_pct"] = 100.0 * df["cg_usage_bytes"] / df["cg_limit_bytes"]
+    usage = cols["cg_usage_bytes"] = num(CG_USAGE[version])
+    limits = cols["cg_limit_bytes"] = [limit_bytes(r.get(CG_LIMIT[version], ""), version) for r in raw]
+    cols["cg_used_pct"] = [div(100.0 * u, lim) for u, lim in zip(usage, limits)]
     for table, as_rate in ((CG_STAT_LEVELS, False), (CG_STAT_RATES, True)):
         for tidy, spec in table.items():
             keys = spec[version]
-            col = next((f"cg_stat_{k}" for k in keys if f"cg_stat_{k}" in raw.columns), None)
+            col = next((f"cg_stat_{k}" for k in keys if f"cg_stat_{k}" in present), None)
             if col is None:
                 if keys:
                     name, reason = keys[0], f"memory: no {keys[0]} in the cgroup's memory.stat"
@@ -453,5 +468,5 @@ def _cgroup_columns(df: pd.DataFrame, raw: pd.DataFrame, meta: dict, num, dt) ->
                     reason = f"memory: cgroup {version} memory.stat has no {name} counter"
                 records.append(missing(f"cgroup_memory_{name}", reason, NAME))
                 continue
-            df[tidy] = _rate(num(col), dt) if as_rate else num(col)
+            cols[tidy] = _rate(num(col), dt) if as_rate else num(col)
     return records

@@ -33,10 +33,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import MonitorContext, ProcessMonitor, finish_table, read_meta, read_text
+from corun.monitors.base import (
+    MonitorContext,
+    ProcessMonitor,
+    Table,
+    as_frame,
+    finish_table,
+    isnan,
+    read_meta,
+    read_text,
+    to_float,
+    to_number,
+)
 from corun.util import lazy_module
 
-np = lazy_module("numpy")
+np = lazy_module("numpy")  # derive_perf_rates (analysis) only
 pd = lazy_module("pandas")
 
 NAME = "perf"
@@ -95,8 +106,8 @@ class PerfMonitor(ProcessMonitor):
         }
 
     @classmethod
-    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        return parse_perf(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        return tidy_perf(raw_dir, t0_epoch)
 
 
 def perf_error_reason(stderr: str | None) -> str:
@@ -142,13 +153,18 @@ def read_lines(text: str) -> list[dict]:
     return rows
 
 
-def parse_perf(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+def parse_perf(raw_dir: Path, t0_epoch: float):
+    """tidy_perf as a pandas DataFrame."""
+    return as_frame(*tidy_perf(raw_dir, t0_epoch))
+
+
+def tidy_perf(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy long table from perf.csv (+ meta); see COLUMNS and the module docstring."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
     events: list[str] = list(meta.get("events", []))
     records: list[dict] = []
-    empty = finish_table(pd.DataFrame(), COLUMNS, t0_epoch)
+    empty = finish_table([], COLUMNS, t0_epoch)
     if meta.get("cgroup_requested"):
         records.append(
             missing(
@@ -169,31 +185,33 @@ def parse_perf(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]
             records.append(missing(event, reason, NAME))
         return empty, records
 
-    df = pd.DataFrame(rows)
     start = meta.get("start_epoch_s")
     if start is None:
         records.append(missing("perf_time", "perf: no start epoch in perf.meta.json; t is perf-relative", NAME))
         start = 0.0
     # interval length: from the previous interval's end (perf start for the first)
-    stamps = np.sort(df["t_rel_s"].unique())
-    lengths = dict(zip(stamps, np.diff(np.concatenate([[0.0], stamps]))))
-    df["interval_s"] = df["t_rel_s"].map(lengths)
-    df["time_epoch_s"] = float(start) + df["t_rel_s"]
-    df["value"] = pd.to_numeric(df["raw"], errors="coerce")
-    df["running_pct"] = pd.to_numeric(df["running_pct"], errors="coerce")
-    df["unit"] = df["unit"].where(df["unit"] != "", "count")
+    stamps = sorted({r["t_rel_s"] for r in rows})
+    lengths = dict(zip(stamps, (b - a for a, b in zip([0.0, *stamps], stamps))))
+    by_event: dict[str, list[dict]] = {}
+    for r in rows:
+        r["interval_s"] = lengths[r["t_rel_s"]]
+        r["time_epoch_s"] = float(start) + r["t_rel_s"]
+        r["value"] = to_number(r["raw"])
+        r["running_pct"] = to_float(r["running_pct"])
+        r["unit"] = r["unit"] or "count"
+        by_event.setdefault(r["event"], []).append(r)
 
-    keep = pd.Series(True, index=df.index)
-    for event, sub in df.groupby("event", sort=False):
-        if (sub["raw"] == NOT_SUPPORTED).all():
-            keep[sub.index] = False
+    dropped: set[str] = set()
+    for event, sub in by_event.items():
+        if all(r["raw"] == NOT_SUPPORTED for r in sub):
+            dropped.add(event)
             records.append(missing(event, NOT_SUPPORTED_REASON, NAME))
             continue
-        odd = sub[sub["value"].isna()]
-        if len(odd):
-            kinds = sorted(set(odd["raw"]))
+        odd = [r for r in sub if isnan(r["value"])]
+        if odd:
+            kinds = sorted({r["raw"] for r in odd})
             why = "multiplexing or counter not scheduled" if kinds == [NOT_COUNTED] else "no number in perf's output"
-            stamps_odd = [f"{t:.6f}" for t in odd["t_rel_s"]]
+            stamps_odd = [f"{r['t_rel_s']:.6f}" for r in odd]
             when = ", ".join(stamps_odd[:5]) + (", ..." if len(stamps_odd) > 5 else "")
             records.append(
                 missing(
@@ -203,9 +221,9 @@ def parse_perf(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]
                 )
             )
     for event in events:
-        if event not in set(df["event"]):
+        if event not in by_event:
             records.append(missing(event, "perf: event absent from perf's output", NAME))
-    return finish_table(df[keep], COLUMNS, t0_epoch), records
+    return finish_table([r for r in rows if r["event"] not in dropped], COLUMNS, t0_epoch), records
 
 
 def derive_perf_rates(df: pd.DataFrame) -> pd.DataFrame:

@@ -22,19 +22,19 @@ from pathlib import Path
 
 from corun.errors import missing
 from corun.monitors.base import (
+    NAN,
     MonitorContext,
     ProcessMonitor,
+    Table,
+    as_frame,
     finish_table,
     first_line,
     read_meta,
     read_text,
     refine_whole_seconds,
+    to_number,
     whole_seconds_interval,
 )
-from corun.util import lazy_module
-
-np = lazy_module("numpy")
-pd = lazy_module("pandas")
 
 NAME = "pidstat"
 RAW_FILE = "pidstat.txt"
@@ -97,8 +97,8 @@ class PidstatMonitor(ProcessMonitor):
         return {"interval_s": self.interval_s, "interval_s_requested": self.ctx.interval_s}
 
     @classmethod
-    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        return parse_pidstat(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        return tidy_pidstat(raw_dir, t0_epoch)
 
 
 def _column_name(field: str) -> str:
@@ -137,7 +137,12 @@ def read_rows(text: str) -> list[dict]:
     return rows
 
 
-def parse_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+def parse_pidstat(raw_dir: Path, t0_epoch: float):
+    """tidy_pidstat as a pandas DataFrame."""
+    return as_frame(*tidy_pidstat(raw_dir, t0_epoch))
+
+
+def tidy_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-process table from pidstat.txt (+ meta); see COLUMNS."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
@@ -150,38 +155,40 @@ def parse_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[di
             why = meta.get("launch_error") or first_line(read_text(raw_dir / f"{NAME}.stderr"))
             reason = "pidstat wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
             records.append(missing("pidstat", reason, NAME))
-        return finish_table(pd.DataFrame(), COLUMNS, t0_epoch), records
+        return finish_table([], COLUMNS, t0_epoch), records
 
-    df = pd.DataFrame(rows)
-    for col in df.columns:
-        if col not in ("command", "printed_s", "k"):
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-    unavailable = np.zeros(len(df), dtype=bool)
-    for col in IO_COLUMNS:
-        if col in df.columns:
-            neg = (df[col] < 0).to_numpy()
-            unavailable |= neg
-            df.loc[neg, col] = np.nan
-    if unavailable.any():
+    seen: dict[str, None] = {}  # every column, in the order the rows first name them
+    for row in rows:
+        seen.update(dict.fromkeys(row))
+    numeric = [c for c in seen if c not in ("command", "printed_s", "k")]
+    unavailable = 0
+    for row in rows:
+        neg = False
+        for col in numeric:
+            row[col] = v = to_number(row.get(col))
+            if col in IO_COLUMNS and v < 0:
+                row[col], neg = NAN, True
+        unavailable += neg
+    if unavailable:
         records.append(
             missing(
                 "pidstat_io",
-                f"pidstat: I/O statistics not available (printed as -1) for "
-                f"{int(unavailable.sum())} of {len(df)} process rows",
+                f"pidstat: I/O statistics not available (printed as -1) for {unavailable} of {len(rows)} process rows",
                 NAME,
             )
         )
-    if "wait_pct" not in df.columns:
+    if "wait_pct" not in seen:
         records.append(missing("pidstat_wait", "pidstat: no %wait column in this sysstat version", NAME))
-    df["time_epoch_s"] = refine_whole_seconds(
-        df["printed_s"].to_numpy(),
-        df["k"].to_numpy(),
-        meta.get("start_epoch_s"),
-        meta.get("interval_s", 1),
+    stamps = refine_whole_seconds(
+        [r["printed_s"] for r in rows], [r["k"] for r in rows], meta.get("start_epoch_s"), meta.get("interval_s", 1)
     )
-    extra = [c for c in df.columns if c not in COLUMNS and c not in ("printed_s", "k")]
-    out = finish_table(df, COLUMNS + extra, t0_epoch)
-    for col in INTEGER_COLUMNS:
-        if col in out.columns and out[col].notna().all():
-            out[col] = out[col].astype("int64")
+    for row, stamp in zip(rows, stamps):
+        row["time_epoch_s"] = stamp
+    extra = [c for c in seen if c not in COLUMNS and c not in ("printed_s", "k")]
+    out = finish_table(rows, COLUMNS + extra, t0_epoch)
+    for col in INTEGER_COLUMNS:  # whole numbers, unless one is missing (then NaN, as in pandas)
+        values = out.column(col)
+        if col in seen and not any(isinstance(v, float) and v != v for v in values):
+            for r, v in zip(out.rows, values):
+                r[col] = int(v)
     return out, records

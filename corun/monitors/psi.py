@@ -26,11 +26,20 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import MonitorContext, SampledMonitor, finish_table, read_meta
-from corun.util import lazy_module
-
-np = lazy_module("numpy")
-pd = lazy_module("pandas")
+from corun.monitors.base import (
+    NAN,
+    MonitorContext,
+    SampledMonitor,
+    Table,
+    as_frame,
+    diff,
+    div,
+    finish_table,
+    isnan,
+    read_csv_rows,
+    read_meta,
+    to_float,
+)
 
 NAME = "psi"
 RAW_FILE = "psi.csv"
@@ -136,20 +145,25 @@ class PsiMonitor(SampledMonitor):
         self._file.flush()
 
     @classmethod
-    def parse_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
-        return parse_psi(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+        return tidy_psi(raw_dir, t0_epoch)
 
 
-def parse_psi(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]:
+def parse_psi(raw_dir: Path, t0_epoch: float):
+    """tidy_psi as a pandas DataFrame."""
+    return as_frame(*tidy_psi(raw_dir, t0_epoch))
+
+
+def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-resource table from psi.csv (+ meta); see COLUMNS."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
     resources = meta.get("resources", list(RESOURCES))
-    empty = finish_table(pd.DataFrame(), COLUMNS, t0_epoch)
+    empty = finish_table([], COLUMNS, t0_epoch)
     if meta.get("unavailable"):
         return empty, [missing(f"psi_{r}", meta["unavailable"], NAME) for r in resources]
     try:
-        raw = pd.read_csv(raw_dir / RAW_FILE, dtype={"resource": str, "error": str})
+        _, raw = read_csv_rows(raw_dir / RAW_FILE)
     except (OSError, ValueError) as exc:
         reason = f"psi: no readable {RAW_FILE} ({type(exc).__name__})"
         return empty, [missing(f"psi_{r}", reason, NAME) for r in resources]
@@ -159,43 +173,47 @@ def parse_psi(raw_dir: Path, t0_epoch: float) -> tuple[pd.DataFrame, list[dict]]
     if meta.get("sampling_error"):
         reason = f"psi: sampling stopped early ({meta['sampling_error']})"
         records.append(missing("psi", reason, NAME))
-    tables = []
+    out: list[dict] = []
     for resource in resources:
-        rows = raw[raw["resource"] == resource]
-        errors = rows["error"].fillna("")
-        bad = rows[errors != ""]
-        ok = rows[errors == ""].sort_values("monotonic_s")
-        if len(bad):
+        rows = [r for r in raw if r.get("resource") == resource]
+        bad = [r for r in rows if r.get("error")]
+        ok = [r for r in rows if not r.get("error")]
+        ok.sort(key=lambda r: (1, 0.0) if isnan(to_float(r.get("monotonic_s"))) else (0, to_float(r["monotonic_s"])))
+        if bad:
             records.append(
                 missing(
                     f"psi_{resource}",
                     f"psi: /proc/pressure/{resource} unreadable in {len(bad)} of {len(rows)} "
-                    f"samples ({bad['error'].iloc[0]})",
+                    f"samples ({bad[0]['error']})",
                     NAME,
                 )
             )
-        if rows.empty:
+        if not rows:
             records.append(missing(f"psi_{resource}", "psi: no samples recorded", NAME))
             continue
-        clock = "monotonic_s" if ok["monotonic_s"].notna().all() else "epoch_s"
-        dt = ok[clock].astype(float).diff()
-        table = pd.DataFrame(
-            {
-                "time_epoch_s": ok["epoch_s"].astype(float),
-                "resource": resource,
-                "some_pct": 100.0 * ok["some_total_us"].astype(float).diff() / (dt * 1e6),
-                "full_pct": 100.0 * ok["full_total_us"].astype(float).diff() / (dt * 1e6),
-                "some_avg10_pct": ok["some_avg10"].astype(float),
-                "full_avg10_pct": ok["full_avg10"].astype(float),
-                "interval_s": dt,
-            }
-        ).iloc[1:]
-        if resource == "cpu" and system:
-            table["full_pct"] = np.nan
-            table["full_avg10_pct"] = np.nan
+        mono = [to_float(r.get("monotonic_s")) for r in ok]
+        clock = mono if not any(isnan(x) for x in mono) else [to_float(r.get("epoch_s")) for r in ok]
+        dt = diff(clock)
+        some, full = (
+            diff([to_float(r.get("some_total_us")) for r in ok]),
+            diff([to_float(r.get("full_total_us")) for r in ok]),
+        )
+        cpu_full_undefined = resource == "cpu" and system
+        for i in range(1, len(ok)):
+            r = ok[i]
+            out.append(
+                {
+                    "time_epoch_s": to_float(r.get("epoch_s")),
+                    "resource": resource,
+                    "some_pct": div(100.0 * some[i], dt[i] * 1e6),
+                    "full_pct": NAN if cpu_full_undefined else div(100.0 * full[i], dt[i] * 1e6),
+                    "some_avg10_pct": to_float(r.get("some_avg10")),
+                    "full_avg10_pct": NAN if cpu_full_undefined else to_float(r.get("full_avg10")),
+                    "interval_s": dt[i],
+                }
+            )
+        if cpu_full_undefined:
             records.append(missing("psi_cpu_full", CPU_FULL_REASON, NAME))
-        elif len(ok) and ok["full_total_us"].isna().all():
+        elif ok and all(isnan(to_float(r.get("full_total_us"))) for r in ok):
             records.append(missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME))
-        tables.append(table)
-    df = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-    return finish_table(df, COLUMNS, t0_epoch), records
+    return finish_table(out, COLUMNS, t0_epoch), records

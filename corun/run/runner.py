@@ -42,7 +42,7 @@ from corun.machine.recovery import recover_stale
 from corun.machine.rotating_disk import RunDevice
 from corun.machine.state import Journal, state_dir
 from corun.monitors import MonitorContext, make_monitors
-from corun.monitors.base import load_parsers, wait_started
+from corun.monitors.base import wait_started
 from corun.results import metadata
 from corun.run import cluster as clu
 from corun.run.placement import Placer, Slot
@@ -139,7 +139,6 @@ class Runner:
         self.jobs: list[Job] = []
         self.running: dict[int, Job] = {}
         self.waiters: list[threading.Thread] = []
-        self.parsers_loading: threading.Thread | None = None  # numpy and pandas, loaded at teardown
         self.job_events_fh = None
 
     # ---------------------------------------------------------------- checks
@@ -675,9 +674,6 @@ class Runner:
     # ---------------------------------------------------------------- teardown
     def _teardown(self) -> None:
         errors = self.meta["teardown_errors"]
-        if getattr(self, "monitors", None):  # the jobs are over: the parsers' libraries load while all stops
-            self.parsers_loading = threading.Thread(target=load_parsers, name="load-parsers", daemon=True)
-            self.parsers_loading.start()
         grace = self.spec["kill_grace_s"]
         if self.running:
             for job in self.running.values():
@@ -753,12 +749,10 @@ class Runner:
         missing: list[dict] = []
         tidy = self.tmp / "tidy"
         tidy.mkdir(exist_ok=True)
-        if self.parsers_loading is not None:
-            self.parsers_loading.join()
         for m in self.monitors:
             try:
-                df, miss = m.parse(t0)
-                df.to_csv(tidy / f"{m.name}.csv", index=False)
+                table, miss = m.tidy(t0)
+                table.write_csv(tidy / f"{m.name}.csv")
                 missing.extend(miss)
             except Exception as exc:  # noqa: BLE001 - a broken monitor file is a missing metric, not a crash
                 missing.append({"metric": m.name, "reason": f"could not parse raw output: {exc}", "source": m.name})
