@@ -49,7 +49,7 @@ def test_fixture_verdicts_and_paper_values():
         "note",
     ]
     assert cmp["verdict"].tolist() == [
-        "reproduced in direction",  # rho = 1 over 4 groups, exact one-sided p = 1/24
+        "reproduced in direction",  # rho 0.976 over 8 runs (4 groups x 2 reps), exact p = 16/40320
         "not measurable here",  # onsets 3, 2, 2, 2: best possible p = 1/4
         "reproduced in direction",  # lowest group fine, higher groups degrade
         "differs (machine-specific)",  # threshold 2.1 vs 5.63
@@ -63,7 +63,8 @@ def test_fixture_verdicts_and_paper_values():
     io_row = by_q.loc["IO_BOUND_INTERVAL (aggregate I/O sustained without degradation)"]
     assert (io_row["paper_value"], io_row["measured_value"]) == (40, pytest.approx(4.2))
     assert "x K (2)" in io_row["note"]
-    assert by_q.iloc[0]["measured_value"].startswith("Spearman rho = 1.000, one-sided p = 0.0417")
+    assert by_q.iloc[0]["measured_value"] == "Spearman rho = 0.976, one-sided p = 0.000397 (n = 8 runs)"
+    assert "one point per rep of 4 groups" in by_q.iloc[0]["note"]
 
 
 def test_decreasing_trend_is_not_reproduced():

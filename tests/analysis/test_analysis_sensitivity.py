@@ -431,9 +431,18 @@ def test_threshold_on_excess_over_control(control_result):
     at_k2 = sens.control_at(thr, 2)
     assert at_k2["degradation_pct"] == pytest.approx(30.0) and at_k2["degraded"] is True
     assert thr["control"]["onset_k"] == 2
-    # the demand trend runs over the 4 demand groups, on the excess 0, 10, 50, 80 %
+    # the demand trend runs over the reps of the 4 demand groups (the control left out), on the
+    # per-rep excess: group 1 0, 0, 0; group 2 2, 6, 22 (mean 10); group 3 50 x 3; group 4 80 x 3
     trend = control_result["trends"]["degradation_vs_demand"]
-    assert (trend["n"], trend["rho"], trend["p"]) == (4, pytest.approx(1.0), pytest.approx(1 / 24))
+    x = [2.0] * 3 + [4.0] * 3 + [8.0] * 3 + [12.0] * 3
+    y = [0.0] * 3 + [2.0, 6.0, 22.0] + [50.0] * 3 + [80.0] * 3
+    assert (trend["n"], trend["groups"], trend["points"]) == (12, 4, "group x rep")
+    # group 1's three excesses are 0 up to rounding, so their ranks may tie or not: 0.986-0.993
+    assert trend["rho"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=0.01)
+    assert trend["p"] < 1e-3  # 40320 seeded resamples: none as extreme
+    # from the table alone (no per-rep values) the trend falls back to the 4 group means
+    alone = sens.trends(control_result["table"], control_result["threshold"])["degradation_vs_demand"]
+    assert (alone["n"], alone["rho"], alone["p"]) == (4, pytest.approx(1.0), pytest.approx(1 / 24))
 
 
 def test_same_data_without_control_has_no_threshold(control_jobs):
