@@ -2,8 +2,11 @@
 
 import csv
 import json
+import math
 
+import pandas as pd
 import pytest
+from scipy import stats
 
 from analysis import collect
 from analysis import mpl_sweep as ms
@@ -130,3 +133,29 @@ def test_paper_values_beside_ours_with_verdicts(analysed):
     assert any("cluster.daemons" in m["source"] for m in section["missing"])
     for f in ("response_time.png", "execution_time.png", "bcr.png", "md.png", "points.csv"):
         assert (out / f).exists()
+
+
+def test_paired_ratio_ci_is_a_t_interval_of_log_ratios():
+    def runs(ratios):
+        rows = []
+        for rep, r in enumerate(ratios):
+            rows.append({"workload": "wl6", "load": "heavy", "mpl": 3, "scheme": "sb", "rep": rep, "resp": 10.0})
+            rows.append({"workload": "wl6", "load": "heavy", "mpl": 3, "scheme": "cc_b", "rep": rep, "resp": 10.0 * r})
+        return pd.DataFrame(rows)
+
+    # three reps all below 1, but spread: a percentile bootstrap would span about [0.71, 0.92]
+    # and call it a gain; with 2 degrees of freedom the interval reaches past 1
+    ratios = [0.71, 0.80, 0.92]
+    r, lo, hi, n = ms.paired_ratio(runs(ratios), "wl6", "heavy", 3, "cc_b", "sb", "resp")
+    logs = [math.log(x) for x in ratios]
+    half = stats.t.ppf(0.975, 2) * stats.tstd(logs) / math.sqrt(3)
+    mean = sum(logs) / 3
+    assert (r, n) == (pytest.approx(sum(ratios) / 3), 3)
+    assert (lo, hi) == (pytest.approx(math.exp(mean - half)), pytest.approx(math.exp(mean + half)))
+    assert lo < 0.71 and hi > 1.0
+    # tight reps decide: 0.60, 0.62, 0.64 lies below 1
+    _, lo, hi, _ = ms.paired_ratio(runs([0.60, 0.62, 0.64]), "wl6", "heavy", 3, "cc_b", "sb", "resp")
+    assert 0.5 < lo < hi < 0.7
+    # one rep: no interval
+    _, lo, hi, n = ms.paired_ratio(runs([0.8]), "wl6", "heavy", 3, "cc_b", "sb", "resp")
+    assert n == 1 and math.isnan(lo) and math.isnan(hi)
