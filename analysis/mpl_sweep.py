@@ -66,7 +66,7 @@ from analysis.common import (  # noqa: E402
     run_checks,
 )
 from analysis.paper import experiment_values, load_paper_values  # noqa: E402
-from analysis.stats import t_interval  # noqa: E402
+from analysis.stats import paired_ratio_t, t_interval  # noqa: E402
 
 EXPERIMENT = "mpl_sweep"
 PAPER_ID = "001"
@@ -172,14 +172,7 @@ def paired_ratio(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: s
     reps = sorted(set(h.index) & set(b.index))
     if not reps:
         return None
-    hv, bv = h.loc[reps].to_numpy(float), b.loc[reps].to_numpy(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = float(hv.mean() / bv.mean())
-        logs = np.log(hv / bv)
-    lo = hi = math.nan
-    if len(reps) >= 2 and np.all(np.isfinite(logs)):
-        low, high = t_interval(logs)
-        lo, hi = math.exp(low), math.exp(high)
+    r, lo, hi = paired_ratio_t(b.loc[reps].to_numpy(float), h.loc[reps].to_numpy(float))
     return r, lo, hi, len(reps)
 
 

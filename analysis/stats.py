@@ -1,6 +1,8 @@
 """Statistics shared by the analysis modules: t-intervals and a rank-trend permutation test.
 
 t_interval   two-sided t-interval of the mean (default 95%), NaN with fewer than 2 values.
+paired_ratio_t  ratio of means of paired values with a t-interval of the per-pair log ratios:
+             the CI for a few repetitions (mpl_sweep, sais).
 rank_trend   Spearman rank correlation of y on x with a one-sided permutation p-value: exact up
              to 8 points (8! = 40320 pairings), otherwise 40320 resamples with a fixed seed, so
              a rerun gives the same p. `attainable_p` is the p-value a perfect ranking in the
@@ -43,6 +45,27 @@ def t_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
     mean = float(np.mean(values))
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
     return mean - half, mean + half
+
+
+def paired_ratio_t(base, head, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(ratio, low, high) for paired positive values: mean(head) / mean(base), and the t-interval
+    of the per-pair log ratios, exponentiated (NaN with fewer than 2 pairs or a value <= 0).
+
+    For a handful of repetitions: a percentile bootstrap of 3 pairs spans little more than the 3
+    per-pair ratios, so 3 ratios below 1 read as a gain where a sign test gives p = 1/8; the
+    t-interval with n - 1 degrees of freedom says how little they decide."""
+    base, head = np.asarray(base, float), np.asarray(head, float)
+    if len(base) != len(head):
+        raise ValueError(f"paired ratio: {len(base)} and {len(head)} values (expected as many)")
+    if len(base) == 0:
+        return math.nan, math.nan, math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = float(head.mean() / base.mean())
+        logs = np.log(head / base)
+    if len(base) < 2 or not np.all(np.isfinite(logs)):
+        return ratio, math.nan, math.nan
+    low, high = t_interval(logs, confidence)
+    return ratio, math.exp(low), math.exp(high)
 
 
 def spearman_rho(x: np.ndarray, y: np.ndarray) -> float:

@@ -32,6 +32,8 @@ def cfg_with(section: dict) -> dict:
         ({"cluster": {"kind": "inventory"}}, "sais.cluster.inventory: None (expected an inventory (kind inventory))"),
         ({"pm": {"request_size_bytes": 100000}}, "sais.pm.request_size_bytes: 100000 (expected a multiple of 65536)"),
         ({"speed": 1}, "speed"),
+        ({"min_speedup_pct": -1}, "sais.min_speedup_pct: -1 (expected"),
+        ({"min_speedup_pct": "1%"}, "sais.min_speedup_pct: '1%' (expected"),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
@@ -39,6 +41,11 @@ def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
         cfg_with(section)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("test.yaml: ") and line in msg
+
+
+def test_min_speedup_default_and_value():
+    assert cfg_with({})["sais"]["min_speedup_pct"] == 1.0
+    assert cfg_with({"min_speedup_pct": 0})["sais"]["min_speedup_pct"] == 0
 
 
 def test_groups_and_run_order_interleave_reps():
