@@ -419,37 +419,20 @@ def test_veth_irqbalance_runs_the_daemon(veth, tmp_path):
     assert irqs_after == irqs_before
 
 
+def mark_args(action: str, state, servers: str = f"{NS_B}/{IF_B}") -> list:
+    """steer.py arguments for sais_mark with A's end as the client and `servers`."""
+    return [action, "--policy", "sais_mark", "--interfaces", f"{NS_A}/{IF_A}", "--server-interfaces", servers,
+            "--state", state]  # fmt: skip
+
+
 @pytest.mark.root
 def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     before = fetch(client_cpu=1, server_cpu=0)
-    res = run_steer(
-        "apply",
-        "--policy",
-        "sais_mark",
-        "--interfaces",
-        f"{NS_A}/{IF_A}",
-        "--server-interfaces",
-        f"{NS_B}/{IF_B}",
-        "--state",
-        tmp_path / "s.json",
-    )
+    res = run_steer(*mark_args("apply", tmp_path / "s.json"))
     if res.returncode == 4:
         pytest.skip(res.stderr.strip())
     assert res.returncode == 0, res.stderr
-    assert (
-        run_steer(
-            "verify",
-            "--policy",
-            "sais_mark",
-            "--interfaces",
-            f"{NS_A}/{IF_A}",
-            "--server-interfaces",
-            f"{NS_B}/{IF_B}",
-            "--state",
-            tmp_path / "s.json",
-        ).returncode
-        == 0
-    )
+    assert run_steer(*mark_args("verify", tmp_path / "s.json")).returncode == 0
     ctl = REPO / "schedulers/irq_steering/build/sais-mark-ctl"
     try:
         w = fetch(client_cpu=1, server_cpu=0)
@@ -476,17 +459,7 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
 def test_veth_sais_mark_refuses_a_server_interface_without_an_address(veth, tmp_path):
     # a second pair inside B, with no address
     sh("ip", "-n", NS_B, "link", "add", "sais-tdum", "type", "veth", "peer", "name", "sais-tdum1")
-    res = run_steer(
-        "apply",
-        "--policy",
-        "sais_mark",
-        "--interfaces",
-        f"{NS_A}/{IF_A}",
-        "--server-interfaces",
-        f"{NS_B}/{IF_B},{NS_B}/sais-tdum",
-        "--state",
-        tmp_path / "s.json",
-    )
+    res = run_steer(*mark_args("apply", tmp_path / "s.json", servers=f"{NS_B}/{IF_B},{NS_B}/sais-tdum"))
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and (
         f"params.server_interfaces: '{NS_B}/sais-tdum' (expected an interface with an IPv4 address)" in res.stderr
