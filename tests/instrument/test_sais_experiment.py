@@ -32,8 +32,9 @@ def cfg_with(section: dict) -> dict:
         ({"cluster": {"kind": "inventory"}}, "sais.cluster.inventory: None (expected an inventory (kind inventory))"),
         ({"pm": {"request_size_bytes": 100000}}, "sais.pm.request_size_bytes: 100000 (expected a multiple of 65536)"),
         ({"speed": 1}, "speed"),
-        ({"min_speedup_pct": -1}, "sais.min_speedup_pct: -1 (expected"),
-        ({"min_speedup_pct": "1%"}, "sais.min_speedup_pct: '1%' (expected"),
+        ({"min_speedup_pct": -1}, "sais.min_speedup_pct: -1 (expected a number >= 0)"),
+        ({"min_speedup_pct": 101}, "sais.min_speedup_pct: 101 (expected a number <= 100)"),
+        ({"min_speedup_pct": "1%"}, "sais.min_speedup_pct: '1%' (expected a number"),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
