@@ -471,15 +471,22 @@ def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | No
     }
 
 
-def rep_points(table: pd.DataFrame, thr: dict, per_rep: dict) -> tuple[list[float], list[float]]:
-    """(demand, degradation at k = K) per group and rep, on the threshold's basis: the points of
-    the demand trend (module doc)."""
-    K, control = thr["K"], thr["control_group"]
-    at_k = table[(table["k"] == K) & table["demand_per_cmp_mb_s"].notna()]
+def _at_k(table: pd.DataFrame, thr: dict) -> tuple[pd.DataFrame, str]:
+    """The demand groups' rows at k = K with a degradation on the threshold's basis, and that
+    basis' column."""
+    at_k = table[(table["k"] == thr["K"]) & table["demand_per_cmp_mb_s"].notna()]
     col = "degradation_pct"
     if thr["basis"] == BASIS_EXCESS:
         col = "excess_degradation_pct"
         at_k = at_k[at_k["group"].isin([r["group"] for r in thr["groups"]])]
+    return at_k[at_k[col].notna()], col
+
+
+def rep_points(table: pd.DataFrame, thr: dict, per_rep: dict) -> tuple[list[float], list[float]]:
+    """(demand, degradation at k = K) per group and rep, on the threshold's basis: the points of
+    the demand trend (module doc)."""
+    K, control = thr["K"], thr["control_group"]
+    at_k, col = _at_k(table, thr)
     ctrl = per_rep.get((control, K)) if control is not None else None
     ctrl_mean = (
         float(table.loc[(table["group"] == control) & (table["k"] == K), "degradation_pct"].mean())
@@ -487,7 +494,7 @@ def rep_points(table: pd.DataFrame, thr: dict, per_rep: dict) -> tuple[list[floa
         else math.nan
     )
     xs, ys = [], []
-    for _, r in at_k[at_k[col].notna()].iterrows():
+    for _, r in at_k.iterrows():
         for rep, value in per_rep.get((int(r["group"]), K), pd.Series(dtype=float)).items():
             if control is not None:
                 value -= ctrl[rep] if ctrl is not None and rep in ctrl.index else ctrl_mean
@@ -501,12 +508,7 @@ def trends(table: pd.DataFrame, thr: dict, per_rep: dict | None = None) -> dict:
     """Rank trends behind the paper's direction claims (see the module doc); the demand trend
     over the per-rep points when `per_rep` is given, over the group means otherwise."""
     K = thr["K"]
-    col = "degradation_pct"
-    at_k = table[(table["k"] == K) & table["demand_per_cmp_mb_s"].notna()]
-    if thr["basis"] == BASIS_EXCESS:
-        col = "excess_degradation_pct"
-        at_k = at_k[at_k["group"].isin([r["group"] for r in thr["groups"]])]
-    at_k = at_k[at_k[col].notna()]
+    at_k, col = _at_k(table, thr)
     if per_rep is not None:
         xs, ys = rep_points(table, thr, per_rep)
         demand_trend = rank_trend(xs, ys, "greater")

@@ -417,6 +417,11 @@ def to_number(value):
     return to_float(value)
 
 
+def nan_last(x) -> tuple:
+    """Sort key for numbers, NaN after every number (pandas' sort_values)."""
+    return (1, 0.0) if isnan(x) else (0, x)
+
+
 def diff(xs: list) -> list[float]:
     """x[i] - x[i-1], NaN for the first (pandas Series.diff)."""
     return [NAN] + [b - a for a, b in zip(xs, xs[1:])] if xs else []
@@ -472,7 +477,7 @@ def finish_table(rows: list[dict], columns: list[str], t0_epoch: float) -> Table
     for r in rows:
         r["time_epoch_s"] = t = to_float(r.get("time_epoch_s"))
         r["t_s"] = t - float(t0_epoch)
-    rows.sort(key=lambda r: (1, 0.0) if isnan(r["time_epoch_s"]) else (0, r["time_epoch_s"]))
+    rows.sort(key=lambda r: nan_last(r["time_epoch_s"]))
     return Table(columns, rows)
 
 

@@ -37,6 +37,7 @@ from corun.monitors.base import (
     div,
     finish_table,
     isnan,
+    nan_last,
     read_csv_rows,
     read_meta,
     to_float,
@@ -187,7 +188,7 @@ def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
             by_cpu.setdefault(cpu, []).append({k: to_float(r.get(k)) for k in header})
     out: list[dict] = []
     for cpu in sorted(by_cpu):
-        rows = sorted(by_cpu[cpu], key=lambda r: (1, 0.0) if isnan(r["monotonic_s"]) else (0, r["monotonic_s"]))
+        rows = sorted(by_cpu[cpu], key=lambda r: nan_last(r["monotonic_s"]))
         d = {k: diff([r.get(k, float("nan")) for r in rows]) for k in (*RAW_FIELDS[1:], *header)}
         for i in range(1, len(rows)):
             di = {k: v[i] for k, v in d.items()}

@@ -36,6 +36,7 @@ from corun.monitors.base import (
     div,
     finish_table,
     isnan,
+    nan_last,
     read_csv_rows,
     read_meta,
     to_float,
@@ -178,7 +179,7 @@ def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
         rows = [r for r in raw if r.get("resource") == resource]
         bad = [r for r in rows if r.get("error")]
         ok = [r for r in rows if not r.get("error")]
-        ok.sort(key=lambda r: (1, 0.0) if isnan(to_float(r.get("monotonic_s"))) else (0, to_float(r["monotonic_s"])))
+        ok.sort(key=lambda r: nan_last(to_float(r.get("monotonic_s"))))
         if bad:
             records.append(
                 missing(
