@@ -8,10 +8,11 @@ file in MPI-IO Test's strided layout, the two policies --reps times in a seeded,
 order, each run a real `corun run`. With --translator the corun/aioli translator is in the
 servers and each run's policy its pfs_sched variant; without it (the default until it is
 installed) both policies are the stock server and the ratio is the A/A noise level, which is
-said. Prints the mean throughput per policy, the ratio aioli / fifo with its 95% paired
-bootstrap CI (analysis.stats.bootstrap_ratio) and aioli's average aggregation (from the
-translator's counters, or why it is missing), and writes them to --out. Everything it starts is
-taken down at the end. Root only; the client and the servers share this machine's CPUs.
+said. Prints the mean throughput per policy, the ratio aioli / fifo with its 95% CI (the
+t-interval of the per-rep log ratios, analysis.stats.paired_ratio_t, as in the analysis) and
+aioli's average aggregation (from the translator's counters, or why it is missing), and writes
+them to --out. Everything it starts is taken down at the end. Root only; the client and the
+servers share this machine's CPUs.
 
   .venv/bin/python bench/aioli_strided.py [--servers 2] [--clients 8] [--request-size 65536]
       [--client-mib 4] [--reps 5] [--translator] [--option KEY=VALUE ...]
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.aioli import run_counters  # noqa: E402
-from analysis.stats import bootstrap_ratio  # noqa: E402
+from analysis.stats import paired_ratio_t  # noqa: E402
 from corun.experiments import aioli  # noqa: E402
 from corun.experiments.workflow_config import validate_config  # noqa: E402
 
@@ -107,7 +108,7 @@ def main() -> int:
     df = pd.DataFrame(rows).sort_values(["policy", "rep"])
     by = {p: df[df["policy"] == p].set_index("rep") for p in (BASE, HEAD)}
     b, h = by[BASE]["throughput_mib_s"].align(by[HEAD]["throughput_mib_s"], join="inner")
-    ratio, lo, hi = bootstrap_ratio(b.values, h.values, paired=True)
+    ratio, lo, hi = paired_ratio_t(b.values, h.values)
     agg = by[HEAD]["avg_aggregation"].mean()
     why = None if math.isfinite(agg) else next((w for w in by[HEAD]["why"] if w), "no counters")
     out = {

@@ -44,6 +44,9 @@ def cfg_with(section: dict) -> dict:
         ({"cluster": {"kind": "inventory"}}, "aioli.cluster.inventory: None (expected an inventory (kind inventory))"),
         ({"cluster": {"prefix": "aioli-x"}}, "aioli.cluster.prefix: 'aioli-x'"),
         ({"speed": 1}, "speed"),
+        ({"min_speedup_pct": -0.5}, "aioli.min_speedup_pct: -0.5 (expected a number >= 0)"),
+        ({"min_speedup_pct": 150}, "aioli.min_speedup_pct: 150 (expected a number <= 100)"),
+        ({"min_speedup_pct": "5%"}, "aioli.min_speedup_pct: '5%' (expected a number"),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
@@ -51,6 +54,11 @@ def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
         cfg_with(section)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("test.yaml: ") and line in msg, msg
+
+
+def test_min_speedup_default_and_value():
+    assert cfg_with({})["aioli"]["min_speedup_pct"] == 1.0
+    assert cfg_with({"min_speedup_pct": 0})["aioli"]["min_speedup_pct"] == 0
 
 
 def test_matrix_and_run_order_interleave_reps():
