@@ -27,8 +27,12 @@ Definitions
 Verdict rules
   "X reduces Y by p% against Z" (paper p < 0): not measurable when X or Z was not run on that
     stream; reproduced in direction when the ratio's CI lies below 1 (with one rep, no CI:
-    when the ratio is below 1, said in the note); not reproduced otherwise. The comparison uses
+    when the ratio is below 1, said in the note; with a per-rep value of 0, which has no log
+    ratio: when X is below Z in every rep); not reproduced otherwise. The comparison uses
     the highest MPL measured (the paper's: 5).
+  BCR is a share of rare events: its comparison is not measurable when Z's runs counted fewer
+    than MIN_BCR_EVENTS conflict context switches over the paired reps, and says so (a few
+    conflicts in one rep would decide it).
   blocking beats spinning: the mean response of the blocking schemes run (sb, hybrid, cc_b)
     below that of the spinning ones run (local, dcs, pb, cc_s), WL6 heavy.
   CC's gain grows with MPL: ratio cc_b / sb at the highest MPL below that at the lowest.
@@ -164,16 +168,22 @@ def points(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def paired_ratio(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: str, base: str, col: str):
-    """(ratio, low, high, n reps) of col, head over base, paired by rep; None when one is absent."""
+def per_rep_values(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: str, base: str, col: str):
+    """(head, base): col of the reps both ran, as arrays in rep order."""
     sel = runs[(runs["workload"] == workload) & (runs["load"] == load) & (runs["mpl"] == mpl)]
     h = sel[sel["scheme"] == head].set_index("rep")[col].dropna()
     b = sel[sel["scheme"] == base].set_index("rep")[col].dropna()
     reps = sorted(set(h.index) & set(b.index))
-    if not reps:
+    return h.loc[reps].to_numpy(float), b.loc[reps].to_numpy(float)
+
+
+def paired_ratio(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: str, base: str, col: str):
+    """(ratio, low, high, n reps) of col, head over base, paired by rep; None when one is absent."""
+    h, b = per_rep_values(runs, workload, load, mpl, head, base, col)
+    if not len(h):
         return None
-    r, lo, hi = paired_ratio_t(b.loc[reps].to_numpy(float), h.loc[reps].to_numpy(float))
-    return r, lo, hi, len(reps)
+    r, lo, hi = paired_ratio_t(b, h)
+    return r, lo, hi, len(h)
 
 
 def top_mpl(runs: pd.DataFrame, workload: str, load: str) -> int | None:
@@ -181,7 +191,19 @@ def top_mpl(runs: pd.DataFrame, workload: str, load: str) -> int | None:
     return int(sel["mpl"].max()) if len(sel) else None
 
 
-def ratio_row(runs, quantity, item, workload, load, head, base, col) -> dict:
+MIN_BCR_EVENTS = 20  # conflict context switches of the base scheme, over the paired reps
+
+
+def base_events(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: str, base: str, col: str) -> float:
+    """The base scheme's `col` summed over the reps both schemes ran."""
+    sel = runs[(runs["workload"] == workload) & (runs["load"] == load) & (runs["mpl"] == mpl)]
+    reps = set(sel.loc[sel["scheme"] == head, "rep"]) & set(sel.loc[sel["scheme"] == base, "rep"])
+    return float(sel.loc[(sel["scheme"] == base) & sel["rep"].isin(reps), col].fillna(0).sum())
+
+
+def ratio_row(runs, quantity, item, workload, load, head, base, col, events: str | None = None) -> dict:
+    """A "head reduces col against base" row; with `events`, a share of rare events: not
+    measurable when base counted fewer than MIN_BCR_EVENTS of them over the paired reps."""
     mpl = top_mpl(runs, workload, load)
     res = None if mpl is None else paired_ratio(runs, workload, load, mpl, head, base, col)
     row = {"quantity": quantity, "paper_value": item["value"], "unit": item["unit"]}
@@ -193,6 +215,17 @@ def ratio_row(runs, quantity, item, workload, load, head, base, col) -> dict:
         )
         return row
     r, lo, hi, n = res
+    if events is not None:
+        count = base_events(runs, workload, load, mpl, head, base, events)
+        if count < MIN_BCR_EVENTS:
+            row.update(
+                measured_value=None,
+                verdict=VERDICT_UNMEASURABLE,
+                note=f"{head}/{base} on {workload} {load}, MPL {mpl}: {base} counted {int(count)} {events} over "
+                f"{n} reps, fewer than the {MIN_BCR_EVENTS} a comparison of shares needs (rare events at this "
+                "scale). " + paper_note(item),
+            )
+            return row
     if not math.isfinite(r):
         row.update(
             measured_value=None,
@@ -205,6 +238,11 @@ def ratio_row(runs, quantity, item, workload, load, head, base, col) -> dict:
     if math.isfinite(hi):
         ok = hi < 1
         ci = f"ratio {fmt_num(r)} [{fmt_num(lo)}, {fmt_num(hi)}] (95% t-interval of the per-rep log ratios, {n} reps)"
+    elif n >= 2:  # a per-rep value of 0 has no log ratio: below in every rep, or not
+        h, b = per_rep_values(runs, workload, load, mpl, head, base, col)
+        below = int((h < b).sum())
+        ok = below == n
+        ci = f"ratio {fmt_num(r)}, no CI (a per-rep value is 0): {head} below {base} in {below} of {n} reps"
     else:
         ok = r < 1
         ci = f"ratio {fmt_num(r)}, {n} rep: no CI, the direction alone decides"
@@ -227,7 +265,7 @@ def compare(runs: pd.DataFrame, paper: dict) -> pd.DataFrame:
         ratio_row(runs, "CC-S vs PB: average response time", v["cc_s_over_pb_response_pct"], "wl6", "heavy",
                   "cc_s", "pb", "response_s"),
         ratio_row(runs, "CC-B vs SB: boost conflict ratio", v["cc_b_over_sb_bcr_pct"], "wl6", "heavy", "cc_b",
-                  "sb", "bcr"),
+                  "sb", "bcr", events="conflict_context_switches"),
         ratio_row(runs, "CC-B vs SB: message delay", v["cc_b_over_sb_md_pct"], "wl6", "heavy", "cc_b", "sb",
                   "md_us"),
         ratio_row(runs, "CC-B vs SB: execution time, WL5 (CG)", v["cc_b_over_sb_exec_wl5_pct"], "wl5", "burst",

@@ -159,3 +159,36 @@ def test_paired_ratio_ci_is_a_t_interval_of_log_ratios():
     # one rep: no interval
     _, lo, hi, n = ms.paired_ratio(runs([0.8]), "wl6", "heavy", 3, "cc_b", "sb", "resp")
     assert n == 1 and math.isnan(lo) and math.isnan(hi)
+
+
+def bcr_runs(sb_conflicts: list[int], cc_b_conflicts: list[int]) -> pd.DataFrame:
+    """wl6 heavy at MPL 3: per rep, 1000 context switches of each scheme, so many of them conflicts."""
+    rows = []
+    for scheme, conflicts in (("sb", sb_conflicts), ("cc_b", cc_b_conflicts)):
+        for rep, c in enumerate(conflicts):
+            rows.append({"workload": "wl6", "load": "heavy", "mpl": 3, "scheme": scheme, "rep": rep,
+                         "conflict_context_switches": c, "context_switches": 1000, "bcr": c / 1000})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+BCR_ITEM = {"value": -22, "unit": "% boost conflict ratio", "source": "Sec. 5.3, Fig. 8", "quote": "q"}
+
+
+@pytest.mark.parametrize(
+    "sb, cc_b, verdict, says",
+    [
+        # a few conflicts in one rep of sb would decide a share: not measurable, and why
+        ([0, 3, 0], [0, 0, 0], "not measurable here", "sb counted 3 conflict_context_switches over 3 reps"),
+        ([0, 0, 0], [0, 0, 0], "not measurable here", "fewer than the 20"),
+        # enough events, cc_b without any: no log ratio, below in every rep decides
+        ([30, 25, 40], [0, 0, 0], "reproduced in direction", "no CI (a per-rep value is 0): cc_b below sb in 3 of 3"),
+        ([30, 25, 40], [0, 30, 0], "not reproduced", "cc_b below sb in 2 of 3 reps"),
+        # enough events on both sides: the t-interval of the log ratios
+        ([30, 25, 40], [15, 12, 21], "reproduced in direction", "95% t-interval of the per-rep log ratios"),
+    ],
+)  # fmt: skip
+def test_bcr_needs_enough_conflicts_to_compare(sb, cc_b, verdict, says):
+    row = ms.ratio_row(bcr_runs(sb, cc_b), "CC-B vs SB: boost conflict ratio", BCR_ITEM, "wl6", "heavy", "cc_b",
+                       "sb", "bcr", events="conflict_context_switches")  # fmt: skip
+    assert row["verdict"] == verdict and says in row["note"], row["note"]
+    assert (row["measured_value"] is None) == (verdict == "not measurable here")
