@@ -196,16 +196,30 @@ def test_jain_and_improvement_forms():
     assert round(dio.improvement_pct(3.9 / 4.95, higher=False)) == 21
 
 
-def test_paired_ratio_bootstrap():
-    # a constant ratio in every rep: the bootstrap interval is that ratio exactly
+def test_paired_ratio_is_a_t_interval_of_the_per_rep_log_ratios():
+    # a constant ratio in every rep: the interval is that ratio
     r = dio.paired_ratio({0: 2.0, 1: 4.0, 2: 6.0}, {0: 1.0, 1: 2.0, 2: 3.0})
-    assert (r["n_pairs"], r["ratio"], r["ci95_low"], r["ci95_high"]) == (3, 2.0, 2.0, 2.0)
+    assert (r["n_pairs"], r["ratio"]) == (3, 2.0)
+    assert (r["ci95_low"], r["ci95_high"]) == (pytest.approx(2.0), pytest.approx(2.0))
     # only reps both have are paired; one pair gives a ratio but no interval
     r = dio.paired_ratio({0: 3.0, 5: 1.0}, {0: 2.0, 1: 9.0})
     assert r["n_pairs"] == 1 and r["ratio"] == 1.5 and math.isnan(r["ci95_low"])
-    # resampling reps: the interval lies between the smallest and largest per-rep ratio
+    # per-rep ratios 0.5, 1.5, 1, 1.25: with 3 degrees of freedom the interval reaches beyond
+    # them (a percentile bootstrap would stay inside [0.5, 1.5])
     r = dio.paired_ratio({0: 1.0, 1: 3.0, 2: 2.0, 3: 2.5}, {0: 2.0, 1: 2.0, 2: 2.0, 3: 2.0})
-    assert 0.5 <= r["ci95_low"] < r["ratio"] < r["ci95_high"] <= 1.5
+    logs = [math.log(x) for x in (0.5, 1.5, 1.0, 1.25)]
+    mean = sum(logs) / 4
+    half = 3.182446305284263 * math.sqrt(sum((x - mean) ** 2 for x in logs) / 3) / 2
+    assert r["ratio"] == pytest.approx(8.5 / 8)
+    assert (r["ci95_low"], r["ci95_high"]) == (
+        pytest.approx(math.exp(mean - half)),
+        pytest.approx(math.exp(mean + half)),
+    )
+    assert r["ci95_low"] < 0.5 and r["ci95_high"] > 1.5
+    # a per-rep value <= 0 has no log: the t-interval of the per-rep ratios (-0.5, 1.5, 1)
+    r = dio.paired_ratio({0: -1.0, 1: 3.0, 2: 2.0}, {0: 2.0, 1: 2.0, 2: 2.0})
+    half = 4.302652729911275 * math.sqrt(((-0.5 - 2 / 3) ** 2 + (1.5 - 2 / 3) ** 2 + (1 / 3) ** 2) / 2) / math.sqrt(3)
+    assert (r["ci95_low"], r["ci95_high"]) == (pytest.approx(2 / 3 - half), pytest.approx(2 / 3 + half))
 
 
 def test_t_alone_is_the_mean_of_the_alone_runs(result):
