@@ -168,9 +168,14 @@ def points(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def stream(runs: pd.DataFrame, workload: str, load: str, mpl: int) -> pd.DataFrame:
+    """The runs of one job stream at one MPL."""
+    return runs[(runs["workload"] == workload) & (runs["load"] == load) & (runs["mpl"] == mpl)]
+
+
 def per_rep_values(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: str, base: str, col: str):
     """(head, base): col of the reps both ran, as arrays in rep order."""
-    sel = runs[(runs["workload"] == workload) & (runs["load"] == load) & (runs["mpl"] == mpl)]
+    sel = stream(runs, workload, load, mpl)
     h = sel[sel["scheme"] == head].set_index("rep")[col].dropna()
     b = sel[sel["scheme"] == base].set_index("rep")[col].dropna()
     reps = sorted(set(h.index) & set(b.index))
@@ -196,7 +201,7 @@ MIN_BCR_EVENTS = 20  # conflict context switches of the base scheme, over the pa
 
 def base_events(runs: pd.DataFrame, workload: str, load: str, mpl: int, head: str, base: str, col: str) -> float:
     """The base scheme's `col` summed over the reps both schemes ran."""
-    sel = runs[(runs["workload"] == workload) & (runs["load"] == load) & (runs["mpl"] == mpl)]
+    sel = stream(runs, workload, load, mpl)
     reps = set(sel.loc[sel["scheme"] == head, "rep"]) & set(sel.loc[sel["scheme"] == base, "rep"])
     return float(sel.loc[(sel["scheme"] == base) & sel["rep"].isin(reps), col].fillna(0).sum())
 
