@@ -8,9 +8,9 @@ NPB is provisioned) at one MPL, the three schemes in a shuffled order within eac
 repetitions, every repetition with its own seeded job stream, the same for the three schemes.
 One netns cluster (2 hosts, one CPU each) serves all runs and is removed at the end, whatever
 happens. Printed: each run's mean response time, then the ratios CC-B/SB and CC-B/HYBRID of the
-mean response time with 95% paired percentile bootstrap CIs over repetitions
-(analysis.stats.bootstrap_ratio), and the mean BCR and MD per scheme. Needs root. Figures, not a
-test; about 15 s per run on 2 vCPUs.
+mean response time with 95% CIs over repetitions (the t-interval of the per-rep log ratios,
+analysis.stats.paired_ratio_t, as in the analysis), and the mean BCR and MD per scheme. Needs
+root. Figures, not a test; about 15 s per run on 2 vCPUs.
 
   .venv/bin/python bench/mpl_sweep_ccb.py [--reps 8] [--mpl 3] [--jobs 8] [--json OUT] [--keep]
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from analysis import mpl_sweep as am  # noqa: E402
-from analysis.stats import bootstrap_ratio  # noqa: E402
+from analysis.stats import paired_ratio_t  # noqa: E402
 from corun.experiments import mpl_sweep as ms  # noqa: E402
 from corun.experiments.workflow_config import validate_config  # noqa: E402
 
@@ -117,10 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     by = {s: [r for r in sorted(runs, key=lambda r: r["rep"]) if r["scheme"] == s] for s in SCHEMES}
     out = {"reps": a.reps, "mpl": a.mpl, "jobs": a.jobs, "runs": runs, "ratios": {}}
     for base in ("sb", "hybrid"):
-        r, lo, hi = bootstrap_ratio([x["response_s"] for x in by[base]], [x["response_s"] for x in by["cc_b"]],
-                                    paired=True)  # fmt: skip
+        r, lo, hi = paired_ratio_t([x["response_s"] for x in by[base]], [x["response_s"] for x in by["cc_b"]])
         out["ratios"][f"cc_b/{base}"] = {"ratio": r, "ci95": [lo, hi]}
-        print(f"CC-B/{base.upper()} mean response time: {r:.3f} [{lo:.3f}, {hi:.3f}] (95% paired bootstrap CI)")
+        print(
+            f"CC-B/{base.upper()} mean response time: {r:.3f} [{lo:.3f}, {hi:.3f}] (95% t-interval, per-rep log ratios)"
+        )
     for s in SCHEMES:
         bcr = [x["bcr"] for x in by[s] if x.get("bcr") is not None]
         md = [x["md_us"] for x in by[s] if x.get("md_us") is not None]

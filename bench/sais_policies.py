@@ -6,8 +6,9 @@ outside the workflow: one group at --servers data servers behind --links x 1 GbE
 netns cluster, the --policies (irqbalance, spread, source_aware by default; sais_mark is the
 faithful SAIs variant) --reps times in a seeded, interleaved order, each run a real `corun run`
 of kernels/pfs_read under the policy's irq_policy variant. Prints the mean bandwidth per policy
-and the ratio of each source-aware policy to irqbalance and spread with its 95% paired bootstrap
-CI (analysis.stats.bootstrap_ratio), and writes them to --out. Everything it starts
+and the ratio of each source-aware policy to irqbalance and spread with its 95% CI (the t-interval
+of the per-rep log ratios, analysis.stats.paired_ratio_t, as in the analysis), and writes them to
+--out. Everything it starts
 is taken down at the end. Root only; the client and the servers share this machine's CPUs.
 
   .venv/bin/python bench/sais_policies.py [--servers 4] [--links 1] [--rate-mbit 1000] [--reps 5]
@@ -33,7 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis.stats import bootstrap_ratio  # noqa: E402
+from analysis.stats import paired_ratio_t  # noqa: E402
 from corun.experiments import sais  # noqa: E402
 from corun.experiments.workflow_config import validate_config  # noqa: E402
 
@@ -131,7 +132,7 @@ def main() -> int:
     for head in (p for p in HEADS if p in by):
         for base in (p for p in BASES if p in by):
             b, h = by[base].align(by[head], join="inner")
-            ratio, lo, hi = bootstrap_ratio(b.values, h.values, paired=True)
+            ratio, lo, hi = paired_ratio_t(b.values, h.values)
             out["ratios"][f"{head}/{base}"] = {"ratio": ratio, "ci95_low": lo, "ci95_high": hi, "pairs": len(b)}
             print(f"  {head} / {base}: {ratio:.4f} (95% CI {lo:.4f}-{hi:.4f}, {len(b)} paired reps)")
     path = Path(a.out)
