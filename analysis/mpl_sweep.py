@@ -210,16 +210,17 @@ def ratio_row(runs, quantity, item, workload, load, head, base, col, events: str
     """A "head reduces col against base" row; with `events`, a share of rare events: not
     measurable when base counted fewer than MIN_BCR_EVENTS of them over the paired reps."""
     mpl = top_mpl(runs, workload, load)
-    res = None if mpl is None else paired_ratio(runs, workload, load, mpl, head, base, col)
+    h, b = per_rep_values(runs, workload, load, mpl, head, base, col) if mpl is not None else ([], [])
     row = {"quantity": quantity, "paper_value": item["value"], "unit": item["unit"]}
-    if res is None:
+    if not len(h):
         row.update(
             measured_value=None,
             verdict=VERDICT_UNMEASURABLE,
             note=f"{head} and {base} were not both run on {workload} {load} in this configuration. " + paper_note(item),
         )
         return row
-    r, lo, hi, n = res
+    r, lo, hi = paired_ratio_t(b, h)
+    n = len(h)
     if events is not None:
         count = base_events(runs, workload, load, mpl, head, base, events)
         if count < MIN_BCR_EVENTS:
@@ -244,7 +245,6 @@ def ratio_row(runs, quantity, item, workload, load, head, base, col, events: str
         ok = hi < 1
         ci = f"ratio {fmt_num(r)} [{fmt_num(lo)}, {fmt_num(hi)}] (95% t-interval of the per-rep log ratios, {n} reps)"
     elif n >= 2:  # a per-rep value of 0 has no log ratio: below in every rep, or not
-        h, b = per_rep_values(runs, workload, load, mpl, head, base, col)
         below = int((h < b).sum())
         ok = below == n
         ci = f"ratio {fmt_num(r)}, no CI (a per-rep value is 0): {head} below {base} in {below} of {n} reps"
