@@ -1,11 +1,11 @@
-"""SAIs (paper 004): read bandwidth per steering policy, servers, transfer size and clients.
+"""SAIs (paper 004): read bandwidth per steering policy, servers, transfer size, clients and client hosts.
 
 Inputs: the collected jobs.csv / runs.csv of the `sais` experiment (analysis.collect), each
 run's tidy monitor tables (<run_dir>/tidy/cpustat.csv, perf.csv) and the effective workflow
 configuration (the link rate and the strip size).
 
 Metrics
-  bw_mib_s        a read run's bandwidth: the sum over its client jobs of pfs_read's
+  bw_mib_s        a read run's bandwidth: the sum over its client jobs (every client host's) of pfs_read's
                   result_read_bw_mean_mib_s (the clients read at the same time);
   speedup_pct     a policy over irqbalance at the same (servers, links, transfer, clients):
                   100 x (ratio - 1), ratio of the mean bandwidths, 95% CI a t-interval of the
@@ -65,7 +65,8 @@ BASELINE = "irqbalance"
 SOURCE_AWARE = ("source_aware", "sais_mark")  # the paper's SAIs: RFS in stock Linux, or the mark
 FIG_NAME = "bandwidth.png"
 TEXT = ["run_id", "job_id", "name", "kind", "policy", "mode", "reader"]
-KEY = ["servers", "client_links", "transfer_size_bytes", "clients"]
+KEY = ["servers", "client_links", "transfer_size_bytes", "clients", "client_hosts"]
+DEFAULTS = {"client_hosts": 1}  # runs made before a key existed had its default
 PMU_REASON_DEFAULT = "no perf table for the run (perf monitor disabled)"
 
 
@@ -119,6 +120,11 @@ def cpu_rows(run_dir: Path | None, run_id: str, log: rt.MissingLog) -> pd.DataFr
     return out
 
 
+def key_value(row: pd.Series, k: str) -> int:
+    v = row.get(k)
+    return DEFAULTS[k] if (v is None or pd.isna(v)) and k in DEFAULTS else int(v)
+
+
 def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) -> pd.DataFrame:
     """One row per read run: labels, bandwidth, read time, the PMU totals."""
     rd = jobs[jobs["kind"] == "read"]
@@ -133,7 +139,7 @@ def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log
             {
                 "run_id": rid,
                 "policy": first["policy"],
-                **{k: int(first[k]) for k in KEY},
+                **{k: key_value(first, k) for k in KEY},
                 "rep": int(first["rep"]),
                 "bw_mib_s": float(g["result_read_bw_mean_mib_s"].sum()) if ok else math.nan,
                 "read_time_s": float(g["result_read_time_mean_s"].mean()) if ok else math.nan,
@@ -332,8 +338,10 @@ def compare(
     def where(r: dict) -> str:
         return (
             f"{r['policy']} at {r['servers']} servers, {r['client_links']} x link, "
-            f"{int(r['transfer_size_bytes']) // 1024} KiB, {r['clients']} client(s); 95% CI "
-            f"[{fmt_num(r['speedup_ci95_low'])}, {fmt_num(r['speedup_ci95_high'])}] %, "
+            f"{int(r['transfer_size_bytes']) // 1024} KiB, {r['clients']} client(s)"
+            + (f" on each of {r['client_hosts']} client hosts" if r.get("client_hosts", 1) > 1 else "")
+            + "; 95% CI "
+            + f"[{fmt_num(r['speedup_ci95_low'])}, {fmt_num(r['speedup_ci95_high'])}] %, "
             f"{int(r['n_pairs'])} paired reps; {rule}"
         )
 
@@ -367,9 +375,9 @@ def compare(
     )
     speed_row(
         "speedup_8_clients_pct",
-        "bandwidth speed-up with 8 clients and 8 servers",
-        lambda d: (d["clients"] == 8) & (d["servers"] == 8),
-        "no point with 8 clients and 8 servers configured",
+        "bandwidth speed-up with 8 client hosts and 8 servers",
+        lambda d: (d["client_hosts"] == 8) & (d["servers"] == 8),
+        "no point with 8 client hosts and 8 servers configured (sais.client_hosts, sais.servers)",
     )
     for key, quantity, col, links in (
         ("l2_miss_reduction_3gbe_pct", "L2 misses, reduction against irqbalance, 3 x 1 GbE", "l2_misses", 3),
@@ -452,6 +460,7 @@ def plot(pts: pd.DataFrame, out: Path) -> None:
     else:
         labels = [
             f"{r.servers}s {r.client_links}L {int(r.transfer_size_bytes) // 1024}K c{r.clients}"
+            + (f" h{r.client_hosts}" if r.client_hosts > 1 else "")
             for r in pts.drop_duplicates(KEY).itertuples()
         ]
         policies = list(dict.fromkeys(pts["policy"]))
@@ -494,7 +503,8 @@ def run(jobs_csv: str, runs_csv: str, config: str, out_dir: str, paper_id: str) 
     per_cpu = cpu_table(per_run, cpus)
     local = sec.get("cluster", {}).get("kind", "netns") == "netns"
     summary = [
-        f"{len(per_run)} read run(s) at {len(pts)} (policy, servers, links, transfer, clients) point(s); "
+        f"{len(per_run)} read run(s) at {len(pts)} (policy, servers, links, transfer, clients, client hosts) "
+        "point(s); "
         f"reader: kernels/pfs_read (PVFS2's simple stripe of {sec.get('strip_size_bytes', 65536) // 1024} KiB "
         "strips over the data servers, gfapi in the client process), not IOR: IOR reaches this file "
         "system only through its FUSE mount, whose layout is GlusterFS's 4 MiB shards, not the paper's strips "
@@ -504,9 +514,10 @@ def run(jobs_csv: str, runs_csv: str, config: str, out_dir: str, paper_id: str) 
     ]
     if local:
         summary.append(
-            "Locally the client and every data server are network namespaces of one machine: they share its "
-            f"{n_c or '?'} CPUs, so the servers' and the links' (veth, tc) work competes with the client's receive "
-            "processing and the per-CPU figures hold both; there is no NIC and no hardware interrupt (RPS/RFS "
+            "Locally the client (every client host) and every data server are network namespaces of one machine: "
+            f"they share its {n_c or '?'} CPUs, so the servers' and the links' (veth, tc) work competes with the "
+            "clients' receive processing and the per-CPU figures hold both; there is no NIC and no hardware "
+            "interrupt (RPS/RFS "
             "stand in for the APIC), and the paper's gain from keeping a request's strips on one core's cache "
             "is bounded by what a 2-CPU VM with shared caches can show."
         )

@@ -1,5 +1,6 @@
 """The Snakemake workflow: lint, one-line config errors, and a real smoke run of every experiment."""
 
+import csv
 import json
 import os
 import shutil
@@ -104,8 +105,11 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert "irqbalance" in pts and "source_aware" in pts
     assert "softirq_pct" in (out / "sais" / "analysis" / "per_cpu.csv").read_text()
     assert "eq9_difference_lower_s" in (out / "sais" / "analysis" / "model.csv").read_text()
-    metas = list((out / "sais" / "runs").glob("s*_l*/metadata.json"))
+    metas = list((out / "sais" / "runs").glob("s2_l1_h2_*/metadata.json"))  # two client hosts at once
     assert len(metas) == 4 and all(json.loads(m.read_text())["scheduler"]["verified"] for m in metas)
+    with open(out / "sais" / "jobs.csv", newline="") as f:
+        reads = [r for r in csv.DictReader(f) if r["kind"] == "read"]
+    assert {float(r["client_host"]) for r in reads} == {0, 1}  # a reader on each client host
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "sais-n" not in ns  # the workflow's cluster is gone
     assert not list((out / "sais" / "work").glob("*/pfs/journal.json"))  # and the file system

@@ -11,11 +11,17 @@ from corun.testbed import inventory
 from corun.util import repo_root
 
 
-def client_name(sec: dict, experiment: str) -> str:
-    """The client host: the netns cluster's first, else cluster.client or the group's first host."""
+def client_name(sec: dict, experiment: str, host: int = 0) -> str:
+    """Client host number `host` (0: the client): on the netns cluster its host host + 1 (the
+    client hosts come first, the data servers after them), else cluster.client or the group's
+    first host (one client host: check_cluster)."""
     c = sec["cluster"]
     if c["kind"] == "netns":
-        return f"{c['prefix']}-n1"
+        return f"{c['prefix']}-n{host + 1}"
+    if host:
+        raise ConfigError(
+            f"{experiment} config", f"{experiment}.client_hosts", host + 1, "1 with cluster.kind inventory"
+        )
     if c["client"]:
         return c["client"]
     return inventory.load(c["inventory"], c["group"], f"{experiment}.cluster.inventory")[0].name
@@ -26,9 +32,10 @@ def pfs_root(sec: dict, data_dir: Path) -> str:
     return root if root else str((data_dir / "pfs").resolve())
 
 
-def volfiles(sec: dict, experiment: str, data_dir: Path, servers: int) -> list[str]:
-    """The client volfiles corun.testbed.pfs writes (Plan.client_volfile); pfs_runs checks them."""
-    base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec, experiment)}/client"
+def volfiles(sec: dict, experiment: str, data_dir: Path, servers: int, host: int = 0) -> list[str]:
+    """The client volfiles corun.testbed.pfs writes on client host `host` (Plan.client_volfile);
+    pfs_runs checks them."""
+    base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec, experiment, host)}/client"
     return [f"{base}/stripe-{i}.vol" for i in range(servers)]
 
 
@@ -36,10 +43,10 @@ def pfs_read() -> str:
     return str(repo_root() / "kernels" / "build" / "pfs_read")
 
 
-def in_client(sec: dict, experiment: str, argv: list[str]) -> list[str]:
-    """argv run on the client host: in its namespace on the netns cluster."""
+def in_client(sec: dict, experiment: str, argv: list[str], host: int = 0) -> list[str]:
+    """argv run on client host `host` (0: the client): in its namespace on the netns cluster."""
     if sec["cluster"]["kind"] == "netns":
-        return ["ip", "netns", "exec", client_name(sec, experiment), *argv]
+        return ["ip", "netns", "exec", client_name(sec, experiment, host), *argv]
     return argv
 
 

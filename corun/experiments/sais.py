@@ -38,15 +38,16 @@ def section(cfg: dict) -> dict:
     return cfg[NAME]
 
 
-def group_name(servers: int, links: int) -> str:
-    return f"s{servers}_l{links}"
+def group_name(servers: int, links: int, hosts: int = 1) -> str:
+    return f"s{servers}_l{links}" + (f"_h{hosts}" if hosts > 1 else "")
 
 
-def groups(sec: dict) -> list[tuple[int, int]]:
-    return [(n, ln) for ln in sec["client_links"] for n in sec["servers"]]
+def groups(sec: dict) -> list[tuple[int, int, int]]:
+    """(servers, client links, client hosts) of every group."""
+    return [(n, ln, h) for h in sec["client_hosts"] for ln in sec["client_links"] for n in sec["servers"]]
 
 
-def points(sec: dict, servers: int, links: int) -> list[dict]:
+def points(sec: dict, servers: int, links: int, hosts: int = 1) -> list[dict]:
     """The runs of one group: reps outermost, (policy, transfer, clients) shuffled within each."""
     base = [
         {"policy": p, "transfer_size_bytes": t, "clients": c}
@@ -54,18 +55,18 @@ def points(sec: dict, servers: int, links: int) -> list[dict]:
         for t in sec["transfer_sizes_bytes"]
         for c in sec["clients"]
     ]
-    rng = random.Random(f"{sec['seed']}-{servers}-{links}")
+    rng = random.Random(f"{sec['seed']}-{servers}-{links}" + (f"-{hosts}" if hosts > 1 else ""))
     out = []
     for rep in range(sec["reps"]):
         order = list(base)
         rng.shuffle(order)
-        out += [{**p, "servers": servers, "client_links": links, "rep": rep} for p in order]
+        out += [{**p, "servers": servers, "client_links": links, "client_hosts": hosts, "rep": rep} for p in order]
     return out
 
 
 def run_name(p: dict) -> str:
     return (
-        f"{group_name(p['servers'], p['client_links'])}_{p['policy']}"
+        f"{group_name(p['servers'], p['client_links'], p['client_hosts'])}_{p['policy']}"
         f"_t{p['transfer_size_bytes'] // 1024}k_c{p['clients']}_r{p['rep']}"
     )
 
@@ -78,24 +79,29 @@ def file_bytes(sec: dict) -> int:
     return sec["file_mib"] << 20
 
 
-def pfs_args(sec: dict, data_dir: Path, servers: int) -> list[str]:
-    vol = [x for v in volfiles(sec, NAME, data_dir, servers) for x in ("--volfile", v)]
+def pfs_args(sec: dict, data_dir: Path, servers: int, host: int = 0) -> list[str]:
+    vol = [x for v in volfiles(sec, NAME, data_dir, servers, host) for x in ("--volfile", v)]
     return [*vol, "--strip-size", str(sec["strip_size_bytes"]), "--file", DATA_FILE]
 
 
-def policy_params(sec: dict, policy: str) -> dict:
-    """The variant's parameters: the configured ones, and the interfaces of this cluster."""
+def policy_params(sec: dict, policy: str, servers: int, hosts: int = 1) -> dict:
+    """The variant's parameters: the configured ones, and the interfaces of this group's cluster
+    (on the netns cluster every client host's, hosts 1..hosts, the data servers after them)."""
     c = sec["cluster"]
     params = dict(sec["policy_params"].get(policy) or {})
     if c["kind"] == "netns":
+        clients = [client_name(sec, NAME, i) for i in range(hosts)]
         if policy == "sais_mark":
-            # the client's own end only: XDP on the bridge side would steer the client's requests
+            # the clients' own ends only: XDP on the bridge side would steer the clients' requests
             # (marked, and on veth never checksummed) instead of the servers' replies
-            params.setdefault("interfaces", f"{client_name(sec, NAME)}/eth0")
-            n = max(sec["servers"]) + 1
-            params.setdefault("server_interfaces", ",".join(f"{c['prefix']}-n{i}/eth0" for i in range(2, n + 1)))
+            params.setdefault("interfaces", ",".join(f"{n}/eth0" for n in clients))
+            first = hosts + 1
+            params.setdefault(
+                "server_interfaces", ",".join(f"{c['prefix']}-n{i}/eth0" for i in range(first, first + servers))
+            )
         else:
-            params.setdefault("interfaces", f"{client_name(sec, NAME)}/eth0,{c['prefix']}-v1")
+            ends = [x for i, n in enumerate(clients) for x in (f"{n}/eth0", f"{c['prefix']}-v{i + 1}")]
+            params.setdefault("interfaces", ",".join(ends))
     else:
         params.setdefault("interfaces", c["interfaces"])
         if policy == "sais_mark":
@@ -114,19 +120,23 @@ def monitors(cfg: dict) -> dict:
 
 def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
     sec = section(cfg)
-    read = [
-        pfs_read(),
-        *pfs_args(sec, data_dir, p["servers"]),
-        "--block-size",
-        str(file_bytes(sec)),
-        "--read",
-        "--transfer-size",
-        str(p["transfer_size_bytes"]),
-        "--compute-passes",
-        str(sec["compute_passes"]),
-        "--repetitions",
-        str(sec["read_repetitions"]),
-    ]
+    hosts = p["client_hosts"]
+
+    def read(host: int) -> list[str]:
+        return [
+            pfs_read(),
+            *pfs_args(sec, data_dir, p["servers"], host),
+            "--block-size",
+            str(file_bytes(sec)),
+            "--read",
+            "--transfer-size",
+            str(p["transfer_size_bytes"]),
+            "--compute-passes",
+            str(sec["compute_passes"]),
+            "--repetitions",
+            str(sec["read_repetitions"]),
+        ]
+
     labels = {
         "experiment": NAME,
         "kind": "read",
@@ -135,18 +145,25 @@ def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
         "client_links": p["client_links"],
         "transfer_size_bytes": p["transfer_size_bytes"],
         "clients": p["clients"],
+        "client_hosts": hosts,
         "rep": p["rep"],
         "reader": "pfs_read",
     }
     jobs = [
-        {"name": f"client-{i}", "cmd": in_client(sec, NAME, read), "result": "json", "labels": {"client": i}}
+        {
+            "name": f"client-{i}" if hosts == 1 else f"client-h{h}-{i}",
+            "cmd": in_client(sec, NAME, read(h), h),
+            "result": "json",
+            "labels": {"client": i, "client_host": h},
+        }
+        for h in range(hosts)
         for i in range(p["clients"])
     ]
     return {
         "name": f"{NAME}-{run_name(p)}",
         "labels": labels,
         "jobs": jobs,
-        "scheduler": {"name": p["policy"], "params": policy_params(sec, p["policy"])},
+        "scheduler": {"name": p["policy"], "params": policy_params(sec, p["policy"], p["servers"], hosts)},
         "monitors": monitors(cfg),
     }
 
@@ -181,16 +198,17 @@ def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
     }
 
 
-def work_dir(specs_dir: Path, servers: int, links: int) -> Path:
+def work_dir(specs_dir: Path, servers: int, links: int, hosts: int = 1) -> Path:
     """The group's cluster and file system state (corun.testbed.pfs_runs --work is its parent)."""
-    return specs_dir.parent / "work" / group_name(servers, links)
+    return specs_dir.parent / "work" / group_name(servers, links, hosts)
 
 
-def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path) -> dict:
+def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, hosts: int = 1) -> dict:
     """corun.testbed.pfs's configuration for one group."""
     c = sec["cluster"]
     out = {
         "servers": servers,
+        "client_hosts": hosts,
         "strip_size_bytes": sec["strip_size_bytes"],
         "root": pfs_root(sec, data_dir),
         "port": c["port"],
@@ -232,6 +250,14 @@ class Sais(Experiment):
                 source, f"{NAME}.pm.request_size_bytes", sec["pm"]["request_size_bytes"], f"a multiple of {strip}"
             )
         check_cluster(sec, NAME, source)
+        if sec["cluster"]["kind"] != "netns" and max(sec["client_hosts"]) > 1:
+            raise ConfigError(
+                source,
+                f"{NAME}.client_hosts",
+                sec["client_hosts"],
+                "[1] with cluster.kind inventory (several client hosts run on the netns cluster: "
+                "a run applies its steering policy on the one host it runs on)",
+            )
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
         sec = section(cfg)
@@ -248,34 +274,38 @@ class Sais(Experiment):
         n = 0
         group_list = []
         client = client_name(sec, NAME)
-        for servers, links in groups(sec):
-            pts = points(sec, servers, links)
+        for servers, links, hosts in groups(sec):
+            pts = points(sec, servers, links, hosts)
             for p in pts:
                 spec = make_spec(cfg, p, data_dir)
                 atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(spec, sort_keys=False))
             n += len(pts)
             write = [
                 pfs_read(),
-                *pfs_args(sec, data_dir, servers),
+                *pfs_args(sec, data_dir, servers),  # once, from the client: every client host reads it
                 "--block-size",
                 str(file_bytes(sec)),
                 "--write",
             ]
             group_list.append(
                 {
-                    "name": group_name(servers, links),
+                    "name": group_name(servers, links, hosts),
                     "servers": servers,
                     "client_links": links,
+                    "client_hosts": hosts,
                     "runs": [run_name(p) for p in pts],
                     "cluster": {
                         "kind": sec["cluster"]["kind"],
                         "prefix": sec["cluster"]["prefix"],
                         "subnet": sec["cluster"]["subnet"],
-                        "hosts": servers + 1,
+                        "hosts": servers + hosts,
                         "client": client,
                     },
-                    "pfs": pfs_config(sec, data_dir, servers, links, work_dir(out_dir, servers, links)),
+                    "pfs": pfs_config(sec, data_dir, servers, links, work_dir(out_dir, servers, links, hosts), hosts),
                     "volfiles": volfiles(sec, NAME, data_dir, servers),
+                    "client_volfiles": {
+                        client_name(sec, NAME, h): volfiles(sec, NAME, data_dir, servers, h) for h in range(hosts)
+                    },
                     "write_cmd": in_client(sec, NAME, write),
                 }
             )
@@ -289,7 +319,7 @@ class Sais(Experiment):
 
     def group_runs(self, cfg: dict) -> dict[str, list[str]]:
         sec = section(cfg)
-        return {group_name(s, ln): [run_name(p) for p in points(sec, s, ln)] for s, ln in groups(sec)}
+        return {group_name(s, ln, h): [run_name(p) for p in points(sec, s, ln, h)] for s, ln, h in groups(sec)}
 
     def run_names(self, cfg: dict) -> list[str]:
         sec = section(cfg)
@@ -297,14 +327,16 @@ class Sais(Experiment):
 
     def estimate(self, cfg: dict) -> dict:
         sec = section(cfg)
-        per_read_s = file_bytes(sec) * sec["read_repetitions"] / (sec["link_rate_mbit"] * 1e6 / 8)
-        reads = sum(len(points(sec, s, ln)) for s, ln in groups(sec))
+        rate = sec["link_rate_mbit"] * 1e6 / 8  # one link, bytes/s
+        reads, read_s = 0, 0.0
+        for s, ln, h in groups(sec):
+            pts = points(sec, s, ln, h)
+            reads += len(pts)
+            for p in pts:  # every client reads the whole file; the clients' links or the servers' cap it
+                cap = min(h * ln, s) * rate
+                read_s += RUN_OVERHEAD_S + file_bytes(sec) * sec["read_repetitions"] * p["clients"] * h / cap
         pm = len(pm_names(sec))
-        seconds = (
-            len(groups(sec)) * PFS_SETUP_S
-            + reads * (RUN_OVERHEAD_S + per_read_s * max(sec["clients"]))
-            + pm * (RUN_OVERHEAD_S + sec["pm"]["duration_s"])
-        )
+        seconds = len(groups(sec)) * PFS_SETUP_S + read_s + pm * (RUN_OVERHEAD_S + sec["pm"]["duration_s"])
         return {"runs": reads + pm, "seconds": seconds, "k_dropped": []}
 
 

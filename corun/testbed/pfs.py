@@ -124,8 +124,7 @@ class Server:
 class Plan:
     cfg: dict
     source: str
-    client: inventory.Host
-    client_dir: str
+    clients: list[inventory.Host]  # the client first, then the other client hosts
     servers: list[Server]
     state_dir: Path
     links: dict | None  # host name -> {"netns", "veth"} on a netns cluster, else None
@@ -138,8 +137,20 @@ class Plan:
     def layout_path(self) -> Path:
         return self.state_dir / "layout.json"
 
-    def client_volfile(self, i: int) -> str:
-        return f"{self.client_dir}/client/stripe-{i}.vol"
+    @property
+    def client(self) -> inventory.Host:
+        return self.clients[0]
+
+    def host_dir(self, host: inventory.Host) -> str:
+        return _fill("{root}/{host}", self.cfg["root"], host.name)
+
+    @property
+    def client_dir(self) -> str:
+        return self.host_dir(self.client)
+
+    def client_volfile(self, i: int, host: inventory.Host | None = None) -> str:
+        """Data server i's client volfile on a client host (the client's by default)."""
+        return f"{self.host_dir(host or self.client)}/client/stripe-{i}.vol"
 
     @property
     def fuse_volfile(self) -> str:
@@ -168,18 +179,25 @@ def make_plan(cfg: dict, source: str) -> Plan:
         client = hosts[0]
     else:
         client = inventory.pick(hosts, [cfg["client"]], source)[0]
+    rest = [h for h in hosts if h.name != client.name]
+    nc = cfg["client_hosts"]
+    if nc - 1 > len(rest):
+        raise ConfigError(source, "client_hosts", nc, f"at most {len(rest) + 1}: the hosts of {cfg['inventory']}")
+    clients = [client] + rest[: nc - 1]
+    taken = {h.name for h in clients}
     if cfg["colocate_client"]:
-        others = [client] + [h for h in hosts if h.name != client.name]
+        others = clients + [h for h in rest if h.name not in taken]
     else:
-        others = [h for h in hosts if h.name != client.name]
+        others = [h for h in rest if h.name not in taken]
     n = cfg["servers"]
     if n > len(others):
+        besides = "the client " + client.name if nc == 1 else f"the {nc} client hosts"
         raise ConfigError(
             source,
             "servers",
             n,
             f"at most {len(others)}: the hosts of {cfg['inventory']}"
-            + ("" if cfg["colocate_client"] else f" besides the client {client.name}"),
+            + ("" if cfg["colocate_client"] else f" besides {besides}"),
         )
     names = [x["name"] for x in cfg["server_xlators"]]
     for i, name in enumerate(names):
@@ -222,11 +240,10 @@ def make_plan(cfg: dict, source: str) -> Plan:
     return Plan(
         cfg=cfg,
         source=source,
-        client=client,
-        client_dir=_fill("{root}/{host}", root, client.name),
+        clients=clients,
         servers=servers,
         state_dir=_abs(cfg["state_dir"]),
-        links=_netns_links(cfg, [client] + [h for h in others[:n] if h.name != client.name]),
+        links=_netns_links(cfg, clients + [h for h in others[:n] if h.name not in taken]),
     )
 
 
@@ -364,6 +381,7 @@ def fuse_volfile(plan: Plan) -> str:
 def layout(plan: Plan) -> dict:
     return {
         "client": {"name": plan.client.name, "address": plan.client.address},
+        "clients": [{"name": h.name, "address": h.address} for h in plan.clients],
         "servers": [
             {
                 "index": s.index,
@@ -380,6 +398,7 @@ def layout(plan: Plan) -> dict:
         ],
         "strip_size_bytes": plan.cfg["strip_size_bytes"],
         "volfiles": [plan.client_volfile(s.index) for s in plan.servers],
+        "client_volfiles": {h.name: [plan.client_volfile(s.index, h) for s in plan.servers] for h in plan.clients},
         "fuse_mountpoint": plan.mountpoint if plan.cfg["fuse"]["mount"] else None,
         "link": _link_summary(plan),
     }
@@ -488,7 +507,7 @@ def qdiscs(plan: Plan) -> list[tuple[str | None, str, int]]:
         return []
     rate = plan.cfg["link"]["rate_mbit"]
     out = []
-    hosts = {plan.client.name: (plan.client, rate * plan.cfg["link"]["client_links"])}
+    hosts = {h.name: (h, rate * plan.cfg["link"]["client_links"]) for h in plan.clients}
     for s in plan.servers:
         hosts.setdefault(s.host.name, (s.host, rate))
     for h, r in hosts.values():
@@ -538,8 +557,12 @@ def check_tools(plan: Plan) -> None:
     if plan.cfg["brick"]["backend"] in ("loop", "rotating_disk"):
         need |= {"mkfs.ext4", "mount", "losetup"}
     client_need = {"glusterfs"} if plan.cfg["fuse"]["mount"] else set()
-    for h in [s.host for s in plan.servers] + [plan.client]:
-        names = sorted(need if h is not plan.client else client_need)
+    wants: dict[str, tuple[inventory.Host, set]] = {}
+    for s in plan.servers:
+        wants.setdefault(s.host.name, (s.host, set()))[1].update(need)
+    wants.setdefault(plan.client.name, (plan.client, set()))[1].update(client_need)  # the FUSE mount's host
+    for h, want in wants.values():
+        names = sorted(want)
         if not names:
             continue
         res = remote(h, 'for t; do command -v "$t" >/dev/null || echo "$t"; done', *names, check=False)
@@ -594,7 +617,7 @@ def up(plan: Plan) -> dict:
 def _up(plan: Plan, j: FsJournal) -> None:
     cfg, port = plan.cfg, plan.cfg["port"]
     root = cfg["root"]
-    for h in {x.name: x for x in [s.host for s in plan.servers] + [plan.client]}.values():
+    for h in {x.name: x for x in [s.host for s in plan.servers] + plan.clients}.values():
         if remote(h, '[ -e "$1" ] || echo absent', root).stdout.strip() == "absent":
             j.push(f"remove {root} on {h.name} if empty", remote_argv(h, 'rmdir -- "$1" 2>/dev/null; exit 0', root))
     for s in plan.servers:
@@ -659,17 +682,20 @@ def _up(plan: Plan, j: FsJournal) -> None:
                     f"{s.host.address}:{port} ({tail.splitlines()[-1] if tail else 'no log'})"
                 )
             time.sleep(0.1)
+    for c in plan.clients:
+        hdir = plan.host_dir(c)
+        cdir = f"{hdir}/client"
+        exists = remote(c, '[ -e "$1" ] && echo yes; exit 0', hdir).stdout.strip() == "yes"
+        if not exists:
+            j.push(f"remove {hdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', hdir))
+        else:
+            j.push(f"remove {cdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', cdir))
+        remote(c, 'mkdir -p -- "$1"', cdir)
+        for s in plan.servers:
+            remote(c, 'cat > "$1"', plan.client_volfile(s.index, c), stdin=client_volfile(s, port))
+        remote(c, 'cat > "$1"', f"{cdir}/layout.json", stdin=json.dumps(layout(plan), indent=2) + "\n")
     c = plan.client
     cdir = f"{plan.client_dir}/client"
-    exists = remote(c, '[ -e "$1" ] && echo yes; exit 0', plan.client_dir).stdout.strip() == "yes"
-    if not exists:
-        j.push(f"remove {plan.client_dir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', plan.client_dir))
-    else:
-        j.push(f"remove {cdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', cdir))
-    remote(c, 'mkdir -p -- "$1"', cdir)
-    for s in plan.servers:
-        remote(c, 'cat > "$1"', plan.client_volfile(s.index), stdin=client_volfile(s, port))
-    remote(c, 'cat > "$1"', f"{cdir}/layout.json", stdin=json.dumps(layout(plan), indent=2) + "\n")
     if cfg["fuse"]["mount"]:
         m = plan.mountpoint
         remote(c, 'cat > "$1"', plan.fuse_volfile, stdin=fuse_volfile(plan))

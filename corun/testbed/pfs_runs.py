@@ -6,8 +6,9 @@
 `groups.json` (written by an experiment's specs step, e.g. corun.experiments.sais) describes each
 group: the cluster (`kind` netns: a netns cluster of `hosts` hosts this command starts with
 scripts/netns-cluster and ends; `kind` inventory: the inventory's hosts, left running), the file
-system's configuration (corun.testbed.pfs), the client volfiles the specs name, the command that
-writes the file the runs read (`write_cmd`, or a list `write_cmds`), and the runs. With
+system's configuration (corun.testbed.pfs), the client volfiles the specs name (`volfiles`, the
+client's; `client_volfiles`, every client host's), the command that writes the file the runs
+read (`write_cmd`, or a list `write_cmds`), and the runs. With
 `counters` ({"sched_status": the server-side scheduler's status file or null}) the data servers'
 counters (`pfs counters`: the emulated disks' and the scheduler's) are read before and after
 every run into RUNS/<run>/pfs_counters.json (a run's after serves as the next run's before:
@@ -114,7 +115,16 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
         lay = json.loads((Path(group["pfs"]["state_dir"]) / "layout.json").read_text())
         if lay["volfiles"] != group["volfiles"]:
             raise CorunError(f"pfs_runs: layout volfiles {lay['volfiles']} (expected the specs' {group['volfiles']})")
-        log(f"file system up: {group['servers']} servers, {group['client_links']} client link(s)")
+        for host, vols in (group.get("client_volfiles") or {}).items():  # every client host's
+            if lay.get("client_volfiles", {}).get(host) != vols:
+                raise CorunError(
+                    f"pfs_runs: layout volfiles of {host} {lay.get('client_volfiles', {}).get(host)} "
+                    f"(expected the specs' {vols})"
+                )
+        log(
+            f"file system up: {group['servers']} servers, {group.get('client_hosts', 1)} client host(s) "
+            f"of {group['client_links']} link(s)"
+        )
         client = client_host(group)
         cmds = group.get("write_cmds", [group["write_cmd"]] if group.get("write_cmd") else [])
         for cmd in cmds:

@@ -142,10 +142,12 @@ def test_bad_config_file_is_one_line(tmp_path, capsys):
     assert code != 0 and "\n" not in err and "no sais section" in err
 
 
-def point(speedup: float, low: float, high: float, links: int = 1) -> dict:
-    return {"policy": "source_aware", "servers": 4, "client_links": links, "transfer_size_bytes": 1048576,
-            "clients": 1, "speedup_pct": speedup, "speedup_ci95_low": low, "speedup_ci95_high": high,
-            "n_pairs": 3}  # fmt: skip
+def point(
+    speedup: float, low: float, high: float, links: int = 1, servers: int = 4, clients: int = 1, hosts: int = 1
+) -> dict:
+    return {"policy": "source_aware", "servers": servers, "client_links": links, "transfer_size_bytes": 1048576,
+            "clients": clients, "client_hosts": hosts, "speedup_pct": speedup, "speedup_ci95_low": low,
+            "speedup_ci95_high": high, "n_pairs": 3}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -166,3 +168,22 @@ def test_speedup_verdict_needs_the_ci_above_min_speedup(pts, min_pct, verdict):
     assert f"above +{min_pct:g} % (sais.min_speedup_pct)" in peak["note"]
     claim = by_q.loc[[q for q in by_q.index if q.startswith("claim:")][0]]
     assert claim["verdict"] == verdict
+
+
+@pytest.mark.parametrize(
+    "clients, hosts, measured",
+    [
+        (1, 8, True),  # Fig. 12: 8 client nodes, 8 servers
+        (8, 1, False),  # 8 readers on one host are not the paper's 8 client nodes
+        (1, 4, False),
+    ],
+)
+def test_fig12_point_is_eight_client_hosts_and_eight_servers(clients, hosts, measured):
+    pts = [point(6.0, 2.5, 9.0), point(12.0, 4.0, 20.0, servers=8, clients=clients, hosts=hosts)]
+    rows = an.compare(pd.DataFrame(pts), load_paper_values("004"), "no PMU", True, 1.0)
+    row = rows.set_index("quantity").loc["bandwidth speed-up with 8 client hosts and 8 servers"]
+    if measured:
+        assert row["verdict"] == "reproduced in direction" and row["measured_value"] == pytest.approx(12.0)
+        assert "on each of 8 client hosts" in row["note"]
+    else:
+        assert row["verdict"] == "not measurable here" and "8 client hosts" in row["note"]

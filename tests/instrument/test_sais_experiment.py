@@ -35,6 +35,9 @@ def cfg_with(section: dict) -> dict:
         ({"min_speedup_pct": -1}, "sais.min_speedup_pct: -1 (expected a number >= 0)"),
         ({"min_speedup_pct": 101}, "sais.min_speedup_pct: 101 (expected a number <= 100)"),
         ({"min_speedup_pct": "1%"}, "sais.min_speedup_pct: '1%' (expected a number"),
+        ({"client_hosts": [0]}, "sais.client_hosts[0]: 0 (expected an integer >= 1)"),
+        ({"client_hosts": [2], "cluster": {"kind": "inventory", "inventory": "inv.yml", "pfs_root": "/srv"}},
+         "sais.client_hosts: [2] (expected [1] with cluster.kind inventory"),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
@@ -103,6 +106,42 @@ def test_specs_on_the_netns_cluster(tmp_path):
     assert "--write" in g["write_cmd"] and g["volfiles"][1] == vol
     pm = yaml.safe_load((tmp_path / "specs" / "pm_process_r0.yaml").read_text())
     assert pm["jobs"][0]["cmd"][1:3] == ["--mode", "process"] and pm["labels"]["kind"] == "pm"
+
+
+def test_specs_with_several_client_hosts(tmp_path):
+    cfg = cfg_with(
+        {
+            "policies": ["irqbalance", "source_aware", "sais_mark"],
+            "servers": [2],
+            "transfer_sizes_bytes": [131072],
+            "client_hosts": [1, 2],
+            "reps": 1,
+        }
+    )
+    assert list(sais.EXPERIMENT.group_runs(cfg)) == ["s2_l1", "s2_l1_h2"]  # one host: the names before
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    spec = yaml.safe_load((tmp_path / "specs" / "s2_l1_h2_source_aware_t128k_c1_r0.yaml").read_text())
+    assert [j["name"] for j in spec["jobs"]] == ["client-h0-0", "client-h1-0"]
+    for host, job in enumerate(spec["jobs"]):
+        ns = f"sais-n{host + 1}"
+        assert job["cmd"][:4] == ["ip", "netns", "exec", ns] and job["labels"] == {"client": 0, "client_host": host}
+        vols = [job["cmd"][i + 1] for i, a in enumerate(job["cmd"]) if a == "--volfile"]
+        assert vols == [str((tmp_path / "data" / "pfs" / ns / "client" / f"stripe-{i}.vol").resolve()) for i in (0, 1)]
+    assert spec["labels"]["client_hosts"] == 2
+    assert spec["scheduler"]["params"] == {"interfaces": "sais-n1/eth0,sais-v1,sais-n2/eth0,sais-v2"}
+    mark = yaml.safe_load((tmp_path / "specs" / "s2_l1_h2_sais_mark_t128k_c1_r0.yaml").read_text())
+    assert mark["scheduler"]["params"] == {  # the servers are the hosts after the clients
+        "interfaces": "sais-n1/eth0,sais-n2/eth0",
+        "server_interfaces": "sais-n3/eth0,sais-n4/eth0",
+    }
+    one = yaml.safe_load((tmp_path / "specs" / "s2_l1_sais_mark_t128k_c1_r0.yaml").read_text())
+    assert one["scheduler"]["params"]["server_interfaces"] == "sais-n2/eth0,sais-n3/eth0"
+    by = {g["name"]: g for g in json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]}
+    g = by["s2_l1_h2"]
+    assert g["cluster"]["hosts"] == 4 and g["pfs"]["client_hosts"] == 2 and g["client_hosts"] == 2
+    assert list(g["client_volfiles"]) == ["sais-n1", "sais-n2"] and g["client_volfiles"]["sais-n1"] == g["volfiles"]
+    assert g["pfs"]["state_dir"] == str((tmp_path / "work" / "s2_l1_h2" / "pfs").resolve())
+    assert by["s2_l1"]["cluster"]["hosts"] == 3 and by["s2_l1"]["pfs"]["client_hosts"] == 1
 
 
 def test_specs_on_an_inventory_need_no_netns(tmp_path):

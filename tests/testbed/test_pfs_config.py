@@ -1,5 +1,6 @@
 """Bad configurations of the parallel file system: one line, exit 2, nothing started."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,39 @@ def test_more_servers_than_hosts_is_refused(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert [s["name"] for s in __import__("json").loads(res.stdout)["servers"]] == ["a", "b"]
+
+
+def test_several_client_hosts_come_first_and_the_servers_after_them(tmp_path):
+    inv = tmp_path / "inv.yml"
+    inv.write_text(
+        "all:\n  children:\n    testbed:\n      hosts:\n"
+        + "".join(f"        {n}: {{ansible_host: 10.77.9.{11 + i}}}\n" for i, n in enumerate("abcd"))
+    )
+    cfg = tmp_path / "pfs.yaml"
+
+    def plan(extra: str) -> subprocess.CompletedProcess:
+        cfg.write_text(f"inventory: {inv}\nstate_dir: {tmp_path / 'state'}\nroot: /srv/pfs\n{extra}")
+        return subprocess.run(
+            [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "plan"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+
+    res = plan("servers: 2\nclient_hosts: 2\n")
+    assert res.returncode == 0, res.stderr
+    lay = json.loads(res.stdout)
+    assert [c["name"] for c in lay["clients"]] == ["a", "b"] and lay["client"]["name"] == "a"
+    assert [s["name"] for s in lay["servers"]] == ["c", "d"]
+    assert lay["client_volfiles"] == {h: [f"/srv/pfs/{h}/client/stripe-{i}.vol" for i in (0, 1)] for h in "ab"}
+    assert lay["volfiles"] == lay["client_volfiles"]["a"]
+    res = plan("servers: 1\nclient_hosts: 2\nclient: c\n")  # the named client first, then the hosts in order
+    assert res.returncode == 0, res.stderr
+    lay = json.loads(res.stdout)
+    assert [c["name"] for c in lay["clients"]] == ["c", "a"] and [s["name"] for s in lay["servers"]] == ["b"]
+    res = plan("servers: 3\nclient_hosts: 2\n")
+    assert res.returncode == 2
+    assert f"servers: 3 (expected at most 2: the hosts of {inv} besides the 2 client hosts)" in res.stderr
+    res = plan("servers: 1\nclient_hosts: 5\n")
+    assert res.returncode == 2 and f"client_hosts: 5 (expected at most 4: the hosts of {inv})" in res.stderr

@@ -13,7 +13,7 @@ SA_PM = [n for n in SA_NAMES if n.startswith("pm_")]
 
 
 wildcard_constraints:
-    sais_group=r"s[0-9]+_l[0-9]+",
+    sais_group=r"s[0-9]+_l[0-9]+(_h[0-9]+)?",
     sais_pm=r"pm_(thread|process)_r[0-9]+",
 
 
