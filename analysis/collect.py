@@ -3,6 +3,9 @@
 Run-level labels (spec `labels`) and job labels become plain columns (the `label_`
 prefix is dropped); `result_*` columns (the jobs' own JSON output) are kept.
 Only finished runs (with metadata.json) are accepted: an `.incomplete` folder is an error.
+A run made of one run per host (RUN_DIR/hosts/<name>/, each with its own metadata.json: sais with
+several client hosts on an inventory) contributes every host's jobs under RUN_DIR's run_id, each
+with `host_run` (its folder's name; empty for RUN_DIR's own) and `run_host` (the machine it ran on).
 
   python -m analysis.collect --out-jobs jobs.csv --out-runs runs.csv RUN_DIR...
 """
@@ -26,10 +29,14 @@ def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
     if not meta_path.exists():
         raise CollectError(f"{run_dir}: not a finished run (no metadata.json)")
     meta = json.loads(meta_path.read_text())
-    jobs = pd.read_csv(run_dir / "jobs.csv")
-    jobs = jobs.rename(columns={c: c[len("label_") :] for c in jobs.columns if c.startswith("label_")})
     run_id = run_dir.name
-    jobs.insert(0, "run_id", run_id)
+    frames = [_jobs(run_dir, run_id, "", meta)]
+    parts = sorted(p for p in (run_dir / "hosts").iterdir() if p.is_dir()) if (run_dir / "hosts").is_dir() else []
+    for part in parts:
+        if not (part / "metadata.json").exists():
+            raise CollectError(f"{part}: not a finished run (no metadata.json)")
+        frames.append(_jobs(part, run_id, part.name, json.loads((part / "metadata.json").read_text())))
+    jobs = pd.concat(frames, ignore_index=True) if parts else frames[0]
     thr = meta.get("throttle") or {}
     sched = meta.get("scheduler") or {}
     run = {
@@ -49,7 +56,19 @@ def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
         "metadata_path": str(meta_path),
         "run_dir": str(run_dir),
     }
+    if parts:
+        run["host_runs"] = len(parts) + 1
     return jobs, run
+
+
+def _jobs(run_dir: Path, run_id: str, host_run: str, meta: dict) -> pd.DataFrame:
+    jobs = pd.read_csv(run_dir / "jobs.csv")
+    jobs = jobs.rename(columns={c: c[len("label_") :] for c in jobs.columns if c.startswith("label_")})
+    jobs.insert(0, "run_id", run_id)
+    if host_run or (run_dir / "hosts").is_dir():
+        jobs["host_run"] = host_run
+        jobs["run_host"] = (meta.get("host") or {}).get("hostname")
+    return jobs
 
 
 def collect(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:

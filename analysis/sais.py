@@ -67,6 +67,8 @@ FIG_NAME = "bandwidth.png"
 TEXT = ["run_id", "job_id", "name", "kind", "policy", "mode", "reader"]
 KEY = ["servers", "client_links", "transfer_size_bytes", "clients", "client_hosts"]
 DEFAULTS = {"client_hosts": 1}  # runs made before a key existed had its default
+# One run per client host (an inventory) is summed only when they read at the same time.
+MIN_HOST_OVERLAP = 0.9
 PMU_REASON_DEFAULT = "no perf table for the run (perf monitor disabled)"
 
 
@@ -125,6 +127,23 @@ def key_value(row: pd.Series, k: str) -> int:
     return DEFAULTS[k] if (v is None or pd.isna(v)) and k in DEFAULTS else int(v)
 
 
+def host_runs_overlap(g: pd.DataFrame) -> float | None:
+    """For a run made of one run per client host (analysis.collect's host_run): the time all of
+    them were reading, as a share of the longest one's reading (1: fully together); None for a
+    run of one host run. A host run reads from its readers' first start to their last end."""
+    if "host_run" not in g or g["host_run"].fillna("").nunique() < 2:
+        return None
+    t0 = g["result_start_epoch_s"].astype(float)
+    t1 = t0 + g["runtime_s"].astype(float)
+    spans = (
+        pd.DataFrame({"h": g["host_run"].fillna(""), "t0": t0, "t1": t1}).groupby("h").agg({"t0": "min", "t1": "max"})
+    )
+    longest = float((spans["t1"] - spans["t0"]).max())
+    if not longest > 0:
+        return 0.0
+    return max(0.0, float(spans["t1"].min() - spans["t0"].max())) / longest
+
+
 def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) -> pd.DataFrame:
     """One row per read run: labels, bandwidth, read time, the PMU totals."""
     rd = jobs[jobs["kind"] == "read"]
@@ -132,6 +151,16 @@ def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log
     for rid, g in rd.groupby("run_id", sort=True):
         ok = g["exit_code"].eq(0).all() and g["result_read_bw_mean_mib_s"].notna().all()
         first = g.iloc[0]
+        together = host_runs_overlap(g)
+        if together is not None and together < MIN_HOST_OVERLAP:
+            ok = False
+            log.add(
+                "bandwidth",
+                f"the client hosts' runs read at different times (their reading overlapped {100 * together:.0f} %, "
+                f"below {100 * MIN_HOST_OVERLAP:.0f} %): their bandwidths cannot be summed",
+                "analysis.sais",
+                rid,
+            )
         perf, why = perf_totals(dirs.get(rid))
         if why:
             log.add("unhalted cycles, L2 misses", why, "analysis.sais", rid)
@@ -149,7 +178,7 @@ def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log
                 **perf,
             }
         )
-        if not ok:
+        if not ok and (together is None or together >= MIN_HOST_OVERLAP):
             log.add("bandwidth", "a client job failed or printed no result", "analysis.sais", rid)
     return pd.DataFrame(rows)
 

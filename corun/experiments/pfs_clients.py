@@ -4,6 +4,7 @@ volfiles `scripts/pfs up` writes there, the striped reader, and a command run on
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from corun.errors import ConfigError
@@ -11,20 +12,37 @@ from corun.testbed import inventory
 from corun.util import repo_root
 
 
-def client_name(sec: dict, experiment: str, host: int = 0) -> str:
-    """Client host number `host` (0: the client): on the netns cluster its host host + 1 (the
-    client hosts come first, the data servers after them), else cluster.client or the group's
-    first host (one client host: check_cluster)."""
+def client_names(sec: dict, experiment: str, hosts: int = 1, servers: int = 0) -> list[str]:
+    """The first `hosts` client hosts, the client first: on the netns cluster its hosts 1 to
+    hosts (the data servers after them); on an inventory cluster.client (or the group's first
+    host) and the hosts after it in the group's order, as corun.testbed.pfs picks them, with
+    `servers` more hosts left for the data servers."""
     c = sec["cluster"]
     if c["kind"] == "netns":
-        return f"{c['prefix']}-n{host + 1}"
-    if host:
+        return [f"{c['prefix']}-n{i + 1}" for i in range(hosts)]
+    names = _host_names(str(c["inventory"]), c["group"], f"{experiment}.cluster.inventory")
+    client = c["client"] or names[0]
+    rest = [n for n in names if n != client]
+    if hosts + servers > len(names):
         raise ConfigError(
-            f"{experiment} config", f"{experiment}.client_hosts", host + 1, "1 with cluster.kind inventory"
+            f"{experiment}.cluster.inventory",
+            f"{experiment}.client_hosts",
+            hosts,
+            f"at most {len(names) - servers} beside {servers} data server(s): "
+            f"{c['inventory']} has {len(names)} hosts in group {c['group']}",
         )
-    if c["client"]:
-        return c["client"]
-    return inventory.load(c["inventory"], c["group"], f"{experiment}.cluster.inventory")[0].name
+    return [client] + rest[: hosts - 1]
+
+
+@functools.lru_cache(maxsize=16)
+def _host_names(path: str, group: str, source: str) -> list[str]:
+    """The group's host names, read once per process (ansible-inventory takes about 0.5 s)."""
+    return [h.name for h in inventory.load(path, group, source)]
+
+
+def client_name(sec: dict, experiment: str, host: int = 0) -> str:
+    """Client host number `host` (0: the client; client_names)."""
+    return client_names(sec, experiment, host + 1)[host]
 
 
 def pfs_root(sec: dict, data_dir: Path) -> str:

@@ -24,7 +24,15 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.experiments.base import RUN_OVERHEAD_S, Experiment
-from corun.experiments.pfs_clients import check_cluster, client_name, in_client, pfs_read, pfs_root, volfiles
+from corun.experiments.pfs_clients import (
+    check_cluster,
+    client_name,
+    client_names,
+    in_client,
+    pfs_read,
+    pfs_root,
+    volfiles,
+)
 from corun.util import atomic_write_json, atomic_write_text, repo_root
 
 NAME = "sais"
@@ -118,7 +126,21 @@ def monitors(cfg: dict) -> dict:
     }
 
 
-def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
+def companions(sec: dict, hosts: int) -> bool:
+    """Whether a run of `hosts` client hosts is one corun run per client host (on an inventory:
+    each host applies the steering policy to its own NICs and records its own monitors) rather
+    than one run whose jobs enter every client host's namespace (the netns cluster)."""
+    return sec["cluster"]["kind"] != "netns" and hosts > 1
+
+
+def companion_name(run: str, host: int) -> str:
+    """The spec (and run folder, RUNS/<run>/hosts/<this>) of client host `host` >= 1 of a run."""
+    return f"{run}.h{host}"
+
+
+def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) -> dict:
+    """The run's spec: every client host's readers, or with only_host those of one client host
+    (a companion run on an inventory; host 0's spec is the run's own)."""
     sec = section(cfg)
     hosts = p["client_hosts"]
 
@@ -156,11 +178,14 @@ def make_spec(cfg: dict, p: dict, data_dir: Path) -> dict:
             "result": "json",
             "labels": {"client": i, "client_host": h},
         }
-        for h in range(hosts)
+        for h in (range(hosts) if only_host is None else [only_host])
         for i in range(p["clients"])
     ]
+    name = run_name(p) if not only_host else companion_name(run_name(p), only_host)
+    if only_host is not None:
+        labels["client_host_run"] = only_host
     return {
-        "name": f"{NAME}-{run_name(p)}",
+        "name": f"{NAME}-{name}",
         "labels": labels,
         "jobs": jobs,
         "scheduler": {"name": p["policy"], "params": policy_params(sec, p["policy"], p["servers"], hosts)},
@@ -250,14 +275,6 @@ class Sais(Experiment):
                 source, f"{NAME}.pm.request_size_bytes", sec["pm"]["request_size_bytes"], f"a multiple of {strip}"
             )
         check_cluster(sec, NAME, source)
-        if sec["cluster"]["kind"] != "netns" and max(sec["client_hosts"]) > 1:
-            raise ConfigError(
-                source,
-                f"{NAME}.client_hosts",
-                sec["client_hosts"],
-                "[1] with cluster.kind inventory (several client hosts run on the netns cluster: "
-                "a run applies its steering policy on the one host it runs on)",
-            )
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
         sec = section(cfg)
@@ -276,9 +293,15 @@ class Sais(Experiment):
         client = client_name(sec, NAME)
         for servers, links, hosts in groups(sec):
             pts = points(sec, servers, links, hosts)
+            split = companions(sec, hosts)
+            client_names(sec, NAME, hosts, servers)  # enough hosts for the group, before any spec
             for p in pts:
-                spec = make_spec(cfg, p, data_dir)
+                spec = make_spec(cfg, p, data_dir, 0 if split else None)
                 atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(spec, sort_keys=False))
+                for h in range(1, hosts) if split else []:
+                    spec = make_spec(cfg, p, data_dir, h)
+                    name = companion_name(run_name(p), h)
+                    atomic_write_text(out_dir / f"{name}.yaml", yaml.safe_dump(spec, sort_keys=False))
             n += len(pts)
             write = [
                 pfs_read(),
@@ -306,6 +329,11 @@ class Sais(Experiment):
                     "client_volfiles": {
                         client_name(sec, NAME, h): volfiles(sec, NAME, data_dir, servers, h) for h in range(hosts)
                     },
+                    # on an inventory, client host h >= 1 runs RUNS/<run>/hosts/<run>.h<h> at the same time
+                    "companions": [
+                        {"host": client_name(sec, NAME, h), "suffix": companion_name("", h)}
+                        for h in (range(1, hosts) if split else [])
+                    ],
                     "write_cmd": in_client(sec, NAME, write),
                 }
             )

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -132,20 +134,27 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
         log(f"{len(cmds)} file(s) written")
         counters = group.get("counters")
         plan = counters_plan(cfg_file) if counters is not None else None
+        comp = companion_hosts(group)
         last = None  # the counters after the run before: nothing touches the servers in between
         for name in group["runs"]:
             out = runs / name
-            if (out / "metadata.json").exists():
+            if finished(out, comp):
                 done.append(name)
                 last = None
                 continue
             shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
+            for suffix, _ in comp:
+                shutil.rmtree(runs / f"{name}{suffix}", ignore_errors=True)
+                shutil.rmtree(runs / f"{name}{suffix}.incomplete", ignore_errors=True)
             if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
                 shutil.rmtree(Path(group["barrier_dir"]) / name, ignore_errors=True)
             t0 = time.monotonic()
             before = (last or read_counters(plan, counters)) if plan is not None else None
-            hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+            if comp:
+                run_with_companions(client, comp, specs, runs, name)
+            else:
+                hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
             if plan is not None:
                 after = last = read_counters(plan, counters)
                 atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
@@ -158,6 +167,74 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
     if errors:
         raise CorunError(errors[0])
     return done
+
+
+def companion_hosts(group: dict) -> list[tuple[str, inventory.Host]]:
+    """(spec suffix, host) of every client host after the first that runs its own run at the
+    same time as the client's (on an inventory, sais with several client hosts)."""
+    comp = group.get("companions") or []
+    if not comp:
+        return []
+    pfs = group["pfs"]
+    by = {h.name: h for h in inventory.load(pfs["inventory"], pfs.get("group", "testbed"))}
+    missing = [c["host"] for c in comp if c["host"] not in by]
+    if missing:
+        raise CorunError(f"pfs_runs: client host {missing[0]!r} is not a host of {pfs['inventory']}")
+    return [(c["suffix"], by[c["host"]]) for c in comp]
+
+
+def finished(out: Path, comp: list[tuple[str, inventory.Host]]) -> bool:
+    """The run and every companion run are in its folder (RUNS/<run>/hosts/<run><suffix>)."""
+    return (out / "metadata.json").exists() and all(
+        (out / "hosts" / f"{out.name}{suffix}" / "metadata.json").exists() for suffix, _ in comp
+    )
+
+
+def run_with_companions(
+    client: inventory.Host, comp: list[tuple[str, inventory.Host]], specs: Path, runs: Path, name: str
+) -> None:
+    """The run on the client and one companion run on every other client host, started together;
+    the companions' folders then move into RUNS/<name>/hosts/. Any failure removes them all."""
+    out = runs / name
+    jobs = [(client, specs / f"{name}.yaml", out)] + [
+        (h, specs / f"{name}{suffix}.yaml", runs / f"{name}{suffix}") for suffix, h in comp
+    ]
+    pool = ThreadPoolExecutor(max_workers=len(jobs))
+    futures = [pool.submit(hostmod.run_on_host, h, spec, o, []) for h, spec, o in jobs]
+    errors, waited = [], False
+    try:
+        for f in futures:
+            try:
+                f.result()
+            except CorunError as exc:
+                errors.append(str(exc))
+        waited = True
+    finally:
+        if not waited:  # stopped (a signal): end the ssh sessions and local runs the threads wait on
+            end_children()
+        pool.shutdown(wait=True, cancel_futures=True)
+    if errors:
+        for _, _, o in jobs:
+            shutil.rmtree(o, ignore_errors=True)
+        raise CorunError(f"pfs_runs: {name}: {errors[0]}")
+    (out / "hosts").mkdir(exist_ok=True)
+    for _, _, o in jobs[1:]:
+        os.replace(o, out / "hosts" / o.name)
+
+
+def end_children() -> None:
+    """SIGTERM to this process's child processes (each run's ssh or corun run)."""
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            try:
+                os.kill(int(stat.parent.name), signal.SIGTERM)
+            except OSError:
+                pass
 
 
 def counters_plan(cfg_file: Path):

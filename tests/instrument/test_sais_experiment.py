@@ -36,8 +36,6 @@ def cfg_with(section: dict) -> dict:
         ({"min_speedup_pct": 101}, "sais.min_speedup_pct: 101 (expected a number <= 100)"),
         ({"min_speedup_pct": "1%"}, "sais.min_speedup_pct: '1%' (expected a number"),
         ({"client_hosts": [0]}, "sais.client_hosts[0]: 0 (expected an integer >= 1)"),
-        ({"client_hosts": [2], "cluster": {"kind": "inventory", "inventory": "inv.yml", "pfs_root": "/srv"}},
-         "sais.client_hosts: [2] (expected [1] with cluster.kind inventory"),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
