@@ -116,10 +116,13 @@ def read_csv(path: str | os.PathLike, text_columns: list[str]) -> pd.DataFrame:
 
 
 def resolve_run_paths(runs: pd.DataFrame, runs_csv: str | os.PathLike, column: str = "metadata_path") -> list[Path]:
-    """Each run's `column` path: as given if it exists (absolute, or relative to cwd); else
-    relative to the runs.csv folder; else, for tables moved to another place or machine (an
-    extracted archive), the longest tail of the path found under the runs.csv folder or one of
-    its parents. A path found nowhere is returned as given (its reader reports it missing)."""
+    """Each run's `column` path. An absolute path as given if it exists. A relative path (the
+    workflow writes them relative to the repository root) under the runs.csv folder or the
+    nearest of its parents that holds it, so that the tables of another checkout are read with
+    that checkout's runs, not those of the current folder; else relative to the current folder.
+    Else, for tables moved to another place or machine (an extracted archive), the longest tail
+    of the path found under the runs.csv folder or one of its parents. A path found nowhere is
+    returned as given (its reader reports it missing)."""
     base = Path(runs_csv).parent
     out = []
     for i, value in enumerate(runs[column]):
@@ -130,10 +133,17 @@ def resolve_run_paths(runs: pd.DataFrame, runs_csv: str | os.PathLike, column: s
 
 
 def _find_moved(path: Path, base: Path) -> Path:
-    if not path.is_absolute() and (base / path).exists():
-        return base / path
-    if path.exists():
-        return path
+    if path.is_absolute():
+        if path.exists():
+            return path
+    else:
+        here = path.exists()
+        for root in [base, *base.resolve().parents]:
+            cand = root / path
+            if cand.exists():
+                return path if here and os.path.samefile(cand, path) else cand  # the same file: as given
+        if here:
+            return path
     parts = path.parts[1:] if path.is_absolute() else path.parts
     for k in range(max(1, len(parts) - 1)):  # longest tail first, at least two parts
         for root in [base, *list(base.parents)[:4]]:
