@@ -51,6 +51,7 @@ def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
         "memory_limit_bytes": (meta.get("memory_cap") or {}).get("limit_bytes"),
         "caches_dropped": meta.get("caches_dropped"),
         "duration_s": meta.get("duration_s"),
+        "steal_pct": (meta.get("machine_cpu") or {}).get("steal_pct"),
         "status": meta.get("status"),
         "host": (meta.get("host") or {}).get("hostname"),
         "metadata_path": str(meta_path),

@@ -21,6 +21,7 @@ import csv
 import html
 import json
 import os
+import statistics
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +41,8 @@ VERDICTS = {
     ),
 }
 NOT_RECORDED = "not recorded"
+# a run whose CPUs lost more than this share of their time to the VM's host is pointed out
+STEAL_NOTE_PCT = 5.0
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;
@@ -154,21 +157,52 @@ def _params(params: object) -> str | None:
     return "; ".join(f"{k}={v}" for k, v in params.items())
 
 
+PER_RUN = ("run_id", "start", "end", "steal_pct")
+
+
 def _grouped_runs(runs: list[dict]) -> list[dict]:
-    """Runs that agree on everything but run_id, start and end, merged into one row."""
+    """Runs that agree on everything but run_id, start, end and steal, merged into one row."""
     groups: dict[str, dict] = {}
     for run in runs:
-        key = json.dumps({k: v for k, v in run.items() if k not in ("run_id", "start", "end")}, sort_keys=True)
-        g = groups.setdefault(key, {**run, "run_ids": [], "starts": [], "ends": []})
+        key = json.dumps({k: v for k, v in run.items() if k not in PER_RUN}, sort_keys=True)
+        g = groups.setdefault(key, {**run, "run_ids": [], "starts": [], "ends": [], "steals": []})
         g["run_ids"].append(run["run_id"])
         g["starts"].append(run["start"])
         g["ends"].append(run["end"])
+        if run.get("steal_pct") is not None:
+            g["steals"].append(run["steal_pct"])
     for g in groups.values():
         starts = [s for s in g["starts"] if s]
         ends = [e for e in g["ends"] if e]
         g["start"] = min(starts) if starts else None
         g["end"] = max(ends) if ends else None
     return list(groups.values())
+
+
+def _steal_cell(steals: list[float]) -> str | None:
+    """'median / max' of the runs' steal, or None when no run recorded it."""
+    if not steals:
+        return None
+    return f"{statistics.median(steals):.1f} / {max(steals):.1f}"
+
+
+def steal_note(runs: list[dict]) -> str | None:
+    """One sentence on the CPU time the VM's host took during the runs, or None when no run
+    recorded it (runs from before it was recorded, or a machine without the counter)."""
+    steals = [r["steal_pct"] for r in runs if r.get("steal_pct") is not None]
+    if not steals:
+        return None
+    above = sum(1 for v in steals if v > STEAL_NOTE_PCT)
+    text = (
+        f"CPU time the VM's host took from this machine while the jobs ran (steal): median "
+        f"{statistics.median(steals):.1f} %, at most {max(steals):.1f} %, over {len(steals)} runs"
+    )
+    if above:
+        return (
+            text + f"; {above} of them above {STEAL_NOTE_PCT:g} %: their timings carry noise that no "
+            "scheduler caused, and a verdict resting on small differences may not hold on a quieter machine."
+        )
+    return text + "."
 
 
 def _run_ids(ids: list[str]) -> str:
@@ -259,6 +293,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
             + _cell(g["start"], missing_word=NOT_RECORDED)
             + _cell(g["end"], missing_word=NOT_RECORDED)
             + _cell(version, missing_word=NOT_RECORDED)
+            + _cell(_steal_cell(g["steals"]), missing_word=NOT_RECORDED)
             + advice_cell
             + "</tr>"
         )
@@ -279,11 +314,15 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
                     "first start (UTC)",
                     "last end (UTC)",
                     "corun",
+                    "CPU steal % (median / max)",
                     "advice",
                 ],
                 rows,
             )
         )
+        note = steal_note(section["runs"])
+        if note:
+            out.append(f'<p class="steal">{esc(note)}</p>')
     else:
         out.append('<p class="na">No run metadata.</p>')
 

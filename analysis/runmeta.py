@@ -40,6 +40,10 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def format_throttle(throttle: object) -> str | None:
     """'read 50 MB/s (50000000 B/s)' for a read cap, 'none' when the run had no throttle."""
     if throttle is None:
@@ -78,6 +82,7 @@ def summarize_metadata(path: str | os.PathLike) -> dict:
         "start": _iso_utc(meta.get("start_epoch_s")),
         "end": _iso_utc(meta.get("end_epoch_s")),
         "advice": [str(a) for a in advice] if isinstance(advice, list) else [str(advice)],
+        "steal_pct": _number((meta.get("machine_cpu") or {}).get("steal_pct")),
         "git_describe": _text(meta.get("git_describe")),
         "corun_version": _text(meta.get("corun_version")),
     }

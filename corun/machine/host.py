@@ -116,6 +116,53 @@ def virtualized() -> bool:
     return " hypervisor" in (_read("/proc/cpuinfo", "") or "")
 
 
+# the aggregate "cpu" line of /proc/stat, in its order (steal from Linux 2.6.11 on)
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_ticks(text: str | None = None) -> dict | None:
+    """All CPUs' cumulative time by kind, in clock ticks, from /proc/stat's "cpu" line (TEXT:
+    that file's content; default: read it). None when the line is not there."""
+    if text is None:
+        text = _read("/proc/stat", "") or ""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            values = [int(v) for v in parts[1:]]
+            return dict(zip(CPU_FIELDS, values))
+    return None
+
+
+def cpu_shares(before: dict | None, after: dict | None, interval_s: float) -> dict:
+    """What the machine's CPUs did between two cpu_ticks() readings, in % of all CPUs' time:
+    busy (user, nice, system, irq, softirq), iowait, idle and steal (time the VM's host gave
+    to others while this VM wanted to run: noise no run can control). None where not known."""
+    out = {
+        "interval_s": round(interval_s, 3),
+        "busy_pct": None,
+        "iowait_pct": None,
+        "idle_pct": None,
+        "steal_pct": None,
+    }
+    if not before or not after:
+        return {**out, "reason": "no cpu line in /proc/stat"}
+    delta = {k: after[k] - before[k] for k in after if k in before}
+    total = sum(delta.values())
+    if total <= 0:
+        return {**out, "reason": "no clock ticks passed between the two readings"}
+    busy = sum(delta.get(k, 0) for k in ("user", "nice", "system", "irq", "softirq"))
+    out.update(
+        busy_pct=round(100 * busy / total, 2),
+        iowait_pct=round(100 * delta.get("iowait", 0) / total, 2),
+        idle_pct=round(100 * delta.get("idle", 0) / total, 2),
+    )
+    if "steal" in delta:
+        out["steal_pct"] = round(100 * delta["steal"] / total, 2)
+    else:
+        out["reason"] = "/proc/stat has no steal column (kernel before 2.6.11)"
+    return out
+
+
 def host_state() -> dict:
     u = os.uname()
     return {

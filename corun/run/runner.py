@@ -37,6 +37,7 @@ from corun import config
 from corun.errors import ConfigError, CorunError
 from corun.machine import cgroup as cg
 from corun.machine import device as devmod
+from corun.machine import host as hostmod
 from corun.machine import topology
 from corun.machine.recovery import recover_stale
 from corun.machine.rotating_disk import RunDevice
@@ -295,7 +296,10 @@ class Runner:
         }
         try:
             self._setup_machine()
+            # what the machine's CPUs did while the jobs ran (steal: the VM's host took them)
+            cpu0, mono0 = hostmod.cpu_ticks(), time.monotonic()
             self._execute()
+            self.meta["machine_cpu"] = hostmod.cpu_shares(cpu0, hostmod.cpu_ticks(), time.monotonic() - mono0)
             ok = self.stop_reason is None
         finally:
             self._teardown()

@@ -78,6 +78,14 @@ def test_summarize_metadata_keeps_unrecorded_as_none(tmp_path):
     assert s["host"] is None and s["start"] is None and s["throttle"] == "none"
 
 
+def test_summarize_metadata_takes_the_runs_cpu_steal(tmp_path):
+    path = tmp_path / "metadata.json"
+    path.write_text(json.dumps({"run_id": "r1", "machine_cpu": {"interval_s": 2.0, "steal_pct": 7.25}}))
+    assert runmeta.summarize_metadata(path)["steal_pct"] == 7.25
+    path.write_text(json.dumps({"run_id": "r1", "machine_cpu": {"steal_pct": None, "reason": "no steal column"}}))
+    assert runmeta.summarize_metadata(path)["steal_pct"] is None
+
+
 def test_collect_missing_counts_runs():
     assert runmeta.collect_missing(META) == [
         {
@@ -229,3 +237,34 @@ def test_sections_keep_their_own_folders(tmp_path):
     report.write_report([a, b], out, "T")
     text = out.read_text()
     assert text.count("<section ") == 2 and "no valid k=1 job: T_1-c undefined" in text
+
+
+def _runs_with_steal(steals):
+    base = runmeta.summarize_metadata(META[0])
+    return [{**base, "run_id": f"r{i}", "steal_pct": v} for i, v in enumerate(steals)]
+
+
+def test_report_runs_keep_one_row_and_show_steal_median_and_max(tmp_path):
+    # runs that differ in steal alone are still one row; the cell is median / max
+    path = write_section(tmp_path / "demo", runs=_runs_with_steal([1.0, 2.0, 12.5, None]))
+    out = tmp_path / "report.html"
+    report.write_report([path], out, "T")
+    text = out.read_text()
+    assert "<h3>Runs (4)</h3>" in text
+    assert "<td>4</td>" in text  # one row of four runs
+    assert "<td>2.0 / 12.5</td>" in text
+    assert "over 3 runs; 1 of them above 5 %" in text
+
+
+def test_steal_note_only_when_recorded_and_quiet_runs_are_not_flagged():
+    assert report.steal_note(_runs_with_steal([None, None])) is None
+    note = report.steal_note(_runs_with_steal([0.5, 4.9, 5.0]))
+    assert note.endswith("median 4.9 %, at most 5.0 %, over 3 runs.")
+    assert "above" not in note
+
+
+def test_section_with_a_non_number_steal_is_one_line_error(tmp_path):
+    path = write_section(tmp_path / "demo", runs=_runs_with_steal(["high"]))
+    with pytest.raises(AnalysisInputError) as err:
+        report.load_section(path)
+    assert "steal_pct" in str(err.value) and "\n" not in str(err.value)

@@ -384,6 +384,29 @@ def test_memory_cap_shared_by_the_jobs_and_removed(disk_tmp):
     assert not list((CGROUP_ROOT / "memory" / "corun").glob("memcap-*"))
 
 
+def test_run_records_what_the_machines_cpus_did_while_the_jobs_ran(disk_tmp):
+    # one job keeps one CPU busy for about a second: the run's share of busy time shows it
+    spin = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 1.0: pass"
+    spec = write_spec(
+        disk_tmp / "s.yaml",
+        {
+            "name": "cpu",
+            "jobs": [{"name": "spin", "cmd": [PY, "-c", spin]}],
+            "device": {"path": str(disk_tmp)},
+            "monitors": {"enabled": []},
+        },
+    )
+    out = disk_tmp / "run"
+    res = corun("run", str(spec), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    cpu = json.loads((out / "metadata.json").read_text())["machine_cpu"]
+    assert cpu["interval_s"] >= 1.0
+    shares = [cpu[k] for k in ("busy_pct", "iowait_pct", "idle_pct", "steal_pct")]
+    assert all(v is not None and 0 <= v <= 100 for v in shares), cpu
+    assert cpu["busy_pct"] >= 50 / os.cpu_count()
+    assert sum(shares) <= 100.5  # irq, softirq and nice are in busy; guest time is in user
+
+
 def test_one_run_at_a_time_on_a_machine(disk_tmp):
     specs = []
     for name, secs in (("first", "4"), ("second", "0.1")):
