@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
+from corun.machine.host import CPU_FIELDS
 from corun.monitors.base import (
     MonitorContext,
     SampledMonitor,
@@ -45,7 +46,8 @@ from corun.monitors.base import (
 
 NAME = "cpustat"
 RAW_FILE = "cpustat.csv"
-STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# /proc/stat's columns, as the run's own CPU accounting reads them (corun.machine.host)
+STAT_FIELDS = CPU_FIELDS
 
 RAW_FIELDS = [
     "epoch_s",
