@@ -9,11 +9,18 @@ number of jobs, their summed and largest wall time, and the share of the workflo
 the workflow's span, the summed job time and the gap between them (Snakemake's own work: DAG,
 scheduling, checks). With `make run` (one core, jobs one after another) the rules `run_<exp>`
 are the measurements and the rest is the instrument's own cost around them.
+
+    .venv/bin/python bench/workflow_times.py --runs results/local
+
+adds, per experiment, where its runs' own wall time went (metadata.json `phases_s`): the
+process's start, prepare, set-up, jobs, teardown and tables, summed over its runs. A run's
+rule time beyond these is the runner's wrapper (a netns cluster brought up and down, say).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections import defaultdict
@@ -57,9 +64,49 @@ def parse(lines: list[str]) -> tuple[list[tuple[str, float]], float]:
     return done, span
 
 
+PHASES = ["process_start_s", "prepare_s", "setup_s", "jobs_s", "teardown_s", "tables_s"]
+
+
+def run_phases(results: Path) -> dict[str, dict[str, float]]:
+    """{experiment: {phase: seconds summed over its runs, "runs": n, "unrecorded": n}} from
+    RESULTS/<experiment>/runs/<run>/metadata.json (a run's client hosts' runs beside it too)."""
+    out: dict[str, dict[str, float]] = {}
+    for meta_path in sorted(results.glob("*/runs/*/metadata.json")):
+        exp = meta_path.parents[2].name
+        acc = out.setdefault(exp, {"runs": 0, "unrecorded": 0, **{k: 0.0 for k in PHASES}})
+        acc["runs"] += 1
+        try:
+            phases = json.loads(meta_path.read_text()).get("phases_s")
+        except (OSError, ValueError):
+            phases = None
+        if not phases:
+            acc["unrecorded"] += 1
+            continue
+        for k in PHASES:
+            acc[k] += phases.get(k) or 0.0
+    return out
+
+
+def print_phases(results: Path) -> int:
+    per = run_phases(results)
+    if not per:
+        print(f"workflow_times: {results}: no run with a metadata.json under */runs/", file=sys.stderr)
+        return 1
+    heads = [k.removesuffix("_s") for k in PHASES]
+    print(f"\nwhere the runs' own wall time went (s, summed over runs), {results}")
+    print(f"{'experiment':<22} {'runs':>5} " + " ".join(f"{h:>13}" for h in heads) + f" {'not jobs':>9}")
+    for exp, acc in sorted(per.items(), key=lambda kv: -kv[1]["jobs_s"]):
+        other = sum(acc[k] for k in PHASES if k != "jobs_s")
+        note = f"  ({acc['unrecorded']} runs without phases_s)" if acc["unrecorded"] else ""
+        cells = " ".join(f"{acc[k]:>13.1f}" for k in PHASES)
+        print(f"{exp:<22} {acc['runs']:>5} {cells} {other:>9.1f}{note}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("log", nargs="?", help="a Snakemake log (default: the newest in .snakemake/log)")
+    ap.add_argument("--runs", type=Path, help="a results folder (results/local): per-experiment run phases")
     a = ap.parse_args(argv)
     if a.log:
         path = Path(a.log)
@@ -82,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     for rule, xs in sorted(per.items(), key=lambda kv: -sum(kv[1])):
         print(f"{rule:<34} {len(xs):>5} {sum(xs):>8.0f} {max(xs):>7.0f} {100 * sum(xs) / max(span, 1):>7.1f}")
     print(f"{'(between jobs: Snakemake itself)':<34} {'':>5} {max(span - total, 0):>8.0f}")
-    return 0
+    return print_phases(a.runs) if a.runs else 0
 
 
 if __name__ == "__main__":

@@ -336,6 +336,13 @@ class RotatingDisk:
         self.daemon_action: dict | None = None
         self.populated: list[dict] = []
         self.final_state: dict | None = None
+        self.steps_s: dict[str, float] = {}  # set-up steps' wall time
+        self._t_step = 0.0
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.steps_s[step] = round(now - self._t_step, 4)
+        self._t_step = now
 
     # ------------------------------------------------------------ set-up
     def argv(self) -> list[str]:
@@ -377,6 +384,7 @@ class RotatingDisk:
         Path(self.fuse_dir).mkdir(exist_ok=True)
         self.state_file.unlink(missing_ok=True)
         j = self.journal
+        self._t_step = time.monotonic()
         # 1. the daemon
         self.daemon_action = j.push(
             {
@@ -406,6 +414,7 @@ class RotatingDisk:
         self.fuse_conn = _fuse_conn(self.fuse_dir)
         self.daemon_action["fuse_conn"] = self.fuse_conn
         j.update(self.daemon_action)
+        self.lap("daemon")
         # 2. the loop device, direct I/O on the served file
         j.push(
             {"kind": "rotating_disk_loop", "what": "loop device of the rotating_disk emulator", "backing": self.image}
@@ -414,6 +423,7 @@ class RotatingDisk:
         name = Path(self.loop).name
         if Path(f"/sys/block/{name}/loop/dio").read_text().strip() != "1":
             raise CorunError(f"{self.loop}: direct I/O is off (losetup --direct-io=on was refused)")
+        self.lap("loop")
         # 3. host queue settings
         self.apply_host_settings(name)
         # 4. file system and mount
@@ -422,6 +432,7 @@ class RotatingDisk:
             "mkfs.ext4 on the emulated disk",
             timeout=600,
         )
+        self.lap("mkfs")
         j.push(
             {
                 "kind": "rotating_disk_mount",
@@ -450,6 +461,7 @@ class RotatingDisk:
             )
             self._step(["mount", "-t", "ext4", self.loop, str(stage)], "staging mount of the emulated disk")
             self.populated = fill(str(stage)) if fill else []
+            self.lap("fill")
             err = j.undo(st)
             if err:
                 raise CorunError(f"staging mount of the emulated disk: {err}")
@@ -469,17 +481,20 @@ class RotatingDisk:
         self.apply_host_settings(name)
         self.host.after_mount = self.read_host_settings(name)
         self.verify_host_settings()
+        self.lap("mount")
         if timed:
             self.go_timed()
 
     def go_timed(self) -> None:
         """End the daemon's untimed start (SIGUSR2): from now on the model times every request."""
+        self._t_step = time.monotonic()
         os.sync()
         self.proc.send_signal(signal.SIGUSR2)
         end = time.monotonic() + 10
         while True:
             s = self._read_state()
             if s and s.get("timed"):
+                self.lap("go_timed")
                 return
             self.check()
             if time.monotonic() > end:
@@ -627,6 +642,7 @@ class RotatingDisk:
             },
             "daemon_rt_priority": s.get("rt_priority"),
             "daemon_rt_priority_error": s.get("rt_priority_error"),
+            "setup_steps_s": self.steps_s,
         }
 
 
@@ -817,6 +833,7 @@ class RunDevice:
         self.block_name = name
         self.populated = _populate(self.dspec.get("populate") or [], target)
         if self.disk:
+            self.disk.lap("fill")
             self.disk.go_timed()
         return name
 

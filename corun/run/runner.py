@@ -274,6 +274,9 @@ class Runner:
 
     # ---------------------------------------------------------------- run
     def run(self) -> Path:
+        # where the run's wall time went (metadata.json phases_s): a campaign pays all of it
+        t_phase = time.monotonic()
+        self.phases: dict[str, float | None] = {"process_start_s": process_age_s()}
         for line in recover_stale():
             print(f"corun: {line}", file=sys.stderr)
         self.prepare()
@@ -294,15 +297,21 @@ class Runner:
             "teardown_errors": [],
             "machine_lock": self.lock_wait,
         }
+        self.phases["prepare_s"] = _lap(t_phase)
+        t_phase = time.monotonic()
         try:
             self._setup_machine()
+            self.phases["setup_s"] = _lap(t_phase)
             # what the machine's CPUs did while the jobs ran (steal: the VM's host took them)
             cpu0, mono0 = hostmod.cpu_ticks(), time.monotonic()
             self._execute()
             self.meta["machine_cpu"] = hostmod.cpu_shares(cpu0, hostmod.cpu_ticks(), time.monotonic() - mono0)
+            self.phases["jobs_s"] = _lap(mono0)
             ok = self.stop_reason is None
         finally:
+            t_phase = time.monotonic()
             self._teardown()
+            self.phases["teardown_s"] = _lap(t_phase)
             for s, h in old_handlers.items():
                 signal.signal(s, h)
             self._lock_fh.close()  # releases the machine lock
@@ -310,6 +319,7 @@ class Runner:
                 atomic_write_json(
                     self.tmp / "status.json", {"state": "interrupted", "reason": self.stop_reason or "error"}
                 )
+        self._t_finish = time.monotonic()
         return self._finish()
 
     def _lock_machine(self) -> None:
@@ -806,6 +816,9 @@ class Runner:
                 "status": "ok" if not failed else "jobs_failed",
             }
         )
+        # prepare: spec checks and the machine lock (its wait is machine_lock); tables: jobs.csv
+        # and the monitors' tidy tables, up to this file
+        meta["phases_s"] = {**self.phases, "tables_s": _lap(self._t_finish)}
         if self.device_after.get("elevator") != self.device_before.get("elevator"):
             meta["teardown_errors"].append(
                 f"elevator of {self.device.name} is {self.device_after.get('elevator')} after the run, "
@@ -952,6 +965,23 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+
+
+def _lap(since: float) -> float:
+    return round(time.monotonic() - since, 4)
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (interpreter start, imports, parsing), from
+    /proc/self/stat and /proc/uptime; None where they cannot be read."""
+    ticks = proc_starttime(os.getpid())
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if ticks is None:
+        return None
+    return round(max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK")), 3)
 
 
 def run_spec_file(spec_path: str | Path, out_dir: str | Path, **kw) -> Path:

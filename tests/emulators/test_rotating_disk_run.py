@@ -130,6 +130,9 @@ def test_run_on_the_emulated_disk_records_model_settings_and_counters(tmp_path):
     }
     c = ds["counters"]
     assert c["bytes_read"] >= 16 << 20 and c["requests"] > 0 and c["lateness_p99_ms"] is not None
+    # the set-up's steps, timed (a campaign pays them on every run)
+    assert set(ds["setup_steps_s"]) == {"daemon", "loop", "mkfs", "mount", "fill", "go_timed"}
+    assert all(v >= 0 for v in ds["setup_steps_s"].values())
     assert ds["daemon_status"] == "exited"
     assert meta["device"]["name"].startswith("loop") and meta["device"]["rotational"] is True
     assert (out / "device" / "state.json").exists()
@@ -204,6 +207,7 @@ def test_overlay_keeps_the_jobs_input_paths(tmp_path):
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
     ds = meta["device_setup"]
     assert ds["overlay"] is True and ds["counters"]["bytes_read"] >= 8 << 20
+    assert set(ds["setup_steps_s"]) == {"daemon", "loop", "mkfs", "fill", "mount", "go_timed"}
     assert ds["populated"] == [{"src": str(data / "inputs"), "dst": str(data / "inputs")}]
     assert rd._mount_entry(str(data)) is None
     assert (data / "other.txt").read_text() == "not copied" and (data / "inputs" / "in.bin").read_bytes() == payload

@@ -54,3 +54,33 @@ def test_the_table_lists_rules_by_time(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[2].split()[:3] == ["run_x", "2", "35"]
     assert out[3].split()[:3] == ["make_x_data", "1", "1"]
+
+
+def test_run_phases_are_summed_per_experiment_and_runs_without_them_are_counted(tmp_path, capsys):
+    import json
+
+    def run(exp, name, phases):
+        d = tmp_path / exp / "runs" / name
+        d.mkdir(parents=True)
+        meta = {"phases_s": phases} if phases else {}
+        (d / "metadata.json").write_text(json.dumps(meta))
+
+    p = {"process_start_s": 0.3, "prepare_s": 0.1, "setup_s": 1.0, "jobs_s": 4.0, "teardown_s": 0.5, "tables_s": 0.1}
+    run("a", "r1", p)
+    run("a", "r2", {**p, "jobs_s": 6.0})
+    run("a", "old", None)
+    run("b", "r1", p)
+    per = bench.run_phases(tmp_path)
+    assert per["a"]["runs"] == 3 and per["a"]["unrecorded"] == 1
+    assert per["a"]["jobs_s"] == 10.0 and abs(per["a"]["setup_s"] - 2.0) < 1e-9
+    assert per["b"]["runs"] == 1
+    assert bench.print_phases(tmp_path) == 0
+    rows = capsys.readouterr().out.splitlines()
+    a_row = next(r for r in rows if r.startswith("a "))
+    assert a_row.split()[:10] == ["a", "3", "0.6", "0.2", "2.0", "10.0", "1.0", "0.2", "4.0", "(1"]
+    assert a_row.endswith("(1 runs without phases_s)")
+
+
+def test_a_results_folder_without_runs_is_an_error(tmp_path, capsys):
+    assert bench.print_phases(tmp_path) == 1
+    assert "no run" in capsys.readouterr().err

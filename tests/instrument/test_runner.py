@@ -405,6 +405,11 @@ def test_run_records_what_the_machines_cpus_did_while_the_jobs_ran(disk_tmp):
     assert all(v is not None and 0 <= v <= 100 for v in shares), cpu
     assert cpu["busy_pct"] >= 50 / os.cpu_count()
     assert sum(shares) <= 100.5  # irq, softirq and nice are in busy; guest time is in user
+    # where the run's wall time went: the jobs' phase holds the spinning second
+    phases = json.loads((out / "metadata.json").read_text())["phases_s"]
+    assert set(phases) == {"process_start_s", "prepare_s", "setup_s", "jobs_s", "teardown_s", "tables_s"}
+    assert 1.0 <= phases["jobs_s"] < 10, phases
+    assert all(v is not None and 0 <= v < phases["jobs_s"] for k, v in phases.items() if k != "jobs_s"), phases
 
 
 def test_one_run_at_a_time_on_a_machine(disk_tmp):
