@@ -1,14 +1,20 @@
 """The hosts of an Ansible inventory, and how to reach each of them.
 
 corun reads inventories through `ansible-inventory --list`, so every format Ansible accepts
-(INI, YAML, group_vars beside the file) means the same here as in provisioning. A host is
+(INI, YAML, group_vars beside the file) means the same here as in provisioning. The listing of a
+static inventory (files, no plugin and no script) is kept in the state folder under the hash of
+everything it was read from (the files, group_vars and host_vars beside them, Ansible's config
+file and ANSIBLE_* settings), so the runs of a campaign read an unchanged inventory once: each
+listing costs about half a second of Ansible's start-up. A host is
 local (`ansible_connection: local`) or reached with ssh using its ansible_host, ansible_port,
 ansible_user, ansible_ssh_private_key_file, ansible_ssh_common_args and ansible_ssh_extra_args.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
@@ -18,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corun.errors import ConfigError, CorunError
+from corun.machine.state import state_dir
+from corun.util import atomic_write_json
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 LOCAL_NAMES = ("localhost", "local")
@@ -74,11 +82,64 @@ def ansible_inventory_program() -> str:
     return found
 
 
+PLUGIN_LINE = re.compile(rb"^\s*plugin\s*:", re.M)
+
+
+def _inventory_files(p: Path) -> list[Path] | None:
+    """Every file whose content an `ansible-inventory --list` of P depends on, or None when
+    that is not only files (a script, an inventory plugin, a folder we cannot read)."""
+    roots = [p] + [p.parent / d if p.is_file() else p / d for d in ("group_vars", "host_vars")]
+    files: list[Path] = []
+    for root in roots:
+        if not root.exists():
+            continue
+        found = [root] if root.is_file() else sorted(f for f in root.rglob("*") if not f.is_dir())
+        for f in found:
+            try:
+                if not f.is_file() or f.stat().st_mode & 0o111 or PLUGIN_LINE.search(f.read_bytes()):
+                    return None
+            except OSError:
+                return None
+            files.append(f)
+    return files
+
+
+def _listing_key(p: Path) -> str | None:
+    files = _inventory_files(p)
+    if files is None:
+        return None
+    h = hashlib.sha256()
+    h.update(str(p.resolve()).encode())
+    prog = Path(ansible_inventory_program())  # another Ansible may list it otherwise
+    h.update(f"\0{prog}\0{prog.stat().st_mtime_ns}".encode())
+    cfg = Path(os.environ.get("ANSIBLE_CONFIG") or "ansible.cfg")
+    for f in [*files, *([cfg] if cfg.is_file() else [])]:
+        h.update(b"\0" + str(f.resolve()).encode() + b"\0" + f.read_bytes())
+    for k in sorted(k for k in os.environ if k.startswith("ANSIBLE_")):
+        h.update(f"\0{k}={os.environ[k]}".encode())
+    return h.hexdigest()[:32]
+
+
 def read_inventory(path: str | Path, source: str = "--inventory") -> dict:
-    """`ansible-inventory --list` of path, as a dict."""
+    """`ansible-inventory --list` of path, as a dict (kept for a static inventory: see above)."""
     p = Path(path)
     if not p.exists():
         raise ConfigError(source, "inventory", str(path), "an existing Ansible inventory file or folder")
+    key = _listing_key(p)
+    kept = state_dir() / "inventory" / f"{key}.json" if key else None
+    if kept is not None and kept.is_file():
+        try:
+            return json.loads(kept.read_text())
+        except ValueError:
+            pass  # a damaged copy: list it again
+    listing = _list_inventory(p, path, source)
+    if kept is not None:
+        kept.parent.mkdir(exist_ok=True)
+        atomic_write_json(kept, listing)
+    return listing
+
+
+def _list_inventory(p: Path, path: str | Path, source: str) -> dict:
     # No standard input: Ansible refuses a non-blocking one (an MPI job beside it may leave one).
     proc = subprocess.run(
         [ansible_inventory_program(), "-i", str(p), "--list"],

@@ -1,0 +1,75 @@
+"""corun.testbed.inventory: a static inventory is listed by ansible-inventory once, then read from
+the state folder until anything it was read from changes; plugins and scripts are listed each time."""
+
+import subprocess
+
+import pytest
+
+from corun.testbed import inventory as inv
+
+INVENTORY = """\
+testbed:
+  hosts:
+    n1: {ansible_host: 10.0.0.1}
+    n2: {ansible_host: 10.0.0.2, ansible_port: 2222}
+"""
+
+
+@pytest.fixture
+def listings(monkeypatch, tmp_path):
+    """Counts the ansible-inventory calls (the real program still answers)."""
+    monkeypatch.setenv("CORUN_STATE_DIR", str(tmp_path / "state"))
+    calls = []
+    real = subprocess.run
+
+    def counting(argv, *a, **kw):
+        if str(argv[0]).endswith("ansible-inventory"):
+            calls.append(argv)
+        return real(argv, *a, **kw)
+
+    monkeypatch.setattr(inv.subprocess, "run", counting)
+    return calls
+
+
+def test_an_unchanged_static_inventory_is_listed_once(tmp_path, listings):
+    f = tmp_path / "hosts.yml"
+    f.write_text(INVENTORY)
+    first = inv.load(f)
+    again = inv.load(f)
+    assert [h.address for h in first] == [h.address for h in again] == ["10.0.0.1", "10.0.0.2"]
+    assert again[1].port == 2222
+    assert len(listings) == 1
+
+
+def test_a_changed_file_or_group_vars_beside_it_is_listed_again(tmp_path, listings):
+    f = tmp_path / "hosts.yml"
+    f.write_text(INVENTORY)
+    inv.load(f)
+    f.write_text(INVENTORY.replace("10.0.0.2", "10.0.0.3"))
+    assert [h.address for h in inv.load(f)] == ["10.0.0.1", "10.0.0.3"]
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "testbed.yml").write_text("ansible_user: alice\n")
+    assert {h.user for h in inv.load(f)} == {"alice"}
+    assert len(listings) == 3
+
+
+def test_a_plugin_or_a_script_is_listed_every_time(tmp_path, listings):
+    plugin = tmp_path / "hosts.yml"
+    plugin.write_text("plugin: ansible.builtin.constructed\n")
+    assert inv._listing_key(plugin) is None
+    script = tmp_path / "hosts.sh"
+    script.write_text('#!/bin/sh\necho \'{"testbed": {"hosts": ["n1"]}, "_meta": {"hostvars": {}}}\'\n')
+    script.chmod(0o755)
+    assert [h.name for h in inv.load(script)] == ["n1"]
+    assert [h.name for h in inv.load(script)] == ["n1"]
+    assert len(listings) == 2
+
+
+def test_a_damaged_kept_listing_is_listed_again(tmp_path, listings):
+    f = tmp_path / "hosts.yml"
+    f.write_text(INVENTORY)
+    inv.load(f)
+    kept = next((tmp_path / "state" / "inventory").glob("*.json"))
+    kept.write_text("{not json")
+    assert len(inv.load(f)) == 2
+    assert len(listings) == 2
