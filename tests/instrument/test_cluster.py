@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corun.errors import ConfigError
+from corun.errors import ConfigError, CorunError
 from corun.run import cluster as clu
 from corun.run.runner import Runner, load_spec
+from corun.run.schedulers import Variant
 from corun.testbed.inventory import Host
 
 
@@ -124,3 +125,28 @@ def test_spec_checks_are_one_line(tmp_path, inventory):
     assert "jobs[0].kind: 'mpi' (expected process, or a run with a cluster section)" in prepare_error(f)
     for m in (msg,):
         assert "\n" not in m
+
+
+def test_node_daemons_verify_every_host_at_once_and_name_the_first_that_fails(tmp_path):
+    # a barrier: each verify marks its arrival and waits (at most 20 s) for all four; one host
+    # after another, the first would wait in vain. Then nodes 2 and 3 fail: h2 is named.
+    script = (
+        "import pathlib, sys, time\n"
+        "d = pathlib.Path(sys.argv[2]); (d / sys.argv[1]).touch()\n"
+        "end = time.monotonic() + 20\n"
+        "while len(list(d.iterdir())) < 4:\n"
+        "    if time.monotonic() > end: sys.exit(9)\n"
+        "    time.sleep(0.01)\n"
+        "sys.exit(1 if sys.argv[1] in '23' else 0)\n"
+    )
+    (tmp_path / "arrived").mkdir()
+    manifest = {
+        "daemon": True,
+        "start": ["true"],
+        "verify": ["{python}", "-c", script, "{node_id}", str(tmp_path / "arrived")],
+    }
+    variant = Variant("probe", manifest, tmp_path, {})
+    hosts = [Host(name=f"h{i}", address="127.0.0.1", local=True) for i in range(4)]
+    nd = clu.NodeDaemons(variant, hosts, tmp_path / "state", 7000)
+    with pytest.raises(CorunError, match="scheduler probe: not in effect on h2"):
+        nd.verify()
