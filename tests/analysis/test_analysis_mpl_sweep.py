@@ -192,3 +192,43 @@ def test_bcr_needs_enough_conflicts_to_compare(sb, cc_b, verdict, says):
                        "sb", "bcr", events="conflict_context_switches")  # fmt: skip
     assert row["verdict"] == verdict and says in row["note"], row["note"]
     assert (row["measured_value"] is None) == (verdict == "not measurable here")
+
+
+def _scheme_runs(per_rep: dict[str, list[float]], mpl: int = 3) -> pd.DataFrame:
+    rows = []
+    for scheme, values in per_rep.items():
+        for rep, v in enumerate(values):
+            rows.append({"workload": "wl6", "load": "heavy", "mpl": mpl, "scheme": scheme, "rep": rep, "response_s": v})
+    return pd.DataFrame(rows)
+
+
+CLAIM = {"source": "Sec. 5", "quote": "blocking shorter"}
+
+
+def test_blocking_beats_spinning_needs_its_interval_below_one():
+    # the means 2 % apart, the reps on both sides (two runs of the local profile: 1.25 against
+    # 1.28 s, then 1.53 against 1.50 s): not reproduced, whichever mean is lower
+    close = _scheme_runs({"sb": [1.20, 1.35, 1.20], "cc_b": [1.24, 1.30, 1.21], "pb": [1.30, 1.25, 1.29]})
+    row = ms.blocking_row(close, CLAIM)
+    assert row["verdict"] == "not reproduced"
+    assert row["measured_value"] == "blocking 1.25 s, spinning 1.28 s"
+    assert "MPL 3, blocking run: cc_b, sb; spinning run: pb" in row["note"] and "3 reps" in row["note"]
+    # blocking below spinning in every rep, little spread: reproduced in direction
+    clear = _scheme_runs({"sb": [1.0, 1.1, 1.05], "local": [1.5, 1.6, 1.55]})
+    assert ms.blocking_row(clear, CLAIM)["verdict"] == "reproduced in direction"
+    # one rep: the direction alone, said so
+    one = ms.blocking_row(_scheme_runs({"hybrid": [1.0], "cc_s": [1.2]}), CLAIM)
+    assert one["verdict"] == "reproduced in direction" and "no CI" in one["note"]
+    # no spinning scheme: not measurable
+    assert ms.blocking_row(_scheme_runs({"sb": [1.0]}), CLAIM)["verdict"] == "not measurable here"
+
+
+def test_blocking_beats_spinning_pairs_the_reps_at_the_highest_mpl():
+    runs = pd.concat(
+        [
+            _scheme_runs({"sb": [1.0, 1.0], "pb": [1.5, 1.5]}, mpl=3),
+            _scheme_runs({"sb": [2.0, 2.1], "pb": [1.0, 1.1]}, mpl=5),
+        ]
+    )
+    row = ms.blocking_row(runs, CLAIM)
+    assert row["verdict"] == "not reproduced" and row["note"].startswith("MPL 5")
