@@ -157,7 +157,7 @@ def _params(params: object) -> str | None:
     return "; ".join(f"{k}={v}" for k, v in params.items())
 
 
-PER_RUN = ("run_id", "start", "end", "steal_pct")
+PER_RUN = ("run_id", "start", "end", "steal_pct", "remeasured")
 
 
 def _grouped_runs(runs: list[dict]) -> list[dict]:
@@ -193,14 +193,20 @@ def steal_note(runs: list[dict]) -> str | None:
     if not steals:
         return None
     above = sum(1 for v in steals if v > STEAL_NOTE_PCT)
+    again = [r["remeasured"] for r in runs if r.get("remeasured")]
     text = (
         f"CPU time the VM's host took from this machine while the jobs ran (steal): median "
         f"{statistics.median(steals):.1f} %, at most {max(steals):.1f} %, over {len(steals)} runs"
     )
     if above:
-        return (
-            text + f"; {above} of them above {STEAL_NOTE_PCT:g} %: their timings carry noise that no "
-            "scheduler caused, and a verdict resting on small differences may not hold on a quieter machine."
+        text += (
+            f"; {above} of them above {STEAL_NOTE_PCT:g} %: their timings carry noise that no "
+            "scheduler caused, and a verdict resting on small differences may not hold on a quieter machine"
+        )
+    if again:
+        text += (
+            f". {len(again)} runs were measured again because of their steal ({sum(again)} attempts set aside, "
+            "kept in each run's remeasured/ folder)"
         )
     return text + "."
 

@@ -83,6 +83,8 @@ def summarize_metadata(path: str | os.PathLike) -> dict:
         "end": _iso_utc(meta.get("end_epoch_s")),
         "advice": [str(a) for a in advice] if isinstance(advice, list) else [str(advice)],
         "steal_pct": _number((meta.get("machine_cpu") or {}).get("steal_pct")),
+        # attempts set aside for their steal before this one was kept (corun run's remeasure)
+        "remeasured": len((meta.get("remeasured") or {}).get("earlier") or []),
         "git_describe": _text(meta.get("git_describe")),
         "corun_version": _text(meta.get("corun_version")),
     }

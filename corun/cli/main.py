@@ -30,7 +30,14 @@ BUILTIN = ("run", "validate", "topology", "sched", "recover", "metadata", "docto
 
 
 def _cmd_run(a) -> int:
-    out = run_spec_file(a.spec, a.out, progress=not a.quiet, allow_job_failures=a.allow_job_failures)
+    out = run_spec_file(
+        a.spec,
+        a.out,
+        max_steal_pct=a.max_steal_pct,
+        attempts=a.attempts,
+        progress=not a.quiet,
+        allow_job_failures=a.allow_job_failures,
+    )
     print(out)
     return 0
 
@@ -91,6 +98,19 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="run folder to create (built as OUT.incomplete, renamed when done)")
     r.add_argument("--quiet", action="store_true", help="no progress lines")
     r.add_argument("--allow-job-failures", action="store_true", help="exit 0 even if a job exits non-zero")
+    r.add_argument(
+        "--max-steal-pct",
+        type=float,
+        default=None,
+        help="measure the run again when more than this %% of the CPUs' time went to steal while its jobs ran "
+        "(default: $CORUN_REMEASURE_STEAL_PCT, else never)",
+    )
+    r.add_argument(
+        "--attempts",
+        type=int,
+        default=None,
+        help="measurements at most with --max-steal-pct (default: $CORUN_REMEASURE_ATTEMPTS, else 3)",
+    )
     r.set_defaults(fn=_cmd_run)
     v = sub.add_parser("validate", help="check a run spec against this machine without running anything")
     v.add_argument("spec")

@@ -84,6 +84,14 @@ def test_summarize_metadata_takes_the_runs_cpu_steal(tmp_path):
     assert runmeta.summarize_metadata(path)["steal_pct"] == 7.25
     path.write_text(json.dumps({"run_id": "r1", "machine_cpu": {"steal_pct": None, "reason": "no steal column"}}))
     assert runmeta.summarize_metadata(path)["steal_pct"] is None
+    assert runmeta.summarize_metadata(path)["remeasured"] == 0
+
+
+def test_summarize_metadata_counts_the_attempts_set_aside_for_steal(tmp_path):
+    path = tmp_path / "metadata.json"
+    earlier = [{"attempt": 1, "steal_pct": 30.0}, {"attempt": 2, "steal_pct": 12.0}]
+    path.write_text(json.dumps({"run_id": "r1", "remeasured": {"max_steal_pct": 10, "earlier": earlier}}))
+    assert runmeta.summarize_metadata(path)["remeasured"] == 2
 
 
 def test_collect_missing_counts_runs():
@@ -261,6 +269,17 @@ def test_steal_note_only_when_recorded_and_quiet_runs_are_not_flagged():
     note = report.steal_note(_runs_with_steal([0.5, 4.9, 5.0]))
     assert note.endswith("median 4.9 %, at most 5.0 %, over 3 runs.")
     assert "above" not in note
+
+
+def test_steal_note_counts_the_runs_measured_again():
+    runs = _runs_with_steal([0.5, 12.0, 3.0])
+    runs[0]["remeasured"], runs[2]["remeasured"] = 1, 2
+    note = report.steal_note(runs)
+    assert "1 of them above 5 %" in note
+    assert note.endswith(
+        "2 runs were measured again because of their steal (3 attempts set aside, "
+        "kept in each run's remeasured/ folder)."
+    )
 
 
 def test_section_with_a_non_number_steal_is_one_line_error(tmp_path):
