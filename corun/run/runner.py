@@ -1029,9 +1029,11 @@ def run_spec_file(
     earlier: list[tuple[dict, Path]] = []
     for attempt in range(1, attempts + 1):
         res = Runner(spec, out, source=str(spec_path), attempt=attempt, **kw).run()
+        if limit is None:  # measured once: nothing to read back
+            break
         meta = json.loads((res / "metadata.json").read_text())
         steal = (meta.get("machine_cpu") or {}).get("steal_pct")
-        if limit is None or steal is None or steal <= limit or attempt == attempts:
+        if steal is None or steal <= limit or attempt == attempts:
             break
         aside = out.parent / f"{out.name}.steal-attempt-{attempt}"
         shutil.rmtree(aside, ignore_errors=True)

@@ -85,22 +85,26 @@ def ansible_inventory_program() -> str:
 PLUGIN_LINE = re.compile(rb"^\s*plugin\s*:", re.M)
 
 
-def _inventory_files(p: Path) -> list[Path] | None:
-    """Every file whose content an `ansible-inventory --list` of P depends on, or None when
-    that is not only files (a script, an inventory plugin, a folder we cannot read)."""
+def _inventory_files(p: Path) -> list[tuple[Path, bytes]] | None:
+    """Every file whose content an `ansible-inventory --list` of P depends on, with that
+    content, or None when that is not only files (a script, an inventory plugin, a folder we
+    cannot read)."""
     roots = [p] + [p.parent / d if p.is_file() else p / d for d in ("group_vars", "host_vars")]
-    files: list[Path] = []
+    files: list[tuple[Path, bytes]] = []
     for root in roots:
         if not root.exists():
             continue
         found = [root] if root.is_file() else sorted(f for f in root.rglob("*") if not f.is_dir())
         for f in found:
             try:
-                if not f.is_file() or f.stat().st_mode & 0o111 or PLUGIN_LINE.search(f.read_bytes()):
+                if not f.is_file() or f.stat().st_mode & 0o111:
                     return None
+                content = f.read_bytes()
             except OSError:
                 return None
-            files.append(f)
+            if PLUGIN_LINE.search(content):
+                return None
+            files.append((f, content))
     return files
 
 
@@ -113,8 +117,8 @@ def _listing_key(p: Path) -> str | None:
     prog = Path(ansible_inventory_program())  # another Ansible may list it otherwise
     h.update(f"\0{prog}\0{prog.stat().st_mtime_ns}".encode())
     cfg = Path(os.environ.get("ANSIBLE_CONFIG") or "ansible.cfg")
-    for f in [*files, *([cfg] if cfg.is_file() else [])]:
-        h.update(b"\0" + str(f.resolve()).encode() + b"\0" + f.read_bytes())
+    for f, content in [*files, *([(cfg, cfg.read_bytes())] if cfg.is_file() else [])]:
+        h.update(b"\0" + str(f.resolve()).encode() + b"\0" + content)
     for k in sorted(k for k in os.environ if k.startswith("ANSIBLE_")):
         h.update(f"\0{k}={os.environ[k]}".encode())
     return h.hexdigest()[:32]
