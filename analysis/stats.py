@@ -300,3 +300,102 @@ def repetition_decision(
             else f"{n} of at least {min_reps} runs",
         )
     return out
+
+
+# ----------------------------------------------------------------------------- deciding a claim
+# (analysis.verdicts): intervals at any level, the signed-rank interval, looks and repetitions
+
+# Pocock's nominal two-sided level per look for K equally spaced looks at an overall 0.05 (Pocock
+# 1977, Table 1; Jennison and Turnbull 2000, Table 2.1): a sequential design that adds
+# repetitions while a claim is undecided judges every look at this level, so that the chance of a
+# false decision over all looks stays at 0.05.
+POCOCK_ALPHA = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182, 5: 0.0158, 6: 0.0142, 7: 0.0130, 8: 0.0120, 9: 0.0112,
+                10: 0.0106}  # fmt: skip
+POWER = 0.8  # the chance a repetition estimate aims for: decide with 4 chances in 5
+MAX_REPS_SHOWN = 1000
+
+
+def look_alpha(looks: int) -> float:
+    """The nominal two-sided level of each look of a design with `looks` looks (Pocock)."""
+    if looks < 1:
+        raise ValueError(f"looks: {looks!r} (expected an integer >= 1)")
+    return POCOCK_ALPHA.get(looks, POCOCK_ALPHA[10])
+
+
+def signed_rank_pmf(n: int) -> np.ndarray:
+    """The exact null distribution of Wilcoxon's W+ for n pairs without ties: P(W+ = w), w = 0..n(n+1)/2."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1.0
+    for k in range(1, n + 1):
+        shifted = np.zeros_like(counts)
+        shifted[k:] = counts[:-k] if k < len(counts) else 0
+        counts = counts + shifted
+    return counts / 2.0**n
+
+
+def signed_rank_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(Hodges-Lehmann estimate, low, high): the median of the Walsh averages and the exact
+    signed-rank interval (the test inverted). (estimate, NaN, NaN) when even the widest interval of
+    the Walsh averages has less than `confidence` coverage: too few values for this level."""
+    v = np.asarray(values, float)
+    n = len(v)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    i, j = np.triu_indices(n)
+    walsh = np.sort((v[i] + v[j]) / 2.0)
+    est = float(np.median(walsh))
+    cdf = np.cumsum(signed_rank_pmf(n))
+    alpha = 1.0 - confidence
+    # the largest c with P(W+ <= c - 1) <= alpha / 2: the interval is [walsh[c - 1], walsh[M - c]]
+    c = int(np.searchsorted(cdf, alpha / 2.0, side="right"))
+    if c < 1:
+        return est, math.nan, math.nan
+    return est, float(walsh[c - 1]), float(walsh[len(walsh) - c])
+
+
+def signed_rank_attainable_p(n: int) -> float:
+    """The smallest two-sided p-value the exact signed-rank test can give with n pairs: 2 / 2^n."""
+    return min(1.0, 2.0 / 2.0**n) if n > 0 else 1.0
+
+
+def reps_to_exclude(
+    effects, null: float = 0.0, confidence: float = CONFIDENCE, margin: float | None = None, power: float = POWER
+) -> int | None:
+    """How many pairs a t-interval needs, at the spread of `effects`, to lie clear of `null` on the
+    side of their mean (or, with `margin`, inside null +- margin: an equivalence) with probability
+    `power`; None when the spread or the distance is zero or unknown. At most MAX_REPS_SHOWN + 1
+    (read: more than MAX_REPS_SHOWN)."""  # fmt: skip
+    e = np.asarray(effects, float)
+    if len(e) < 2:
+        return None
+    s = float(np.std(e, ddof=1))
+    d = abs(float(np.mean(e)) - null)
+    if margin is not None:
+        d = margin - d
+    if not (s > 0 and d > 0 and math.isfinite(s) and math.isfinite(d)):
+        return None
+    alpha = 1.0 - confidence
+    tail = alpha if margin is not None else alpha / 2.0  # equivalence: two one-sided tests at alpha
+    for n in range(2, MAX_REPS_SHOWN + 1):
+        if (stats.t.ppf(1 - tail, n - 1) + stats.t.ppf(power, n - 1)) * s / math.sqrt(n) < d:
+            return n
+    return MAX_REPS_SHOWN + 1
+
+
+def points_for_trend(rho: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """How many points a one-sided rank-trend test needs to show a correlation of size |rho| with
+    probability `power` (Fisher's z with Bonett and Wright's variance 1.06 / (n - 3))."""
+    if rho is None or not math.isfinite(rho) or abs(rho) >= 1 or rho == 0:
+        return None
+    z = math.atanh(abs(rho))
+    need = 1.06 * ((stats.norm.ppf(1 - alpha) + stats.norm.ppf(power)) / z) ** 2 + 3
+    return min(MAX_REPS_SHOWN + 1, math.ceil(need))
+
+
+def rho_interval(rho: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """An approximate interval of Spearman's rho (Fisher's z, variance 1.06 / (n - 3)); NaN for n <= 3."""
+    if rho is None or n <= 3 or not math.isfinite(rho):
+        return math.nan, math.nan
+    r = max(-0.999999, min(0.999999, rho))
+    half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt(1.06 / (n - 3))
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
