@@ -1,4 +1,5 @@
-# corun: the experiment workflow. Configuration, validation and rules live under workflows/.
+# corun: the experiment workflow. Configuration, validation and generic rules live under
+# workflows/; each experiment's own settings, plan and analysis in experiments/<name>/.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -8,14 +9,8 @@ configfile: "workflows/config/local.yaml"
 
 
 include: "workflows/rules/common.smk"
-
-
-# one rule file per experiment (corun.experiments.registry() names them)
-for rule_file in EXPERIMENT_RULE_FILES:
-
-    include: f"workflows/rules/{rule_file}"
-
-
+# every experiment of experiments/ (experiments.registry()), from one rule file
+include: "workflows/rules/experiments.smk"
 include: "workflows/rules/device.smk"
 include: "workflows/rules/report.smk"
 include: "workflows/rules/hosts.smk"

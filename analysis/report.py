@@ -5,10 +5,13 @@ next to its figures (PNG) and tables (CSV); paths inside it are relative to the 
 `write_report` validates each section, then writes one HTML file with inline CSS and the figures
 embedded as base64 PNG, so it opens anywhere without network access. All text is HTML-escaped.
 
-Per experiment the report shows: summary, missing measurements (always, with the word
-"missing"), figures with captions, the paper-vs-measured table with its verdict, the tables, the
-runs' metadata (runs that share every field but id and time are shown as one row with a count)
-and notes.
+The report leads with the verdicts: a roll-up per paper (claims per outcome), then per
+experiment: its claims (the claim in words, the paper's value, ours with its interval and n, the
+test, the outcome and one line of why; analysis.verdicts decides them all), the summary, missing
+measurements (always, with the word "missing"), figures with captions, a device's calibration
+checks (pass or fail against their tolerance, not paper verdicts), the tables, the runs'
+metadata (runs that share every field but id and time are shown as one row with a count) and
+notes.
 
 CLI: python -m analysis.report --sections S1 [S2 ...] --out report.html --title T
 """
@@ -31,14 +34,26 @@ from corun import __version__ as CORUN_VERSION
 from corun.errors import one_line_errors
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-VERDICTS = {
-    "reproduced in direction": ("ok", "our data show the paper's trend, with the stated test"),
-    "not reproduced": ("bad", "our data do not show the paper's claim"),
-    "not measurable here": ("na", "our data cannot decide; the note says why"),
-    "differs (machine-specific)": (
-        "machine",
-        "an absolute value that depends on the machine and device; compared, not judged",
-    ),
+OUTCOMES = {
+    "reproduced": ("ok", "the interval of the paired effect excludes no change, on the paper's side"),
+    "contradicted": ("bad", "the interval excludes no change on the other side"),
+    "inconclusive": ("open", "the evidence cannot decide; the row says n and how many reps would"),
+    "not measurable here": ("na", "this machine lacks what the claim needs (named)"),
+    "failed": ("fail", "runs failed or data is missing (named)"),
+    "differs (machine-specific)": ("machine", "a property of the hardware; both values shown, not judged"),
+}
+PAPER_NAMES = {
+    "000": "dynamic I/O-aware batch scheduling",
+    "001": "contention-aware MPI coscheduling",
+    "002": "aIOLi, server-side I/O scheduling",
+    "003": "noisy neighbours from persistent-memory I/O",
+    "004": "SAIs, source-aware interrupt scheduling",
+}
+LEGACY = {  # verdicts of sections written before the verdict engine
+    "reproduced in direction": "ok",
+    "not reproduced": "bad",
+    "not measurable here": "na",
+    "differs (machine-specific)": "machine",
 }
 NOT_RECORDED = "not recorded"
 # a run whose CPUs lost more than this share of their time to the VM's host is pointed out
@@ -57,7 +72,9 @@ td.na{color:#888;font-style:italic}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}
 figcaption{font-size:.88rem;color:#333;max-width:60rem}
 .verdict{font-weight:600;white-space:nowrap}.v-ok{color:#1b7a2f}.v-bad{color:#b3261e}
-.v-na{color:#7a5b00}.v-machine{color:#3a5fa5}
+.v-na{color:#7a5b00}.v-machine{color:#3a5fa5}.v-open{color:#6b4fa0}.v-fail{color:#b3261e;text-decoration:underline}
+table.rollup td,table.rollup th{text-align:center}table.rollup td:first-child{text-align:left}
+.why{color:#333}.quote{color:#666;font-size:.8rem}
 .missing{border:2px solid #b3261e;background:#fff4f2;padding:.4rem .9rem;margin:1rem 0}
 .missing h3{color:#b3261e;margin-top:.4rem}
 .missing-none{border:1px solid #9ab79f;background:#f3faf4;padding:.4rem .9rem}
@@ -216,6 +233,75 @@ def _run_ids(ids: list[str]) -> str:
     return shown + (f" ... {ids[-1]}" if len(ids) > 3 else "")
 
 
+# ----------------------------------------------------------------------------- verdicts
+
+
+def outcome_cell(row: dict) -> str:
+    cls = OUTCOMES[row["outcome"]][0]
+    text = row["outcome"]
+    if row["outcome"] == "reproduced" and row.get("in_magnitude") is not None:
+        text += ", in magnitude" if row["in_magnitude"] else ", in direction"
+    return f'<td class="verdict v-{cls}">{esc(text)}</td>'
+
+
+def render_claims(rows: list[dict]) -> str:
+    out = []
+    for r in rows:
+        why = r["why"]
+        if r["outcome"] == "inconclusive" and r.get("reps_needed"):
+            why += f" (look {r['look']} of {r['looks']})" if r.get("looks", 1) > 1 else ""
+        out.append(
+            f'<tr><td>{esc(r["says"])}<div class="quote">{esc(r["source"])}: \u201c{esc(r["quote"])}\u201d</div></td>'
+            + _cell(r["paper_value"], missing_word="a direction")
+            + _cell(r["measured"], missing_word="none")
+            + f"<td>{esc(r['effect'])}; {esc(r['test'])}</td>"
+            + outcome_cell(r)
+            + f'<td class="why">{esc(why)}</td></tr>'
+        )
+    return _table(["claim", "paper", "ours (interval, n)", "comparison and test", "outcome", "why"], out, "claims")
+
+
+def rollup(sections: list[tuple[dict, Path]], anchors: list[str]) -> str:
+    """Claims per outcome per paper, the experiments of each paper linked."""
+    papers: dict[str, dict] = {}
+    for (s, _), anchor in zip(sections, anchors):
+        if not s.get("claims"):
+            continue
+        p = papers.setdefault(s.get("paper_id") or "", {"counts": dict.fromkeys(OUTCOMES, 0), "links": []})
+        for r in s["claims"]:
+            p["counts"][r["outcome"]] += 1
+        p["links"].append(f'<a href="#{esc(anchor)}">{esc(s["experiment"])}</a>')
+    if not papers:
+        return ""
+    rows = []
+    total = dict.fromkeys(OUTCOMES, 0)
+    for pid in sorted(papers):
+        p = papers[pid]
+        name = f"{pid}: {PAPER_NAMES.get(pid, '')}".strip(": ")
+        cells = "".join(f'<td class="num">{p["counts"][o] or ""}</td>' for o in OUTCOMES)
+        rows.append(f"<tr><td>{esc(name)}<br>{' '.join(p['links'])}</td>{cells}</tr>")
+        for o in OUTCOMES:
+            total[o] += p["counts"][o]
+    rows.append("<tr><th>all papers</th>" + "".join(f'<th class="num">{total[o]}</th>' for o in OUTCOMES) + "</tr>")
+    return "<h2>Verdicts by paper</h2>" + _table(["paper", *OUTCOMES], rows, "rollup")
+
+
+def render_checks(checks: list[dict]) -> str:
+    rows = [
+        f"<tr><td>{esc(c['check'])}</td>{_cell(c['expected'])}{_cell(c['measured'])}<td>{esc(c['tolerance'])}</td>"
+        + (
+            '<td class="verdict v-na">not checked</td>'
+            if c["passed"] is None
+            else f'<td class="verdict v-{"ok" if c["passed"] else "fail"}">{"pass" if c["passed"] else "fail"}</td>'
+        )
+        + f"<td>{esc(c['note'])}</td></tr>"
+        for c in checks
+    ]
+    return "<h3>Calibration checks</h3>" + _table(
+        ["check", "expected", "measured", "tolerance", "result", "note"], rows
+    )
+
+
 # ----------------------------------------------------------------------------- sections
 
 
@@ -224,9 +310,20 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
         f'<section id="{esc(anchor)}">',
         f"<h2>{esc(section['title'])}</h2>",
         f'<p class="paper">Experiment <code>{esc(section["experiment"])}</code>. Paper: {esc(section["paper"])}</p>',
-        "<h3>Summary</h3>",
-        f"<p>{esc(section['summary'])}</p>",
     ]
+    if "claims" in section:
+        looks = section.get("looks") or {}
+        seq = (
+            f" Look {looks['look']} of {looks['of']} planned ({looks.get('reps')} reps): every interval at Pocock's "
+            "level for that many looks."
+            if looks.get("of", 1) > 1
+            else ""
+        )
+        out.append(f'<h3>Claims</h3><p class="meta">{len(section["claims"])} claims.{esc(seq)}</p>')
+        out.append(render_claims(section["claims"]) if section["claims"] else "<p>No claims declared.</p>")
+    if section.get("checks"):
+        out.append(render_checks(section["checks"]))
+    out += ["<h3>Summary</h3>", f"<p>{esc(section['summary'])}</p>"]
 
     missing = section["missing"]
     if missing:
@@ -255,19 +352,18 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
             f"{esc(fig['caption'])}</figcaption></figure>"
         )
 
-    out.append("<h3>Paper vs measured</h3>")
-    if section["comparison"]:
+    if "comparison" in section:
+        out.append("<h3>Paper vs measured</h3>")
+    if section.get("comparison"):
         rows = []
         for c in section["comparison"]:
-            cls = VERDICTS[c["verdict"]][0]
+            cls = LEGACY[c["verdict"]]
             rows.append(
                 f"<tr><td>{esc(c['quantity'])}</td>{_cell(c['paper_value'])}"
                 f"{_cell(c['measured_value'])}<td>{esc(c['unit'])}</td>"
                 f'<td class="verdict v-{cls}">{esc(c["verdict"])}</td><td>{esc(c["note"])}</td></tr>'
             )
         out.append(_table(["quantity", "paper", "measured", "unit", "verdict", "note"], rows, "comparison"))
-    else:
-        out.append("<p>No paper values to compare with.</p>")
 
     for table in section["tables"]:
         out.append(f"<h3>{esc(table['title'])}</h3>")
@@ -351,8 +447,9 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
     anchors = [f"exp-{i}-{s['experiment']}" for i, (s, _) in enumerate(sections, 1)]
     toc = "".join(f'<li><a href="#{esc(a)}">{esc(s["title"])}</a></li>' for a, (s, _) in zip(anchors, sections))
     legend = "".join(
-        f'<li><span class="verdict v-{cls}">{esc(v)}</span>: {esc(text)}</li>' for v, (cls, text) in VERDICTS.items()
+        f'<li><span class="verdict v-{cls}">{esc(v)}</span>: {esc(text)}</li>' for v, (cls, text) in OUTCOMES.items()
     )
+    roll = rollup(sections, anchors)
     stamp = generated.strftime("%Y-%m-%d %H:%M:%S UTC")
     body = "\n".join(render_section(s, base, a) for a, (s, base) in zip(anchors, sections))
     return f"""<!DOCTYPE html>
@@ -368,7 +465,8 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
 <h1>{esc(title)}</h1>
 <p class="meta">Generated {esc(stamp)} by corun {esc(CORUN_VERSION)}.{recorded}</p>
 <nav><ul>{toc}</ul></nav>
-<p class="meta">Verdicts:</p><ul class="meta">{legend}</ul>
+{roll}
+<p class="meta">Outcomes (one engine decides every claim: analysis/verdicts.py):</p><ul class="meta">{legend}</ul>
 </header>
 {body}
 </body>

@@ -32,16 +32,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
-
-from analysis import runmeta  # noqa: E402
-from analysis.common import (  # noqa: E402
+from analysis import runmeta
+from analysis.common import (
     AnalysisInputError,
     check_columns,
     check_ints,
@@ -52,9 +47,9 @@ from analysis.common import (  # noqa: E402
     validate,
     write_atomic,
 )
-from analysis.paper import experiment_values  # noqa: E402
-from analysis.stats import t_interval  # noqa: E402
-from corun.util import atomic_path  # noqa: E402
+from analysis.figures import log2_k_axis, no_data, save_png  # noqa: F401 - the figures' helpers, here too
+from analysis.paper import experiment_values
+from analysis.stats import t_interval
 
 TIDY_DIR = "tidy"
 TIDY_TEXT_COLUMNS = {"iostat": ["device"], "psi": ["resource"], "perf": ["event", "unit"]}
@@ -275,34 +270,6 @@ def exceeds(ratio: float, low: float, n_reps: int, threshold: float) -> bool | N
     if not math.isfinite(ratio):
         return None
     return bool(low > threshold) if n_reps >= 2 else bool(ratio > threshold)
-
-
-# ----------------------------------------------------------------------------- figures
-
-
-def log2_k_axis(ax, ks: list[int]) -> None:
-    """x = k on a log2 axis with one tick per measured k (paper Fig. 1, 5-7)."""
-    ks = sorted({int(k) for k in ks})
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(ks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([str(k) for k in ks])
-    if len(ks) == 1:
-        ax.set_xlim(ks[0] / 1.5, ks[0] * 1.5)
-    else:
-        ax.set_xlim(ks[0] / 1.2, ks[-1] * 1.2)
-
-
-def no_data(ax, text: str) -> None:
-    """A grey note in the middle of an empty plot."""
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
-
-
-def save_png(fig, path: str | os.PathLike) -> None:
-    """Write a figure atomically, without a Software tag (stable bytes for one matplotlib)."""
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", metadata={"Software": None})
-    plt.close(fig)
 
 
 # ----------------------------------------------------------------------------- section

@@ -301,6 +301,9 @@ def _effects(c: dict, df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
             col, (a, b) = next(iter(c["across"].items()))
             sides, point = _at(sides, c.get("at"))
             a_v, b_v = _point_value(sides[col], a), _point_value(sides[col], b)
+            if a_v is not None and a_v == b_v:
+                why = f"this configuration measured one {col} ({a_v}) only: the claim compares two"
+                return {"empty": why, "point": point}, sides.iloc[0:0]
             parts = {}
             for name, v in (("first", a_v), ("second", b_v)):
                 rows = sides[_match(sides, {col: v})] if v is not None else sides.iloc[0:0]
@@ -346,11 +349,15 @@ def _effects(c: dict, df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
 
 
 def _empty_text(c: dict, rows: pd.DataFrame, pair_by: list[str]) -> str:
-    if rows.empty:
-        return "this configuration measured nothing the claim selects"
+    """Why a claim has nothing to compare: the side (or selection) this configuration did not measure."""
     if c["effect"] in ("ratio", "difference", "ratio_of_ratios"):
-        return f"this configuration measured no {'/'.join(pair_by)} with both sides"
-    return "this configuration measured nothing the claim selects"
+        where = f" ({_sel_text(c['where'])})" if c.get("where") else ""
+        missing = [side for side in ("head", "base") if rows.empty or not _match(rows, c[side]).any()]
+        if missing:
+            return "this configuration measured no " + " and no ".join(_sel_text(c[s]) for s in missing) + where
+        both = f"{_sel_text(c['head'])} and {_sel_text(c['base'])}"
+        return f"this configuration measured no {'/'.join(pair_by)} with both {both}{where}"
+    return "this configuration measured nothing the claim selects (" + (_sel_text(c.get("where")) or "any row") + ")"
 
 
 # ----------------------------------------------------------------------------- judging

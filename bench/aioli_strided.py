@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """aioli against FIFO on strided reads: throughput ratio with a paired CI, and average aggregation.
 
-Runs the `aioli` experiment's own pieces (corun.experiments.aioli specs, corun.testbed.pfs_runs)
+Runs the `aioli` experiment's own pieces (experiments.aioli.experiment specs, corun.testbed.pfs_runs)
 outside the workflow: --servers data servers on their own netns cluster, each brick on an
 emulated rotating disk with O_DIRECT, --clients clients of one application reading the shared
 file in MPI-IO Test's strided layout, the two policies --reps times in a seeded, interleaved
@@ -32,15 +32,14 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis.aioli import run_counters  # noqa: E402
 from analysis.stats import paired_ratio_t  # noqa: E402
-from corun.experiments import aioli  # noqa: E402
-from corun.experiments.workflow_config import validate_config  # noqa: E402
+from experiments.aioli import experiment as aioli  # noqa: E402
+from experiments.aioli.analysis import run_counters  # noqa: E402
+from experiments.config import profile_config, validate_config  # noqa: E402
 
 BASE, HEAD = "pfs_fifo", "aioli"
 PREFIX = "aiolib"
@@ -64,7 +63,7 @@ def main() -> int:
     if a.reps < 2:
         sys.exit(f"aioli_strided: --reps: {a.reps} (expected >= 2)")
     opts = dict(o.split("=", 1) for o in a.option if "=" in o)
-    raw = yaml.safe_load((ROOT / "workflows" / "config" / "smoke.yaml").read_text())
+    raw = profile_config(ROOT / "workflows" / "config" / "smoke.yaml")
     raw["aioli"] = {
         "policies": [BASE, HEAD],
         "servers": a.servers,

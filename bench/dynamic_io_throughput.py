@@ -7,7 +7,7 @@ device (a read cap shared by the run's jobs) or, with --disk, on an emulated rot
 for each run (docs/emulators/rotating_disk.md), with interleaved reps, through the workflow
 (snakemake --profile workflows/profiles/local). Prints the ratio of the throughputs (eq. 3,
 jobs / T_workload) variant / baseline with its 95% bootstrap interval, reps paired, as
-analysis.dynamic_io computes it. Runs already measured in the results folder are reused, so a
+experiments.dynamic_io.analysis computes it. Runs already measured in the results folder are reused, so a
 second call only analyses. Prints figures; it is not a pass/fail test.
 
   .venv/bin/python bench/dynamic_io_throughput.py [--workload w01] [--reps 5] [--throttle-mbps 8]
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from corun.errors import ConfigError  # noqa: E402
-from corun.experiments.workflow_config import validate_config  # noqa: E402
+from experiments.config import validate_config  # noqa: E402
 
 EXPLICIT_D_TYPE = ("w01", "w02", "w03", "w04", "w05", "w06")
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from corun.experiments import mpl_sweep as ms  # noqa: E402
-from corun.experiments.workflow_config import validate_config  # noqa: E402
+from experiments.config import profile_config, validate_config  # noqa: E402
+from experiments.mpl_sweep import experiment as ms  # noqa: E402
 
 SCHEMES = ["local", "dcs", "pb", "ib", "sb", "hybrid", "cc_s", "cc_b", "gang"]
 MPL = 5
@@ -54,7 +54,7 @@ def cluster(state: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def config(jobs: int, inventory: Path, schemes: list[str], tmp: Path) -> dict:
-    raw = yaml.safe_load((ROOT / "workflows" / "config" / "local.yaml").read_text())
+    raw = profile_config(ROOT / "workflows" / "config" / "local.yaml")
     raw["results_dir"] = str(tmp)  # the runs' device.path: an existing folder
     sec = copy.deepcopy(raw["mpl_sweep"])
     sec.update({"schemes": schemes, "mpl_levels": [MPL], "reps": 1, "use_loads": ["heavy"]})

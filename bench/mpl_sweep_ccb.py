@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from analysis import mpl_sweep as am  # noqa: E402
 from analysis.stats import paired_ratio_t  # noqa: E402
-from corun.experiments import mpl_sweep as ms  # noqa: E402
-from corun.experiments.workflow_config import validate_config  # noqa: E402
+from experiments.config import profile_config, validate_config  # noqa: E402
+from experiments.mpl_sweep import analysis as am  # noqa: E402
+from experiments.mpl_sweep import experiment as ms  # noqa: E402
 
 SCHEMES = ["sb", "hybrid", "cc_b"]
 PREFIX, SUBNET = "cormplb", "10.77.10.0/24"
@@ -52,7 +52,7 @@ def cluster(state: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def config(reps: int, mpl: int, jobs: int, inventory: Path) -> dict:
-    raw = yaml.safe_load((ROOT / "workflows" / "config" / "local.yaml").read_text())
+    raw = profile_config(ROOT / "workflows" / "config" / "local.yaml")
     sec = copy.deepcopy(raw["mpl_sweep"])
     sec.update({"schemes": SCHEMES, "mpl_levels": [mpl], "reps": reps, "use_loads": ["heavy"]})
     sec["workloads"]["wl6"]["jobs"] = jobs

@@ -7,7 +7,7 @@ the two modes in an interleaved, seeded order, --reps times each, and prints MB/
 and 95% t-interval), the ratio thread / process of the harmonic means of MB/s with a 95%
 bootstrap interval (reps unpaired),
 CPU utilisation, the share of strips consumed on the CPU that read them, and the analytic
-model's P and M (analysis/sais_model.py) from the one-application runs with eq. 9 for the
+model's P and M (experiments/sais/model.py) from the one-application runs with eq. 9 for the
 paper's 48 servers on this machine's cores. L2 misses come from the kernel, null with the
 reason where the machine has no PMU. Writes every run and the summary as JSON. Prints figures;
 it is not a pass/fail test.
@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis import sais_model  # noqa: E402
 from analysis.stats import bootstrap_ratio, t_interval  # noqa: E402
 from corun.util import atomic_write_json  # noqa: E402
+from experiments.sais import model as sais_model  # noqa: E402
 
 KERNEL = ROOT / "kernels" / "build" / "sais_inmem"
 MODES = ("thread", "process")

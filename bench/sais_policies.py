@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """source_aware (and sais_mark) against spread and irqbalance: read bandwidth ratio with a paired CI.
 
-Runs the `sais` experiment's own pieces (corun.experiments.sais specs, corun.testbed.pfs_runs)
+Runs the `sais` experiment's own pieces (experiments.sais.experiment specs, corun.testbed.pfs_runs)
 outside the workflow: one group at --servers data servers behind --links x 1 GbE on its own
 netns cluster, the --policies (irqbalance, spread, source_aware by default; sais_mark is the
 faithful SAIs variant) --reps times in a seeded, interleaved order, each run a real `corun run`
@@ -29,14 +29,13 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.stats import paired_ratio_t  # noqa: E402
-from corun.experiments import sais  # noqa: E402
-from corun.experiments.workflow_config import validate_config  # noqa: E402
+from experiments.config import profile_config, validate_config  # noqa: E402
+from experiments.sais import experiment as sais  # noqa: E402
 
 POLICIES = ["irqbalance", "spread", "source_aware"]
 KNOWN = ["irqbalance", "spread", "dedicated", "source_aware", "sais_mark"]
@@ -71,7 +70,7 @@ def main() -> int:
         sys.exit(
             f"sais_policies: --policies: {a.policies!r} (expected some of {','.join(KNOWN)}, irqbalance among them)"
         )
-    raw = yaml.safe_load((ROOT / "workflows" / "config" / "smoke.yaml").read_text())
+    raw = profile_config(ROOT / "workflows" / "config" / "smoke.yaml")
     raw["sais"] = {
         "policies": policies,
         "servers": [a.servers],

@@ -52,7 +52,7 @@ def one_line_errors(main=None, *, prefix: str = "corun"):
     """Decorate a command's main(argv) -> exit code: a CorunError becomes one line on stderr
     (`<prefix>: <message>`) and its exit code, Ctrl-C exit code 130; never a traceback.
 
-    The one implementation of the command-line error tail: `corun`, `python -m corun.experiments`,
+    The one implementation of the command-line error tail: `corun`, `python -m experiments`,
     `python -m corun.machine.elevator`, the testbed and analysis commands and scripts use it."""
 
     def wrap(fn):

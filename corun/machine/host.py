@@ -163,6 +163,48 @@ def cpu_shares(before: dict | None, after: dict | None, interval_s: float) -> di
     return out
 
 
+def pmem_devices() -> list[str]:
+    """Persistent memory this machine exposes: /dev/pmem* (fsdax) and /dev/dax* (devdax)."""
+    return sorted(str(p) for pattern in ("pmem*", "dax*") for p in Path("/dev").glob(pattern))
+
+
+@functools.lru_cache(maxsize=1)
+def pmu() -> dict:
+    """Whether perf can count hardware events here: {"supported": bool | None, "seen": text}.
+    perf counts `instructions` of `true` once per kernel and perf binary (kept in the state folder
+    beside the tool versions): a VM without a virtual PMU says "<not supported>"."""
+    stamp = [os.uname().release, _tool_stamp(["perf"])]
+    cache_path = state_dir() / "pmu.json"
+    try:
+        cached = json.loads(cache_path.read_text())
+        if cached.get("stamp") == stamp:
+            return cached["pmu"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    if stamp[1] is None:
+        out = {"supported": None, "seen": "perf not installed"}
+    else:
+        try:
+            res = subprocess.run(
+                ["perf", "stat", "-x", ",", "-e", "instructions", "true"], capture_output=True, text=True, timeout=20
+            )
+            text = res.stderr
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            text = f"perf failed: {exc}"
+        if "<not supported>" in text:
+            out = {"supported": False, "seen": "perf: instructions <not supported> (no hardware counters)"}
+        elif "<not counted>" in text or res.returncode != 0:
+            line = next((x for x in text.splitlines() if x.strip()), "no output")
+            out = {"supported": False, "seen": f"perf could not count instructions: {line[:120]}"}
+        else:
+            out = {"supported": True, "seen": "perf counts instructions"}
+    try:
+        atomic_write_json(cache_path, {"stamp": stamp, "pmu": out})
+    except OSError:
+        pass  # a cache only
+    return out
+
+
 def host_state() -> dict:
     u = os.uname()
     return {
@@ -183,6 +225,8 @@ def host_state() -> dict:
         "aslr": _read("/proc/sys/kernel/randomize_va_space"),
         "psi": Path("/proc/pressure/io").exists(),
         "mem_total_kb": _meminfo().get("MemTotal"),
+        "pmu": pmu(),
+        "pmem": pmem_devices(),
     }
 
 

@@ -3,7 +3,7 @@
     python -m corun.testbed.pfs_runs --groups SPECS/groups.json --group NAME --specs SPECS
         --runs RUNS --work WORK [--done FILE]
 
-`groups.json` (written by an experiment's specs step, e.g. corun.experiments.sais) describes each
+`groups.json` (written by an experiment's specs step, e.g. experiments.sais.experiment) describes each
 group: the cluster (`kind` netns: a netns cluster of `hosts` hosts this command starts with
 scripts/netns-cluster and ends; `kind` inventory: the inventory's hosts, left running), the file
 system's configuration (corun.testbed.pfs), the client volfiles the specs name (`volfiles`, the

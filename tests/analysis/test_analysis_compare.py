@@ -5,10 +5,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import sensitivity as sens
 from analysis.paper import load_paper_values
+from experiments.sensitivity_ranking import analysis as sens
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "analysis" / "sensitivity"
+FIXTURES = Path(__file__).resolve().parents[2] / "experiments/sensitivity_ranking/tests/fixtures/sensitivity"
 PAPER = load_paper_values("000")
 
 

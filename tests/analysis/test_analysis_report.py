@@ -12,7 +12,7 @@ from analysis import report, runmeta
 from analysis.common import AnalysisInputError
 from analysis.paper import experiment_values, load_paper_values
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "analysis" / "sensitivity"
+FIXTURES = Path(__file__).resolve().parents[2] / "experiments/sensitivity_ranking/tests/fixtures/sensitivity"
 META = sorted((FIXTURES / "runs").glob("*/metadata.json"))
 # the smallest valid PNG: 1 x 1 pixel
 PNG = base64.b64decode(
@@ -200,7 +200,7 @@ def test_report_tables_show_empty_cells_as_na(html_text):
             "missing[0].runs: 0",
             "expected an integer >= 1",
         ),
-        ({"colour": "red"}, "colour: 'unknown key'", "expected one of comparison"),
+        ({"colour": "red"}, "colour: 'unknown key'", "expected one of checks, claims, comparison"),
     ],
 )
 def test_bad_section_is_one_line_error(tmp_path, overrides, key, expected):

@@ -329,9 +329,9 @@ def test_paper_analysis_of_an_extracted_archive_is_identical(tmp_path, monkeypat
     working folder: the paper analysis finds the runs and writes the same tables."""
     import shutil
 
-    from analysis import cmp_stacking as cs
+    from experiments.cmp_stacking import analysis as cs
 
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "analysis" / "cmp_stacking"
+    fixtures = Path(__file__).resolve().parents[2] / "experiments/cmp_stacking/tests/fixtures/cmp_stacking"
     project = tmp_path / "project"
     exp = project / "results" / "local" / "cmp_stacking"
     shutil.copytree(fixtures / "runs", exp / "runs")

@@ -63,11 +63,11 @@ def test_without_disk_options_nothing_of_local_yaml_disk_campaign_remains():
     with its own sizes and keep_io_running: the bench's defaults undo all of it."""
     from snakemake.utils import update_config
 
-    from corun.experiments.workflow_config import validate_config
+    from experiments.config import profile_config, validate_config
 
     a = bench.parse(["--workload", "w06"])
     bench.check(a)
-    merged = yaml.safe_load((ROOT / "workflows" / "config" / "local.yaml").read_text())
+    merged = profile_config(ROOT / "workflows" / "config" / "local.yaml")
     update_config(merged, bench.bench_config(a))
     sec = validate_config(merged, "merged")["dynamic_io"]
     assert sec["device"]["kind"] == "throttle" and sec["throttle"] == {"read_bps": 8000000}

@@ -14,7 +14,7 @@ Select jobs to execute...
 localrule make_x_data:
     output: results/local/data/x/layout.json
     jobid: 5
-Shell command: python -m corun.experiments data x
+Shell command: python -m experiments data x
 [Tue Nov 24 08:12:03 2026]
 Finished jobid: 5 (Rule: make_x_data)
 [Tue Nov 24 08:12:04 2026]

@@ -4,7 +4,7 @@ import pytest
 
 from corun import config
 from corun.errors import ConfigError
-from corun.experiments.workflow_config import validate_config
+from experiments.config import validate_config
 
 GOOD = {"name": "t", "jobs": [{"name": "a", "cmd": ["true"]}]}
 
@@ -80,7 +80,7 @@ def test_workflow_config_errors(cfg, key, expected):
 
 
 def test_shipped_configs_are_valid(repo_root):
-    from corun.experiments.workflow_config import load_workflow_config
+    from experiments.config import load_workflow_config
 
     for p in sorted((repo_root / "workflows" / "config").glob("*.yaml")):
         cfg = load_workflow_config(p)

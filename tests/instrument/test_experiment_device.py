@@ -10,10 +10,10 @@ import pytest
 
 from corun import config
 from corun.errors import ConfigError
-from corun.experiments import dynamic_io as dio
-from corun.experiments import sensitivity_ranking as sr
-from corun.experiments import stacking as st
-from corun.experiments.workflow_config import validate_config
+from experiments import registry
+from experiments.config import validate_config
+from experiments.dynamic_io import experiment as dio
+from experiments.sensitivity_ranking import experiment as sr
 
 CAL = {"needed": True, "block_size": 65536, "t_read_s": 1e-4, "t_nop_s": 2e-10}
 DISK = {"kind": "rotating_disk", "rotating_disk": {"preset": "sas_15k_2010", "queue_window": 4}}
@@ -70,13 +70,13 @@ def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
     c = validate_config(
         {"plan_for": "2x1", "experiments": ["cmp_stacking"], "cmp_stacking": {"device": DISK}}, "test.yaml"
     )
-    dev = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)["device"]
+    dev = registry()["cmp_stacking"].make_spec(c, 0, 1, 0, tmp_path)["device"]
     assert dev["kind"] == "rotating_disk" and dev["rotating_disk"]["overlay"] is True
     assert dev["populate"] == [{"src": str((tmp_path / "inputs").resolve())}]
     # graph jobs build their CSR in graph/ under the data folder: it goes onto the disk too
     (tmp_path / "graph").mkdir()
-    graph = next(i for i, g in enumerate(st.groups(c, "cmp_stacking")) if "graph" in g["workload"])
-    spec = st.make_spec(c, "cmp_stacking", graph, 1, 0, tmp_path)
+    graph = next(i for i, g in enumerate(registry()["cmp_stacking"].stack_groups(c)) if "graph" in g["workload"])
+    spec = registry()["cmp_stacking"].make_spec(c, graph, 1, 0, tmp_path)
     assert {"src": str((tmp_path / "graph").resolve())} in spec["device"]["populate"]
     assert any(str((tmp_path / "graph").resolve()) in arg for arg in spec["jobs"][0]["cmd"])
 
@@ -200,7 +200,7 @@ def test_profiles_choose_their_device(repo_root, overlay, kind):
     from snakemake.utils import update_config
 
     conf = repo_root / "workflows" / "config"
-    raw = yaml.safe_load((conf / "local.yaml").read_text())
+    raw = yaml.safe_load((conf / "local.yaml").read_text())  # a profile section each experiment folder holds
     if overlay:
         update_config(raw, yaml.safe_load((conf / overlay).read_text()))
     c = validate_config(copy.deepcopy(raw), overlay or "local.yaml")

@@ -8,10 +8,10 @@ import pytest
 
 from corun import config
 from corun.errors import ConfigError
-from corun.experiments import plan
-from corun.experiments import sensitivity_ranking as sr
-from corun.experiments import stacking as st
-from corun.experiments.workflow_config import validate_config
+from experiments import estimate as plan
+from experiments import registry
+from experiments.config import validate_config
+from experiments.sensitivity_ranking import experiment as sr
 
 
 def cfg(**kw):
@@ -22,9 +22,9 @@ def cfg(**kw):
 
 def test_stacking_matrix_caps_k_at_the_machine_and_reports_it():
     c = cfg(cmp_stacking={"k_values": [1, 2, 4, 8], "reps": 2})
-    lay = st.layout(c, "cmp_stacking")
+    lay = registry()["cmp_stacking"].layout(c)
     assert lay["k_values"] == [1, 2] and lay["k_dropped"] == [4, 8] and lay["jobs_per_cmp"] == 1
-    m = st.matrix(c, "cmp_stacking")
+    m = registry()["cmp_stacking"].matrix(c)
     assert len(m) == 4 * 2 * 2  # workloads x k x reps
     assert m[0] == (0, 1, 0) and m[-1] == (3, 2, 1)  # reps outermost
     assert "k = 4, 8 dropped" in plan.describe(c)
@@ -32,13 +32,13 @@ def test_stacking_matrix_caps_k_at_the_machine_and_reports_it():
 
 def test_plan_for_another_machine():
     c = cfg(plan_for="8x8", cmp_stacking={"k_values": [1, 2, 4, 8]})
-    lay = st.layout(c, "cmp_stacking")
+    lay = registry()["cmp_stacking"].layout(c)
     assert lay["K"] == 8 and lay["jobs_per_cmp"] == 8 and lay["k_values"] == [1, 2, 4, 8]
 
 
 def test_llc_spec_loads_k_cmps_fully(kernels_built, tmp_path):
     c = cfg(plan_for="2x2", llc_miss={"nops": [0, 50], "k_values": [2]})
-    spec = st.make_spec(c, "llc_miss", 1, 2, 0, tmp_path)
+    spec = registry()["llc_miss"].make_spec(c, 1, 2, 0, tmp_path)
     assert len(spec["jobs"]) == 4 and [j["cmp"] for j in spec["jobs"]] == [0, 0, 1, 1]
     assert spec["placement"]["use_cmps"] == [0, 1]
     assert spec["labels"]["nops"] == 50 and spec["labels"]["k"] == 2
@@ -48,7 +48,7 @@ def test_llc_spec_loads_k_cmps_fully(kernels_built, tmp_path):
 
 def test_implicit_io_spec_caps_memory_and_adds_the_memory_monitor(kernels_built, tmp_path):
     c = cfg(implicit_io={"graphs": [{"scale": 10, "edgefactor": 16}], "memory_limit_bytes": 64 << 20})
-    spec = st.make_spec(c, "implicit_io", 0, 2, 0, tmp_path)
+    spec = registry()["implicit_io"].make_spec(c, 0, 2, 0, tmp_path)
     assert spec["memory"]["limit_bytes"] == 64 << 20
     assert "memory" in spec["monitors"]["enabled"]
     assert spec["labels"]["scale"] == 10 and spec["jobs"][0]["labels"]["binary"] == "corun graph_bfs"
@@ -60,7 +60,7 @@ def test_cmp_stacking_labels_say_what_stood_in(kernels_built, tmp_path):
         workloads={"graph_s22_e16": {"kind": "graph", "scale": 12, "edgefactor": 16}},
         cmp_stacking={"workloads": ["graph_s22_e16"], "k_values": [1]},
     )
-    spec = st.make_spec(c, "cmp_stacking", 0, 1, 0, tmp_path)
+    spec = registry()["cmp_stacking"].make_spec(c, 0, 1, 0, tmp_path)
     labels = spec["jobs"][0]["labels"]
     assert labels["stands_in_for"] == "Graph500 graph -s 12 -e 16"
     assert labels["scale_note"] == "scaled down: scale 12 (paper 22)" and labels["workload_id"] == 3
@@ -71,7 +71,7 @@ def test_unknown_workload_is_a_config_error():
     with pytest.raises(
         ConfigError, match="cmp_stacking.workloads: 'x264_tiny' .expected a name defined under workloads"
     ):
-        st.groups(c, "cmp_stacking")
+        registry()["cmp_stacking"].stack_groups(c)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_sensitivity_nops_for_control_and_targets():
 
 # ----------------------------------------------------------------------------- dynamic_io (section 4)
 
-from corun.experiments import dynamic_io as dio  # noqa: E402
+from experiments.dynamic_io import experiment as dio  # noqa: E402
 
 
 def dio_cfg(**section):

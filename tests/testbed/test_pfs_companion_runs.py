@@ -1,6 +1,6 @@
 """Several client hosts on an inventory: one run per client host at the same time
 (corun.testbed.pfs_runs.run_with_companions), kept together in the run's folder, collected as
-one run (analysis.collect), and summed only when they read together (analysis.sais)."""
+one run (analysis.collect), and summed only when they read together (experiments.sais.analysis)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from analysis import collect
-from analysis import sais as an
 from corun.errors import CorunError
-from corun.experiments import sais
-from corun.experiments.workflow_config import validate_config
 from corun.testbed import pfs_runs
 from corun.testbed.inventory import Host
 from corun.util import repo_root
+from experiments.config import profile_config, validate_config
+from experiments.sais import analysis as an
+from experiments.sais import experiment as sais
 
 C0, C1, C2 = (Host(name=n, address=a) for n, a in (("c0", "10.0.0.1"), ("c1", "10.0.0.2"), ("c2", "10.0.0.3")))
 
@@ -66,7 +66,7 @@ def test_specs_on_an_inventory_with_several_client_hosts(tmp_path):
         "testbed:\n  hosts:\n"
         + "".join(f"    {n}: {{ansible_host: 10.0.0.{i + 1}}}\n" for i, n in enumerate(["c1", "c2", "s1"]))
     )
-    raw = yaml.safe_load((repo_root() / "workflows" / "config" / "smoke.yaml").read_text())
+    raw = profile_config(repo_root() / "workflows" / "config" / "smoke.yaml")
     raw["sais"] = {
         "servers": [1],
         "client_hosts": [2],

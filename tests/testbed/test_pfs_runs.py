@@ -12,13 +12,12 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from analysis import collect
-from analysis import sais as an
-from corun.experiments import sais
-from corun.experiments.workflow_config import validate_config
 from corun.util import repo_root
+from experiments.config import profile_config, validate_config
+from experiments.sais import analysis as an
+from experiments.sais import experiment as sais
 
 PREFIX = "saist"
 SUBNET = "10.78.9.0/24"
@@ -27,7 +26,7 @@ pytestmark = pytest.mark.root
 
 
 def make_group(tmp_path, policies=("irqbalance", "source_aware")):
-    raw = yaml.safe_load((repo_root() / "workflows" / "config" / "smoke.yaml").read_text())
+    raw = profile_config(repo_root() / "workflows" / "config" / "smoke.yaml")
     raw["sais"] = {
         "policies": list(policies),
         "servers": [2],
@@ -102,7 +101,7 @@ def test_client_hosts_of_an_inventory_each_run_their_own_run(tmp_path):
     )  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr
-        raw = yaml.safe_load((repo_root() / "workflows" / "config" / "smoke.yaml").read_text())
+        raw = profile_config(repo_root() / "workflows" / "config" / "smoke.yaml")
         raw["sais"] = {
             # not source_aware: rps_sock_flow_entries exists in the initial namespace only, and
             # a namespace reached over ssh is this test's stand-in for a host

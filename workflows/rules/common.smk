@@ -4,9 +4,9 @@ import sys
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.experiments import registry
-from corun.experiments.plan import describe
-from corun.experiments.workflow_config import experiments_with_runs, validate_config
+from experiments import registry
+from experiments.estimate import describe
+from experiments.config import experiments_with_runs, validate_config
 from corun.run.runner import ATTEMPTS_ENV, STEAL_ENV
 from corun.util import atomic_write_text
 import yaml
@@ -19,7 +19,7 @@ try:
 except CorunError as exc:
     sys.exit(f"corun: {exc}")
 
-EXPERIMENTS = registry()  # name -> corun.experiments.base.Experiment
+EXPERIMENTS = registry()  # name -> corun.plan.base.Experiment
 # every `corun run` below (and those cluster_run starts; pfs_runs turns it off) measures a run
 # again when the machine lost more than remeasure.max_steal_pct of its CPU time to steal
 os.environ[STEAL_ENV] = (
@@ -30,7 +30,6 @@ os.environ[STEAL_ENV] = (
 os.environ[ATTEMPTS_ENV] = str(config["remeasure"]["attempts"])
 # the selected experiments and those whose runs they use
 RUN_EXPERIMENTS = experiments_with_runs(config)
-EXPERIMENT_RULE_FILES = sorted({e.rule_file for e in EXPERIMENTS.values()})
 PY = sys.executable
 RESULTS = config["results_dir"]
 DATA = config["data_dir"]

@@ -1,0 +1,84 @@
+"""What the machine that ran (or would run) an experiment has, for the claims' declared needs
+(analysis.verdicts.Machine): SMT, NUMA nodes, CMPs, CPUs, a PMU perf can use, persistent memory,
+hosts, physical NICs.
+
+From the runs' metadata.json when there are runs (`topology`, `host.pmu`, `host.pmem`, a cluster's
+`hosts`, the file system's kind of links); from this machine itself when there are none, so a
+claim whose need is missing is "not measurable here" before anything runs. A fact a run did not
+record is None ("not recorded"), never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.verdicts import Machine
+from corun.machine import host, topology
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def from_metadata(metas: list[dict]) -> Machine:
+    """The machine described by the runs' metadata (the smallest one where they differ: a claim
+    needs every run to have had it)."""
+    facts: dict = {}
+    seen: dict = {}
+    topo = [m.get("topology") or (m.get("host") or {}).get("topology") for m in metas]
+    topo = [t for t in topo if isinstance(t, dict)]
+    if topo:
+        smt = [bool(t.get("smt")) for t in topo if t.get("smt") is not None]
+        if smt:
+            facts["smt"] = all(smt)
+            seen["smt"] = "SMT" if all(smt) else "one hardware thread per core"
+        numa = [int(t["numa_nodes"]) for t in topo if t.get("numa_nodes") is not None]
+        if numa:
+            facts["numa_nodes"] = min(numa)
+            seen["numa_nodes"] = f"{min(numa)} NUMA node{'s' if min(numa) != 1 else ''}"
+        cmps = [len(t["cmps"]) for t in topo if isinstance(t.get("cmps"), list)]
+        if cmps:
+            facts["cmps"] = min(cmps)
+            seen["cmps"] = f"{min(cmps)} CMPs"
+        cpus = [int(t["cpus"]) for t in topo if t.get("cpus") is not None]
+        if cpus:
+            facts["cpus"] = min(cpus)
+            seen["cpus"] = f"{min(cpus)} CPUs"
+    pmus = [(m.get("host") or {}).get("pmu") for m in metas]
+    pmus = [p for p in pmus if isinstance(p, dict) and p.get("supported") is not None]
+    if pmus:
+        ok = all(p["supported"] for p in pmus)
+        facts["pmu"] = ok
+        seen["pmu"] = next((p["seen"] for p in pmus if not p["supported"]), pmus[0]["seen"])
+    pmem = [(m.get("host") or {}).get("pmem") for m in metas]
+    pmem = [p for p in pmem if isinstance(p, list)]
+    if pmem:
+        facts["pmem"] = all(bool(p) for p in pmem)
+        seen["pmem"] = "persistent memory" if facts["pmem"] else "no /dev/pmem* or /dev/dax* device"
+    hosts = [len((m.get("cluster") or {}).get("hosts") or []) for m in metas]
+    if any(hosts):
+        facts["hosts"] = max(hosts)
+        seen["hosts"] = f"{max(hosts)} hosts in a run's cluster"
+    elif any("run_id" in m for m in metas):
+        facts["hosts"] = 1
+        seen["hosts"] = "one host"
+    return Machine(facts, seen)
+
+
+def from_metadata_files(paths: list[Path]) -> Machine:
+    return from_metadata([m for m in (_load(p) for p in paths) if m is not None])
+
+
+def here() -> Machine:
+    """This machine, for claims judged before (or without) runs."""
+    t = topology.discover()
+    desc = {"topology": t.as_dict(), "host": {"pmu": host.pmu(), "pmem": host.pmem_devices()}}
+    m = from_metadata([desc])
+    m.facts.pop("hosts", None)  # a cluster is brought up by the runs (a netns cluster, an inventory)
+    m.seen.pop("hosts", None)
+    return m

@@ -1,0 +1,52 @@
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+# The tests' runs keep their undo journals and machine lock apart from the machine's real runs
+# (/run/corun): a run of the user's that is going on is neither disturbed nor recovered by a test,
+# and a journal left by one test is never reported by another. Set before corun is imported.
+os.environ["CORUN_STATE_DIR"] = tempfile.mkdtemp(prefix="corun-test-state-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ["CORUN_STATE_DIR"], ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="needs root (cgroups, elevator)")
+        for item in items:
+            if "root" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def kernels_built(repo_root):
+    import subprocess
+
+    subprocess.run(["make", "-s", "-C", str(repo_root / "kernels")], check=True)
+    return repo_root / "kernels" / "build"
+
+
+@pytest.fixture
+def disk_tmp(repo_root):
+    """A scratch folder on a real block device (tmp_path may be tmpfs elsewhere)."""
+    base = repo_root / "results" / "test-scratch"
+    base.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(dir=base))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

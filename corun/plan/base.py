@@ -1,0 +1,134 @@
+"""The interface every experiment has, and what the experiments share.
+
+An experiment is a folder experiments/<name>/ whose experiment.py defines `EXPERIMENT`, an
+instance of a subclass of `Experiment`; `experiments.registry()` finds them all. The workflow's
+generic code (config validation, the plan, the one rule file that makes data, calibrates, writes
+specs, runs, collects and analyses every experiment, the multi-host rules, the report) loops over
+the registry and names no experiment. See docs/howto/add-an-experiment.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corun.machine import topology
+
+RUN_OVERHEAD_S = 3.0  # per-run cost beyond the jobs (start, set-up, settle, teardown), for the plan
+
+
+class Experiment:
+    """One experiment of the workflow. Subclasses set the class attributes and override what they need.
+
+    name         its folder under experiments/, its config section and its results folder
+    runs_of      the experiment whose runs it analyses (io_latency_split: cmp_stacking), else itself
+    host_runs    its runs can run on any host of `hosts` as they are (all_hosts); False when a run
+                 uses several hosts by itself (mpl_sweep: MPI jobs across an inventory) or needs
+                 hosts the experiment sets up itself (sais: its file system and cluster)
+    data_file    the file its data step writes in its data folder, last: its runs depend on it
+                 (None: no data step)
+    calibrates   it has a calibrate step (calibration.json, read by its specs step)
+    step_inputs  files the data and calibrate steps need besides the config (kernels they run)
+    spec_files   files its specs step writes beside the run specs (plan.json, groups.json ...)
+    run_inputs   files every run needs besides its spec (the kernels it runs)
+    folder       experiments/<name> (set by the registry)
+    """
+
+    name: str = ""
+    runs_of: str | None = None
+    host_runs: bool = True
+    data_file: str | None = "layout.json"
+    calibrates: bool = False
+    step_inputs: tuple[str, ...] = ()
+    spec_files: tuple[str, ...] = ()
+    run_inputs: tuple[str, ...] = ()
+    folder: Path | None = None
+
+    # ----------------------------------------------------------------- configuration
+    def prepare_config(self, raw: dict, section_schema: dict) -> dict:
+        """The raw configuration before schema validation (e.g. catalogs merged over defaults)."""
+        return raw
+
+    def check(self, cfg: dict, source: str) -> None:
+        """Cross-key checks the schema cannot express; raise a one-line ConfigError."""
+
+    def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
+        """(config key, variant, param, value) of every scheduler parameter its runs pass, and
+        (key, variant, None, None) for each variant they use; checked against the variants'
+        manifests before anything runs. Default: the section's `scheduler` and `scheduler_params`."""
+        sec = cfg.get(self.name) or {}
+        if "scheduler" not in sec:
+            return []
+        variant = sec["scheduler"]
+        given = sec.get("scheduler_params") or {}
+        return [(f"{self.name}.scheduler", variant, None, None)] + [
+            (f"{self.name}.scheduler_params.{p}", variant, p, v) for p, v in given.items()
+        ]
+
+    # ----------------------------------------------------------------- the rules' steps
+    def data(self, cfg: dict, data_dir: Path) -> str:
+        """Write the input files; a one-line summary."""
+        return "no input files"
+
+    def calibrate(self, cfg: dict, data_dir: Path) -> dict:
+        """Measure what the specs need on this machine (calibration.json)."""
+        return {"needed": False}
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        """Write every run spec of the experiment into out_dir; how many."""
+        return 0
+
+    def run_names(self, cfg: dict) -> list[str]:
+        """The names of its run folders (results/<profile>/<name>/runs/<run>)."""
+        return []
+
+    def estimate(self, cfg: dict) -> dict | None:
+        """{"runs", "seconds", "k_dropped"} for the plan, or None when it makes no runs of its own."""
+        return None
+
+    # ----------------------------------------------------------------- how the workflow runs it
+    def group_runs(self, cfg: dict) -> dict[str, list[str]]:
+        """Runs measured together by one invocation (a cluster and file system brought up around
+        them: corun.testbed.pfs_runs), {group: [run names]}; the other runs are run one by one."""
+        return {}
+
+    def run_command(self, cfg: dict, state_dir: str) -> str:
+        """The Python arguments that run one spec (`<python> <these> SPEC --out DIR`)."""
+        return "-m corun run"
+
+    def run_priority(self, cfg: dict) -> dict[str, int]:
+        """Snakemake priorities of its runs (higher first); empty: no order."""
+        return {}
+
+    def analysis_inputs(self, cfg: dict, results: str) -> dict[str, str | list[str]]:
+        """Files its analysis reads (the workflow's inputs of its analyse step)."""
+        owner = self.runs_of or self.name
+        return {"jobs": f"{results}/{owner}/jobs.csv", "runs": f"{results}/{owner}/runs.csv"}
+
+    def analysis_outputs(self, results: str) -> list[str]:
+        """Files its analysis writes: section.json first, then tables other experiments read."""
+        return [f"{results}/{self.name}/analysis/section.json"]
+
+    def analysis_args(self, cfg: dict, results: str) -> list[str]:
+        """Options of its analysis module beyond --jobs, --runs and --out-dir."""
+        return []
+
+
+def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:
+    """(grouping, CMPs) of this machine, or of the machine `plan_for` describes (for planning)."""
+    pc = cfg["cmp"]
+    if cfg.get("plan_for"):
+        n, c = (int(x) for x in cfg["plan_for"].split("x"))
+        return "assumed", [list(range(i * c, (i + 1) * c)) for i in range(n)]
+    return topology.cmp_groups(topology.discover(), pc["grouping"], pc.get("cores_per_cmp"), pc.get("groups"), source)
+
+
+def x264_s(wl: dict) -> float:
+    """Rough time of one x264 job alone (PARSEC's options at about 4 Mpixel/s on a 2-core VM)."""
+    w, h = {"simlarge": (640, 360), "native": (1920, 1080)}[wl["input"]]
+    return w * h * wl["frames"] / 4e6
+
+
+def graph_s(scale: int, ef: int, roots: int) -> float:
+    """Rough time of one graph job alone (about 0.6 us per edge plus BFS)."""
+    edges = ef * 2**scale
+    return edges * (0.6e-6 + roots * 0.02e-6)

@@ -1,0 +1,88 @@
+"""The workflow's steps of one experiment: data, calibrate, specs, analyze (see experiments)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from analysis.experiment import read_inputs, write
+from corun.errors import ConfigError, one_line_errors
+from corun.util import atomic_write_json
+from experiments import PAPERS_DIR, get
+from experiments.config import load_workflow_config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m experiments", description=__doc__)
+    sub = ap.add_subparsers(dest="step", required=True)
+    d = sub.add_parser("data", help="write the experiment's input files")
+    c = sub.add_parser("calibrate", help="measure what its specs need on this machine")
+    c.add_argument("--out", required=True, type=Path)
+    s = sub.add_parser("specs", help="write every run spec of the experiment")
+    s.add_argument("--out-dir", required=True, type=Path)
+    s.add_argument("--calibration", type=Path, help="calibration.json of the calibrate step, if it has one")
+    for p in (d, c, s):
+        p.add_argument("experiment")
+        p.add_argument("--config", required=True)
+        p.add_argument("--data-dir", required=True, type=Path)
+    a = sub.add_parser("analyze", help="analyse its collected runs into its report section")
+    a.add_argument("experiment")
+    a.add_argument("--config", required=True)
+    a.add_argument("--results", required=True, help="the configuration's results folder")
+    a.add_argument("--out-dir", required=True, help="the section's folder")
+    return ap
+
+
+def analyze(exp, cfg: dict, results: str, out_dir: str) -> int:
+    """Run the experiment's analysis (experiments/<name>/analysis.py) on its inputs: its metrics,
+    its claims judged by the verdict engine, its section (analysis.experiment)."""
+    ins = exp.analysis_inputs(cfg, results)
+    module = importlib.import_module(f"experiments.{exp.name}.analysis")
+    if not hasattr(module, "analyse"):  # an analysis with a command line of its own
+        argv = ["--jobs", ins["jobs"], "--runs", ins["runs"], *exp.analysis_args(cfg, results), "--out-dir", out_dir]
+        return module.main(argv)
+    files = {k: v for k, v in ins.items() if k not in ("jobs", "runs")}
+    files["cache_dir"] = f"{results}/{exp.name}/cache"
+    inputs = read_inputs(
+        exp.name,
+        exp.folder,
+        PAPERS_DIR,
+        ins["jobs"],
+        ins["runs"],
+        job_text=getattr(module, "JOB_TEXT", []),
+        run_text=getattr(module, "RUN_TEXT", []),
+        files=files,
+        config=cfg,
+    )
+    write(out_dir, inputs, module.analyse(inputs))
+    return 0
+
+
+@one_line_errors
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    cfg = load_workflow_config(a.config)
+    exp = get(a.experiment)
+    if a.step == "data":
+        print(exp.data(cfg, a.data_dir), file=sys.stderr)
+    elif a.step == "calibrate":
+        atomic_write_json(a.out, exp.calibrate(cfg, a.data_dir))
+    elif a.step == "analyze":
+        return analyze(exp, cfg, a.results, a.out_dir)
+    else:
+        try:
+            cal = json.loads(a.calibration.read_text()) if a.calibration else {"needed": False}
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                "command line", "--calibration", str(a.calibration), f"a calibration.json ({exc})"
+            ) from None
+        n = exp.specs(cfg, cal, a.data_dir, a.out_dir)
+        print(f"{n} run spec(s) written in {a.out_dir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The aioli experiment (experiment.py: its plan; analysis.py: its metrics and section)."""

@@ -1,0 +1,1 @@
+"""The cmp_stacking experiment (experiment.py: its plan; analysis.py: its metrics and section)."""

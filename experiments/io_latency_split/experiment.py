@@ -1,0 +1,18 @@
+"""Paper 000 section 2.4 (Figs. 5-7): waiting against serving time per k, from the iostat records
+of the cmp_stacking runs (it makes no runs of its own)."""
+
+from __future__ import annotations
+
+from corun.plan.base import Experiment
+
+
+class IoLatencySplit(Experiment):
+    name = "io_latency_split"
+    runs_of = "cmp_stacking"
+    data_file = None
+
+    def analysis_args(self, cfg: dict, results: str) -> list[str]:
+        return ["--workload", cfg["cmp_stacking"]["latency_workload"]]
+
+
+EXPERIMENT = IoLatencySplit()

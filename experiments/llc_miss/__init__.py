@@ -1,0 +1,1 @@
+"""The llc_miss experiment (experiment.py: its plan; analysis.py: its metrics and section)."""

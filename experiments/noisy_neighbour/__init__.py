@@ -1,0 +1,1 @@
+"""The noisy_neighbour experiment (experiment.py: its plan; analysis.py: its metrics and section)."""

@@ -1,0 +1,1 @@
+"""The sais experiment (experiment.py: its plan; analysis.py: its metrics and section)."""

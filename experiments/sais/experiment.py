@@ -1,0 +1,376 @@
+"""Paper 004 (SAIs): steering policies x data servers x transfer size x clients on a striped
+parallel file system (docs/pfs.md, experiments/sais/README.md).
+
+The runs fall into groups, one per (servers, client links): the file system is brought up once
+per group (corun.testbed.pfs_runs), one file is written into it, then the group's runs read it,
+every (policy, transfer size, clients) point once per repetition, repetitions outermost and the
+points shuffled (seeded) within each. Each run is a `corun run` whose jobs are the clients:
+kernels/pfs_read reading the striped file in `transfer_size` requests, with `compute_passes`
+per request standing in for the paper's encryption, under the policy's `irq_policy` variant.
+On the workflow's own netns cluster (`cluster.kind: netns`) the clients run in the client
+host's namespace (`ip netns exec`); on an inventory (`cluster.kind: inventory`) on its client
+host.
+
+Two more runs per repetition (`pm_thread_r*`, `pm_process_r*`) measure the model's P and M
+with kernels/sais_inmem (thread pair against process pair, one application), for eqs. 1-9.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import yaml
+
+from corun.errors import ConfigError
+from corun.plan.base import RUN_OVERHEAD_S, Experiment
+from corun.plan.pfs_clients import (
+    check_cluster,
+    client_name,
+    client_names,
+    in_client,
+    pfs_read,
+    pfs_root,
+    volfiles,
+)
+from corun.util import atomic_write_json, atomic_write_text, repo_root
+
+NAME = "sais"
+GROUPS_FILE = "groups.json"
+BASELINE = "irqbalance"
+DATA_FILE = "/sais.dat"
+PFS_SETUP_S = 30.0  # cluster up, file system up, the file written, all down (measured here: 25-35 s)
+
+
+def section(cfg: dict) -> dict:
+    return cfg[NAME]
+
+
+def group_name(servers: int, links: int, hosts: int = 1) -> str:
+    return f"s{servers}_l{links}" + (f"_h{hosts}" if hosts > 1 else "")
+
+
+def groups(sec: dict) -> list[tuple[int, int, int]]:
+    """(servers, client links, client hosts) of every group."""
+    return [(n, ln, h) for h in sec["client_hosts"] for ln in sec["client_links"] for n in sec["servers"]]
+
+
+def points(sec: dict, servers: int, links: int, hosts: int = 1) -> list[dict]:
+    """The runs of one group: reps outermost, (policy, transfer, clients) shuffled within each."""
+    base = [
+        {"policy": p, "transfer_size_bytes": t, "clients": c}
+        for p in sec["policies"]
+        for t in sec["transfer_sizes_bytes"]
+        for c in sec["clients"]
+    ]
+    rng = random.Random(f"{sec['seed']}-{servers}-{links}" + (f"-{hosts}" if hosts > 1 else ""))
+    out = []
+    for rep in range(sec["reps"]):
+        order = list(base)
+        rng.shuffle(order)
+        out += [{**p, "servers": servers, "client_links": links, "client_hosts": hosts, "rep": rep} for p in order]
+    return out
+
+
+def run_name(p: dict) -> str:
+    return (
+        f"{group_name(p['servers'], p['client_links'], p['client_hosts'])}_{p['policy']}"
+        f"_t{p['transfer_size_bytes'] // 1024}k_c{p['clients']}_r{p['rep']}"
+    )
+
+
+def pm_names(sec: dict) -> list[str]:
+    return [f"pm_{mode}_r{r}" for r in range(sec["reps"]) for mode in ("thread", "process")]
+
+
+def file_bytes(sec: dict) -> int:
+    return sec["file_mib"] << 20
+
+
+def pfs_args(sec: dict, data_dir: Path, servers: int, host: int = 0) -> list[str]:
+    vol = [x for v in volfiles(sec, NAME, data_dir, servers, host) for x in ("--volfile", v)]
+    return [*vol, "--strip-size", str(sec["strip_size_bytes"]), "--file", DATA_FILE]
+
+
+def policy_params(sec: dict, policy: str, servers: int, hosts: int = 1) -> dict:
+    """The variant's parameters: the configured ones, and the interfaces of this group's cluster
+    (on the netns cluster every client host's, hosts 1..hosts, the data servers after them)."""
+    c = sec["cluster"]
+    params = dict(sec["policy_params"].get(policy) or {})
+    if c["kind"] == "netns":
+        clients = [client_name(sec, NAME, i) for i in range(hosts)]
+        if policy == "sais_mark":
+            # the clients' own ends only: XDP on the bridge side would steer the clients' requests
+            # (marked, and on veth never checksummed) instead of the servers' replies
+            params.setdefault("interfaces", ",".join(f"{n}/eth0" for n in clients))
+            first = hosts + 1
+            params.setdefault(
+                "server_interfaces", ",".join(f"{c['prefix']}-n{i}/eth0" for i in range(first, first + servers))
+            )
+        else:
+            ends = [x for i, n in enumerate(clients) for x in (f"{n}/eth0", f"{c['prefix']}-v{i + 1}")]
+            params.setdefault("interfaces", ",".join(ends))
+    else:
+        params.setdefault("interfaces", c["interfaces"])
+        if policy == "sais_mark":
+            params.setdefault("server_interfaces", c["server_interfaces"])
+    return params
+
+
+def monitors(cfg: dict) -> dict:
+    sec = section(cfg)
+    return {
+        "enabled": list(sec["monitors"]),
+        "interval_s": sec["monitor_interval_s"],
+        "perf_events": list(sec["perf_events"]),
+    }
+
+
+def companions(sec: dict, hosts: int) -> bool:
+    """Whether a run of `hosts` client hosts is one corun run per client host (on an inventory:
+    each host applies the steering policy to its own NICs and records its own monitors) rather
+    than one run whose jobs enter every client host's namespace (the netns cluster)."""
+    return sec["cluster"]["kind"] != "netns" and hosts > 1
+
+
+def companion_name(run: str, host: int) -> str:
+    """The spec (and run folder, RUNS/<run>/hosts/<this>) of client host `host` >= 1 of a run."""
+    return f"{run}.h{host}"
+
+
+def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) -> dict:
+    """The run's spec: every client host's readers, or with only_host those of one client host
+    (a companion run on an inventory; host 0's spec is the run's own)."""
+    sec = section(cfg)
+    hosts = p["client_hosts"]
+
+    def read(host: int) -> list[str]:
+        return [
+            pfs_read(),
+            *pfs_args(sec, data_dir, p["servers"], host),
+            "--block-size",
+            str(file_bytes(sec)),
+            "--read",
+            "--transfer-size",
+            str(p["transfer_size_bytes"]),
+            "--compute-passes",
+            str(sec["compute_passes"]),
+            "--repetitions",
+            str(sec["read_repetitions"]),
+        ]
+
+    labels = {
+        "experiment": NAME,
+        "kind": "read",
+        "policy": p["policy"],
+        "servers": p["servers"],
+        "client_links": p["client_links"],
+        "transfer_size_bytes": p["transfer_size_bytes"],
+        "clients": p["clients"],
+        "client_hosts": hosts,
+        "rep": p["rep"],
+        "reader": "pfs_read",
+    }
+    jobs = [
+        {
+            "name": f"client-{i}" if hosts == 1 else f"client-h{h}-{i}",
+            "cmd": in_client(sec, NAME, read(h), h),
+            "result": "json",
+            "labels": {"client": i, "client_host": h},
+        }
+        for h in (range(hosts) if only_host is None else [only_host])
+        for i in range(p["clients"])
+    ]
+    name = run_name(p) if not only_host else companion_name(run_name(p), only_host)
+    if only_host is not None:
+        labels["client_host_run"] = only_host
+    return {
+        "name": f"{NAME}-{name}",
+        "labels": labels,
+        "jobs": jobs,
+        "scheduler": {"name": p["policy"], "params": policy_params(sec, p["policy"], p["servers"], hosts)},
+        "monitors": monitors(cfg),
+    }
+
+
+def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
+    """One sais_inmem run at one application: the thread pair gives P, the process pair M."""
+    sec = section(cfg)
+    pm = sec["pm"]
+    argv = [
+        str(repo_root() / "kernels" / "build" / "sais_inmem"),
+        "--mode",
+        mode,
+        "--apps",
+        "1",
+        "--files",
+        str(pm["files"]),
+        "--strip-size",
+        str(sec["strip_size_bytes"]),
+        "--request-size",
+        str(pm["request_size_bytes"]),
+        "--duration-s",
+        str(pm["duration_s"]),
+        "--dir",
+        pm["dir"],
+    ]
+    return {
+        "name": f"{NAME}-pm_{mode}_r{rep}",
+        "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "rep": rep},
+        "placement": {"slots_per_core": 1},
+        "jobs": [{"name": f"sais_inmem-{mode}", "cmd": argv, "result": "json"}],
+        "monitors": {"enabled": [], "interval_s": sec["monitor_interval_s"], "perf_events": list(sec["perf_events"])},
+    }
+
+
+def work_dir(specs_dir: Path, servers: int, links: int, hosts: int = 1) -> Path:
+    """The group's cluster and file system state (corun.testbed.pfs_runs --work is its parent)."""
+    return specs_dir.parent / "work" / group_name(servers, links, hosts)
+
+
+def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, hosts: int = 1) -> dict:
+    """corun.testbed.pfs's configuration for one group."""
+    c = sec["cluster"]
+    out = {
+        "servers": servers,
+        "client_hosts": hosts,
+        "strip_size_bytes": sec["strip_size_bytes"],
+        "root": pfs_root(sec, data_dir),
+        "port": c["port"],
+        "state_dir": str((work / "pfs").resolve()),
+        "link": {"shape": sec["shape_links"], "rate_mbit": sec["link_rate_mbit"], "client_links": links},
+    }
+    if c["kind"] == "netns":
+        out["inventory"] = str((work / "cluster" / "inventory.yml").resolve())
+        out["netns_state"] = str((work / "cluster" / "state").resolve())
+    else:
+        out.update(inventory=str(Path(c["inventory"]).resolve()), group=c["group"], client=c["client"])
+    return out
+
+
+class Sais(Experiment):
+    name = NAME
+    data_file = None
+    spec_files = ("groups.json",)
+    run_inputs = ("kernels/build/pfs_read", "kernels/build/sais_inmem")
+
+    def analysis_args(self, cfg: dict, results: str) -> list[str]:
+        return ["--config", f"{results}/config.yaml"]
+
+    host_runs = False  # a run needs the file system and cluster its group brings up
+
+    def check(self, cfg: dict, source: str) -> None:
+        sec = section(cfg)
+        if BASELINE not in sec["policies"]:
+            raise ConfigError(source, f"{NAME}.policies", sec["policies"], f"a list holding {BASELINE} (the baseline)")
+        for p in sec["policy_params"]:
+            if p not in sec["policies"]:
+                raise ConfigError(source, f"{NAME}.policy_params.{p}", p, "a policy of sais.policies")
+        strip = sec["strip_size_bytes"]
+        for i, t in enumerate(sec["transfer_sizes_bytes"]):
+            if t % 8 or file_bytes(sec) % t:
+                raise ConfigError(
+                    source,
+                    f"{NAME}.transfer_sizes_bytes[{i}]",
+                    t,
+                    f"a multiple of 8 bytes dividing file_mib ({file_bytes(sec)} bytes)",
+                )
+        if sec["pm"]["request_size_bytes"] % strip:
+            raise ConfigError(
+                source, f"{NAME}.pm.request_size_bytes", sec["pm"]["request_size_bytes"], f"a multiple of {strip}"
+            )
+        check_cluster(sec, NAME, source)
+
+    def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
+        sec = section(cfg)
+        out: list[tuple[str, str, str | None, object]] = []
+        for i, p in enumerate(sec["policies"]):
+            out.append((f"{NAME}.policies[{i}]", p, None, None))
+            for k, v in (sec["policy_params"].get(p) or {}).items():
+                out.append((f"{NAME}.policy_params.{p}.{k}", p, k, v))
+        return out
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        sec = section(cfg)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        n = 0
+        group_list = []
+        client = client_name(sec, NAME)
+        for servers, links, hosts in groups(sec):
+            pts = points(sec, servers, links, hosts)
+            split = companions(sec, hosts)
+            client_names(sec, NAME, hosts, servers)  # enough hosts for the group, before any spec
+            for p in pts:
+                spec = make_spec(cfg, p, data_dir, 0 if split else None)
+                atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(spec, sort_keys=False))
+                for h in range(1, hosts) if split else []:
+                    spec = make_spec(cfg, p, data_dir, h)
+                    name = companion_name(run_name(p), h)
+                    atomic_write_text(out_dir / f"{name}.yaml", yaml.safe_dump(spec, sort_keys=False))
+            n += len(pts)
+            write = [
+                pfs_read(),
+                *pfs_args(sec, data_dir, servers),  # once, from the client: every client host reads it
+                "--block-size",
+                str(file_bytes(sec)),
+                "--write",
+            ]
+            group_list.append(
+                {
+                    "name": group_name(servers, links, hosts),
+                    "servers": servers,
+                    "client_links": links,
+                    "client_hosts": hosts,
+                    "runs": [run_name(p) for p in pts],
+                    "cluster": {
+                        "kind": sec["cluster"]["kind"],
+                        "prefix": sec["cluster"]["prefix"],
+                        "subnet": sec["cluster"]["subnet"],
+                        "hosts": servers + hosts,
+                        "client": client,
+                    },
+                    "pfs": pfs_config(sec, data_dir, servers, links, work_dir(out_dir, servers, links, hosts), hosts),
+                    "volfiles": volfiles(sec, NAME, data_dir, servers),
+                    "client_volfiles": {
+                        client_name(sec, NAME, h): volfiles(sec, NAME, data_dir, servers, h) for h in range(hosts)
+                    },
+                    # on an inventory, client host h >= 1 runs RUNS/<run>/hosts/<run>.h<h> at the same time
+                    "companions": [
+                        {"host": client_name(sec, NAME, h), "suffix": companion_name("", h)}
+                        for h in (range(1, hosts) if split else [])
+                    ],
+                    "write_cmd": in_client(sec, NAME, write),
+                }
+            )
+        for name in pm_names(sec):
+            _, mode, rep = name.split("_")
+            spec = make_pm_spec(cfg, mode, int(rep[1:]), data_dir)
+            atomic_write_text(out_dir / f"{name}.yaml", yaml.safe_dump(spec, sort_keys=False))
+            n += 1
+        atomic_write_json(out_dir / GROUPS_FILE, {"experiment": NAME, "groups": group_list})
+        return n
+
+    def group_runs(self, cfg: dict) -> dict[str, list[str]]:
+        sec = section(cfg)
+        return {group_name(s, ln, h): [run_name(p) for p in points(sec, s, ln, h)] for s, ln, h in groups(sec)}
+
+    def run_names(self, cfg: dict) -> list[str]:
+        sec = section(cfg)
+        return [r for rs in self.group_runs(cfg).values() for r in rs] + pm_names(sec)
+
+    def estimate(self, cfg: dict) -> dict:
+        sec = section(cfg)
+        rate = sec["link_rate_mbit"] * 1e6 / 8  # one link, bytes/s
+        reads, read_s = 0, 0.0
+        for s, ln, h in groups(sec):
+            pts = points(sec, s, ln, h)
+            reads += len(pts)
+            for p in pts:  # every client reads the whole file; the clients' links or the servers' cap it
+                cap = min(h * ln, s) * rate
+                read_s += RUN_OVERHEAD_S + file_bytes(sec) * sec["read_repetitions"] * p["clients"] * h / cap
+        pm = len(pm_names(sec))
+        seconds = len(groups(sec)) * PFS_SETUP_S + read_s + pm * (RUN_OVERHEAD_S + sec["pm"]["duration_s"])
+        return {"runs": reads + pm, "seconds": seconds, "k_dropped": []}
+
+
+EXPERIMENT = Sais()

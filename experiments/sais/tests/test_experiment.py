@@ -1,0 +1,170 @@
+"""The sais experiment plugin: config checks (one line each), its groups, run order and specs."""
+
+import json
+
+import pytest
+import yaml
+
+from corun.errors import ConfigError
+from corun.util import repo_root
+from experiments.config import profile_config, validate_config
+from experiments.sais import experiment as sais
+
+SMOKE = repo_root() / "workflows" / "config" / "smoke.yaml"
+
+
+def cfg_with(section: dict) -> dict:
+    raw = profile_config(SMOKE)
+    raw["sais"] = section
+    return validate_config(raw, "test.yaml")
+
+
+@pytest.mark.parametrize(
+    "section, line",
+    [
+        ({"policies": ["spread", "source_aware"]}, "sais.policies: ['spread', 'source_aware'] (expected a list"),
+        ({"policies": ["irqbalance", "rfs"]}, "sais.policies[1]: 'rfs'"),
+        ({"servers": [0]}, "sais.servers[0]: 0"),
+        ({"transfer_sizes_bytes": [100000], "file_mib": 1}, "sizes_bytes[0]: 100000 (expected a multiple of 8"),
+        ({"policy_params": {"dedicated": {"cpu": 1}}}, "policy_params.dedicated: 'dedicated' (expected a policy"),
+        ({"policies": ["irqbalance", "dedicated"], "policy_params": {"dedicated": {"cpu": -1}}}, "dedicated.cpu: -1"),
+        ({"cluster": {"prefix": "sais-x"}}, "sais.cluster.prefix: 'sais-x'"),
+        ({"cluster": {"kind": "inventory"}}, "sais.cluster.inventory: None (expected an inventory (kind inventory))"),
+        ({"pm": {"request_size_bytes": 100000}}, "sais.pm.request_size_bytes: 100000 (expected a multiple of 65536)"),
+        ({"speed": 1}, "speed"),
+        ({"min_speedup_pct": -1}, "sais.min_speedup_pct: -1 (expected a number >= 0)"),
+        ({"min_speedup_pct": 101}, "sais.min_speedup_pct: 101 (expected a number <= 100)"),
+        ({"min_speedup_pct": "1%"}, "sais.min_speedup_pct: '1%' (expected a number"),
+        ({"client_hosts": [0]}, "sais.client_hosts[0]: 0 (expected an integer >= 1)"),
+    ],
+)  # fmt: skip
+def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
+    with pytest.raises(ConfigError) as e:
+        cfg_with(section)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("test.yaml: ") and line in msg
+
+
+def test_min_speedup_default_and_value():
+    assert cfg_with({})["sais"]["min_speedup_pct"] == 1.0
+    assert cfg_with({"min_speedup_pct": 0})["sais"]["min_speedup_pct"] == 0
+
+
+def test_groups_and_run_order_interleave_reps():
+    cfg = cfg_with({"policies": ["irqbalance", "source_aware", "spread"], "servers": [2, 4], "reps": 2})
+    sec = cfg["sais"]
+    runs = sais.EXPERIMENT.group_runs(cfg)
+    assert list(runs) == ["s2_l1", "s4_l1"]
+    g = runs["s2_l1"]
+    assert len(g) == 3 * 2 * 2  # policies x default transfer sizes x reps
+    assert all(n.endswith("_r0") for n in g[:6]) and all(n.endswith("_r1") for n in g[6:])
+    assert sais.points(sec, 2, 1) == sais.points(sec, 2, 1)  # same seed, same order
+    names = sais.EXPERIMENT.run_names(cfg)
+    assert names[-4:] == ["pm_thread_r0", "pm_process_r0", "pm_thread_r1", "pm_process_r1"]
+    est = sais.EXPERIMENT.estimate(cfg)
+    assert est["runs"] == len(names) and est["seconds"] > 0
+
+
+def test_specs_on_the_netns_cluster(tmp_path):
+    cfg = cfg_with(
+        {
+            "policies": ["irqbalance", "sais_mark"],
+            "servers": [2],
+            "transfer_sizes_bytes": [131072],
+            "clients": [2],
+            "reps": 1,
+        }
+    )
+    n = sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    assert n == 2 + 2
+    spec = yaml.safe_load((tmp_path / "specs" / "s2_l1_sais_mark_t128k_c2_r0.yaml").read_text())
+    assert [j["name"] for j in spec["jobs"]] == ["client-0", "client-1"]
+    cmd = spec["jobs"][0]["cmd"]
+    assert cmd[:4] == ["ip", "netns", "exec", "sais-n1"] and cmd[4].endswith("kernels/build/pfs_read")
+    assert cmd[cmd.index("--transfer-size") + 1] == "131072" and "--read" in cmd
+    vol = str((tmp_path / "data" / "pfs" / "sais-n1" / "client" / "stripe-1.vol").resolve())
+    assert vol in cmd
+    assert spec["scheduler"] == {
+        "name": "sais_mark",
+        "params": {"interfaces": "sais-n1/eth0", "server_interfaces": "sais-n2/eth0,sais-n3/eth0"},
+    }
+    assert spec["labels"]["policy"] == "sais_mark" and spec["labels"]["reader"] == "pfs_read"
+    assert "cpustat" in spec["monitors"]["enabled"]
+    groups = json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]
+    (g,) = groups
+    assert g["cluster"] == {
+        "kind": "netns",
+        "prefix": "sais",
+        "subnet": "10.78.0.0/24",
+        "hosts": 3,
+        "client": "sais-n1",
+    }
+    assert g["pfs"]["servers"] == 2 and g["pfs"]["link"]["client_links"] == 1 and g["pfs"]["port"] == 24019
+    assert g["pfs"]["state_dir"] == str((tmp_path / "work" / "s2_l1" / "pfs").resolve())
+    assert "--write" in g["write_cmd"] and g["volfiles"][1] == vol
+    pm = yaml.safe_load((tmp_path / "specs" / "pm_process_r0.yaml").read_text())
+    assert pm["jobs"][0]["cmd"][1:3] == ["--mode", "process"] and pm["labels"]["kind"] == "pm"
+
+
+def test_specs_with_several_client_hosts(tmp_path):
+    cfg = cfg_with(
+        {
+            "policies": ["irqbalance", "source_aware", "sais_mark"],
+            "servers": [2],
+            "transfer_sizes_bytes": [131072],
+            "client_hosts": [1, 2],
+            "reps": 1,
+        }
+    )
+    assert list(sais.EXPERIMENT.group_runs(cfg)) == ["s2_l1", "s2_l1_h2"]  # one host: the names before
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    spec = yaml.safe_load((tmp_path / "specs" / "s2_l1_h2_source_aware_t128k_c1_r0.yaml").read_text())
+    assert [j["name"] for j in spec["jobs"]] == ["client-h0-0", "client-h1-0"]
+    for host, job in enumerate(spec["jobs"]):
+        ns = f"sais-n{host + 1}"
+        assert job["cmd"][:4] == ["ip", "netns", "exec", ns] and job["labels"] == {"client": 0, "client_host": host}
+        vols = [job["cmd"][i + 1] for i, a in enumerate(job["cmd"]) if a == "--volfile"]
+        assert vols == [str((tmp_path / "data" / "pfs" / ns / "client" / f"stripe-{i}.vol").resolve()) for i in (0, 1)]
+    assert spec["labels"]["client_hosts"] == 2
+    assert spec["scheduler"]["params"] == {"interfaces": "sais-n1/eth0,sais-v1,sais-n2/eth0,sais-v2"}
+    mark = yaml.safe_load((tmp_path / "specs" / "s2_l1_h2_sais_mark_t128k_c1_r0.yaml").read_text())
+    assert mark["scheduler"]["params"] == {  # the servers are the hosts after the clients
+        "interfaces": "sais-n1/eth0,sais-n2/eth0",
+        "server_interfaces": "sais-n3/eth0,sais-n4/eth0",
+    }
+    one = yaml.safe_load((tmp_path / "specs" / "s2_l1_sais_mark_t128k_c1_r0.yaml").read_text())
+    assert one["scheduler"]["params"]["server_interfaces"] == "sais-n2/eth0,sais-n3/eth0"
+    by = {g["name"]: g for g in json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]}
+    g = by["s2_l1_h2"]
+    assert g["cluster"]["hosts"] == 4 and g["pfs"]["client_hosts"] == 2 and g["client_hosts"] == 2
+    assert list(g["client_volfiles"]) == ["sais-n1", "sais-n2"] and g["client_volfiles"]["sais-n1"] == g["volfiles"]
+    assert g["pfs"]["state_dir"] == str((tmp_path / "work" / "s2_l1_h2" / "pfs").resolve())
+    assert by["s2_l1"]["cluster"]["hosts"] == 3 and by["s2_l1"]["pfs"]["client_hosts"] == 1
+
+
+def test_specs_on_an_inventory_need_no_netns(tmp_path):
+    inv = tmp_path / "inv.yml"
+    inv.write_text("testbed:\n  hosts:\n    c1: {ansible_host: 10.0.0.1}\n    s1: {ansible_host: 10.0.0.2}\n")
+    cfg = cfg_with(
+        {
+            "servers": [1],
+            "cluster": {"kind": "inventory", "inventory": str(inv), "pfs_root": "/srv/pfs", "interfaces": "ens1"},
+        }
+    )
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    spec = yaml.safe_load((tmp_path / "specs" / "s1_l1_irqbalance_t1024k_c1_r0.yaml").read_text())
+    cmd = spec["jobs"][0]["cmd"]
+    assert cmd[0].endswith("pfs_read") and "/srv/pfs/c1/client/stripe-0.vol" in cmd
+    assert spec["scheduler"]["params"] == {"interfaces": "ens1"}
+    (g,) = json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]
+    assert g["cluster"]["client"] == "c1" and g["pfs"]["inventory"] == str(inv.resolve())
+
+
+def test_the_configs_validate():
+    for name in ("smoke", "local", "paper"):
+        raw = profile_config(repo_root() / "workflows" / "config" / f"{name}.yaml")
+        if name == "paper":
+            raw["sais"]["cluster"] = {"kind": "netns"}  # the testbed's inventory is not here
+        cfg = validate_config(raw, f"{name}.yaml")
+        assert "sais" in cfg["experiments"]
+    assert cfg["sais"]["servers"] == [8, 16, 32, 48] and cfg["sais"]["client_links"] == [1, 3]

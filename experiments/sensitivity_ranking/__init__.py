@@ -1,0 +1,1 @@
+"""The sensitivity_ranking experiment (experiment.py: its plan; analysis.py: its metrics and section)."""
