@@ -20,6 +20,14 @@
 #define HASH_BUCKETS 1024u
 #define TRACE_WINDOW_NS 1000000000ull /* a trace follower is looked for within 1 s */
 #define GAP_NONE UINT64_MAX
+#define ARRIVAL_RUNS 32 /* open runs of arrivals kept per queue; when full the oldest closes */
+
+/* A run of contiguous arrivals: one aggregation the arrivals allowed. */
+struct arrival_run {
+	uint64_t start, end; /* bytes [start, end) */
+	uint64_t last_ns;    /* the latest member's arrival */
+	uint64_t n;          /* requests */
+};
 
 struct aioli_queue {
 	uint64_t file;
@@ -31,6 +39,8 @@ struct aioli_queue {
 	int has_last;
 	int listed;
 	struct aioli_queue *hnext, *qprev, *qnext;
+	struct arrival_run ar[ARRIVAL_RUNS]; /* open runs of its recent arrivals */
+	size_t nar;
 };
 
 struct trace_entry {
@@ -235,6 +245,9 @@ const struct aioli_counters *aioli_counters(const struct aioli_core *c)
 void aioli_reset(struct aioli_core *c)
 {
 	memset(&c->k, 0, sizeof(c->k));
+	for (unsigned b = 0; b < HASH_BUCKETS; b++) /* open runs of arrivals belong to the counts reset */
+		for (struct aioli_queue *q = c->buckets[b]; q; q = q->hnext)
+			q->nar = 0;
 }
 void aioli_complete(struct aioli_core *c)
 {
@@ -291,6 +304,68 @@ static size_t bucket_of(uint64_t n)
 	return n >= AIOLI_HIST ? AIOLI_HIST - 1 : (size_t)(n ? n - 1 : 0);
 }
 
+/* ---- the aggregations the arrivals allowed ---------------------------------------------------
+ * Independent of the policy's decisions (counted under fifo too), as the slides' "possible": per
+ * queue, a request that arrives within app_wait_max_us of a run's latest member and extends it
+ * (at its end or its start), the run staying within max_agg_bytes, joins it; one that extends
+ * two runs joins them. A run closes when nothing joined it for app_wait_max_us. */
+
+static void arrivals_close(struct aioli_core *c, struct aioli_queue *q, size_t i)
+{
+	c->k.agg_arrivals[bucket_of(q->ar[i].n)]++;
+	q->ar[i] = q->ar[--q->nar];
+}
+
+static void arrivals_note(struct aioli_core *c, const struct aioli_req *r, uint64_t now)
+{
+	struct aioli_queue *q = queue_of(c, r->file, r->op);
+	if (!q)
+		return;
+	uint64_t window = c->p.app_wait_max_us * NS_PER_US, end = r->offset + r->size;
+	for (size_t i = 0; i < q->nar;) {
+		if (now > q->ar[i].last_ns + window)
+			arrivals_close(c, q, i);
+		else
+			i++;
+	}
+	size_t below = q->nar, above = q->nar; /* the runs ending where r starts, starting where it ends */
+	for (size_t i = 0; i < q->nar; i++) {
+		uint64_t size = q->ar[i].end - q->ar[i].start + r->size;
+		if (q->ar[i].end == r->offset && below == q->nar && size <= c->p.max_agg_bytes)
+			below = i;
+		else if (q->ar[i].start == end && above == q->nar && size <= c->p.max_agg_bytes)
+			above = i;
+	}
+	if (below < q->nar && above < q->nar &&
+	    q->ar[above].end - q->ar[below].start <= c->p.max_agg_bytes) {
+		q->ar[below].end = q->ar[above].end;
+		q->ar[below].n += 1 + q->ar[above].n;
+		if (now > q->ar[below].last_ns)
+			q->ar[below].last_ns = now;
+		q->ar[above] = q->ar[--q->nar];
+		return;
+	}
+	size_t i = below < q->nar ? below : above;
+	if (i < q->nar) {
+		if (i == below)
+			q->ar[i].end = end;
+		else
+			q->ar[i].start = r->offset;
+		q->ar[i].n++;
+		if (now > q->ar[i].last_ns)
+			q->ar[i].last_ns = now;
+		return;
+	}
+	if (q->nar == ARRIVAL_RUNS) {
+		size_t oldest = 0;
+		for (size_t j = 1; j < q->nar; j++)
+			if (q->ar[j].last_ns < q->ar[oldest].last_ns)
+				oldest = j;
+		arrivals_close(c, q, oldest);
+	}
+	q->ar[q->nar++] = (struct arrival_run){ r->offset, end, now, 1 };
+}
+
 int aioli_submit(struct aioli_core *c, struct aioli_req *r, uint64_t now_ns)
 {
 	int op = r->op == AIOLI_WRITE;
@@ -298,6 +373,7 @@ int aioli_submit(struct aioli_core *c, struct aioli_req *r, uint64_t now_ns)
 	c->k.bytes[op] += r->size;
 	r->arrival_ns = now_ns;
 	r->seq = ++c->seq;
+	arrivals_note(c, r, now_ns);
 	if (c->p.policy == AIOLI_FIFO) {
 		c->k.passed_through++;
 		return 1;
@@ -814,6 +890,14 @@ void aioli_write_json(const struct aioli_core *c, FILE *f)
 	json_array(f, k->agg_performed, AIOLI_HIST);
 	fprintf(f, ", \"agg_possible\": ");
 	json_array(f, k->agg_possible, AIOLI_HIST);
+	uint64_t arrivals[AIOLI_HIST]; /* the closed runs of arrivals and the open ones */
+	memcpy(arrivals, k->agg_arrivals, sizeof(arrivals));
+	for (unsigned b = 0; b < HASH_BUCKETS; b++)
+		for (const struct aioli_queue *q = c->buckets[b]; q; q = q->hnext)
+			for (size_t i = 0; i < q->nar; i++)
+				arrivals[bucket_of(q->ar[i].n)]++;
+	fprintf(f, ", \"agg_possible_arrivals\": ");
+	json_array(f, arrivals, AIOLI_HIST);
 	fprintf(f,
 		", \"queue\": {\"now\": %zu, \"max\": %llu, \"mean\": %.3f, \"samples\": %llu}, \"outstanding\": %zu, ",
 		c->queued, (ull)k->queue_max,
