@@ -9,7 +9,8 @@ Runs, for each CPU-bound workload of graded cache sensitivity (experiments.noisy
 
 A (domain, variant) point this machine cannot express (no SMT, one LLC group, one NUMA node) is
 not run: `noisy_workloads.plan` gives the reason, and `plan.json` beside the specs records it
-for the analysis, which reports the row as not measurable here.
+for the analysis, which lists the point as missing with its reason (the claims that need SMT or
+NUMA nodes say "not measurable here" from the machine description themselves).
 """
 
 from __future__ import annotations
