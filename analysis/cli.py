@@ -1,4 +1,5 @@
-"""corun's commands that analyse runs: `corun compare`, `corun index`, `corun campaign`.
+"""corun's commands that analyse runs: `corun compare`, `corun index`, `corun campaign`,
+`corun verdicts`.
 
 analysis depends on corun, never the reverse: these commands plug into the `corun` command line
 through the `corun.commands` entry point group (pyproject.toml), which corun.cli.main reads.
@@ -13,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from analysis import compare_runs, runindex
+from analysis import campaign_verdicts, compare_runs, runindex
 from analysis.campaign_decision import decide_from_runs, decider
 from corun.errors import ConfigError
 from corun.results import campaign
@@ -116,6 +117,18 @@ def _cmd_campaign(a) -> int:
     return 0
 
 
+def _cmd_verdicts(a) -> int:
+    names = [str(s) for s in a.campaigns]
+    campaigns = [campaign_verdicts.load(s) for s in a.campaigns]
+    if a.action == "diff":
+        if len(campaigns) < 2:
+            raise ConfigError("command line", "CAMPAIGN", names[0], "two campaigns or more to diff")
+        sys.stdout.write(campaign_verdicts.diff_text(names, campaigns))
+    else:
+        sys.stdout.write(campaign_verdicts.show_text(names, campaigns))
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "compare",
@@ -182,3 +195,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-reps", type=int, default=20, help="cap on measured runs per variant (default 20)")
     g.add_argument("--quiet", action="store_true", help="decide: print only 'more' or 'stop'")
     g.set_defaults(fn=_cmd_campaign)
+
+    v = sub.add_parser(
+        "verdicts",
+        help="the claims' outcomes of campaigns: show per paper, diff between campaigns",
+        description="show: claims per outcome per paper; diff: every claim whose outcome differs between "
+        "campaigns (results folders or archives), and how many flipped or moved.",
+    )
+    v.add_argument("action", choices=["show", "diff"])
+    v.add_argument("campaigns", nargs="+", type=Path, help="results folders, extracted archives or archive files")
+    v.set_defaults(fn=_cmd_verdicts)
