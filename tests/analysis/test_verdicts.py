@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from analysis import stats as st
-from analysis.claims import ClaimSet, _complete, check_claims, load_claims, paper_on_effect_scale
+from analysis.claims import ClaimSet, check_claims, complete_claim, load_claims, paper_on_effect_scale
 from analysis.common import AnalysisInputError
 from analysis.verdicts import Looks, Machine, counts, judge
 
@@ -27,7 +27,7 @@ def claim(**kw) -> dict:
     c = {"says": "x is faster than y", "source": "Sec. 5", "quote": "faster", "paper_as": "same", "table": "runs",
          "pair_by": ["rep"], "aggregate": "mean", "min_reps": 2}  # fmt: skip
     c.update(kw)
-    return _complete("claims.yaml", "c", c, VALUES)
+    return complete_claim("claims.yaml", "c", c, VALUES)
 
 
 def paired(head: list[float], base: list[float], **extra) -> pd.DataFrame:
