@@ -263,3 +263,24 @@ def test_paper_values_on_the_effect_scale():
     assert paper_on_effect_scale(claim(**RATIO, value="gain_pct", paper_as="pct_change")) == (0.8, 0.8)
     assert paper_on_effect_scale(claim(**RATIO, value="gain_pct", paper_as="pct_reduction")) == (1.2, 1.2)
     assert paper_on_effect_scale(claim(**RATIO, value="range_pct", paper_as="pct_change")) == (1.1, 1.3)
+
+
+def test_independent_sets_are_judged_on_welch_interval():
+    df = pd.DataFrame(
+        [{"run_id": f"x{i}", "scheme": "x", "t": v} for i, v in enumerate([8.0, 8.3, 7.8, 8.1])]
+        + [{"run_id": f"y{i}", "scheme": "y", "t": v} for i, v in enumerate([10.0, 10.4, 9.7])]
+    )
+    c = claim(**RATIO, pair_by=[])
+    row = judge("c", c, {"runs": df}, MACHINE)
+    logs_x, logs_y = np.log([8.0, 8.3, 7.8, 8.1]), np.log([10.0, 10.4, 9.7])
+    assert row["outcome"] == "reproduced" and "n = 4 + 3" in row["measured"]
+    assert row["estimate"] == pytest.approx(math.exp(logs_x.mean() - logs_y.mean()))
+    assert judge("c", c, {"runs": df[df["run_id"] != "y1"].iloc[:-1]}, MACHINE)["outcome"] == "inconclusive"
+
+
+def test_a_family_level_given_by_the_caller():
+    df = paired([9.0, 9.5, 9.2], [10.0, 10.1, 9.9])
+    at_95 = judge("c", claim(**RATIO), {"runs": df}, MACHINE)
+    at_99 = judge("c", claim(**RATIO), {"runs": df}, MACHINE, alpha=0.01)
+    assert at_99["level"] == pytest.approx(0.99) and "99 %" in at_99["test"]
+    assert at_99["ci_high"] > at_95["ci_high"]
