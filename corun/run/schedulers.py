@@ -4,25 +4,39 @@ A variant declares what it changes (`kind`), its parameters with defaults, and
 argv commands: build (at provisioning), start, verify (exit 0 = in effect),
 stop (restores what start changed). Commands may use these placeholders:
 
-  {python} {scheduler_dir} {state_dir} {run_dir} {device} {device_majmin}
+  {python} {name} {scheduler_dir} {state_dir} {run_dir} {device} {device_majmin}
   {cgroup} {job_events} {cpus} {param.NAME}
 
 Before each run the host starts the variant and runs verify; after it, stop.
 The stop command is journalled before start runs, so it is run even if the
 runner dies (see corun.machine.state). Daemon variants (kind daemon, `daemon: true`)
 keep running during the run and get the runner's job events in {job_events}.
+
+Families. A variant that `extends` another shares its kind, params, sources and commands; a
+param it names again overrides only the keys it gives (a `default:` alone keeps the type,
+description and bounds), and a param of its own must be used by one of its commands, so a
+misspelt override is an error naming the nearest params of the base. A variant with `named_by`
+stands for several names, each with one param fixed: `NAME_VALUE` for every value of the
+param's enum (`named_by: PARAM`), or the names it lists with their own descriptions
+(`named_by: {param: PARAM, variants: {...}}`). `manifest(name)` is a name's manifest with
+all of this resolved; `manifest_files(name)` the manifest files it depends on.
+
+A broken manifest breaks only its own names: the others are listed and run (`listing()`).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +46,10 @@ from corun.machine.state import Journal
 from corun.util import proc_starttime, repo_root
 
 SCHEDULERS_DIR = repo_root() / "schedulers"
+# what a variant that extends another takes from it unless it says so itself
+INHERITED = ("kind", "build", "start", "stop", "verify", "daemon", "job_events", "requires", "node_args", "peer_args")
+COMMANDS = ("build", "start", "stop", "verify", "node_args", "peer_args")
+PARAM_PLACEHOLDER = re.compile(r"\{param\.([^}]*)\}")
 
 
 def search_path() -> list[Path]:
@@ -39,96 +57,40 @@ def search_path() -> list[Path]:
     return [Path(p) for p in extra.split(":") if p] + [SCHEDULERS_DIR]
 
 
-def _named_by(path: Path) -> str | None:
-    """The param a parametrised variant's generated names select (`named_by`), or None."""
-    return load_manifest(path).get("named_by")
-
-
-def _generated(path: Path) -> dict[str, dict]:
-    """{name: fixed params} of the names a parametrised variant stands for:
-    `<variant>_<value>` for each value of its `named_by` param, `-` written `_`."""
-    pname = _named_by(path)
-    if not pname:
-        return {}
-    man = load_manifest(path)
-    return {f"{man['name']}_{str(v).replace('-', '_')}": {pname: v} for v in man["params"][pname]["enum"]}
-
-
-def available() -> list[str]:
-    names = set()
-    for d in search_path():
-        for p in d.glob("*/manifest.yaml"):
-            names.add(p.parent.name)
-            names.update(_generated(p))
-    return sorted(names)
-
-
-def lookup(name: str, source: str = "spec", key: str = "scheduler.name") -> tuple[Path, dict]:
-    """(manifest path, fixed params) of a variant name: a folder of schedulers/, or a name a
-    parametrised variant generates (elevator_bfq: the elevator variant with elevator: bfq)."""
-    for d in search_path():
-        m = d / name / "manifest.yaml"
-        if m.exists():
-            return m, {}
-    for d in search_path():
-        for m in d.glob("*/manifest.yaml"):
-            if name.startswith(m.parent.name + "_") and name in _generated(m):
-                return m, _generated(m)[name]
-    raise ConfigError(source, key, name, "one of " + ", ".join(available()))
-
-
-def find(name: str, source: str = "spec", key: str = "scheduler.name") -> Path:
-    return lookup(name, source, key)[0]
-
-
-INHERITED = ("build", "start", "stop", "verify", "daemon", "job_events", "requires", "node_args", "peer_args")
-
-
-@functools.cache
-def _load_manifest(path: Path, mtime_ns: int, chain: tuple[str, ...]) -> dict:
-    doc = config.read_document(path)
-    man = config.validate(doc, "scheduler_manifest", str(path))
-    if man["name"] != path.parent.name:
-        raise ConfigError(str(path), "name", man["name"], f"the folder name {path.parent.name!r}")
-    base_name = man.get("extends")
-    if base_name:
-        if base_name in chain or base_name == man["name"]:
-            raise ConfigError(str(path), "extends", base_name, "a variant that does not extend this one")
-        base_path = find(base_name, str(path), "extends")
-        base = load_manifest(base_path, chain + (man["name"],))
-        rel = os.path.relpath(base_path.parent, path.parent)
-        man["params"] = {**base["params"], **man["params"]}
-        for key in INHERITED:  # what the variant does not say itself, it does as its base does
-            if key in base and not (isinstance(doc, dict) and key in doc):
-                value = base[key]
-                if isinstance(value, list) and key != "requires":  # commands run in the base's folder
-                    value = [a.replace("{scheduler_dir}", "{scheduler_dir}/" + rel) for a in value]
-                man[key] = value
-        man["sources"] = [rel] + [os.path.normpath(os.path.join(rel, s)) for s in base["sources"]] + man["sources"]
-    if man.get("start_args"):
-        if not man.get("start"):
-            raise ConfigError(str(path), "start_args", man["start_args"], "a start command (its own or its base's)")
-        man["start"] = man["start"] + man.pop("start_args")
-    pname = man.get("named_by")
-    if pname and not (pname in man["params"] and man["params"][pname].get("enum")):
-        raise ConfigError(str(path), "named_by", pname, "a param of this variant with an enum")
-    defaults = {pname: p["default"] for pname, p in man["params"].items() if "default" in p}
-    try:  # all at once (one validation per manifest); one by one only to name the bad one
-        config.validate(defaults, _param_schema(man), str(path))
-    except ConfigError:
-        for pname, value in defaults.items():
-            _check_param(man, pname, value, str(path), f"params.{pname}.default")
-        raise
-    return man
-
-
-def load_manifest(path: Path, _chain: tuple[str, ...] = ()) -> dict:
-    """A variant's manifest, checked, with what it inherits from the variant it `extends`."""
+def show(path: Path) -> str:
+    """A manifest's path as errors name it: relative to the working directory when under it."""
     try:
-        mtime = path.stat().st_mtime_ns
-    except OSError:
-        mtime = 0
-    return copy.deepcopy(_load_manifest(Path(path), mtime, tuple(_chain)))
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def nearest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    return difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.6)
+
+
+def _kinds(kinds: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if kinds is None:
+        return None
+    return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+
+
+# ----------------------------------------------------------------------------- reading manifests
+
+
+def _merge_params(base: dict, own: dict, source: str, key: str, base_name: str, allow_new: bool) -> dict:
+    """The base's params with the own ones over them, key by key (an override of `default:`
+    alone keeps the type, description and bounds)."""
+    out = copy.deepcopy(base)
+    for pname, spec in own.items():
+        if pname in out:
+            out[pname] = {**out[pname], **spec}
+        elif not allow_new:
+            near = nearest(pname, base) or ["none near"]
+            raise ConfigError(source, f"{key}.{pname}", spec, f"a parameter of {base_name}: nearest {', '.join(near)}")
+        else:
+            out[pname] = dict(spec)
+    return out
 
 
 def _param_schema(man: dict) -> dict:
@@ -147,15 +109,343 @@ def _check_param(man, pname, value, source, key):
         raise ConfigError(source, key, value, exc.expected) from None
 
 
-def check_param(variant: str, param: str | None, value, source: str, key: str) -> None:
+def _check_defaults(man: dict, source: str, key: str = "params") -> None:
+    defaults = {pname: p["default"] for pname, p in man["params"].items() if "default" in p}
+    try:  # all at once (one validation per manifest); one by one only to name the bad one
+        config.validate(defaults, _param_schema(man), source)
+    except ConfigError:
+        for pname, value in defaults.items():
+            _check_param(man, pname, value, source, f"{key}.{pname}.default")
+        raise
+
+
+def _named(man: dict) -> dict[str, tuple[str, object, dict]]:
+    """{name: (param, value, entry)} of the names a `named_by` variant stands for."""
+    nb = man.get("named_by")
+    if not nb:
+        return {}
+    if isinstance(nb, str):
+        return {f"{man['name']}_{str(v).replace('-', '_')}": (nb, v, {}) for v in man["params"][nb]["enum"]}
+    return {n: (nb["param"], e.get("value", n), e) for n, e in nb["variants"].items()}
+
+
+def _named_manifest(family: dict, name: str, pname: str, value, entry: dict, source: str) -> dict:
+    """The manifest of a name a `named_by` variant stands for: the family's, with the param
+    fixed to the value, and the name's own description, paper and param overrides."""
+    man = copy.deepcopy(family)
+    key = f"named_by.variants.{name}"
+    man["name"] = name
+    man["family"] = family["name"]
+    man.pop("named_by")
+    if entry:
+        man["description"] = entry["description"]
+        if "paper" in entry:
+            man["paper"] = entry["paper"]
+    man["params"] = _merge_params(
+        man["params"], entry.get("params", {}), source, f"{key}.params", family["name"], False
+    )
+    man["params"][pname] = {**man["params"][pname], "enum": [value], "default": value}
+    _check_defaults(man, source, f"{key}.params")
+    return man
+
+
+def _check_commands(man: dict, doc: dict, base: dict | None, source: str) -> None:
+    """Every {param.NAME} a command uses is a param, and every param is used by a command: a
+    param nothing uses is a misspelt override or a leftover."""
+    used = set()
+    for key in COMMANDS:
+        for arg in man.get(key) or []:
+            for m in PARAM_PLACEHOLDER.finditer(arg):
+                if m.group(1) not in man["params"]:
+                    near = nearest(m.group(1), man["params"]) or sorted(man["params"]) or ["none"]
+                    raise ConfigError(source, key, arg, f"{{param.NAME}} of a declared param: {', '.join(near)}")
+                used.add(m.group(1))
+    own = (doc.get("params") or {}) if isinstance(doc, dict) else {}
+    for pname, spec in own.items():
+        new = base is None or pname not in base["params"]
+        lacks = [k for k in ("type", "description") if k not in spec]
+        if not new or (not lacks and pname in used):
+            continue
+        if base is None:
+            expected = (
+                f"a param with {' and '.join(lacks)}" if lacks else f"a param that a command uses as {{param.{pname}}}"
+            )
+        else:
+            near = ", ".join(nearest(pname, base["params"]) or ["none near"])
+            tail = (
+                "with type and description" if lacks else f"that a command of {man['name']} uses as {{param.{pname}}}"
+            )
+            expected = f"a parameter of {base['name']} to override (nearest: {near}), or a new parameter {tail}"
+        raise ConfigError(source, f"params.{pname}", spec, expected)
+
+
+def _resolve(path: Path, cat: _Catalog, chain: tuple[str, ...]) -> dict:
+    """A folder's manifest, checked, with what it inherits from the variant it `extends`."""
+    source = show(path)
+    doc = config.read_document(path)
+    man = config.validate(doc, "scheduler_manifest", source)
+    name = man["name"]
+    if name != path.parent.name:
+        raise ConfigError(source, "name", name, f"the folder name {path.parent.name!r}")
+    base = None
+    base_name = man.get("extends")
+    if base_name:
+        if base_name == name or base_name in chain:
+            raise ConfigError(source, "extends", base_name, "a variant that does not extend this one")
+        if cat.where(base_name) is None:
+            raise cat.unknown(base_name, source, "extends", None)
+        base = cat.manifest(base_name, chain + (name,))
+        rel = os.path.relpath(cat.directory(base_name), path.parent)
+        man["params"] = _merge_params(base["params"], man["params"], source, "params", base_name, True)
+        for key in INHERITED:  # what the variant does not say itself, it does as its base does
+            if key in base and key not in doc:
+                value = base[key]
+                if isinstance(value, list) and key != "requires":  # commands run in the base's folder
+                    value = [a.replace("{scheduler_dir}", "{scheduler_dir}/" + rel) for a in value]
+                man[key] = value
+        man["sources"] = [rel] + [os.path.normpath(os.path.join(rel, s)) for s in base["sources"]] + man["sources"]
+    if "kind" not in man:
+        kinds = config.load_schema("scheduler_manifest")["properties"]["kind"]["enum"]
+        raise ConfigError(source, "kind", "missing", f"one of {', '.join(kinds)}, or extends: a variant to share it")
+    for key, command in (("start_args", "start"), ("verify_args", "verify")):
+        extra = man.pop(key, None)
+        if extra:
+            if not man.get(command):
+                raise ConfigError(source, key, extra, f"a {command} command (its own or its base's)")
+            man[command] = man[command] + extra
+    _check_commands(man, doc, base, source)
+    nb = man.get("named_by")
+    if nb:
+        pname = nb if isinstance(nb, str) else nb["param"]
+        if not (pname in man["params"] and man["params"][pname].get("enum")):
+            raise ConfigError(source, "named_by", pname, "a param of this variant with an enum")
+    _check_defaults(man, source)
+    for gname, (pname, value, entry) in _named(man).items():
+        if value not in man["params"][pname]["enum"]:
+            enum = ", ".join(map(str, man["params"][pname]["enum"]))
+            raise ConfigError(source, f"named_by.variants.{gname}.value", value, f"one of params.{pname}.enum: {enum}")
+        _named_manifest(man, gname, pname, value, entry, source)
+    return man
+
+
+def _stamp() -> tuple[tuple[str, int, int], ...]:
+    """Every manifest on the search path with its mtime and size: a change of any is a new catalog."""
+    out = []
+    for d in search_path():
+        for p in sorted(d.glob("*/manifest.yaml")):
+            try:
+                st = p.stat()
+                out.append((str(p), st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append((str(p), 0, 0))
+    return tuple(out)
+
+
+class _Catalog:
+    """The variants of one state of the search path: folders (the first of a name wins) and the
+    names their `named_by` stands for, each resolved once, on first use."""
+
+    def __init__(self, stamp: tuple):
+        self.paths: dict[str, Path] = {}
+        for p, _mtime, _size in stamp:
+            self.paths.setdefault(Path(p).parent.name, Path(p))
+        self._folders: dict[str, dict | ConfigError] = {}
+        self._names: dict[str, tuple[str, str, object, dict]] | None = None
+        self._named_cache: dict[str, dict] = {}
+
+    def folder(self, name: str, chain: tuple[str, ...] = ()) -> dict:
+        hit = self._folders.get(name)
+        if hit is None:
+            try:
+                hit = _resolve(self.paths[name], self, chain)
+            except ConfigError as exc:
+                hit = exc
+            self._folders[name] = hit
+        if isinstance(hit, ConfigError):
+            raise hit
+        return hit
+
+    def named(self) -> dict[str, tuple[str, str, object, dict]]:
+        """{name: (family, param, value, entry)} of every name a readable `named_by` stands for."""
+        if self._names is None:
+            names: dict[str, tuple[str, str, object, dict]] = {}
+            for fam in self.paths:
+                try:
+                    man = self.folder(fam)
+                except ConfigError:
+                    continue
+                for gname, (pname, value, entry) in _named(man).items():
+                    if gname not in self.paths:
+                        names.setdefault(gname, (fam, pname, value, entry))
+            self._names = names
+        return self._names
+
+    def where(self, name: str) -> tuple[Path, dict] | None:
+        """(manifest path, fixed params) of a name, or None."""
+        if name in self.paths:
+            return self.paths[name], {}
+        hit = self.named().get(name)
+        if hit is None:
+            return None
+        fam, pname, value, _entry = hit
+        return self.paths[fam], {pname: value}
+
+    def directory(self, name: str) -> Path:
+        return self.where(name)[0].parent
+
+    def manifest(self, name: str, chain: tuple[str, ...] = ()) -> dict:
+        if name in self.paths:
+            return self.folder(name, chain)
+        if name not in self._named_cache:
+            fam, pname, value, entry = self.named()[name]
+            family = self.folder(fam, chain)
+            self._named_cache[name] = _named_manifest(family, name, pname, value, entry, show(self.paths[fam]))
+        return self._named_cache[name]
+
+    def names(self) -> list[str]:
+        return sorted({*self.paths, *self.named()})
+
+    def kind(self, name: str) -> str | None:
+        try:
+            return self.manifest(name)["kind"]
+        except ConfigError:
+            return None
+
+    def broken(self) -> list[ConfigError]:
+        out = []
+        for fam in sorted(self.paths):
+            try:
+                self.folder(fam)
+            except ConfigError as exc:
+                out.append(exc)
+        return out
+
+    def unknown(self, name: str, source: str, key: str, kinds: tuple[str, ...] | None) -> ConfigError:
+        """The error for a name that is not a variant (of the kinds a key expects): the nearest
+        names of those kinds, or all of them when few."""
+        names = [n for n in self.names() if kinds is None or self.kind(n) in kinds]
+        what = "a variant" if kinds is None else f"a variant of kind {' or '.join(kinds)}"
+        if kinds is not None and (name in self.paths or name in self.named()):
+            what += f" ({name} is of kind {self.kind(name)})"
+        near = nearest(name, names)
+        if near:
+            expected = f"{what}: nearest {', '.join(near)}"
+        elif len(names) <= 12:
+            expected = f"{what}: one of {', '.join(names)}"
+        else:
+            expected = f"{what}: see corun sched list"
+        unread = [show(self.paths[f]) for f in sorted(self.paths) if isinstance(self._folders.get(f), ConfigError)]
+        if unread and kinds is None:
+            expected += f"; not readable: {', '.join(unread)}"
+        return ConfigError(source, key, name, expected)
+
+
+@functools.lru_cache(maxsize=4)
+def _catalog_of(stamp: tuple) -> _Catalog:
+    return _Catalog(stamp)
+
+
+def _catalog() -> _Catalog:
+    return _catalog_of(_stamp())
+
+
+# ----------------------------------------------------------------------------- the public lookups
+
+
+def available(kinds: str | Iterable[str] | None = None) -> list[str]:
+    """Every variant name: folders (readable or not) and the names `named_by` variants stand
+    for; with `kinds`, only readable variants of those kinds."""
+    cat, kinds = _catalog(), _kinds(kinds)
+    return [n for n in cat.names() if kinds is None or cat.kind(n) in kinds]
+
+
+def lookup(
+    name: str, source: str = "spec", key: str = "scheduler.name", kinds: str | Iterable[str] | None = None
+) -> tuple[Path, dict]:
+    """(manifest path, fixed params) of a variant name: a folder of schedulers/, or a name a
+    `named_by` variant stands for (elevator_bfq: the elevator variant with elevator: bfq).
+    An unknown name, or one of another kind than `kinds`, is a ConfigError naming the nearest
+    names of those kinds."""
+    cat, kinds = _catalog(), _kinds(kinds)
+    hit = cat.where(name) if isinstance(name, str) else None
+    if hit is None:
+        raise cat.unknown(name, source, key, kinds)
+    if kinds is not None:
+        # a broken manifest's own error, when it is the variant asked for
+        kind = cat.folder(name)["kind"] if name in cat.paths else cat.kind(name)
+        if kind not in kinds:
+            raise cat.unknown(name, source, key, kinds)
+    return hit
+
+
+def find(
+    name: str, source: str = "spec", key: str = "scheduler.name", kinds: str | Iterable[str] | None = None
+) -> Path:
+    return lookup(name, source, key, kinds)[0]
+
+
+def manifest(
+    name: str, source: str = "spec", key: str = "scheduler.name", kinds: str | Iterable[str] | None = None
+) -> dict:
+    """The manifest of a variant name, with what it extends and what its name fixes resolved."""
+    lookup(name, source, key, kinds)
+    return copy.deepcopy(_catalog().manifest(name))
+
+
+def manifest_files(name: str, source: str = "spec", key: str = "scheduler.name") -> list[Path]:
+    """The manifest files a variant depends on: its own (or its family's) and those of every
+    variant it extends, nearest first. A workflow declares them as inputs of the variant's runs."""
+    cat = _catalog()
+    out: list[Path] = []
+    while name is not None:
+        path, _fixed = lookup(name, source, key)
+        if path in out:
+            break
+        out.append(path)
+        name = cat.folder(path.parent.name).get("extends")
+        source, key = show(path), "extends"
+    return out
+
+
+def load_manifest(path: Path) -> dict:
+    """A folder's manifest, checked, with what it inherits from the variant it `extends`."""
+    path = Path(path)
+    cat = _catalog()
+    if cat.paths.get(path.parent.name) == path:
+        return copy.deepcopy(cat.folder(path.parent.name))
+    return _resolve(path, cat, ())  # a folder outside the search path
+
+
+def listing() -> tuple[list[dict], list[ConfigError]]:
+    """(the manifest of every readable variant name, by name; the error of every unreadable
+    manifest): one broken manifest does not hide the others."""
+    cat = _catalog()
+    good = []
+    for name in cat.names():
+        try:
+            good.append(copy.deepcopy(cat.manifest(name)))
+        except ConfigError:
+            continue
+    return good, cat.broken()
+
+
+def check_param(
+    variant: str,
+    param: str | None,
+    value,
+    source: str,
+    key: str,
+    kinds: str | Iterable[str] | None = None,
+) -> None:
     """One parameter a configuration gives a variant, checked against the variant's manifest
-    (param None: only that the variant exists)."""
-    path, fixed = lookup(variant, source, key if param is None else key.rsplit(".", 1)[0])
+    (param None: only that the variant exists, and is of `kinds`)."""
+    _path, fixed = lookup(variant, source, key if param is None else key.rsplit(".", 1)[0], kinds)
     if param is None:
         return
-    man = load_manifest(path)
+    man = _catalog().manifest(variant)
     if param not in man["params"]:
-        raise ConfigError(source, key, value, f"a parameter of {variant}: " + ", ".join(sorted(man["params"])))
+        near = nearest(param, man["params"]) or sorted(man["params"])
+        raise ConfigError(source, key, value, f"a parameter of {variant}: {', '.join(near)}")
     if param in fixed and value != fixed[param]:
         raise ConfigError(source, key, value, f"{fixed[param]!r}, which the name {variant} stands for")
     _check_param(man, param, value, source, key)
@@ -242,9 +532,16 @@ class Variant:
     _daemon_action: dict | None = None
 
     @classmethod
-    def load(cls, name: str, params: dict | None = None, source: str = "spec", need_built: bool = True) -> Variant:
-        path, fixed = lookup(name, source)
-        man = load_manifest(path)
+    def load(
+        cls,
+        name: str,
+        params: dict | None = None,
+        source: str = "spec",
+        need_built: bool = True,
+        kinds: str | Iterable[str] | None = None,
+    ) -> Variant:
+        path, fixed = lookup(name, source, kinds=kinds)
+        man = copy.deepcopy(_catalog().manifest(name))
         given = params or {}
         for pname, value in fixed.items():
             if pname in given and given[pname] != value:
@@ -278,14 +575,14 @@ class Variant:
         }
 
     def expand(self, argv: list[str]) -> list[str]:
-        values = {"python": sys.executable, "scheduler_dir": str(self.directory), **self.ctx}
+        values = {"python": sys.executable, "name": self.name, "scheduler_dir": str(self.directory), **self.ctx}
         values["param"] = _Params(self.params)
         out = []
         for a in argv:
             try:
                 out.append(a.format_map(_Fmt(values)))
             except (KeyError, ValueError) as exc:
-                raise CorunError(f"schedulers/{self.name}/manifest.yaml: bad placeholder in {a!r}: {exc}") from None
+                raise CorunError(f"{show(self.directory / 'manifest.yaml')}: bad placeholder in {a!r}: {exc}") from None
         return out
 
     def _run(self, step: str, check: bool = True) -> subprocess.CompletedProcess | None:
