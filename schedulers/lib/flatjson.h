@@ -1,8 +1,8 @@
 /* A reader for one flat JSON object on one line, as the runner writes its job
  * events: top-level string, number, boolean and null members are reported;
  * nested arrays and objects are skipped. */
-#ifndef DIO_FLATJSON_H
-#define DIO_FLATJSON_H
+#ifndef SD_FLATJSON_H
+#define SD_FLATJSON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,4 +21,4 @@ typedef void (*fj_member_fn)(const char *key, const struct fj_value *v, void *ct
  * is not one well-formed JSON object (FN may have been called for a prefix). */
 int fj_parse(const char *line, fj_member_fn fn, void *ctx);
 
-#endif /* DIO_FLATJSON_H */
+#endif /* SD_FLATJSON_H */
