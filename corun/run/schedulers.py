@@ -324,20 +324,20 @@ class _Catalog:
         """The error for a name that is not a variant (of the kinds a key expects): the nearest
         names of those kinds, or all of them when few."""
         names = [n for n in self.names() if kinds is None or self.kind(n) in kinds]
-        what = "a variant" if kinds is None else f"a variant of kind {' or '.join(kinds)}"
-        if kinds is not None and (name in self.paths or name in self.named()):
-            what += f" ({name} is of kind {self.kind(name)})"
+        what = "variants" if kinds is None else f"variants of kind {' or '.join(kinds)}"
         near = nearest(name, names)
         if near:
-            expected = f"{what}: nearest {', '.join(near)}"
-        elif len(names) <= 12:
-            expected = f"{what}: one of {', '.join(names)}"
+            expected = f"one of {', '.join(near)} (the nearest {what}"
+        elif names and len(names) <= 12:
+            expected = f"one of {', '.join(names)} (the {what}"
         else:
-            expected = f"{what}: see corun sched list"
+            expected = f"one of the {what} (corun sched list shows them"
+        if kinds is not None and isinstance(name, str) and (name in self.paths or name in self.named()):
+            expected += f"; {name} is of kind {self.kind(name)}"
         unread = [show(self.paths[f]) for f in sorted(self.paths) if isinstance(self._folders.get(f), ConfigError)]
         if unread and kinds is None:
             expected += f"; not readable: {', '.join(unread)}"
-        return ConfigError(source, key, name, expected)
+        return ConfigError(source, key, name, expected + ")")
 
 
 @functools.lru_cache(maxsize=4)
