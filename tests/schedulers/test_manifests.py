@@ -1,4 +1,4 @@
-"""Scheduler manifests as families (corun/run/schedulers.py): what a variant that `extends`
+"""Scheduler manifests as families (corun/run/schedulers/): what a variant that `extends`
 another inherits and may override, the names one `named_by` manifest stands for, the errors a
 new user's mistakes get (one line naming the manifest, the key and the nearest names), and a
 broken manifest that breaks only its own names.
