@@ -47,7 +47,7 @@ import yaml
 
 from corun import config
 from corun.errors import ConfigError, CorunError
-from corun.run.schedulers import Variant, find, load_manifest, lookup
+from corun.run.schedulers import Variant, lookup, manifest
 from corun.util import atomic_write_json
 
 CAMPAIGN_FILE = "campaign.json"
@@ -131,13 +131,15 @@ def run_name(entry: dict) -> str:
 
 def scheduler_for(template: dict, variant: str) -> dict:
     """The template's scheduler section for `variant`: its params that the variant declares (a
-    variant and its variants share theirs: timeslice_s, io_bound_mbps ...), the others left to
-    the variant's defaults; the runner checks every value before anything runs."""
+    variant and its variants share theirs: timeslice_s, io_bound_mbps ...), except those whose
+    default the variant changes itself (a variant that extends dynamic_io with io_bound_mbps 20
+    runs with 20, whatever the template gives dynamic_io), the others left to the variant's
+    defaults; the runner checks every value before anything runs."""
     given = (template.get("scheduler") or {}).get("params") or {}
     if not given:
         return {"name": variant}
-    declared = load_manifest(find(variant, "campaign", "--variants"))["params"]
-    params = {k: v for k, v in given.items() if k in declared}
+    man = manifest(variant, "command line", "--variants")
+    params = {k: v for k, v in given.items() if k in man["params"] and k not in man["own_defaults"]}
     return {"name": variant, "params": params} if params else {"name": variant}
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from corun.errors import ConfigError
+from corun.results import campaign
 from corun.run import schedulers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,3 +273,16 @@ def test_the_shipped_names_are_unique_and_every_manifest_reads():
     assert bad == []
     names = [m["name"] for m in good]
     assert len(names) == len(set(names)) == len(schedulers.available())
+
+
+def test_a_variant_keeps_the_defaults_it_changes_in_a_campaign(variants):
+    """A campaign template's params go to every variant that declares them, except a default the
+    variant changes itself: my_io keeps its io_bound_mbps, and takes the template's quantum."""
+    variants("my_io", MY_IO)
+    assert schedulers.manifest("my_io")["own_defaults"] == ["io_bound_mbps"]
+    assert schedulers.manifest("dynamic_io_psi")["own_defaults"] == []  # its description only
+    assert schedulers.manifest("batch")["own_defaults"] == ["mpl"]
+    template = {"scheduler": {"name": "dynamic_io", "params": {"timeslice_s": 0.2, "io_bound_mbps": 5}}}
+    assert campaign.scheduler_for(template, "my_io") == {"name": "my_io", "params": {"timeslice_s": 0.2}}
+    assert campaign.scheduler_for(template, "dynamic_io")["params"] == {"timeslice_s": 0.2, "io_bound_mbps": 5}
+    assert campaign.scheduler_for(template, "linux") == {"name": "linux"}

@@ -105,6 +105,11 @@ def _named(man: dict) -> dict[str, tuple[str, object, dict]]:
     return {n: (nb["param"], e.get("value", n), e) for n, e in nb["variants"].items()}
 
 
+def _changed_defaults(base: dict, params: dict) -> list[str]:
+    """The params whose default differs from the one a variant inherits."""
+    return sorted(p for p, spec in params.items() if p in base and spec.get("default") != base[p].get("default"))
+
+
 def _named_manifest(family: dict, name: str, pname: str, value, entry: dict, source: str) -> dict:
     """The manifest of a name a `named_by` variant stands for: the family's, with the param
     fixed to the value, and the name's own description, paper and param overrides."""
@@ -117,9 +122,9 @@ def _named_manifest(family: dict, name: str, pname: str, value, entry: dict, sou
         man["description"] = entry["description"]
         if "paper" in entry:
             man["paper"] = entry["paper"]
-    man["params"] = _merge_params(
-        man["params"], entry.get("params", {}), source, f"{key}.params", family["name"], False
-    )
+    inherited = man["params"]
+    man["params"] = _merge_params(inherited, entry.get("params", {}), source, f"{key}.params", family["name"], False)
+    man["own_defaults"] = _changed_defaults(inherited, man["params"])
     man["params"][pname] = {**man["params"][pname], "enum": [value], "default": value}
     _check_defaults(man, source, f"{key}.params")
     return man
@@ -164,6 +169,7 @@ def _resolve(path: Path, cat: _Catalog, chain: tuple[str, ...]) -> dict:
     if name != path.parent.name:
         raise ConfigError(source, "name", name, f"the folder name {path.parent.name!r}")
     base = None
+    man["own_defaults"] = []  # params whose default differs from the inherited one (extends)
     base_name = man.get("extends")
     if base_name:
         if base_name == name or base_name in chain:
@@ -173,6 +179,7 @@ def _resolve(path: Path, cat: _Catalog, chain: tuple[str, ...]) -> dict:
         base = cat.manifest(base_name, chain + (name,))
         rel = os.path.relpath(cat.directory(base_name), path.parent)
         man["params"] = _merge_params(base["params"], man["params"], source, "params", base_name, True)
+        man["own_defaults"] = _changed_defaults(base["params"], man["params"])
         for key in INHERITED:  # what the variant does not say itself, it does as its base does
             if key in base and key not in doc:
                 value = base[key]
