@@ -6,16 +6,10 @@ from corun.run import schedulers
 
 
 def command(variant: str, params: dict | None = None, step: str = "start", exe=None, **ctx) -> list[str]:
-    """The variant's `step` command (start, verify, stop) with `params` over the manifest's
-    defaults, the placeholders in `ctx` (state_dir, job_events, cpus ...) filled and, with
-    `exe`, another build of its program (the ASan one) first."""
-    path, fixed = schedulers.lookup(variant)
-    man = schedulers.manifest(variant)
-    # as Variant.load, but without its check of the programs on PATH (mpirun ...): a test of
-    # the daemon alone needs none of them
-    v = schedulers.Variant(variant, man, path.parent, schedulers.resolve_params(man, {**(params or {}), **fixed}))
-    v.ctx = {k: str(x) for k, x in ctx.items()}
-    argv = v.expand(v.manifest[step])
+    """The variant's `step` command with `params` over the manifest's defaults, the
+    placeholders in `ctx` filled and, with `exe`, another build of its program (the ASan one)
+    first."""
+    argv = schedulers.command(variant, step, params, **ctx)
     if exe is not None:
         argv[0] = str(exe)
     return argv

@@ -65,6 +65,7 @@ __all__ = [
     "available",
     "build_id",
     "check_param",
+    "command",
     "command_env",
     "find",
     "listing",
@@ -277,6 +278,18 @@ class Variant:
                 errors.append(err)
             self._journal_action = None
         return errors
+
+
+def command(name: str, step: str = "start", params: dict | None = None, **ctx) -> list[str]:
+    """A variant's `step` command (start, verify, stop) as a run makes it: `params` over the
+    manifest's defaults (checked), the placeholders in `ctx` (state_dir, job_events ...)
+    filled. For benchmarks and tests that run a variant's program by hand with the manifest's
+    options; neither the programs on PATH nor the build are checked."""
+    path, fixed = lookup(name)
+    man = manifest(name)
+    variant = Variant(name, man, path.parent, resolve_params(man, {**(params or {}), **fixed}))
+    variant.ctx = {k: str(v) for k, v in ctx.items()}
+    return variant.expand(man[step])
 
 
 class _Params:
