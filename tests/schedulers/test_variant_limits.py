@@ -1,8 +1,9 @@
 """The programs' option limits are the manifests' parameter bounds, for every family.
 
 Every param of a variant is passed by its start command to an option of the family's program
-(corun-dynamic-io, corun-cosched, pin.py, steer.py). Each program prints the types and bounds
-it checks (`--limits`, `steer.py limits`), in JSON schema words. Compared with the manifests:
+(corun-dynamic-io, corun-cosched, pin.py, steer.py, and corun.testbed.pfs_sched's --set keys for
+the aIOLi variants). Each program prints the types and bounds it checks (`--limits`,
+`steer.py limits`; pfs_sched's are its INT_KEYS), in JSON schema words. Compared with the manifests:
 - every param goes to an option the program checks, of the same type, and the manifest's bounds
   and enum lie within the program's (a variant may narrow them: batch fixes mpl to 1);
 - the program's bounds are the manifests' widest, and its words the union of the variants'
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from corun.run import schedulers
+from corun.testbed import pfs_sched
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED = ROOT / "schedulers"
@@ -121,23 +123,47 @@ class Steer:
         return None
 
 
+class PfsSched:
+    """The aIOLi variants' --set KEY=VALUE items, checked by corun.testbed.pfs_sched before it
+    writes any server's control file."""
+
+    def build(self):
+        pass
+
+    def limits(self):
+        lim = {k: {"type": "integer", "minimum": lo, "maximum": hi} for k, (lo, hi) in pfs_sched.INT_KEYS.items()}
+        return {**lim, **{k: {"type": "string"} for k in (*pfs_sched.PATH_KEYS, "pfs-state")}}
+
+    def verdict(self, option, text):
+        try:
+            pfs_sched.parse_sets([f"{option}={text}"])
+        except pfs_sched.SchedError as exc:
+            return str(exc)
+        return None
+
+
 PROGRAMS = {
     "corun-dynamic-io": CDaemon("dynamic_io", "corun-dynamic-io"),
     "corun-cosched": CDaemon("mpi_cosched", "corun-cosched"),
     "pin.py": Pin(),
     "steer.py": Steer(),
+    "corun.testbed.pfs_sched": PfsSched(),
 }
 
 
 def program_of(start):
-    arg = start[1] if start[0] == "{python}" else start[0]
-    return Path(arg).name
+    if start[0] == "{python}":
+        return start[2] if start[1] == "-m" else Path(start[1]).name
+    return Path(start[0]).name
 
 
 def option_of(argv, param):
+    """The option the command passes the param to: `--name {param.x}`, or `--set key={param.x}`."""
     for i, arg in enumerate(argv):
         if arg == f"{{param.{param}}}" and i > 0 and argv[i - 1].startswith("--"):
             return argv[i - 1][2:]
+        if arg.endswith(f"={{param.{param}}}") and i > 0 and argv[i - 1] == "--set":
+            return arg.split("=", 1)[0]
     return None
 
 
@@ -177,6 +203,7 @@ def test_every_family_is_covered():
         ("corun-cosched", "mpi_cosched"),
         ("pin.py", "numa_spread"),
         ("steer.py", "sais_mark"),
+        ("corun.testbed.pfs_sched", "app_aware"),
     ]:
         assert (prog, variant) in families
 
