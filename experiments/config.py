@@ -116,7 +116,7 @@ def check_variant_params(cfg: dict, source: str) -> None:
     exps = registry()
     for name in cfg["experiments"]:
         for key, variant, param, value in exps[name].variant_params(cfg, source):
-            schedulers.check_param(variant, param, value, source, key)
+            schedulers.check_param(variant, param, value, source, key, kinds=exps[name].variant_kinds)
 
 
 def validate_config(cfg: Any, source: str) -> dict:

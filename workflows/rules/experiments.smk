@@ -7,7 +7,9 @@
 # An experiment with rules no other has keeps them in experiments/<name>/rules.smk, included last.
 import json
 import os
+from pathlib import Path
 
+from corun.run import schedulers as SCHEDULERS
 from experiments import looks as LOOKS
 
 
@@ -58,6 +60,32 @@ def _upto(plan, look):
         if set(members) <= keep
     ]
     return runs, groups, [f"{plan['D']}/runs/{n}" for n in names]
+
+
+def _manifests(plan):
+    """The manifests (own and extended) of the variants a run uses: an edited manifest is an
+    input that changed, so its runs are measured again."""
+    root = Path(workflow.basedir).resolve()
+
+    def files(run):
+        out = set()
+        for v in plan["E"].run_variants(config, run):
+            out |= {str(p.relative_to(root)) for p in SCHEDULERS.manifest_files(v)}
+        return sorted(out)
+
+    return files
+
+
+def _run_manifests(plan):
+    f = _manifests(plan)
+    return lambda wildcards: f(wildcards.run)
+
+
+def _group_manifests(plan):
+    f = _manifests(plan)
+    return lambda wildcards: sorted(
+        {m for r in plan["groups"][wildcards.group] for m in f(r)}
+    )
 
 
 def _look_inputs(plan, part):
@@ -188,6 +216,7 @@ for exp, P in PLANS.items():
             input:
                 spec=f"{P['D']}/specs/{{run}}.yaml",
                 programs=list(P["E"].run_inputs),
+                manifests=_run_manifests(P),
             output:
                 directory(f"{P['D']}/runs/{{run}}"),
             log:
@@ -212,6 +241,7 @@ for exp, P in PLANS.items():
                 groups=f"{P['D']}/specs/groups.json",
                 specs=_group_specs(P),
                 programs=list(P["E"].run_inputs),
+                manifests=_group_manifests(P),
             output:
                 f"{P['D']}/groups/{{group}}.json",
             log:
