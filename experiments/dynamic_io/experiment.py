@@ -52,6 +52,7 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
     batch_scale,
     campaign,
     check,
+    effective_params,
     fill_from_manifest,
     full_load,
     job_types,
@@ -59,6 +60,7 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
     params_to_check,
     run_names,
     scaled_app,
+    takes_section_params,
     variant_params,
     workload_apps,
 )
@@ -102,6 +104,7 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             job["labels"]["job_index"] = j
             jobs.append(job)
         params = variant_params(cfg, variant, wid)
+        shown = effective_params(cfg, variant, wid)
         labels.update(
             workload=wid,
             workload_id=int(wid[1:]),
@@ -111,8 +114,8 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             batch_length=len(jobs),
             paper_batch_length=wl["batch_length"],
             input_set=wl["input_set"],
-            timeslice_s=params.get("timeslice_s"),
-            io_bound_mbps=params.get("io_bound_mbps"),
+            timeslice_s=shown["timeslice_s"],
+            io_bound_mbps=shown["io_bound_mbps"],
         )
     return {
         "name": f"{NAME}-{entry['name']}",

@@ -8,6 +8,11 @@ the variants of a workload run in a seeded random order (seed in the spec labels
 of the machine over time lands on every variant alike. T_alone (eq. 4) comes from runs of each
 distinct job type alone on the machine, `alone_reps` of them, placed at the start of the first
 reps. `campaign(cfg)` is that order; the workflow gives each run a priority from it.
+
+Variant parameters: the section's timeslice_s (timeslice_graph_s for workloads with graph jobs)
+and io_bound_mbps go to the paper's own variants (DYNAMIC_FAMILY) and to every variant named under
+variant_params, where their manifests declare them; any other variant runs with its manifest's
+defaults. variant_params.<variant> goes over them.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from corun.plan.base import graph_s, machine_cmps, x264_s
 from corun.run import schedulers
 
 NAME = "dynamic_io"
-# Variants of the dynamic family: they take timeslice_s and io_bound_mbps and write
+# The paper's own variants: its scheduler and corun's three variants of it, which share its daemon
+# and the paper's two parameters. They take the section's timeslice_s and io_bound_mbps and write
 # sched/state/decisions.jsonl and summary.json (the analysis expects them there).
 DYNAMIC_FAMILY = ("dynamic_io", "dynamic_io_psi", "dynamic_io_fair", "cgroup_io_throttle")
+SECTION_PARAMS = ("timeslice_s", "io_bound_mbps")
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -204,18 +211,39 @@ def run_dirs(cfg: dict, results: str) -> list[str]:
     return [f"{results}/{NAME}/runs/{n}" for n in run_names(cfg)]
 
 
+def takes_section_params(e: dict, variant: str) -> bool:
+    """Whether the section's timeslice_s, timeslice_graph_s and io_bound_mbps go to a variant:
+    to the paper's own variants and to every variant named under variant_params. Any other
+    variant runs with its manifest's defaults, even one that extends dynamic_io and so declares
+    both parameters: the section's values are the paper's, not a new variant's."""
+    return variant in DYNAMIC_FAMILY or variant in e["variant_params"]
+
+
 def variant_params(cfg: dict, variant: str, wid: str | None, source: str = "config") -> dict:
-    """TIMESLICE and IO_BOUND_INTERVAL where the variant's manifest declares them, then
+    """TIMESLICE and IO_BOUND_INTERVAL where the variant's manifest declares them and the
+    variant takes the section's values (takes_section_params), then
     dynamic_io.variant_params.<variant> over them."""
     e = cfg[NAME]
     man = schedulers.load_manifest(schedulers.find(variant, source, f"{NAME}.variants"))
     params = {}
-    if "timeslice_s" in man["params"]:
-        params["timeslice_s"] = timeslice(cfg, wid) if wid else e["timeslice_s"]
-    if "io_bound_mbps" in man["params"]:
-        params["io_bound_mbps"] = e["io_bound_mbps"]
+    if takes_section_params(e, variant):
+        if "timeslice_s" in man["params"]:
+            params["timeslice_s"] = timeslice(cfg, wid) if wid else e["timeslice_s"]
+        if "io_bound_mbps" in man["params"]:
+            params["io_bound_mbps"] = e["io_bound_mbps"]
     params.update(e["variant_params"].get(variant, {}))
     return params
+
+
+def effective_params(cfg: dict, variant: str, wid: str | None, source: str = "config") -> dict:
+    """timeslice_s and io_bound_mbps as the variant will run them (None when it has no such
+    parameter): the values it is given, else its manifest's defaults; for the run labels."""
+    man = schedulers.load_manifest(schedulers.find(variant, source, f"{NAME}.variants"))
+    given = variant_params(cfg, variant, wid, source)
+    return {
+        k: given.get(k, (man["params"].get(k) or {}).get("default")) if k in man["params"] else None
+        for k in SECTION_PARAMS
+    }
 
 
 def app_s(app: dict) -> float:
@@ -252,6 +280,8 @@ def params_to_check(cfg: dict) -> list[tuple[str, str, str, object]]:
         for p, value in e["variant_params"].get(v, {}).items():
             out.append((f"{NAME}.variant_params.{v}.{p}", v, p, value))
         declared = schedulers.load_manifest(schedulers.find(v, "config", f"{NAME}.variants"))["params"]
+        if not takes_section_params(e, v):
+            continue
         if "timeslice_s" in declared and "timeslice_s" not in e["variant_params"].get(v, {}):
             for wid in e["workloads"]:
                 key = "timeslice_graph_s" if has_graph(cfg, wid) else "timeslice_s"
