@@ -57,6 +57,7 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
     full_load,
     job_types,
     overlay_catalog,
+    paper_variant,
     params_to_check,
     run_names,
     scaled_app,
@@ -151,10 +152,6 @@ class DynamicIo(Experiment):
         interrupted campaign keeps its finished runs and measures only the missing ones, in order."""
         names = run_names(cfg)
         return {name: len(names) - i for i, name in enumerate(names)}
-
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        e = cfg[NAME]
-        return ["--baseline", e["baseline"], "--paper-variant", e["paper_variant"], "--tol-pct", str(e["tol_pct"])]
 
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
         return overlay_catalog(raw, section_schema)

@@ -59,6 +59,22 @@ def check(cfg: dict, source: str = "config") -> None:
         raise ConfigError(
             source, f"{NAME}.baseline", e["baseline"], "one of dynamic_io.variants: " + ", ".join(e["variants"])
         )
+    others = [v for v in e["variants"] if v != e["baseline"]]
+    given = e["paper_variant"]
+    if given is not None and given not in others:
+        raise ConfigError(
+            source,
+            f"{NAME}.paper_variant",
+            given,
+            "one of dynamic_io.variants besides the baseline: " + (", ".join(others) or "none"),
+        )
+    if given is None and "dynamic_io" not in others and len(others) > 1:
+        raise ConfigError(
+            source,
+            f"{NAME}.paper_variant",
+            None,
+            "the variant that stands for the paper's scheduler, one of " + ", ".join(others),
+        )
     for name in e["variant_params"]:
         # a variant the campaign leaves out keeps its parameters unused (a profile merged over
         # local.yaml may drop dynamic_io); a name that is no variant at all is a mistake
@@ -209,6 +225,18 @@ def run_names(cfg: dict) -> list[str]:
 
 def run_dirs(cfg: dict, results: str) -> list[str]:
     return [f"{results}/{NAME}/runs/{n}" for n in run_names(cfg)]
+
+
+def paper_variant(given: str | None, variants, baseline: str) -> str | None:
+    """The variant whose runs stand for the paper's scheduler ("Dynamic") in the claims:
+    dynamic_io.paper_variant when given; else dynamic_io when the campaign runs it; else the one
+    variant besides the baseline (a campaign of a new variant against linux); else None."""
+    if given is not None:
+        return given
+    others = [v for v in variants if v != baseline]
+    if "dynamic_io" in others:
+        return "dynamic_io"
+    return others[0] if len(others) == 1 else None
 
 
 def takes_section_params(e: dict, variant: str) -> bool:

@@ -1,8 +1,10 @@
-"""The dynamic_io plan's parameters per variant (issue 26): which variants take the section's
-TIMESLICE and IO_BOUND_INTERVAL."""
+"""The dynamic_io plan's parameters per variant (issue 26) and the variant that stands for the
+paper's scheduler: which variants take the section's TIMESLICE and IO_BOUND_INTERVAL, and the
+one-line errors of paper_variant."""
 
 import pytest
 
+from corun.errors import ConfigError
 from experiments.config import validate_config
 from experiments.dynamic_io import experiment as dio
 
@@ -63,3 +65,37 @@ def test_the_spec_labels_record_the_values_the_variant_runs_with(my_dyn, tmp_pat
     spec = dio.make_spec(c, cal, entry, tmp_path)
     assert spec["scheduler"]["params"] == {}
     assert (spec["labels"]["timeslice_s"], spec["labels"]["io_bound_mbps"]) == (2.0, 100)
+
+
+@pytest.mark.parametrize(
+    "variants, given, expected",
+    [
+        (["linux", "dynamic_io", "elevator_bfq"], None, "dynamic_io"),
+        (["linux", "elevator_bfq"], None, "elevator_bfq"),  # a new variant against linux: that variant
+        (["linux", "dynamic_io", "elevator_bfq"], "elevator_bfq", "elevator_bfq"),
+        (["linux"], None, None),
+    ],
+)
+def test_the_variant_that_stands_for_the_papers_scheduler(variants, given, expected):
+    assert dio.paper_variant(given, variants, "linux") == expected
+    validate_config({"experiments": ["dynamic_io"], "dynamic_io": {"variants": variants, "paper_variant": given}}, "c")
+
+
+@pytest.mark.parametrize(
+    "section, expected",
+    [
+        ({"variants": ["linux", "dynamic_io"], "paper_variant": "dynamic_io_psi"},
+         "dynamic_io.paper_variant: 'dynamic_io_psi' (expected one of dynamic_io.variants besides the baseline: "
+         "dynamic_io)"),
+        ({"variants": ["linux", "dynamic_io"], "paper_variant": "linux"}, "besides the baseline"),
+        ({"variants": ["linux", "elevator_bfq", "dynamic_io_psi"]},
+         "dynamic_io.paper_variant: None (expected the variant that stands for the paper's scheduler, one of "
+         "elevator_bfq, dynamic_io_psi)"),
+        ({"tol_pct": 5}, "dynamic_io.tol_pct: 'unknown key'"),  # the margins are the claims' now
+    ],
+)  # fmt: skip
+def test_paper_variant_errors_are_one_line(section, expected):
+    with pytest.raises(ConfigError) as ei:
+        validate_config({"experiments": ["dynamic_io"], "dynamic_io": section}, "c.yaml")
+    msg = str(ei.value)
+    assert "\n" not in msg and expected in msg, msg
