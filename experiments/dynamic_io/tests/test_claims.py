@@ -181,3 +181,13 @@ def test_latency_claims_read_their_metrics_at_their_workload():
     assert machine["outcome"] == "differs (machine-specific)" and machine["estimate"] == pytest.approx(175.0)
     assert machine["paper_value"] == "696 ms"
     assert CLAIMS["w01_svc"]["metric"] == "svc_ms" and CLAIMS["w11_svc"]["metric"] == "svc_ms"
+
+
+def test_no_claim_or_value_is_cut_short_by_a_yaml_comment():
+    """An unquoted ' #1' starts a YAML comment: "(workloads #1-#6)" once read "(workloads"."""
+    cs = load_claims(FOLDER / "claims.yaml", "dynamic_io", PAPERS_DIR)
+    texts = [(k, c["says"]) for k, c in cs.claims.items()] + [(k, c["source"]) for k, c in cs.claims.items()]
+    texts += [(k, v["source"]) for k, v in cs.values.items()]
+    for key, text in texts:
+        assert text.count("(") == text.count(")") and not text.rstrip().endswith(" but"), (key, text)
+    assert "#10 (#11-#15)" in cs.claims["m_throughput"]["says"]
