@@ -46,12 +46,6 @@ RUN_TEXT = ["run_kind", "workload", "variant", "device", "metadata_path", "run_d
 TABLE3 = [f"w{i:02d}" for i in range(1, 16)]
 FIG_IMPROVEMENT = "fig16_17_20_improvement.png"
 FIG_SUSPENDED = "suspended_jobs.png"
-# the claims on a group of workloads: (Table 3 rows the paper reports together, its figure)
-GROUPS = (
-    (("w01", "w02", "w03", "w04", "w05", "w06"), "D-TYPE explicit I/O (Fig. 16)"),
-    (("w07", "w08", "w09"), "D-TYPE graph (Fig. 17)"),
-    (("w10", "w11", "w12", "w13", "w14", "w15"), "M-TYPE (Fig. 20)"),
-)
 
 
 def roles(inputs: Inputs, runs: pd.DataFrame) -> tuple[str, str | None, list[str]]:
@@ -147,16 +141,23 @@ def form_note(values: dict) -> str:
     )
 
 
-def coverage_note(workloads: list[str]) -> str:
-    """Which workloads each group claim is judged on (a claim on every measured point)."""
+def coverage_note(claims: dict, workloads: list[str]) -> str:
+    """Which measured workloads each claim on a group of workloads is judged on (the engine's
+    `over` judges every measured point of the group), from the claims' own selections."""
+    groups: dict[tuple, list[str]] = {}
+    for cid, c in claims.items():
+        members = (c.get("where") or {}).get("workload")
+        if "workload" in (c.get("over") or []) and isinstance(members, list):
+            groups.setdefault(tuple(members), []).append(cid)
     parts = []
-    for members, title in GROUPS:
+    for members, ids in groups.items():
         have = [fg.workload_name(w) for w in members if w in workloads]
-        parts.append(f"{title}: {', '.join(have) if have else 'none'} of {fg.workload_name(members[0])}-"
-                     f"{fg.workload_name(members[-1])}")  # fmt: skip
+        of = ", ".join(fg.workload_name(w) for w in members)
+        parts.append(f"{', '.join(ids)}: {', '.join(have) if have else 'none'} of {of}")
     return (
-        "A claim on a group of workloads is judged on every measured workload of the group (the engine's "
-        "`over`): " + "; ".join(parts) + ". A workload not in the campaign is not judged."
+        "A claim on a group of workloads is judged on every measured workload of the group: "
+        + "; ".join(parts)
+        + ". A workload not in the campaign is not judged (n = 0 when the group has none)."
     )
 
 
@@ -206,7 +207,7 @@ def analyse(inputs: Inputs) -> Result:
         "Comparisons pair rep i of the two schedulers (the campaign interleaves the reps and orders the "
         "variants of a rep from its seed). Each run's row fails when one of its jobs failed or the runner did "
         "not finish it; a claim that reads a failed row says failed and names the run.",
-        coverage_note(workloads),
+        coverage_note(inputs.claims.claims, workloads),
         "T_workload is the last job's end; every job is submitted at t = 0 and the runner's FCFS queue starts "
         "them as cores free up (single-threaded D-TYPE jobs one per core, the others one per CMP).",
         rt.device_note(inputs.metadata_paths),
