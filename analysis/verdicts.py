@@ -45,6 +45,7 @@ nominal level for its number of looks (analysis.stats.look_alpha); the row recor
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -295,6 +296,8 @@ def _effects(c: dict, df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     metric, pair_by, how = c["metric"], list(c["pair_by"]), c["aggregate"]
     e = c["effect"]
     df = df[_match(df, c.get("where"))]
+    if df.empty and c.get("where"):
+        return {"empty": f"this configuration measured no {_sel_text(c['where'])}", "point": {}}, df
     if e in ("ratio", "difference", "ratio_of_ratios"):
         sides = df[_match(df, c["head"]) | _match(df, c["base"])]
         if e == "ratio_of_ratios":
@@ -397,7 +400,13 @@ def judge(
 def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dict:
     cols = claim["over"]
     base = table[_match(table, claim.get("where"))]
-    points = sorted({tuple(r) for r in base[cols].astype(str).itertuples(index=False)})
+    where = claim.get("where") or {}
+    declared = [where.get(c) for c in cols]
+    if all(isinstance(d, list) for d in declared):
+        # the points the claim names: one not measured is undecided, never left out
+        points = sorted(itertools.product(*[[str(v) for v in d] for d in declared]))
+    else:
+        points = sorted({tuple(r) for r in base[cols].astype(str).itertuples(index=False)})
     if not points:
         return _row(cid, claim, looks, why="this configuration measured nothing the claim selects.")
     sub = {k: v for k, v in claim.items() if k != "over"}

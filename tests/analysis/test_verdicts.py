@@ -284,3 +284,19 @@ def test_a_family_level_given_by_the_caller():
     at_99 = judge("c", claim(**RATIO), {"runs": df}, MACHINE, alpha=0.01)
     assert at_99["level"] == pytest.approx(0.99) and "99 %" in at_99["test"]
     assert at_99["ci_high"] > at_95["ci_high"]
+
+
+def test_a_claim_on_named_points_counts_every_named_point():
+    """#1-#6 improve: measured on #1 and #6 only, the claim cannot read reproduced for all six."""
+    rows = []
+    for point in ("w01", "w06"):
+        for rep, noise in enumerate((0.0, 0.01, -0.01)):
+            rows.append({"run_id": f"x{point}{rep}", "scheme": "x", "rep": rep, "workload": point, "t": 8 + noise})
+            rows.append({"run_id": f"y{point}{rep}", "scheme": "y", "rep": rep, "workload": point, "t": 10 + noise})
+    df = pd.DataFrame(rows)
+    named = claim(**RATIO, over=["workload"], where={"workload": ["w01", "w02", "w06"]})
+    row = judge("c", named, {"runs": df}, MACHINE)
+    assert row["outcome"] == "inconclusive" and "1 of 3 points undecided, e.g. workload w02" in row["why"]
+    assert "measured no workload w02" in row["why"]
+    measured = claim(**RATIO, over=["workload"], where={"workload": ["w01", "w06"]})
+    assert judge("c", measured, {"runs": df}, MACHINE)["outcome"] == "reproduced"
