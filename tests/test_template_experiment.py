@@ -35,6 +35,7 @@ def test_a_copied_template_runs_and_touches_no_generic_file(repo_root, tmp_path)
                 "--configfile",
                 "workflows/config/smoke.yaml",
                 str(extra),
+                "--",
                 "all",
             ],
             cwd=repo_root,
