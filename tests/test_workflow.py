@@ -147,3 +147,31 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert "Nothing to be done" in res.stdout + res.stderr
     assert stamp == {r: (r / "metadata.json").stat().st_mtime for r in runs}
     shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_run_takes_the_manifests_of_its_variants_as_inputs(repo_root, tmp_path):
+    """An edited manifest is an input that changed: the runs of that variant are measured again,
+    the others not (corun.plan.base.Experiment.run_variants)."""
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(f"results_dir: {tmp_path}/r\ndata_dir: {tmp_path}/d\nexperiments: [mpl_sweep, aioli]\n")
+    res = subprocess.run(
+        [
+            str(repo_root / ".venv/bin/snakemake"),
+            "-n",
+            "all",
+            "--profile",
+            "workflows/profiles/smoke",
+            "--configfile",
+            "workflows/config/smoke.yaml",
+            str(extra),
+        ],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    jobs = res.stdout.split("\n\n")
+    cc_b = next(j for j in jobs if "rule run_mpl_sweep:" in j and "_cc_b_" in j)
+    assert "schedulers/mpi_cosched/manifest.yaml" in cc_b
+    group = next(j for j in jobs if "rule run_aioli_group:" in j)
+    assert "schedulers/aioli/manifest.yaml" in group and "mpi_cosched" not in group

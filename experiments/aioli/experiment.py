@@ -244,6 +244,7 @@ def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
 
 class Aioli(Experiment):
     name = NAME
+    variant_kinds = ("pfs_sched",)
     data_file = None
     spec_files = ("groups.json",)
     run_inputs = ("kernels/build/pfs_read",)

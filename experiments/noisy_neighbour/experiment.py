@@ -163,6 +163,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, ncpus: int) -> dict:
 
 class NoisyNeighbour(Experiment):
     name = NAME
+    variant_kinds = ("placement",)
     data_file = PLAN_FILE
     spec_files = ("plan.json",)
 
