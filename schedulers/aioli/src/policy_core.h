@@ -67,12 +67,22 @@ struct aioli_core {
 	size_t ntrace;
 };
 
+/* Histogram bucket of n requests: 1..16, and 17+ in the last. */
+static inline size_t bucket_of(uint64_t n)
+{
+	return n >= AIOLI_HIST ? AIOLI_HIST - 1 : (size_t)(n ? n - 1 : 0);
+}
+
 #pragma GCC visibility push(hidden)
 
 /* app_aware: how many more requests the trace predicts after run r within the bounds, and
  * when the last of them should arrive (trace.c). */
 size_t app_predict(const struct aioli_core *c, const struct run *r, uint64_t *until_ns);
-/* The aggregations the arrivals allowed: the closed runs and the open ones (policy.c). */
+/* The aggregations the arrivals allowed (arrivals.c): note an arrival on its queue; drop the
+ * open runs (a reset); the histogram of the closed runs and the open ones. */
+void aioli_arrivals_note(struct aioli_core *c, struct aioli_queue *q, const struct aioli_req *r,
+			 uint64_t now);
+void aioli_arrivals_reset(struct aioli_core *c);
 void aioli_arrivals_hist(const struct aioli_core *c, uint64_t out[AIOLI_HIST]);
 
 #pragma GCC visibility pop
