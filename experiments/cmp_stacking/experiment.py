@@ -98,8 +98,5 @@ class CmpStacking(StackingExperiment):
         # llc_miss compares its CC cost with this table
         return [*super().analysis_outputs(results), f"{results}/cmp_stacking/analysis/normalized_runtime.csv"]
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--tol-pct", str(cfg[self.name]["tol_pct"])]
-
 
 EXPERIMENT = CmpStacking()
