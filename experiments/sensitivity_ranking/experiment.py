@@ -176,9 +176,6 @@ class SensitivityRanking(Experiment):
     calibrates = True
     step_inputs = ("kernels/build/sensitivity_ranking",)
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--tol-pct", str(cfg[NAME]["tol_pct"])]
-
     def check(self, cfg: dict, source: str) -> None:
         check(cfg, source)
 
