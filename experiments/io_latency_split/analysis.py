@@ -70,8 +70,8 @@ def summary_and_notes(table: pd.DataFrame, evidence: dict, inputs: Inputs, workl
         f"iostat on the runs' device during the cmp_stacking runs of {table['workload'].nunique()} "
         f"workload(s), k = {ks}; figures and claims for workload {workload} "
         "(cmp_stacking.latency_workload): " + per_k + ".",
-        f"{int(mine['failed'].sum())} of {len(mine)} run(s) of {workload} failed, "
-        f"{int(mine['wait_ms'].isna().sum())} have no waiting time (no iostat interval with I/O).",
+        f"{int(mine['jobs_failed'].sum())} of {len(mine)} run(s) of {workload} had a failed job, "
+        f"{int(mine['no_io'].sum())} no iostat interval with I/O: a claim on them says failed.",
         "Serving time is derived, not measured: sysstat removed svctm in 12.1.2, so svc = "
         "10 x %util / (r/s + w/s + d/s + f/s) ms and waiting = await - svc.",
     ]

@@ -313,12 +313,20 @@ def iostat_interval(runs: pd.DataFrame, dirs: dict[str, Path]) -> float | None:
 
 
 def evidence(per_run: pd.DataFrame, jobs: pd.DataFrame, runs: pd.DataFrame, workload: str) -> dict[str, pd.DataFrame]:
-    """The claims' tables for one workload: its runs (with failed, failed_reason) and the growth
-    of each run at k > 1 over the k = 1 run of its rep."""
+    """The claims' tables for one workload: its runs and the growth of each run at k > 1 over the
+    k = 1 run of its rep. A run is failed (failed_reason says why) when a job of it failed or
+    when it has no iostat interval with I/O: its latencies are missing, not zero."""
     status = rt.run_status(jobs, runs, rt.valid_jobs_mask(jobs, check_required=False))
     mine = per_run[per_run["workload"] == workload].merge(status, on="run_id", how="left")
-    mine["failed"] = mine["failed"].fillna(True).astype(bool)
+    mine["jobs_failed"] = mine["failed"].fillna(True).astype(bool)
     mine["failed_reason"] = mine["failed_reason"].fillna("not in runs.csv")
+    mine["no_io"] = mine["wait_ms"].isna()
+    mine["failed"] = mine["jobs_failed"] | mine["no_io"]
+    io_why = ["; ".join(p for p in str(r or "").split("; ") if p and not p.startswith("PSI: ")) for r in mine["reason"]]
+    mine["failed_reason"] = [
+        "; ".join(x for x in (why if bad else "", (io or "no latency") if no_io else "") if x)
+        for bad, why, no_io, io in zip(mine["jobs_failed"], mine["failed_reason"], mine["no_io"], io_why)
+    ]
     mine = mine.drop(columns=["n_jobs", "n_failed"]).reset_index(drop=True)
     growth = rt.ratio_to_k1(mine, ["workload"], GROWTH)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -116,9 +116,10 @@ def test_evidence_pairs_each_run_with_the_k1_run_of_its_rep(fixture_result):
     assert g.loc["w1_k2_r0", "svc_growth_ratio"] == pytest.approx((32 / 7) / (5 / 3))
     assert g.loc["w1_k2_r1", "wait_over_svc_growth_ratio"] == pytest.approx((50 / 4) / (4 / 2))
     assert g.loc["w1_k2_r1", "k1_run_id"] == "w1_k1_r1" and not g["failed"].any()
-    # a workload without I/O has no value: a claim on it says failed, the reason in the table
+    # a workload without I/O has no value: its runs are failed with the reason, never zero
     ev = iom.evidence(fixture_result["runs"], fixture_result["jobs"], fixture_result["all_runs"], "graph_s22_e18")
-    assert ev["growth"]["wait_growth_ratio"].isna().all()
+    assert ev["growth"]["wait_growth_ratio"].isna().all() and ev["growth"]["failed"].all()
+    assert ev["runs"]["failed_reason"].iloc[0] == "no iostat interval with I/O on the run's device during the run"
     assert "no wait_growth_ratio: wait_ms missing at k = 2, missing at k = 1" in ev["growth"]["reason"].iloc[0]
     # the run of #4 with a failed job is failed here too
     assert ev["runs"].set_index("run_id").loc["w4_k2_r1", "failed"]
@@ -255,5 +256,8 @@ def test_a_workload_without_io_fails_its_claims_loudly(tmp_path):
     section, out = analyse_fixture(tmp_path, workload="graph_s22_e16")
     rows = {c["claim"]: c for c in section["claims"]}
     assert rows["wait_grows_with_k"]["outcome"] == "failed"
-    assert "no value of wait_growth_ratio" in rows["wait_grows_with_k"]["why"]
+    assert (
+        "failed (tidy/iostat.csv absent (monitor disabled or run too short); its k = 1 run w3_k1_r0: "
+        "tidy/iostat.csv has no rows" in rows["wait_grows_with_k"]["why"]
+    )
     assert (out / "fig5_6_wait_serve.png").is_file()

@@ -97,3 +97,10 @@ def test_a_failed_run_fails_the_claims_that_read_it():
 def test_one_cmp_is_not_enough():
     row = verdict("degradation_rises_with_demand", slowdown(RISING), Machine({"cmps": 1}, {"cmps": "1 CMP"}))
     assert row["outcome"] == "not measurable here"
+
+
+def test_only_k1_measured_gives_nothing_to_judge():
+    empty = slowdown({2.0: {2: [1.0]}}).iloc[0:0]  # a configuration with k_max 1 has no run at k > 1
+    for cid in CLAIMS:
+        row = verdict(cid, empty)
+        assert row["outcome"] == "inconclusive" and row["n"] == 0, cid
