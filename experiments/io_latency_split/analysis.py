@@ -51,7 +51,11 @@ def setup_table(table: pd.DataFrame, values: dict, interval_s: float | None) -> 
     ks = sorted(int(k) for k in table["k"].unique())
     rows = [
         ("k values (loaded CMPs)", values["k_values"], ", ".join(map(str, ks))),
-        ("iostat sampling interval", values["sampling_interval_s"], interval_s),
+        (
+            "iostat sampling interval",
+            values["sampling_interval_s"],
+            None if interval_s is None else fmt_num(interval_s),
+        ),
     ]
     return setup_frame(rows)
 

@@ -77,8 +77,14 @@ def control_note(thr: dict) -> str | None:
     )
 
 
+def _shown(value: float | int | None) -> str | None:
+    """A number rounded for reading (3 significant digits), None as None."""
+    return None if value is None else fmt_num(value)
+
+
 def setup_table(thr: dict, values: dict) -> pd.DataFrame:
-    """Design parameters and the values derived here beside the paper's: no verdict."""
+    """Design parameters and the values derived here beside the paper's, rounded for reading: no
+    verdict."""
     demands = [r["demand_per_cmp_mb_s"] for r in thr["groups"]]
     counted = "groups with a valid k=1 run"
     if thr["control_group"] is not None:
@@ -86,13 +92,13 @@ def setup_table(thr: dict, values: dict) -> pd.DataFrame:
     top = thr["groups"][-1] if thr["groups"] else None
     rows = [
         (counted, values["n_groups"], thr["n_groups"]),
-        ("lowest per-CMP demand", values["demand_min_mb_s"], min(demands) if demands else None),
-        ("highest per-CMP demand", values["demand_max_mb_s"], max(demands) if demands else None),
+        ("lowest per-CMP demand", values["demand_min_mb_s"], _shown(min(demands)) if demands else None),
+        ("highest per-CMP demand", values["demand_max_mb_s"], _shown(max(demands)) if demands else None),
         ("K, most CMPs loaded at once", values["k_max"], thr["K"]),
         (
             "derived: per-CMP demand below which no group is marked degraded (a lower bound when none is)",
             values["no_degradation_below_mb_s"],
-            thr["no_degradation_demand_mb_s"],
+            _shown(thr["no_degradation_demand_mb_s"]),
         ),
         (
             "derived: first k the highest-demand group is marked degraded (none: not up to K)",
@@ -102,7 +108,7 @@ def setup_table(thr: dict, values: dict) -> pd.DataFrame:
         (
             "derived: IO_BOUND_INTERVAL = that demand x K (the paper set its policy's value)",
             values["io_bound_interval_mb_s"],
-            thr["suggested_io_bound_interval_mb_s"],
+            _shown(thr["suggested_io_bound_interval_mb_s"]),
         ),
     ]
     return setup_frame(rows)
