@@ -30,8 +30,13 @@ The claims' evidence (one workload: cmp_stacking.latency_workload)
   runs           latency_runs.csv's rows of that workload, with failed and failed_reason.
   growth         per run at k > 1, paired with the k = 1 run of the same rep:
                  wait_growth_ratio = wait_ms(k) / wait_ms(1), svc_growth_ratio and
-                 await_growth_ratio likewise, and wait_over_svc_growth_ratio = the waiting
-                 time's growth over the serving time's (missing where a time is missing or <= 0).
+                 await_growth_ratio likewise (missing where a time is missing or <= 0: the
+                 derived waiting time at k = 1 can be a little below 0, await below the derived
+                 svc); wait_increase_ms = wait_ms(k) - wait_ms(1); and wait_share_increase =
+                 wait/await at k - wait/await at k = 1, the growth of the waiting time's share of
+                 the latency, above 0 exactly when the waiting time grows by a larger factor than
+                 the serving time (wait/await = q / (1 + q) rises with q = wait/svc), and defined
+                 when the waiting time at k = 1 is <= 0, where a factor is not.
 """
 
 from __future__ import annotations
@@ -329,10 +334,14 @@ def evidence(per_run: pd.DataFrame, jobs: pd.DataFrame, runs: pd.DataFrame, work
     ]
     mine = mine.drop(columns=["n_jobs", "n_failed"]).reset_index(drop=True)
     growth = rt.ratio_to_k1(mine, ["workload"], GROWTH)
+    by_id = mine.set_index("run_id")
     with np.errstate(divide="ignore", invalid="ignore"):
-        growth.insert(
-            5 + len(GROWTH),
-            "wait_over_svc_growth_ratio",
-            growth["wait_growth_ratio"] / growth["svc_growth_ratio"],
-        )
+        share = by_id["wait_ms"] / by_id["await_ms"].where(by_id["await_ms"] > 0)
+
+    def change(values: pd.Series) -> pd.Series:
+        """The run's value minus that of the k = 1 run of its rep."""
+        return growth["run_id"].map(values).astype(float) - growth["k1_run_id"].map(values).astype(float)
+
+    growth.insert(5 + len(GROWTH), "wait_increase_ms", change(by_id["wait_ms"]))
+    growth.insert(6 + len(GROWTH), "wait_share_increase", change(share))
     return {"runs": mine, "growth": growth}

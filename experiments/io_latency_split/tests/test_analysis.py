@@ -114,24 +114,47 @@ def test_evidence_pairs_each_run_with_the_k1_run_of_its_rep(fixture_result):
     # per rep: r0 wait 3 -> 260/7, svc 5/3 -> 32/7; r1 wait 4 -> 50, svc 2 -> 4
     assert g.loc["w1_k2_r0", "wait_growth_ratio"] == pytest.approx(260 / 7 / 3)
     assert g.loc["w1_k2_r0", "svc_growth_ratio"] == pytest.approx((32 / 7) / (5 / 3))
-    assert g.loc["w1_k2_r1", "wait_over_svc_growth_ratio"] == pytest.approx((50 / 4) / (4 / 2))
+    assert g.loc["w1_k2_r0", "wait_increase_ms"] == pytest.approx(260 / 7 - 3)
+    # the waiting share of await: r1 4 of 6 ms at k = 1, 50 of 54 ms at k = 2
+    assert g.loc["w1_k2_r1", "wait_share_increase"] == pytest.approx(50 / 54 - 4 / 6)
     assert g.loc["w1_k2_r1", "k1_run_id"] == "w1_k1_r1" and not g["failed"].any()
     # a workload without I/O has no value: its runs are failed with the reason, never zero
     ev = iom.evidence(fixture_result["runs"], fixture_result["jobs"], fixture_result["all_runs"], "graph_s22_e18")
-    assert ev["growth"]["wait_growth_ratio"].isna().all() and ev["growth"]["failed"].all()
+    assert ev["growth"]["wait_increase_ms"].isna().all() and ev["growth"]["failed"].all()
     assert ev["runs"]["failed_reason"].iloc[0] == "no iostat interval with I/O on the run's device during the run"
     assert "no wait_growth_ratio: wait_ms missing at k = 2, missing at k = 1" in ev["growth"]["reason"].iloc[0]
     # the run of #4 with a failed job is failed here too
     assert ev["runs"].set_index("run_id").loc["w4_k2_r1", "failed"]
 
 
-def growth_rows(quotients: list[float], k: int = 2, wait_1: float = 0.5, svc_1: float = 1.0) -> pd.DataFrame:
+def test_a_waiting_time_below_0_at_k1_is_judged_not_failed():
+    """Three of the 8 local reps derived a waiting time of -0.05 ms at k = 1 (await just below the
+    derived svc): a growth factor has no meaning there, the increase and the share do."""
+    runs = pd.DataFrame(
+        {"run_id": ["a1", "a2", "b1", "b2"], "workload": "w", "k": [1, 2, 1, 2], "rep": [0, 0, 1, 1],
+         "await_ms": [1.59, 2.08, 1.2, 1.9], "svc_ms": [1.64, 1.38, 0.83, 1.4], "wait_ms": [-0.05, 0.70, 0.37, 0.5],
+         "reason": ""})  # fmt: skip
+    jobs = pd.DataFrame({"run_id": runs["run_id"], "job_id": "j", "runtime_s": 1.0, "exit_code": 0})
+    g = iom.evidence(runs, jobs, runs, "w")["growth"].set_index("run_id")
+    assert math.isnan(g.loc["a2", "wait_growth_ratio"]) and "-0.05 at k = 1" in g.loc["a2", "reason"]
+    assert g.loc["a2", "wait_increase_ms"] == pytest.approx(0.75)
+    assert g.loc["a2", "wait_share_increase"] == pytest.approx(0.70 / 2.08 + 0.05 / 1.59)
+    assert not g["failed"].any()
+
+
+def share_increase(q: float) -> float:
+    """The waiting share's increase of a rep whose waiting time grows q times as much as its
+    serving time (waiting 0.5 and serving 1 ms at k = 1, serving x1.5): q / (q + 2) - 1 / 3."""
+    return q / (q + 2) - 1 / 3
+
+
+def growth_rows(quotients: list[float], k: int = 2) -> pd.DataFrame:
     """The growth table of runs at k whose per-rep quotient is q: serving x1.5, waiting x1.5 q."""
     rows = []
     for rep, q in enumerate(quotients):
         rows.append({"run_id": f"k{k}_r{rep}", "k": k, "rep": rep, "wait_growth_ratio": 1.5 * q,
-                     "svc_growth_ratio": 1.5, "wait_over_svc_growth_ratio": q, "failed": False,
-                     "failed_reason": ""})  # fmt: skip
+                     "wait_increase_ms": 0.5 * (1.5 * q - 1), "svc_growth_ratio": 1.5,
+                     "wait_share_increase": share_increase(q), "failed": False, "failed_reason": ""})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -144,7 +167,7 @@ def test_too_few_reps_for_the_signed_rank_test_is_inconclusive(n):
     """The old rule said "not reproduced" when 2 to 4 reps, all above 1, could not reach p < 0.05:
     no data could, so the engine says inconclusive and how many reps would decide."""
     row = verdict("wait_grows_more_than_serve", growth_rows([1.4 + 0.1 * i for i in range(n)]))
-    assert row["outcome"] == "inconclusive" and row["n"] == n and row["estimate"] > 1
+    assert row["outcome"] == "inconclusive" and row["n"] == n and row["estimate"] > 0
     assert row["reps_needed"] == 6 and "no data could decide" in row["why"]
 
 
@@ -170,21 +193,32 @@ def test_waiting_grows_more_than_serving_by_the_signed_rank_interval(quotients, 
     assert row["outcome"] == outcome, row["why"]
 
 
-def test_growth_claims_are_judged_at_the_highest_k_against_1_05():
+def test_growth_claims_are_judged_at_the_highest_k():
     table = pd.concat([growth_rows([1.0] * 6, k=2), growth_rows([0.62, 0.64, 0.66, 0.68, 0.7, 0.66], k=4)])
-    row = verdict("serve_grows_with_k", table, Machine({"cmps": 4}, {"cmps": "4 CMPs"}))
+    four = Machine({"cmps": 4}, {"cmps": "4 CMPs"})
+    row = verdict("serve_grows_with_k", table, four)
     assert row["outcome"] == "reproduced" and "at k 4" in row["why"] and "above 1.05" in row["why"]
+    row = verdict("wait_grows_with_k", table, four)  # waiting 0.5 ms at k = 1, x0.93 to x1.05 at k = 4
+    assert row["outcome"] == "inconclusive" and "at k 4" in row["why"]
     flat = growth_rows([0.69] * 3)  # serving x1.035 on every rep: below 1.05
     flat["svc_growth_ratio"] = [1.03, 1.035, 1.04]
     assert verdict("serve_grows_with_k", flat)["outcome"] == "contradicted"
     assert verdict("wait_growth_8c", table)["outcome"] == "not measurable here"
 
 
+def test_the_paper_128x_at_8_cmps_falls_back_to_the_difference_below_0():
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(12)], "k": [1] * 6 + [8] * 6, "rep": list(range(6)) * 2,
+                         "wait_ms": [4.0, 5.0, -0.05, 4.5, 4.2, 4.8] + [500.0, 610.0, 580.0, 600.0, 590.0, 620.0],
+                         "failed": False, "failed_reason": ""})  # fmt: skip
+    row = judge("wait_growth_8c", CLAIMS["wait_growth_8c"], {"runs": runs}, Machine({"cmps": 8}, {"cmps": "8 CMPs"}))
+    assert row["outcome"] == "reproduced" and "the paired difference decides" in row["why"]
+
+
 def test_missing_waiting_time_is_failed_naming_the_runs():
     table = growth_rows([1.5, 1.6, 1.7])
-    table.loc[1, "wait_growth_ratio"] = math.nan
+    table.loc[1, "wait_increase_ms"] = math.nan
     row = verdict("wait_grows_with_k", table)
-    assert row["outcome"] == "failed" and row["runs"] == ["k2_r1"] and "no value of wait_growth_ratio" in row["why"]
+    assert row["outcome"] == "failed" and row["runs"] == ["k2_r1"] and "no value of wait_increase_ms" in row["why"]
 
 
 # ----------------------------------------------------------------------------- end to end
