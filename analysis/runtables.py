@@ -27,6 +27,7 @@ Ratio to k = 1 (`ratio_table`, paper eq. 1: T_k-c / T_1-c)
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable
@@ -73,19 +74,34 @@ def read_table(
     With `experiments`, an `experiment` column (when present) must hold one of them.
     """
     df = read_csv(path, ["run_id", *texts])
-    check_columns(df, required, str(path))
+    return check_table(df, str(path), required=required, ints=ints, floats=floats, experiments=experiments, what=what)
+
+
+def check_table(
+    df: pd.DataFrame,
+    source: str,
+    *,
+    required: list[str],
+    ints: dict[str, int | None],
+    floats: list[str] = (),
+    experiments: tuple[str, ...] = (),
+    what: str = "one row per job",
+) -> pd.DataFrame:
+    """`read_table`'s checks on a table already read (an analysis' inputs): columns, rows, the
+    experiment, integers and floats typed; one-line errors naming `source`."""
+    check_columns(df, required, source)
     if df.empty:
-        raise AnalysisInputError(f"{path}: no rows (expected {what})")
+        raise AnalysisInputError(f"{source}: no rows (expected {what})")
     if experiments and "experiment" in df.columns:
         values = df["experiment"].astype(str)
         bad = df["experiment"].notna() & ~values.isin(experiments)
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise AnalysisInputError(
-                f"{path}: row {row + 2}: experiment: {values.iloc[row]!r} "
+                f"{source}: row {row + 2}: experiment: {values.iloc[row]!r} "
                 f"(expected {' or '.join(repr(e) for e in experiments)})"
             )
-    df = check_ints(df, ints, str(path))
+    df = check_ints(df, ints, source)
     for col in floats:
         if col in df.columns:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
@@ -390,3 +406,100 @@ def write_outputs(
         plot(out)
     write_atomic(out / "section.json", dumps_json(section))
     return out
+
+
+# ----------------------------------------------------------------------------- runs for the claims
+
+
+def run_status(jobs: pd.DataFrame, runs: pd.DataFrame, valid: pd.Series) -> pd.DataFrame:
+    """One row per run of runs.csv: run_id, n_jobs, n_failed, failed, failed_reason.
+
+    A run failed when one of its jobs does not count (`valid`: exit code, runtime, self-check),
+    when it has no job, or when its status (runs.csv, when present) is not ok: its mean over the
+    jobs that count would favour the point whose slow jobs failed, so a claim on it says failed.
+    """
+    ids = jobs["run_id"].astype(str)
+    rows = []
+    for _, r in runs.iterrows():
+        rid = str(r["run_id"])
+        mine = ids == rid
+        n_jobs = int(mine.sum())
+        n_bad = int((mine & ~valid).sum())
+        reasons = []
+        if not n_jobs:
+            reasons.append("no job")
+        elif n_bad:
+            reasons.append(f"{n_bad} of {n_jobs} jobs failed (exit code, runtime or self-check)")
+        status = r.get("status")
+        if isinstance(status, str) and status.strip() and status.strip() != "ok":
+            reasons.append(f"status {status.strip()}")
+        rows.append(
+            {
+                "run_id": rid,
+                "n_jobs": n_jobs,
+                "n_failed": n_bad,
+                "failed": bool(reasons),
+                "failed_reason": "; ".join(reasons),
+            }
+        )
+    return pd.DataFrame(rows, columns=["run_id", "n_jobs", "n_failed", "failed", "failed_reason"])
+
+
+def ratio_to_k1(per_run: pd.DataFrame, by: list[str], metrics: dict[str, str]) -> pd.DataFrame:
+    """Each run at k > 1 over the k = 1 run of the same group (the columns `by`) and rep: the
+    ratio paired by rep, one row per run at k > 1.
+
+    per_run has run_id, the `by` columns, k, rep, failed, failed_reason and the metric columns;
+    for each metric column m the result has metrics[m] = m(k, rep) / m(1, rep), missing when the
+    rep has no k = 1 run or either value is missing or <= 0 (`reason` says which). A row is failed
+    when its run or that k = 1 run failed; failed_reason names the k = 1 run when it is that one.
+    """
+    keys = [*by, "rep"]
+    base = per_run[per_run["k"] == 1]
+    dup = base[base.duplicated(keys, keep=False)]
+    if len(dup):
+        where = ", ".join(f"{c} {dup.iloc[0][c]}" for c in keys)
+        raise AnalysisInputError(
+            f"runs: {where}: k = 1 in runs {', '.join(sorted(dup['run_id'].astype(str)))} (expected one run)"
+        )
+    base = {tuple(r[c] for c in keys): r for _, r in base.iterrows()}
+    rows = []
+    for _, r in per_run[per_run["k"] > 1].iterrows():
+        b = base.get(tuple(r[c] for c in keys))
+        row = {c: r[c] for c in ["run_id", *by, "k", "rep"]}
+        row["k1_run_id"] = None if b is None else b["run_id"]
+        reasons, failed = [], [str(r["failed_reason"])] if bool(r["failed"]) else []
+        if b is None:
+            reasons.append(f"no k = 1 run in rep {r['rep']}")
+        elif bool(b["failed"]):
+            failed.append(f"its k = 1 run {b['run_id']}: {b['failed_reason']}")
+        for m, out in metrics.items():
+            head = number_or_none(r[m])
+            low = None if b is None else number_or_none(b[m])
+            if head is not None and low is not None and head > 0 and low > 0:
+                row[out] = head / low
+                continue
+            row[out] = math.nan
+            if b is not None:
+                reasons.append(f"no {out}: {m} {_shown(head)} at k = {r['k']}, {_shown(low)} at k = 1")
+        row["failed"] = bool(failed)
+        row["failed_reason"] = "; ".join(failed)
+        row["reason"] = "; ".join(reasons)
+        rows.append(row)
+    columns = ["run_id", *by, "k", "rep", "k1_run_id", *metrics.values(), "failed", "failed_reason", "reason"]
+    out = pd.DataFrame(rows, columns=columns)
+    out["failed"] = out["failed"].astype(bool)
+    return out
+
+
+def _shown(value: float | None) -> str:
+    return "missing" if value is None else f"{value:.4g}"
+
+
+def config_section(config: dict | None, name: str, schema_path: str | os.PathLike) -> dict:
+    """An experiment's section of the effective configuration; without one (an analysis run on
+    tables alone), the defaults of its config.schema.json, where the defaults live."""
+    if config and isinstance(config.get(name), dict):
+        return config[name]
+    schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
+    return {k: p["default"] for k, p in schema.get("properties", {}).items() if "default" in p}

@@ -76,7 +76,9 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert "5.63" in report  # the paper's threshold beside ours
     assert "missing" in report.lower()
     section = json.loads((out / "sensitivity_ranking" / "analysis" / "section.json").read_text())
-    assert {r["quantity"] for r in section["comparison"]}
+    assert {r["claim"] for r in section["claims"]} == {
+        "degradation_rises_with_demand", "onset_falls_with_demand", "low_demand_not_degraded",
+        "highest_demand_degrades_at_2c"}  # fmt: skip
     dio = json.loads((out / "dynamic_io" / "analysis" / "section.json").read_text())
     assert any(r["quantity"].startswith("#1 throughput") for r in dio["comparison"])  # section 4 beside ours
     campaign = json.loads((out / "dynamic_io" / "specs" / "campaign.json").read_text())["order"]

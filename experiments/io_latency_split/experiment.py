@@ -11,8 +11,5 @@ class IoLatencySplit(Experiment):
     runs_of = "cmp_stacking"
     data_file = None
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--workload", cfg["cmp_stacking"]["latency_workload"]]
-
 
 EXPERIMENT = IoLatencySplit()

@@ -176,9 +176,6 @@ class SensitivityRanking(Experiment):
     calibrates = True
     step_inputs = ("kernels/build/sensitivity_ranking",)
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--tol-pct", str(cfg[NAME]["tol_pct"])]
-
     def check(self, cfg: dict, source: str) -> None:
         check(cfg, source)
 
@@ -200,6 +197,13 @@ class SensitivityRanking(Experiment):
 
     def run_names(self, cfg: dict) -> list[str]:
         return [spec_name(*p)[: -len(".yaml")] for p in matrix(cfg)]
+
+    def run_priority(self, cfg: dict) -> dict[str, int]:
+        """The runs in the plan's order, reps outermost (each run's priority is its distance from
+        the end; measuring rules run one at a time), so a rep's runs at every k and its control's
+        are measured close in time and the claims' pairing by rep takes out the machine's drift."""
+        names = self.run_names(cfg)
+        return {name: len(names) - i for i, name in enumerate(names)}
 
     def estimate(self, cfg: dict) -> dict:
         runs = matrix(cfg)

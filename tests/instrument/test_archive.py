@@ -329,6 +329,8 @@ def test_paper_analysis_of_an_extracted_archive_is_identical(tmp_path, monkeypat
     working folder: the paper analysis finds the runs and writes the same tables."""
     import shutil
 
+    from analysis.experiment import read_inputs, write
+    from experiments import PAPERS_DIR
     from experiments.cmp_stacking import analysis as cs
 
     fixtures = Path(__file__).resolve().parents[2] / "experiments/cmp_stacking/tests/fixtures/cmp_stacking"
@@ -340,8 +342,9 @@ def test_paper_analysis_of_an_extracted_archive_is_identical(tmp_path, monkeypat
     (exp / "runs.csv").write_text(text)
 
     def analyse(folder, out):
-        code = cs.main(["--jobs", str(folder / "jobs.csv"), "--runs", str(folder / "runs.csv"), "--out-dir", str(out)])
-        assert code == 0
+        inputs = read_inputs("cmp_stacking", cs.FOLDER, PAPERS_DIR, folder / "jobs.csv", folder / "runs.csv",
+                             job_text=cs.JOB_TEXT, run_text=cs.RUN_TEXT)  # fmt: skip
+        write(out, inputs, cs.analyse(inputs))
         return {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
 
     monkeypatch.chdir(project)

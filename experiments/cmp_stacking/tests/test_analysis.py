@@ -1,6 +1,6 @@
-"""CMP stacking (paper 000, Fig. 1): normalized runtime and verdicts against hand-computed values."""
+"""CMP stacking (paper 000, Fig. 1): normalized runtime against hand-computed values, the declared
+claims judged by the engine on hand-made tables, and the analysis end to end on the fixture runs."""
 
-import json
 import math
 from pathlib import Path
 
@@ -9,13 +9,20 @@ import pytest
 from scipy import stats
 
 from analysis import report
+from analysis.claims import load_claims
 from analysis.common import AnalysisInputError
-from analysis.paper import load_paper_values
+from analysis.experiment import read_inputs, write
+from analysis.verdicts import Machine, judge
+from experiments import PAPERS_DIR
 from experiments.cmp_stacking import analysis as cs
+from experiments.cmp_stacking import metrics as m
 
+FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cmp_stacking"
-PAPER = load_paper_values("000")
 NAMES = {1: "x264_simlarge", 2: "x264_native", 3: "graph_s22_e16", 4: "graph_s22_e18"}
+CLAIMS = load_claims(FOLDER / "claims.yaml", "cmp_stacking", PAPERS_DIR).claims
+TWO_CMPS = Machine({"cmps": 2}, {"cmps": "2 CMPs"})
+EIGHT_CMPS = Machine({"cmps": 8}, {"cmps": "8 CMPs"})
 
 
 def make_jobs(rows, jobs_per_cmp=1):
@@ -41,41 +48,48 @@ def make_jobs(rows, jobs_per_cmp=1):
     return pd.DataFrame(out)
 
 
+def runs_of(jobs: pd.DataFrame) -> pd.DataFrame:
+    return jobs.drop_duplicates("run_id")[["run_id", "workload", "k", "rep"]].reset_index(drop=True)
+
+
 def row(table, workload_id, k):
     hit = table[(table["workload_id"] == workload_id) & (table["k"] == k)]
     assert len(hit) == 1
     return hit.iloc[0]
 
 
+# ----------------------------------------------------------------------------- metrics
+
+
 def test_brief_example_normalized_runtime_is_two():
     # 7, 7 at k=1 and 14, 14 at k=2 -> T_1-c = 7, normalized runtime 14 / 7 = 2.0
     jobs = make_jobs([(1, 1, 0, 0, 7.0), (1, 1, 0, 0, 7.0), (1, 2, 0, 0, 14.0), (1, 2, 0, 1, 14.0)])
-    table = cs.normalized_table(jobs, 5.0)
+    table = m.normalized_table(jobs, 5.0)
     assert row(table, 1, 2)["t1c_s"] == pytest.approx(7.0)
     assert row(table, 1, 2)["normalized_runtime"] == pytest.approx(2.0)
     assert row(table, 1, 1)["normalized_runtime"] == pytest.approx(1.0)
     assert math.isnan(row(table, 1, 2)["ci95_low"])  # one rep: no interval
-    assert bool(row(table, 1, 2)["degraded"]) is True
     assert row(table, 1, 2)["n_jobs_co_running"] == 2
+    growth = m.growth(m.per_run(jobs, runs_of(jobs)))
+    assert growth["normalized_runtime"].tolist() == [pytest.approx(2.0)]
 
 
 @pytest.fixture(scope="module")
-def fixture_result():
-    return cs.analyse(cs.read_jobs(FIXTURES / "jobs.csv"), 5.0)
+def fixture_tables():
+    jobs = m.check_jobs(pd.read_csv(FIXTURES / "jobs.csv", dtype={c: str for c in cs.JOB_TEXT}), "jobs.csv")
+    table = m.normalized_table(jobs, 5.0)
+    return jobs, table, m.workload_summary(table, jobs)
 
 
-def test_fixture_by_hand(fixture_result):
-    t = fixture_result["table"]
+def test_fixture_by_hand(fixture_tables):
+    _, t, _ = fixture_tables
     # #1: k=1 reps 7.1 and 6.9 -> T_1-c 7.0; k=2 reps 14.0 and 15.0 -> 14.5 -> 2.0714
     assert row(t, 1, 2)["t1c_s"] == pytest.approx(7.0)
     assert row(t, 1, 2)["mean_runtime_s"] == pytest.approx(14.5)
     assert row(t, 1, 2)["normalized_runtime"] == pytest.approx(14.5 / 7.0)
     per_rep = [14.0 / 7.0, 15.0 / 7.0]
     low, high = stats.t.interval(0.95, df=1, loc=14.5 / 7.0, scale=stats.sem(per_rep))
-    assert (row(t, 1, 2)["ci95_low"], row(t, 1, 2)["ci95_high"]) == (
-        pytest.approx(low),
-        pytest.approx(high),
-    )
+    assert (row(t, 1, 2)["ci95_low"], row(t, 1, 2)["ci95_high"]) == (pytest.approx(low), pytest.approx(high))
     # #2: T_1-c (41 + 39) / 2 = 40; k=2 60 and 61 -> 1.5125
     assert row(t, 2, 2)["normalized_runtime"] == pytest.approx(60.5 / 40.0)
     # #3: 20.1 / 20 -> 1.005, not degraded
@@ -86,104 +100,174 @@ def test_fixture_by_hand(fixture_result):
     assert (row(t, 4, 2)["n_jobs"], row(t, 4, 2)["n_failed"]) == (7, 1)
 
 
-def test_x264_without_self_check_counts_but_bad_check_does_not():
-    jobs = make_jobs(
-        [
-            (1, 1, 0, 0, 7.0),
-            (1, 1, 0, 0, 7.0, 0, "mismatch"),
-            (1, 2, 0, 0, 14.0),
-            (1, 2, 0, 1, 14.0, 0, "ok"),
-        ]
-    )
-    t = cs.normalized_table(jobs, 5.0)
-    assert (row(t, 1, 1)["n_jobs"], row(t, 1, 1)["n_failed"]) == (1, 1)
-    assert row(t, 1, 2)["n_jobs"] == 2
-
-
-def test_workload_trends(fixture_result):
-    w = fixture_result["workloads"].set_index("workload_id")
-    assert w.loc[1, "trend"] == "grows" and w.loc[2, "trend"] == "grows"
-    assert w.loc[3, "trend"] == "undecided"  # CI 0.94..1.07 contains 1.05
-    assert w.loc[4, "trend"] == "grows" and w.loc[4, "onset_k"] == 2
+def test_workload_summary_is_descriptive(fixture_tables):
+    _, _, w = fixture_tables
+    w = w.set_index("workload_id")
+    assert "trend" not in w.columns  # no verdict of its own
+    assert w.loc[1, "degraded_from_k"] == 2 and pd.isna(w.loc[3, "degraded_from_k"])
     assert w.loc[1, "scale_note"] == "scaled down: frames 16 (paper 128)"
     assert w.loc[3, "binary"] == "corun graph_bfs"
 
 
-def test_trend_does_not_grow_when_a_step_drops():
-    rows = [(1, 1, 0, 0, 10.0), (1, 2, 0, 0, 20.0), (1, 4, 0, 0, 15.0)]
-    jobs = make_jobs(rows)
-    result = cs.analyse(jobs, 5.0)
-    w = result["workloads"].iloc[0]
-    assert w["largest_drop"] == pytest.approx(0.5)
-    assert w["trend"] == "does not grow"
-    cmp = cs.compare_with_paper(result, PAPER)
-    assert cmp["verdict"].iloc[0] == "not reproduced"
+def test_x264_without_self_check_counts_but_bad_check_does_not():
+    jobs = make_jobs(
+        [(1, 1, 0, 0, 7.0), (1, 1, 0, 0, 7.0, 0, "mismatch"), (1, 2, 0, 0, 14.0), (1, 2, 0, 1, 14.0, 0, "ok")]
+    )
+    t = m.normalized_table(jobs, 5.0)
+    assert (row(t, 1, 1)["n_jobs"], row(t, 1, 1)["n_failed"]) == (1, 1)
+    assert row(t, 1, 2)["n_jobs"] == 2
+    # the k = 1 run with the mismatch failed, so does the rep's ratio that divides by it
+    growth = m.growth(m.per_run(jobs, runs_of(jobs)))
+    assert growth["failed"].tolist() == [True]
+    assert "its k = 1 run w1_k1_r0: 1 of 2 jobs failed" in growth["failed_reason"].iloc[0]
 
 
-def test_fixture_verdicts(fixture_result):
-    cmp = cs.compare_with_paper(fixture_result, PAPER)
-    got = dict(zip(cmp["quantity"], cmp["verdict"]))
-    assert got == {
-        "Runtime of workload #1 x264_simlarge grows with k": "reproduced in direction",
-        "Runtime of workload #2 x264_native grows with k": "reproduced in direction",
-        # the paper reports the graph workloads stable below 4 CMPs; K = 2 here
-        "Runtime of workload #3 graph_s22_e16 grows with k": "not measurable here",
-        "Runtime of workload #4 graph_s22_e18 grows with k": "reproduced in direction",
-        "All workloads degrade with CMP stacking": "not measurable here",
-        "Onset k of the graph workloads (#3, #4)": "differs (machine-specific)",
-        "T_1-c of workload #1 (x264 simlarge)": "differs (machine-specific)",
-        "Mean runtime of workload #1 (x264 simlarge) at k = 8": "not measurable here",
-        "Normalized runtime of workload #1 (x264 simlarge) at k = 8": "not measurable here",
-    }
-    by_q = cmp.set_index("quantity")
-    t1 = by_q.loc["T_1-c of workload #1 (x264 simlarge)"]
-    assert (t1["paper_value"], t1["measured_value"]) == (7, pytest.approx(7.0))
-    k8 = by_q.loc["Normalized runtime of workload #1 (x264 simlarge) at k = 8"]
-    assert k8["paper_value"] == 16 and k8["measured_value"] is None
-    assert "this machine ran k <= 2" in k8["note"] and "Ours at k = 2: 2.07" in k8["note"]
+def test_growth_pairs_each_run_with_the_k1_run_of_its_rep():
+    jobs = make_jobs(
+        [(1, 1, 0, 0, 10.0), (1, 1, 1, 0, 20.0), (1, 2, 0, 0, 12.0), (1, 2, 1, 0, 30.0), (1, 4, 1, 0, 40.0)]
+    )
+    g = m.growth(m.per_run(jobs, runs_of(jobs))).set_index("run_id")
+    assert g.loc["w1_k2_r0", "normalized_runtime"] == pytest.approx(1.2)
+    assert g.loc["w1_k2_r1", "normalized_runtime"] == pytest.approx(1.5)
+    assert g.loc["w1_k4_r1", "normalized_runtime"] == pytest.approx(2.0)
+    assert g.loc["w1_k4_r1", "k1_run_id"] == "w1_k1_r1"
 
 
-def test_one_workload_not_growing_fails_the_all_row():
-    rows = [(1, 1, 0, 0, 10.0), (1, 2, 0, 0, 20.0), (2, 1, 0, 0, 10.0), (2, 2, 0, 0, 10.0)]
-    cmp = cs.compare_with_paper(cs.analyse(make_jobs(rows), 5.0), PAPER)
-    got = dict(zip(cmp["quantity"], cmp["verdict"]))
-    assert got["Runtime of workload #2 x264_native grows with k"] == "not reproduced"
-    assert got["All workloads degrade with CMP stacking"] == "not reproduced"
+def test_bad_input_is_one_line():
+    jobs = pd.read_csv(FIXTURES / "jobs.csv", dtype=str)
+    jobs.loc[2, "workload_id"] = "one"
+    with pytest.raises(AnalysisInputError, match=r"row 4: workload_id: 'one' \(expected an integer >= 1 or empty\)"):
+        m.check_jobs(jobs, "jobs.csv")
+    jobs = pd.read_csv(FIXTURES / "jobs.csv")
+    jobs["experiment"] = "llc_miss"
+    with pytest.raises(AnalysisInputError, match=r"experiment: 'llc_miss' \(expected 'cmp_stack"):
+        m.check_jobs(jobs, "jobs.csv")
 
 
-def test_graph_onset_beyond_k_is_not_measurable_and_only_k1():
-    rows = [(3, 1, 0, 0, 10.0), (3, 2, 0, 0, 10.0), (1, 1, 0, 0, 5.0)]
-    cmp = cs.compare_with_paper(cs.analyse(make_jobs(rows), 5.0), PAPER)
-    got = dict(zip(cmp["quantity"], cmp["verdict"]))
-    assert got["Onset k of the graph workloads (#3, #4)"] == "not measurable here"
-    assert got["Runtime of workload #1 x264_simlarge grows with k"] == "not measurable here"
-    assert got["Runtime of workload #3 graph_s22_e16 grows with k"] == "not measurable here"
+# ----------------------------------------------------------------------------- the declared claims
 
 
-def test_fixture_matches_golden_and_section_is_valid(tmp_path):
-    out = tmp_path / "out"
-    code = cs.main(
+def growth_rows(workload: str, per_k: dict[int, list[float]], failed: dict | None = None) -> pd.DataFrame:
+    """The growth table of one workload: per k > 1, the per-rep normalized runtimes."""
+    rows = []
+    for k, values in per_k.items():
+        for rep, v in enumerate(values):
+            rid = f"{workload}_k{k}_r{rep}"
+            bad = (failed or {}).get(rid, "")
+            rows.append({"run_id": rid, "workload": workload, "k": k, "rep": rep, "normalized_runtime": v,
+                         "failed": bool(bad), "failed_reason": bad})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def verdict(cid: str, table: pd.DataFrame, machine: Machine = TWO_CMPS, name: str = "growth") -> dict:
+    return judge(cid, CLAIMS[cid], {name: table}, machine)
+
+
+def test_graph_measured_at_k2_is_never_not_measurable():
+    """The old rule showed graph_s22_e16 at 1.17 [1.04, 1.30] "not measurable here" (the paper's
+    onset at 4 CMPs lay beyond this machine's k): it was measured, at the point the paper calls
+    stable, so the engine decides or says how many reps would."""
+    measured = growth_rows("graph_s22_e16", {2: [1.05, 1.25, 1.08, 1.27, 1.20]})
+    row = verdict("graph_s22_e16_stable_before_4c", measured)
+    assert row["outcome"] in ("inconclusive", "contradicted") and row["n"] == 5
+    assert row["estimate"] == pytest.approx(1.17, abs=0.01)
+    assert row["ci_low"] < 1.05 < row["ci_high"]
+    # a clear, steady change at k = 2: the stable claim is contradicted
+    clear = growth_rows("graph_s22_e16", {2: [1.20, 1.22, 1.19, 1.21]})
+    assert verdict("graph_s22_e16_stable_before_4c", clear)["outcome"] == "contradicted"
+    # within 5 % and steady: stable, reproduced
+    flat = growth_rows("graph_s22_e18", {2: [1.0, 1.01, 0.99, 1.005]})
+    assert verdict("graph_s22_e18_stable_before_4c", flat)["outcome"] == "reproduced"
+
+
+def test_graph_degradation_from_4c_needs_four_cmps_and_is_judged_there():
+    degraded = growth_rows("graph_s22_e16", {2: [1.0, 1.01, 1.0], 4: [2.0, 2.2, 2.1], 8: [5.0, 5.5, 5.2]})
+    assert verdict("graph_s22_e16_degrades_from_4c", degraded)["outcome"] == "not measurable here"
+    row = verdict("graph_s22_e16_degrades_from_4c", degraded, EIGHT_CMPS)
+    assert row["outcome"] == "reproduced" and "at k 8" in row["why"]
+    # the k = 2 runs alone are not what the claim selects: nothing to judge, never a verdict
+    only_k2 = growth_rows("graph_s22_e16", {2: [1.5, 1.6, 1.55]})
+    row = verdict("graph_s22_e16_degrades_from_4c", only_k2, EIGHT_CMPS)
+    assert row["outcome"] == "inconclusive" and row["n"] == 0
+
+
+def test_x264_growth_near_the_tolerance_is_decided_by_its_interval():
+    """x264 simlarge grew about 1.2x at k = 2 and the old rule flipped between fresh runs as its CI
+    reached below 1.05 or not: the engine says inconclusive with the reps that would decide."""
+    near = growth_rows("x264_simlarge", {2: [1.02, 1.35, 1.10, 1.31, 1.22]})
+    row = verdict("x264_simlarge_grows", near)
+    assert row["outcome"] == "inconclusive" and row["ci_low"] < 1.05 < row["ci_high"]
+    assert row["reps_needed"] > 5 and f"about {row['reps_needed']} reps would decide" in row["why"]
+    steady = growth_rows("x264_simlarge", {2: [1.20, 1.22, 1.18, 1.21, 1.19]})
+    assert verdict("x264_simlarge_grows", steady)["outcome"] == "reproduced"
+    # one rep: never decided by its direction
+    one = growth_rows("x264_simlarge", {2: [1.9]})
+    assert verdict("x264_simlarge_grows", one)["outcome"] == "inconclusive"
+    # below the tolerance on every rep: contradicted
+    flat = growth_rows("x264_native", {2: [1.0, 1.01, 0.99, 1.0]})
+    assert verdict("x264_native_grows", flat)["outcome"] == "contradicted"
+
+
+def test_x264_growth_is_judged_at_the_highest_k_measured():
+    table = growth_rows("x264_simlarge", {2: [1.5, 1.6, 1.55], 4: [0.9, 0.95, 0.92]})
+    row = verdict("x264_simlarge_grows", table, EIGHT_CMPS)
+    assert row["outcome"] == "contradicted" and "at k 4" in row["why"]
+
+
+def test_a_failed_run_makes_the_claim_failed():
+    table = growth_rows("x264_simlarge", {2: [1.5, 1.6, 1.55]}, failed={"x264_simlarge_k2_r1": "1 of 2 jobs failed"})
+    row = verdict("x264_simlarge_grows", table)
+    assert row["outcome"] == "failed" and row["runs"] == ["x264_simlarge_k2_r1"]
+
+
+def test_the_paper_numbers_at_8_cmps():
+    table = growth_rows("x264_simlarge", {2: [2.0, 2.1, 2.05], 8: [15.0, 17.0, 16.5]})
+    row = verdict("x264_simlarge_degradation_8c", table, EIGHT_CMPS)
+    assert row["outcome"] == "reproduced" and row["in_magnitude"] is True
+    assert verdict("x264_simlarge_degradation_8c", table)["outcome"] == "not measurable here"
+    runs = pd.DataFrame({"run_id": ["a", "b"], "workload": "x264_simlarge", "k": 1, "rep": [0, 1],
+                         "mean_runtime_s": [6.0, 6.4], "failed": False, "failed_reason": ""})  # fmt: skip
+    row = verdict("x264_simlarge_runtime_1c", runs, name="runs")
+    assert row["outcome"] == "differs (machine-specific)" and row["estimate"] == pytest.approx(6.2)
+
+
+def test_more_co_runners_more_slowdown_needs_two_k_above_one():
+    rising = pd.concat(
         [
-            "--jobs",
-            str(FIXTURES / "jobs.csv"),
-            "--runs",
-            str(FIXTURES / "runs.csv"),
-            "--out-dir",
-            str(out),
+            growth_rows("x264_simlarge", {2: [1.2, 1.3, 1.25], 4: [2.0, 2.2, 2.1], 8: [5.0, 5.5, 5.2]}),
+            growth_rows("x264_native", {2: [1.1, 1.2, 1.15], 4: [1.6, 1.7, 1.65], 8: [3.0, 3.1, 3.2]}),
         ]
     )
-    assert code == 0
+    row = verdict("runtime_grows_with_co_runners", rising, EIGHT_CMPS)
+    assert row["outcome"] == "reproduced" and "2 of 2 workload points reproduced" in row["measured"]
+    assert verdict("runtime_grows_with_co_runners", rising)["outcome"] == "not measurable here"
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cmp") / "out"
+    inputs = read_inputs("cmp_stacking", FOLDER, PAPERS_DIR, FIXTURES / "jobs.csv", FIXTURES / "runs.csv",
+                         job_text=cs.JOB_TEXT, run_text=cs.RUN_TEXT)  # fmt: skip
+    result = cs.analyse(inputs)
+    return result, write(out, inputs, result), out
+
+
+def test_fixture_matches_golden_and_section_is_valid(analysed, tmp_path):
+    result, section, out = analysed
     golden = FIXTURES / "golden" / "normalized_runtime.csv"
     assert (out / "normalized_runtime.csv").read_bytes() == golden.read_bytes()
-    assert (out / cs.FIG_NAME).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    section = report.load_section(out / "section.json")  # schema-valid, files present
-    assert len(section["runs"]) == 16
-    assert {m["metric"]: m["runs"] for m in section["missing"]} == {"psi_cpu_full": 16, "iostat": 2}
-    assert "K = 2" in section["summary"]
-    assert any("; scaled down: frames 16 (paper 128)." in n for n in section["notes"])
-    assert any("read cap of 20 MB/s" in n for n in section["notes"])
+    assert (out / "fig1_normalized_runtime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    loaded = report.load_section(out / "section.json")  # schema-valid, files present
+    assert len(loaded["runs"]) == 16
+    assert {m["metric"]: m["runs"] for m in loaded["missing"]} == {"psi_cpu_full": 16, "iostat": 2}
+    assert "1 of 16 run(s) failed" in loaded["summary"]
+    assert any("; scaled down: frames 16 (paper 128)." in n for n in loaded["notes"])
+    assert any("read cap of 20 MB/s" in n for n in loaded["notes"])
     text = (out / "section.json").read_text()
-    assert str(tmp_path) not in text and str(FIXTURES) not in text
+    assert str(out) not in text and str(FIXTURES) not in text
     setup = pd.read_csv(out / "setup.csv")
     assert setup["this_run_value"].tolist() == ["1, 2", "2", "4"]
     html = tmp_path / "report.html"
@@ -191,58 +275,24 @@ def test_fixture_matches_golden_and_section_is_valid(tmp_path):
     assert "data:image/png;base64," in html.read_text()
 
 
-def test_bad_input_is_one_line(tmp_path, capsys):
-    jobs = pd.read_csv(FIXTURES / "jobs.csv", dtype=str)
-    jobs.loc[2, "workload_id"] = "one"
-    jobs.to_csv(tmp_path / "jobs.csv", index=False)
-    code = cs.main(
-        ["--jobs", str(tmp_path / "jobs.csv"), "--runs", str(FIXTURES / "runs.csv")]
-        + ["--out-dir", str(tmp_path / "out")]
-    )
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1
-    assert "row 4: workload_id: 'one' (expected an integer >= 1 or empty)" in err
-
-
-def test_wrong_experiment_is_rejected(tmp_path):
-    jobs = pd.read_csv(FIXTURES / "jobs.csv")
-    jobs["experiment"] = "llc_miss"
-    jobs.to_csv(tmp_path / "jobs.csv", index=False)
-    with pytest.raises(AnalysisInputError, match=r"experiment: 'llc_miss' \(expected 'cmp_stack"):
-        cs.read_jobs(tmp_path / "jobs.csv")
-
-
-def test_negative_tolerance_is_one_line(tmp_path, capsys):
-    code = cs.main(["--jobs", "j.csv", "--runs", "r.csv", "--out-dir", str(tmp_path), "--tol-pct", "-1"])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "--tol-pct" in err
-
-
-def test_workloads_csv_lists_trend(tmp_path):
-    cs.run(str(FIXTURES / "jobs.csv"), str(FIXTURES / "runs.csv"), 5.0, str(tmp_path))
-    w = pd.read_csv(tmp_path / "workloads.csv")
-    assert w["trend"].tolist() == ["grows", "grows", "undecided", "grows"]
-    section = json.loads((tmp_path / "section.json").read_text())
-    assert section["figures"][0]["path"] == cs.FIG_NAME
-
-
-def test_workload_outside_table_2_has_an_empty_id(tmp_path):
-    jobs = make_jobs([(1, 1, 0, 0, 7.0), (1, 2, 0, 0, 14.0)])
-    jobs["workload"] = "vips_native"
-    jobs["workload_id"] = None
-    jobs.to_csv(tmp_path / "jobs.csv", index=False)
-    read = cs.read_jobs(tmp_path / "jobs.csv")
-    assert read["workload_id"].isna().all()
-    result = cs.analyse(read, 5.0)
-    assert row_by_name(result["table"], "vips_native", 2)["normalized_runtime"] == 2.0
-    cmp = cs.compare_with_paper(result, PAPER)
-    got = dict(zip(cmp["quantity"], cmp["verdict"]))
-    assert got["Runtime of workload vips_native grows with k"] == "reproduced in direction"
-    assert got["T_1-c of workload #1 (x264 simlarge)"] == "not measurable here"
-    assert got["Onset k of the graph workloads (#3, #4)"] == "not measurable here"
-
-
-def row_by_name(table, workload, k):
-    hit = table[(table["workload"] == workload) & (table["k"] == k)]
-    assert len(hit) == 1
-    return hit.iloc[0]
+def test_fixture_claims(analysed):
+    _, section, _ = analysed
+    rows = {c["claim"]: c for c in section["claims"]}
+    assert list(rows) == list(CLAIMS) and all(c["paper"] == "000" for c in rows.values())
+    got = {cid: r["outcome"] for cid, r in rows.items()}
+    assert got == {
+        "x264_simlarge_grows": "reproduced",  # per rep 1.97 and 2.17
+        "x264_native_grows": "inconclusive",  # 1.46 and 1.56: 2 reps reach below 1.05
+        "runtime_grows_with_co_runners": "not measurable here",  # the fixture's machine: 2 CMPs
+        "graph_s22_e16_stable_before_4c": "reproduced",  # 1.0 and 1.01
+        "graph_s22_e18_stable_before_4c": "failed",  # a job of w4_k2_r1 exited 1
+        "graph_s22_e16_degrades_from_4c": "not measurable here",
+        "graph_s22_e18_degrades_from_4c": "not measurable here",
+        "x264_simlarge_degradation_8c": "not measurable here",
+        "x264_simlarge_runtime_1c": "differs (machine-specific)",
+        "x264_simlarge_runtime_8c": "not measurable here",
+    }
+    assert rows["graph_s22_e18_stable_before_4c"]["runs"] == ["w4_k2_r1"]
+    assert rows["x264_native_grows"]["reps_needed"] == 3
+    assert rows["x264_simlarge_runtime_1c"]["paper_value"] == "7 s"
+    assert not any(r["outcome"] == "not measurable here" and r["n"] for r in rows.values())

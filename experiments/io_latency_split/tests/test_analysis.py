@@ -8,20 +8,29 @@ import pytest
 
 from analysis import report
 from analysis import runtables as rt
-from analysis.paper import load_paper_values
+from analysis.claims import load_claims
+from analysis.common import AnalysisInputError, read_csv
+from analysis.experiment import read_inputs, write
+from analysis.verdicts import Machine, judge
+from experiments import PAPERS_DIR
 from experiments.io_latency_split import analysis as iol
+from experiments.io_latency_split import metrics as iom
 
+FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 STACK = Path(__file__).resolve().parents[2] / "cmp_stacking" / "tests" / "fixtures" / "cmp_stacking"
-PAPER = load_paper_values("000")
+CLAIMS = load_claims(FOLDER / "claims.yaml", "io_latency_split", PAPERS_DIR).claims
+TWO_CMPS = Machine({"cmps": 2}, {"cmps": "2 CMPs"})
 
 
 @pytest.fixture(scope="module")
 def fixture_result():
-    jobs, runs = iol.read_jobs(STACK / "jobs.csv"), iol.read_runs(STACK / "runs.csv")
+    jobs = iom.check_jobs(read_csv(STACK / "jobs.csv", iol.JOB_TEXT), "jobs.csv")
+    runs = iom.check_runs(read_csv(STACK / "runs.csv", iol.RUN_TEXT), "runs.csv")
     log = rt.MissingLog()
-    result = iol.analyse(jobs, runs, rt.run_dirs(runs, STACK / "runs.csv"), log)
+    result = iom.latency_tables(jobs, runs, rt.run_dirs(runs, STACK / "runs.csv"), log)
     result["log"] = log
+    result["jobs"], result["all_runs"] = jobs, runs
     return result
 
 
@@ -83,9 +92,9 @@ def test_missing_iostat_is_missing_not_zero(fixture_result):
     assert math.isnan(runs.loc["w3_k2_r0", "io_requests"])
     records = {(m["metric"], m["reason"]): m["runs"] for m in fixture_result["log"].records()}
     assert records == {
-        (iol.LATENCY_METRIC, "tidy/iostat.csv has no rows (no sample)"): 2,
-        (iol.LATENCY_METRIC, "tidy/iostat.csv absent (monitor disabled or run too short)"): 2,
-        (iol.LATENCY_METRIC, "no iostat interval with I/O on the run's device during the run"): 4,
+        (iom.LATENCY_METRIC, "tidy/iostat.csv has no rows (no sample)"): 2,
+        (iom.LATENCY_METRIC, "tidy/iostat.csv absent (monitor disabled or run too short)"): 2,
+        (iom.LATENCY_METRIC, "no iostat interval with I/O on the run's device during the run"): 4,
     }
 
 
@@ -99,124 +108,164 @@ def test_device_selection():
     assert rows is None and "no rows for device sda" in why
 
 
-def verdicts(result, workload):
-    cmp = iol.compare_with_paper(result, PAPER, workload, 5.0)
-    return dict(zip(cmp["quantity"], cmp["verdict"])), cmp
+def test_evidence_pairs_each_run_with_the_k1_run_of_its_rep(fixture_result):
+    ev = iom.evidence(fixture_result["runs"], fixture_result["jobs"], fixture_result["all_runs"], "x264_simlarge")
+    g = ev["growth"].set_index("run_id")
+    # per rep: r0 wait 3 -> 260/7, svc 5/3 -> 32/7; r1 wait 4 -> 50, svc 2 -> 4
+    assert g.loc["w1_k2_r0", "wait_growth_ratio"] == pytest.approx(260 / 7 / 3)
+    assert g.loc["w1_k2_r0", "svc_growth_ratio"] == pytest.approx((32 / 7) / (5 / 3))
+    assert g.loc["w1_k2_r0", "wait_increase_ms"] == pytest.approx(260 / 7 - 3)
+    # the waiting share of await: r1 4 of 6 ms at k = 1, 50 of 54 ms at k = 2
+    assert g.loc["w1_k2_r1", "wait_share_increase"] == pytest.approx(50 / 54 - 4 / 6)
+    assert g.loc["w1_k2_r1", "k1_run_id"] == "w1_k1_r1" and not g["failed"].any()
+    # a workload without I/O has no value: its runs are failed with the reason, never zero
+    ev = iom.evidence(fixture_result["runs"], fixture_result["jobs"], fixture_result["all_runs"], "graph_s22_e18")
+    assert ev["growth"]["wait_increase_ms"].isna().all() and ev["growth"]["failed"].all()
+    assert ev["runs"]["failed_reason"].iloc[0] == "no iostat interval with I/O on the run's device during the run"
+    assert "no wait_growth_ratio: wait_ms missing at k = 2, missing at k = 1" in ev["growth"]["reason"].iloc[0]
+    # the run of #4 with a failed job is failed here too
+    assert ev["runs"].set_index("run_id").loc["w4_k2_r1", "failed"]
 
 
-def test_fixture_verdicts(fixture_result):
-    got, cmp = verdicts(fixture_result, "x264_simlarge")
-    assert got == {
-        "Waiting time grows with k": "reproduced in direction",
-        "Serving time grows with k": "reproduced in direction",
-        # pooled x12.1 against x2.5, but 2 reps: a signed-rank test cannot go below p = 1/4
-        "Waiting time grows more than serving time": "not reproduced",
-        "Waiting time at k = 1": "differs (machine-specific)",
-        "Waiting time at k = 8": "not measurable here",
-        "Growth of the waiting time at k = 8": "not measurable here",
-    }
-    by_q = cmp.set_index("quantity")
-    assert by_q.loc["Waiting time at k = 1", "paper_value"] == 4.55
-    assert by_q.loc["Waiting time at k = 1", "measured_value"] == pytest.approx(3.5)
-    assert by_q.loc["Growth of the waiting time at k = 8", "paper_value"] == 128
-    assert "Ours at k = 2: 12.1." in by_q.loc["Growth of the waiting time at k = 8", "note"]
-    # per rep: r0 wait 3 -> 37.14 (260/7), svc 5/3 -> 32/7; r1 wait 4 -> 50, svc 2 -> 4
-    q0, q1 = (260 / 7 / 3) / ((32 / 7) / (5 / 3)), (50 / 4) / (4 / 2)
-    median = math.exp((math.log(q0) + math.log(q1)) / 2)
-    note = by_q.loc["Waiting time grows more than serving time", "note"]
-    assert f"median x{iol.fmt_num(median)}, above 1 in 2 of 2 paired reps, p = 0.25" in note
-    assert "x12.4 / x2.74, x12.5 / x2" in note
-
-
-def hand_result(rows: list[tuple[int, int, float, float]]) -> dict:
-    """A result of analyse() for x264_simlarge from (k, rep, wait_ms, svc_ms) per run: the
-    pooled table is the plain mean over the reps (equal request counts)."""
+def test_a_waiting_time_below_0_at_k1_is_judged_not_failed():
+    """Three of the 8 local reps derived a waiting time of -0.05 ms at k = 1 (await just below the
+    derived svc): a growth factor has no meaning there, the increase and the share do."""
     runs = pd.DataFrame(
-        [{"workload": "x264_simlarge", "k": k, "rep": r, "wait_ms": w, "svc_ms": s} for k, r, w, s in rows]
-    )
-    table = runs.groupby(["workload", "k"], as_index=False)[["wait_ms", "svc_ms"]].mean()
-    table["await_ms"] = table["wait_ms"] + table["svc_ms"]
-    for m in ("wait", "svc", "await"):
-        table[f"ratio_{m}"] = table[f"{m}_ms"] / table.loc[table["k"] == 1, f"{m}_ms"].iloc[0]
-    return {"runs": runs, "table": table}
+        {"run_id": ["a1", "a2", "b1", "b2"], "workload": "w", "k": [1, 2, 1, 2], "rep": [0, 0, 1, 1],
+         "await_ms": [1.59, 2.08, 1.2, 1.9], "svc_ms": [1.64, 1.38, 0.83, 1.4], "wait_ms": [-0.05, 0.70, 0.37, 0.5],
+         "reason": ""})  # fmt: skip
+    jobs = pd.DataFrame({"run_id": runs["run_id"], "job_id": "j", "runtime_s": 1.0, "exit_code": 0})
+    g = iom.evidence(runs, jobs, runs, "w")["growth"].set_index("run_id")
+    assert math.isnan(g.loc["a2", "wait_growth_ratio"]) and "-0.05 at k = 1" in g.loc["a2", "reason"]
+    assert g.loc["a2", "wait_increase_ms"] == pytest.approx(0.75)
+    assert g.loc["a2", "wait_share_increase"] == pytest.approx(0.70 / 2.08 + 0.05 / 1.59)
+    assert not g["failed"].any()
 
 
-def reps_of(quotients: list[float], wait_1: float = 0.5, svc_1: float = 1.0) -> list[tuple]:
-    """Runs at k = 1 and 2 whose per-rep quotient is q: serving x1.5, waiting x1.5 q."""
-    out = []
+def share_increase(q: float) -> float:
+    """The waiting share's increase of a rep whose waiting time grows q times as much as its
+    serving time (waiting 0.5 and serving 1 ms at k = 1, serving x1.5): q / (q + 2) - 1 / 3."""
+    return q / (q + 2) - 1 / 3
+
+
+def growth_rows(quotients: list[float], k: int = 2) -> pd.DataFrame:
+    """The growth table of runs at k whose per-rep quotient is q: serving x1.5, waiting x1.5 q."""
+    rows = []
     for rep, q in enumerate(quotients):
-        out += [(1, rep, wait_1, svc_1), (2, rep, wait_1 * 1.5 * q, svc_1 * 1.5)]
-    return out
+        rows.append({"run_id": f"k{k}_r{rep}", "k": k, "rep": rep, "wait_growth_ratio": 1.5 * q,
+                     "wait_increase_ms": 0.5 * (1.5 * q - 1), "svc_growth_ratio": 1.5,
+                     "wait_share_increase": share_increase(q), "failed": False, "failed_reason": ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def verdict(cid: str, table: pd.DataFrame, machine: Machine = TWO_CMPS) -> dict:
+    return judge(cid, CLAIMS[cid], {"growth": table}, machine)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_too_few_reps_for_the_signed_rank_test_is_inconclusive(n):
+    """The old rule said "not reproduced" when 2 to 4 reps, all above 1, could not reach p < 0.05:
+    no data could, so the engine says inconclusive and how many reps would decide."""
+    row = verdict("wait_grows_more_than_serve", growth_rows([1.4 + 0.1 * i for i in range(n)]))
+    assert row["outcome"] == "inconclusive" and row["n"] == n and row["estimate"] > 0
+    assert row["reps_needed"] == 6 and "no data could decide" in row["why"]
 
 
 @pytest.mark.parametrize(
-    "rows, verdict, says",
+    "quotients, outcome",
     [
-        # x264 simlarge measured on the emulated disk, 3 reps: quotients 0.82, 1.5, 2.8; 3 reps
-        # cannot reach p < 0.05 whatever they show
-        ([(1, 0, 0.453, 0.937), (1, 1, 0.255, 1.064), (1, 2, 0.178, 1.090),
-          (2, 0, 0.625, 1.573), (2, 1, 0.611, 1.723), (2, 2, 0.736, 1.581)], "not reproduced",
-         "above 1 in 2 of 3 paired reps, p = 0.25 (the smallest 3 reps can give: 0.125)"),
-        ([(1, 0, 0.704, 1.047), (1, 1, 0.803, 1.035), (1, 2, 0.747, 1.142),
-          (2, 0, 2.351, 1.494), (2, 1, 2.103, 1.452), (2, 2, 2.180, 1.420)], "not reproduced",
-         "above 1 in 3 of 3 paired reps, p = 0.125"),
-        # 7 reps above 1, one of them far out (a k = 1 wait near 0): ranks are not moved by it
-        (reps_of([1.35, 38.0, 1.42, 1.22, 3.2, 1.25, 1.79]), "reproduced in direction",
-         "above 1 in 7 of 7 paired reps, p = 0.00781"),
-        # 8 reps, the one below 1 by the least: signed ranks 2..8 against 1 -> p = 2/256
-        (reps_of([0.99, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9]), "reproduced in direction", "p = 0.00781"),
-        # 8 reps, the two below 1 by the most: W+ = 1 + ... + 6 = 21 -> p = 0.37
-        (reps_of([0.5, 0.6, 1.3, 1.35, 1.4, 1.45, 1.5, 1.55]), "not reproduced",
-         "above 1 in 6 of 8 paired reps, p = 0.371"),
-        # one rep at each k: the pooled factors alone
-        ([(1, 0, 0.5, 1.0), (2, 0, 1.5, 1.2)], "reproduced in direction", "no test: 1 rep(s)"),
-        ([(1, 0, 0.5, 1.0), (2, 0, 0.6, 1.3)], "not reproduced", "no test: 1 rep(s)"),
+        # x264 simlarge on the emulated disk, 3 reps: quotients 0.82, 1.5, 2.8
+        ([0.82, 1.5, 2.8], "inconclusive"),
+        # 7 reps above 1, one far out (a k = 1 wait near 0): the ranks do not follow it
+        ([1.35, 38.0, 1.42, 1.22, 3.2, 1.25, 1.79], "reproduced"),
+        # 8 reps, the one below 1 by the least
+        ([0.99, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9], "reproduced"),
+        # 8 reps, the two below 1 by the most
+        ([0.5, 0.6, 1.3, 1.35, 1.4, 1.45, 1.5, 1.55], "inconclusive"),
+        # 8 reps all below 1: the serving time grows more
+        ([0.5, 0.6, 0.7, 0.8, 0.6, 0.7, 0.5, 0.8], "contradicted"),
+        # one rep: never decided by its direction
+        ([3.0], "inconclusive"),
     ],
-)  # fmt: skip
-def test_waiting_grows_more_needs_a_signed_rank_test_over_reps(rows, verdict, says):
-    got, cmp = verdicts(hand_result(rows), "x264_simlarge")
-    assert got["Waiting time grows more than serving time"] == verdict
-    note = cmp.set_index("quantity").loc["Waiting time grows more than serving time", "note"]
-    assert says in note, note
+)
+def test_waiting_grows_more_than_serving_by_the_signed_rank_interval(quotients, outcome):
+    row = verdict("wait_grows_more_than_serve", growth_rows(quotients))
+    assert row["outcome"] == outcome, row["why"]
 
 
-def test_equal_growth_is_not_more_and_no_io_is_not_measurable(fixture_result):
-    got, _ = verdicts(fixture_result, "x264_native")  # both x1.5
-    assert got["Waiting time grows more than serving time"] == "not reproduced"
-    assert got["Waiting time grows with k"] == "reproduced in direction"
-    got, cmp = verdicts(fixture_result, "graph_s22_e18")
-    assert got["Waiting time grows more than serving time"] == "not measurable here"
-    assert "no interval with I/O at k = 1" in cmp["note"].iloc[0]
+def test_growth_claims_are_judged_at_the_highest_k():
+    table = pd.concat([growth_rows([1.0] * 6, k=2), growth_rows([0.62, 0.64, 0.66, 0.68, 0.7, 0.66], k=4)])
+    four = Machine({"cmps": 4}, {"cmps": "4 CMPs"})
+    row = verdict("serve_grows_with_k", table, four)
+    assert row["outcome"] == "reproduced" and "at k 4" in row["why"] and "above 1.05" in row["why"]
+    row = verdict("wait_grows_with_k", table, four)  # waiting 0.5 ms at k = 1, x0.93 to x1.05 at k = 4
+    assert row["outcome"] == "inconclusive" and "at k 4" in row["why"]
+    flat = growth_rows([0.69] * 3)  # serving x1.035 on every rep: below 1.05
+    flat["svc_growth_ratio"] = [1.03, 1.035, 1.04]
+    assert verdict("serve_grows_with_k", flat)["outcome"] == "contradicted"
+    assert verdict("wait_growth_8c", table)["outcome"] == "not measurable here"
 
 
-def run_cli(tmp_path, runs_csv=STACK / "runs.csv", *extra):
+def test_the_paper_128x_at_8_cmps_falls_back_to_the_difference_below_0():
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(12)], "k": [1] * 6 + [8] * 6, "rep": list(range(6)) * 2,
+                         "wait_ms": [4.0, 5.0, -0.05, 4.5, 4.2, 4.8] + [500.0, 610.0, 580.0, 600.0, 590.0, 620.0],
+                         "failed": False, "failed_reason": ""})  # fmt: skip
+    row = judge("wait_growth_8c", CLAIMS["wait_growth_8c"], {"runs": runs}, Machine({"cmps": 8}, {"cmps": "8 CMPs"}))
+    assert row["outcome"] == "reproduced" and "the paired difference decides" in row["why"]
+
+
+def test_missing_waiting_time_is_failed_naming_the_runs():
+    table = growth_rows([1.5, 1.6, 1.7])
+    table.loc[1, "wait_increase_ms"] = math.nan
+    row = verdict("wait_grows_with_k", table)
+    assert row["outcome"] == "failed" and row["runs"] == ["k2_r1"] and "no value of wait_increase_ms" in row["why"]
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def analyse_fixture(tmp_path, runs_csv=STACK / "runs.csv", workload: str | None = None):
+    config = {"cmp_stacking": {"latency_workload": workload}} if workload else None
+    inputs = read_inputs("io_latency_split", FOLDER, PAPERS_DIR, STACK / "jobs.csv", runs_csv,
+                         job_text=iol.JOB_TEXT, run_text=iol.RUN_TEXT, config=config)  # fmt: skip
     out = tmp_path / "out"
-    code = iol.main(["--jobs", str(STACK / "jobs.csv"), "--runs", str(runs_csv), "--out-dir", str(out)] + list(extra))
-    return code, out
+    return write(out, inputs, iol.analyse(inputs)), out
 
 
 def test_fixture_matches_golden_and_section_is_valid(tmp_path):
-    code, out = run_cli(tmp_path)
-    assert code == 0
+    section, out = analyse_fixture(tmp_path)
     golden = FIXTURES / "io_latency" / "golden" / "latency.csv"
     assert (out / "latency.csv").read_bytes() == golden.read_bytes()
-    section = report.load_section(out / "section.json")
-    assert [f["path"] for f in section["figures"]] == [iol.FIG_LATENCY, iol.FIG_GROWTH]
-    assert "derived" in section["summary"] and "svctm" in section["summary"]
-    assert "throttled" in section["summary"]
-    assert any("BEFORE it reaches the device queue" in n for n in section["notes"])
-    missing = [(m["metric"], m["source"], m["runs"]) for m in section["missing"]]
+    loaded = report.load_section(out / "section.json")
+    assert [f["path"] for f in loaded["figures"]] == ["fig5_6_wait_serve.png", "fig7_growth.png"]
+    assert "derived" in loaded["summary"] and "svctm" in loaded["summary"]
+    assert "throttled" in loaded["summary"] and "workload x264_simlarge" in loaded["summary"]
+    assert any("BEFORE it reaches the device queue" in n for n in loaded["notes"])
+    missing = [(m["metric"], m["source"], m["runs"]) for m in loaded["missing"]]
     assert missing == [
         ("psi_cpu_full", "psi", 16),
         ("iostat", "iostat", 2),  # the runs' own record
-        (iol.LATENCY_METRIC, iol.SOURCE, 2),  # no rows
-        (iol.LATENCY_METRIC, iol.SOURCE, 2),  # file absent
-        (iol.LATENCY_METRIC, iol.SOURCE, 4),  # no interval with I/O
+        (iom.LATENCY_METRIC, iom.SOURCE, 2),  # no rows
+        (iom.LATENCY_METRIC, iom.SOURCE, 2),  # file absent
+        (iom.LATENCY_METRIC, iom.SOURCE, 4),  # no interval with I/O
     ]
     text = (out / "section.json").read_text()
     assert str(tmp_path) not in text and str(FIXTURES) not in text
-    for name in (iol.FIG_LATENCY, iol.FIG_GROWTH):
+    for name in ("fig5_6_wait_serve.png", "fig7_growth.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    got = {c["claim"]: c["outcome"] for c in section["claims"]}
+    assert got == {
+        # 2 reps: a signed-rank test cannot go below p = 0.5, whatever they show
+        "wait_grows_with_k": "inconclusive",
+        "serve_grows_with_k": "inconclusive",
+        "wait_grows_more_than_serve": "inconclusive",
+        "wait_1c": "differs (machine-specific)",
+        "wait_8c": "not measurable here",  # the fixture's machine has 2 CMPs
+        "wait_growth_8c": "not measurable here",
+    }
+    rows = {c["claim"]: c for c in section["claims"]}
+    assert rows["wait_grows_more_than_serve"]["reps_needed"] == 6
+    assert rows["wait_1c"]["estimate"] == pytest.approx(3.5) and rows["wait_1c"]["paper_value"] == "4.55 ms"
 
 
 def test_unthrottled_runs_have_no_throttle_note(tmp_path):
@@ -225,23 +274,24 @@ def test_unthrottled_runs_have_no_throttle_note(tmp_path):
     for col in ("metadata_path", "run_dir"):
         runs[col] = [str(STACK / p) for p in runs[col]]
     runs.to_csv(tmp_path / "runs.csv", index=False)
-    code, out = run_cli(tmp_path, tmp_path / "runs.csv")
-    assert code == 0
-    section = report.load_section(out / "section.json")
+    section, _ = analyse_fixture(tmp_path, tmp_path / "runs.csv")
     assert "throttled" not in section["summary"]
     assert not any("blk-throttle" in n for n in section["notes"])
 
 
-def test_unknown_workload_is_one_line(tmp_path, capsys):
-    code, _ = run_cli(tmp_path, STACK / "runs.csv", "--workload", "vips")
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1
-    assert "--workload: 'vips' (expected one of graph_s22_e16" in err
+def test_unknown_workload_is_one_line(tmp_path):
+    with pytest.raises(
+        AnalysisInputError, match=r"cmp_stacking.latency_workload: 'vips' \(expected one of graph_s22_e16"
+    ):
+        analyse_fixture(tmp_path, workload="vips")
 
 
-def test_no_io_workload_still_writes_figures(tmp_path):
-    code, out = run_cli(tmp_path, STACK / "runs.csv", "--workload", "graph_s22_e16")
-    assert code == 0
-    section = report.load_section(out / "section.json")
-    verdict = {c["quantity"]: c["verdict"] for c in section["comparison"]}
-    assert verdict["Waiting time grows with k"] == "not measurable here"
+def test_a_workload_without_io_fails_its_claims_loudly(tmp_path):
+    section, out = analyse_fixture(tmp_path, workload="graph_s22_e16")
+    rows = {c["claim"]: c for c in section["claims"]}
+    assert rows["wait_grows_with_k"]["outcome"] == "failed"
+    assert (
+        "failed (tidy/iostat.csv absent (monitor disabled or run too short); its k = 1 run w3_k1_r0: "
+        "tidy/iostat.csv has no rows" in rows["wait_grows_with_k"]["why"]
+    )
+    assert (out / "fig5_6_wait_serve.png").is_file()

@@ -7,11 +7,22 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.common import AnalysisInputError
+from analysis.common import AnalysisInputError, read_csv
 from experiments.sensitivity_ranking import analysis as sens
+from experiments.sensitivity_ranking import figures
+from experiments.sensitivity_ranking import metrics as m
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sensitivity"
-COLUMNS = sens.JOB_COLUMNS
+COLUMNS = m.JOB_COLUMNS
+
+
+def read_jobs(path):
+    return m.check_jobs(read_csv(path, m.JOB_TEXT), str(path))
+
+
+def analyse(jobs, tol_pct=5.0, throttle_read_bps=None):
+    table = m.degradation_table(jobs, tol_pct)
+    return {"table": table, "threshold": m.threshold(table, tol_pct, throttle_read_bps)}
 
 
 def make_jobs(rows):
@@ -48,7 +59,7 @@ def row(table, group, k):
 
 @pytest.fixture(scope="module")
 def fixture_table():
-    return sens.degradation_table(sens.read_jobs(FIXTURES / "jobs.csv"), 5.0)
+    return m.degradation_table(read_jobs(FIXTURES / "jobs.csv"), 5.0)
 
 
 def test_brief_example_one_rep():
@@ -64,7 +75,7 @@ def test_brief_example_one_rep():
             (1, 2, 0, 1, 15.0, 5.0),
         ]
     )
-    table = sens.degradation_table(jobs, 5.0)
+    table = m.degradation_table(jobs, 5.0)
     assert row(table, 0, 2)["t1c_s"] == pytest.approx(10.0)
     assert row(table, 0, 2)["degradation_pct"] == pytest.approx(0.0, abs=1e-9)
     assert row(table, 1, 2)["degradation_pct"] == pytest.approx(50.0)
@@ -129,7 +140,7 @@ def test_ci_matches_scipy_t_interval(fixture_table):
 def test_ci_three_reps_and_lower_bound_decides():
     rows = [(0, 1, rep, 0, 10.0, 1.0) for rep in range(3)]
     rows += [(0, 2, 0, 0, 10.0, 1.0), (0, 2, 1, 0, 11.0, 1.0), (0, 2, 2, 0, 12.5, 1.0)]
-    table = sens.degradation_table(make_jobs(rows), 5.0)
+    table = m.degradation_table(make_jobs(rows), 5.0)
     r = row(table, 0, 2)
     per_rep = [0.0, 10.0, 25.0]
     low, high = stats.t.interval(0.95, df=2, loc=sum(per_rep) / 3, scale=stats.sem(per_rep))
@@ -149,13 +160,13 @@ def test_demand_scales_a_cmp_with_a_failed_job():
         ]
     )
     jobs["jobs_per_cmp"] = 3
-    table = sens.degradation_table(jobs, 5.0)
+    table = m.degradation_table(jobs, 5.0)
     assert row(table, 0, 1)["demand_per_cmp_mb_s"] == pytest.approx(3 * (3.0 + 4.0) / 2)
 
 
 def test_k_with_only_failed_jobs_has_reason():
     jobs = make_jobs([(0, 1, 0, 0, 10.0, 1.0), (0, 2, 0, 0, 12.0, 1.0, 1, "ok")])
-    r = row(sens.degradation_table(jobs, 5.0), 0, 2)
+    r = row(m.degradation_table(jobs, 5.0), 0, 2)
     assert math.isnan(r["degradation_pct"]) and r["reason"] == "no valid job at k=2"
 
 
@@ -182,7 +193,7 @@ def table_from(groups):
 
 
 def test_threshold_fixture(fixture_table):
-    thr = sens.threshold(fixture_table, 5.0, throttle_read_bps=10_000_000)
+    thr = m.threshold(fixture_table, 5.0, throttle_read_bps=10_000_000)
     assert thr["no_degradation_demand_mb_s"] == pytest.approx(2.1)
     assert thr["first_degrading_demand_mb_s"] == pytest.approx(8.0)
     assert thr["onset_k"] == {0: None, 1: 2, 2: 2, 3: None, 4: 2}
@@ -202,7 +213,7 @@ def test_threshold_stops_at_first_degrading_demand():
             2: (3.0, {1: False, 2: False, 3: False}),
         }
     )
-    thr = sens.threshold(table, 5.0)
+    thr = m.threshold(table, 5.0)
     assert thr["no_degradation_demand_mb_s"] == 1.0
     assert thr["first_degrading_demand_mb_s"] == 2.0
     assert thr["onset_k"] == {0: None, 1: 3, 2: None}
@@ -218,12 +229,12 @@ def test_threshold_ties_at_the_degrading_demand():
             2: (2.0, {1: False, 2: True}),
         }
     )
-    assert sens.threshold(table, 5.0)["no_degradation_demand_mb_s"] == 1.0
+    assert m.threshold(table, 5.0)["no_degradation_demand_mb_s"] == 1.0
 
 
 def test_threshold_lowest_group_degrades():
     table = table_from({0: (1.0, {1: False, 2: True}), 1: (2.0, {1: False, 2: True})})
-    thr = sens.threshold(table, 5.0)
+    thr = m.threshold(table, 5.0)
     assert thr["no_degradation_demand_mb_s"] is None
     assert thr["suggested_io_bound_interval_mb_s"] is None
     assert thr["first_degrading_demand_mb_s"] == 1.0
@@ -231,7 +242,7 @@ def test_threshold_lowest_group_degrades():
 
 def test_threshold_no_group_degrades_is_lower_bound():
     table = table_from({0: (1.0, {1: False, 2: False}), 1: (4.0, {1: False, 2: False})})
-    thr = sens.threshold(table, 5.0)
+    thr = m.threshold(table, 5.0)
     assert thr["no_degradation_demand_mb_s"] == 4.0
     assert thr["no_degradation_is_lower_bound"] is True
     assert thr["first_degrading_demand_mb_s"] is None
@@ -244,7 +255,7 @@ def test_read_jobs_missing_column(tmp_path):
     path = tmp_path / "jobs.csv"
     pd.read_csv(FIXTURES / "jobs.csv").drop(columns=["result_check"]).to_csv(path, index=False)
     with pytest.raises(AnalysisInputError) as err:
-        sens.read_jobs(path)
+        read_jobs(path)
     msg = str(err.value)
     assert "\n" not in msg and str(path) in msg and "result_check" in msg
 
@@ -255,45 +266,7 @@ def test_read_jobs_bad_integer(tmp_path):
     df.loc[3, "k"] = "two"
     df.to_csv(path, index=False)
     with pytest.raises(AnalysisInputError, match=r"row 5: k: 'two' \(expected an integer >= 1\)"):
-        sens.read_jobs(path)
-
-
-def test_cli_error_is_one_line(tmp_path, capsys):
-    runs = pd.read_csv(FIXTURES / "runs.csv")
-    runs.loc[0, "variant"] = "io_aware"
-    runs["metadata_path"] = [str(FIXTURES / p) for p in runs["metadata_path"]]
-    runs.to_csv(tmp_path / "runs.csv", index=False)
-    code = sens.main(
-        [
-            "--jobs",
-            str(FIXTURES / "jobs.csv"),
-            "--runs",
-            str(tmp_path / "runs.csv"),
-            "--out-dir",
-            str(tmp_path / "out"),
-        ]
-    )
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.count("\n") == 1 and "variant" in err and "expected exactly one" in err
-
-
-def test_cli_missing_metadata_is_one_line(tmp_path, capsys):
-    runs = pd.read_csv(FIXTURES / "runs.csv")
-    runs.loc[0, "metadata_path"] = "runs/nowhere/metadata.json"
-    runs.to_csv(tmp_path / "runs.csv", index=False)
-    code = sens.main(
-        [
-            "--jobs",
-            str(FIXTURES / "jobs.csv"),
-            "--runs",
-            str(tmp_path / "runs.csv"),
-            "--out-dir",
-            str(tmp_path / "out"),
-        ]
-    )
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "metadata not found" in err
+        read_jobs(path)
 
 
 # ----------------------------------------------------------------------------- compute-only control
@@ -304,12 +277,12 @@ T95_DF2 = stats.t.ppf(0.975, 2)  # 4.302653
 
 @pytest.fixture(scope="module")
 def control_jobs():
-    return sens.read_jobs(CONTROL_FIXTURES / "jobs.csv")
+    return read_jobs(CONTROL_FIXTURES / "jobs.csv")
 
 
 @pytest.fixture(scope="module")
 def control_result(control_jobs):
-    return sens.analyse(control_jobs, 5.0, 16_000_000)
+    return analyse(control_jobs, 5.0, 16_000_000)
 
 
 def test_control_fixture_excess_by_hand(control_result):
@@ -371,7 +344,7 @@ def test_control_excess_ci_pairs_reps(control_result):
 
 def test_control_demand_and_columns(control_result):
     t = control_result["table"]
-    assert list(t.columns) == sens.TABLE_COLUMNS
+    assert list(t.columns) == m.TABLE_COLUMNS
     assert row(t, 0, 1)["demand_per_cmp_mb_s"] == pytest.approx((0.00662 + 0.006554 + 0.006489) / 3)
     assert row(t, 2, 1)["demand_per_cmp_mb_s"] == pytest.approx(4.0)
     assert row(t, 0, 1)["demand_target_mb_s"] == 0.0
@@ -381,7 +354,7 @@ def test_excess_falls_back_to_welch_when_reps_do_not_pair(control_jobs):
     jobs = control_jobs.copy()
     failed = (jobs["group"] == 3) & (jobs["k"] == 2) & (jobs["rep"] == 2)
     jobs.loc[failed, "exit_code"] = 1  # group 3 keeps reps 0, 1 at k=2; the control has 0, 1, 2
-    r = row(sens.degradation_table(jobs, 5.0), 3, 2)
+    r = row(m.degradation_table(jobs, 5.0), 3, 2)
     assert r["excess_ci_method"] == "unpaired (Welch)"
     assert r["excess_degradation_pct"] == pytest.approx(79.0 - 30.0)
     ci = stats.ttest_ind([78.0, 80.0], [28.0, 30.0, 32.0], equal_var=False).confidence_interval()
@@ -404,7 +377,7 @@ def test_excess_with_one_rep_is_decided_on_the_point_estimate():
         ]
     )
     jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.0
-    r = row(sens.degradation_table(jobs, 5.0), 1, 2)
+    r = row(m.degradation_table(jobs, 5.0), 1, 2)
     assert r["control_degradation_pct"] == pytest.approx(30.0)
     assert r["excess_degradation_pct"] == pytest.approx(50.0)
     assert math.isnan(r["excess_ci95_low_pct"]) and r["excess_ci_method"] == "fewer than 2 reps"
@@ -416,7 +389,7 @@ def test_no_control_leaves_the_new_columns_empty(fixture_table):
     assert fixture_table["excess_degradation_pct"].isna().all()
     assert fixture_table["degraded_excess"].isna().all()
     assert set(fixture_table["excess_ci_method"]) == {""}
-    assert sens.threshold(fixture_table, 5.0)["basis"] == "raw degradation"
+    assert m.threshold(fixture_table, 5.0)["basis"] == "raw degradation"
 
 
 def test_threshold_on_excess_over_control(control_result):
@@ -428,48 +401,17 @@ def test_threshold_on_excess_over_control(control_result):
     assert thr["first_degrading_demand_mb_s"] == pytest.approx(8.0)
     assert thr["suggested_io_bound_interval_mb_s"] == pytest.approx(8.0)
     assert thr["expected_threshold_from_cap_mb_s"] == pytest.approx(8.0)
-    at_k2 = sens.control_at(thr, 2)
+    at_k2 = m.control_at(thr, 2)
     assert at_k2["degradation_pct"] == pytest.approx(30.0) and at_k2["degraded"] is True
     assert thr["control"]["onset_k"] == 2
-    # the demand trend runs over the reps of the 4 demand groups (the control left out), on the
-    # per-rep excess: group 1 0, 0, 0; group 2 2, 6, 22 (mean 10); group 3 50 x 3; group 4 80 x 3
-    trend = control_result["trends"]["degradation_vs_demand"]
-    x = [2.0] * 3 + [4.0] * 3 + [8.0] * 3 + [12.0] * 3
-    y = [0.0] * 3 + [2.0, 6.0, 22.0] + [50.0] * 3 + [80.0] * 3
-    assert (trend["n"], trend["groups"], trend["points"]) == (12, 4, "group x rep")
-    # group 1's three excesses are 0 up to rounding, so their ranks may tie or not: 0.986-0.993
-    assert trend["rho"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=0.01)
-    assert trend["p"] < 1e-3  # 40320 seeded resamples: none as extreme
-    # from the table alone (no per-rep values) the trend falls back to the 4 group means
-    alone = sens.trends(control_result["table"], control_result["threshold"])["degradation_vs_demand"]
-    assert (alone["n"], alone["rho"], alone["p"]) == (4, pytest.approx(1.0), pytest.approx(1 / 24))
 
 
 def test_same_data_without_control_has_no_threshold(control_jobs):
     jobs = control_jobs.copy()
     jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.5  # no longer a control
-    thr = sens.analyse(jobs, 5.0)["threshold"]
+    thr = analyse(jobs, 5.0)["threshold"]
     assert thr["basis"] == "raw degradation"
     assert thr["no_degradation_demand_mb_s"] is None  # the 30 % of the lowest group is raw
-
-
-def test_control_verdicts_and_notes_say_excess(control_result):
-    from analysis.paper import load_paper_values
-
-    cmp = sens.compare_with_paper(control_result, load_paper_values("000"))
-    assert cmp["verdict"].tolist() == [
-        "reproduced in direction",  # excess 0, 10, 50, 80 %: rho = 1, p = 1/24
-        "not measurable here",  # onsets 3, 3, 2, 2: best possible p = 1/6
-        "reproduced in direction",  # group 1 not degraded beyond the control, group 3 is
-        "differs (machine-specific)",  # threshold 4 MB/s per CMP
-        "differs (machine-specific)",
-        "differs (machine-specific)",  # IO_BOUND_INTERVAL 4 x 2 = 8 MB/s
-    ]
-    for note in cmp["note"]:
-        assert "Basis: excess over control" in note and "group 0, 30 % at k = 2" in note
-    assert cmp["measured_value"].iloc[3] == pytest.approx(4.0)
-    assert "excess degradation % at k = 2" in cmp["note"].iloc[0]
-    assert "not degraded beyond the control" in cmp["measured_value"].iloc[2]
 
 
 def test_control_note_when_stacking_costs_nothing():
@@ -479,16 +421,16 @@ def test_control_note_when_stacking_costs_nothing():
     rows += [(1, 2, rep, c, 15.0, 5.0) for rep in range(2) for c in range(2)]
     jobs = make_jobs(rows)
     jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.0
-    thr = sens.analyse(jobs, 5.0)["threshold"]
+    thr = analyse(jobs, 5.0)["threshold"]
     note = sens.control_note(thr)
     assert "degrades 0 %" in note and "not above the 5 % tolerance" in note
-    assert sens.control_note(sens.analyse(make_jobs(rows), 5.0)["threshold"]) is None
+    assert sens.control_note(analyse(make_jobs(rows), 5.0)["threshold"]) is None
 
 
 def test_control_without_degradation_at_k_excludes_groups(control_jobs):
     jobs = control_jobs.copy()
     jobs.loc[(jobs["group"] == 0) & (jobs["k"] == 2), "result_check"] = "mismatch"
-    result = sens.analyse(jobs, 5.0)
+    result = analyse(jobs, 5.0)
     t, thr = result["table"], result["threshold"]
     assert math.isnan(row(t, 3, 2)["excess_degradation_pct"])
     assert row(t, 3, 2)["reason"] == "control group 0 has no degradation at k=2: excess undefined"
@@ -497,32 +439,57 @@ def test_control_without_degradation_at_k_excludes_groups(control_jobs):
     assert "has no degradation at k = 2 (no valid job at k=2)" in sens.control_note(thr)
 
 
-def test_two_control_groups_are_an_error(tmp_path, capsys):
+def test_two_control_groups_are_an_error():
     jobs = pd.read_csv(CONTROL_FIXTURES / "jobs.csv")
     jobs.loc[jobs["group"] == 1, "demand_target_mb_s"] = 0
-    jobs.to_csv(tmp_path / "jobs.csv", index=False)
-    code = sens.main(
-        [
-            "--jobs",
-            str(tmp_path / "jobs.csv"),
-            "--runs",
-            str(CONTROL_FIXTURES / "runs.csv"),
-            "--out-dir",
-            str(tmp_path / "out"),
-        ]
-    )
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1
-    assert "demand_target_mb_s: 0 in groups 0, 1 (expected at most one" in err
+    with pytest.raises(AnalysisInputError, match=r"demand_target_mb_s: 0 in groups 0, 1 \(expected at most one"):
+        m.check_jobs(jobs, "jobs.csv")
 
 
 def test_control_is_a_dashed_black_curve(control_result, tmp_path, monkeypatch):
-    figures = []
-    monkeypatch.setattr(sens.plt, "close", figures.append)
-    sens.plot_fig14(control_result["table"], tmp_path / "fig.png", 5.0)
-    ax = figures[0].axes[0]
+    drawn = []
+    monkeypatch.setattr(figures.plt, "close", drawn.append)
+    figures.plot_fig14(control_result["table"], tmp_path / "fig.png", 5.0)
+    ax = drawn[0].axes[0]
     curves = {c.get_label(): c.lines[0] for c in ax.containers}
     line = curves["control (compute only)"]
     assert line.get_linestyle() == "--" and line.get_color() == "black"
     assert set(curves) == {"control (compute only)", "2", "4", "8", "12"}
     assert all(curves[d].get_linestyle() == "-" for d in ("2", "4", "8", "12"))
+
+
+# ----------------------------------------------------------------------------- the claims' evidence
+
+
+def test_slowdown_is_paired_by_rep_and_over_the_control(control_jobs):
+    runs = control_jobs.drop_duplicates("run_id")[["run_id", "group", "k", "rep"]]
+    table = m.degradation_table(control_jobs, 5.0)
+    slow = m.slowdown(m.per_run(control_jobs, runs), table, 5.63).set_index("run_id")
+    assert 0 not in set(slow["group"])  # the control is the reference, not a group of the claims
+    # group 2, rep 2: 15.4 / 10 over the control's 13.2 / 10.1
+    r = slow.loc["g2-k2-r2"]
+    assert r["slowdown_ratio"] == pytest.approx(1.54)
+    assert r["control_slowdown_ratio"] == pytest.approx(13.2 / 10.1)
+    assert r["io_slowdown_ratio"] == pytest.approx(1.54 / (13.2 / 10.1))
+    assert bool(r["below_paper_threshold"]) and not bool(slow.loc["g3-k2-r0", "below_paper_threshold"])
+
+
+def test_a_failed_control_run_fails_the_groups_of_its_rep(control_jobs):
+    jobs = control_jobs.copy()
+    jobs.loc[jobs["run_id"] == "g0-k1-r1", "result_check"] = "mismatch"
+    runs = jobs.drop_duplicates("run_id")[["run_id", "group", "k", "rep"]]
+    slow = m.slowdown(m.per_run(jobs, runs), m.degradation_table(jobs, 5.0), 5.63).set_index("run_id")
+    assert slow.loc["g3-k2-r1", "failed"] and not slow.loc["g3-k2-r0", "failed"]
+    assert (
+        "the control's run g0-k2-r1: its k = 1 run g0-k1-r1: 1 of 1 jobs failed"
+        in slow.loc["g3-k2-r1", "failed_reason"]
+    )
+
+
+def test_without_a_control_the_slowdown_is_the_groups_own(control_jobs):
+    jobs = control_jobs.copy()
+    jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.5  # no longer a control
+    runs = jobs.drop_duplicates("run_id")[["run_id", "group", "k", "rep"]]
+    slow = m.slowdown(m.per_run(jobs, runs), m.degradation_table(jobs, 5.0), 5.63)
+    assert 0 in set(slow["group"]) and slow["control_slowdown_ratio"].isna().all()
+    assert (slow["io_slowdown_ratio"] == slow["slowdown_ratio"]).all()

@@ -1,0 +1,106 @@
+"""The declared claims of sensitivity_ranking judged by the engine on hand-made slowdown tables."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.claims import load_claims
+from analysis.verdicts import Machine, judge
+from experiments import PAPERS_DIR
+
+FOLDER = Path(__file__).resolve().parents[1]
+CLAIMS = load_claims(FOLDER / "claims.yaml", "sensitivity_ranking", PAPERS_DIR).claims
+TWO_CMPS = Machine({"cmps": 2}, {"cmps": "2 CMPs"})
+FOUR_CMPS = Machine({"cmps": 4}, {"cmps": "4 CMPs"})
+
+
+def slowdown(groups: dict[float, dict[int, list[float]]], failed: dict | None = None) -> pd.DataFrame:
+    """groups: {demand (MB/s per CMP, also the target): {k: per-rep io_slowdown_ratio}}."""
+    rows = []
+    for g, (demand, per_k) in enumerate(sorted(groups.items())):
+        for k, values in per_k.items():
+            for rep, v in enumerate(values):
+                rid = f"g{g}-k{k}-r{rep}"
+                bad = (failed or {}).get(rid, "")
+                rows.append({"run_id": rid, "group": g, "k": k, "rep": rep, "demand_target_mb_s": demand,
+                             "demand_per_cmp_mb_s": demand, "below_paper_threshold": demand < 5.63,
+                             "io_slowdown_ratio": v, "failed": bool(bad), "failed_reason": bad})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def verdict(cid: str, table: pd.DataFrame, machine: Machine = TWO_CMPS) -> dict:
+    return judge(cid, CLAIMS[cid], {"slowdown": table}, machine)
+
+
+RISING = {2.0: {2: [1.0, 1.01, 0.99]}, 4.0: {2: [1.02, 1.0, 1.03]}, 8.0: {2: [1.3, 1.35, 1.28]},
+          16.0: {2: [1.8, 1.9, 1.85]}, 32.0: {2: [2.6, 2.5, 2.7]}}  # fmt: skip
+
+
+def test_highest_group_without_degradation_is_decided_never_not_reproduced_without_a_value():
+    """The old rule said "not reproduced" with no measured value when the highest-demand group was
+    never marked degraded: the claim now has its interval at k = 2, whatever it shows."""
+    flat = {2.0: {2: [1.0, 1.0, 1.01]}, 32.0: {2: [1.01, 0.99, 1.0, 1.02]}}
+    row = verdict("highest_demand_degrades_at_2c", slowdown(flat))
+    assert row["outcome"] == "contradicted" and row["n"] == 4 and row["estimate"] == pytest.approx(1.005, abs=0.01)
+    assert "at demand_target_mb_s 32" in row["why"]
+    noisy = {2.0: {2: [1.0, 1.0]}, 32.0: {2: [1.0, 1.3, 1.1]}}
+    row = verdict("highest_demand_degrades_at_2c", slowdown(noisy))
+    assert row["outcome"] == "inconclusive" and row["measured"] and row["reps_needed"]
+    assert verdict("highest_demand_degrades_at_2c", slowdown(RISING))["outcome"] == "reproduced"
+
+
+def test_degradation_rises_with_demand_on_the_reps():
+    row = verdict("degradation_rises_with_demand", slowdown(RISING))
+    assert row["outcome"] == "reproduced" and row["n"] == 15
+    # two groups, one rep each: no ranking of two points reaches the level
+    few = {2.0: {2: [1.0]}, 14.0: {2: [1.5]}}
+    row = verdict("degradation_rises_with_demand", slowdown(few))
+    assert row["outcome"] == "inconclusive" and "even a perfect ranking gives p = 0.5" in row["why"]
+    falling = {d: {2: [3.0 - v for v in per_k[2]]} for d, per_k in RISING.items()}
+    assert verdict("degradation_rises_with_demand", slowdown(falling))["outcome"] == "contradicted"
+
+
+def test_onset_falls_with_demand_is_the_trend_at_every_k():
+    table = slowdown({2.0: {2: [1.0, 1.0, 1.01], 3: [1.0, 1.02, 1.01], 4: [1.2, 1.1, 1.15]},
+                      8.0: {2: [1.0, 1.01, 1.0], 3: [1.3, 1.35, 1.32], 4: [1.6, 1.7, 1.65]},
+                      32.0: {2: [1.5, 1.6, 1.55], 3: [2.0, 2.1, 2.05], 4: [3.0, 3.1, 3.2]}})  # fmt: skip
+    row = verdict("onset_falls_with_demand", table, FOUR_CMPS)
+    assert row["outcome"] == "reproduced" and "3 of 3 k points reproduced" in row["measured"]
+    # at k = 2 the two lower groups tie: the highest alone degrades; at k = max the trend decides
+    assert verdict("degradation_rises_with_demand", table, FOUR_CMPS)["outcome"] == "reproduced"
+
+
+def test_low_demand_not_degraded_is_an_equivalence_on_every_point_below_the_threshold():
+    row = verdict("low_demand_not_degraded", slowdown(RISING))
+    assert row["outcome"] == "reproduced" and "2 of 2 group, k points reproduced" in row["measured"]
+    assert row["paper_value"] == "5.63 MB/s per CMP"
+    degraded = {2.0: {2: [1.2, 1.22, 1.21]}, 4.0: {2: [1.0, 1.01, 1.0]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    assert verdict("low_demand_not_degraded", slowdown(degraded))["outcome"] == "contradicted"
+    # an interval that merely contains 1 shows nothing when it is wide
+    wide = {2.0: {2: [0.9, 1.1, 1.0]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    assert verdict("low_demand_not_degraded", slowdown(wide))["outcome"] == "inconclusive"
+    # no group below the paper's threshold: nothing measured, never a verdict
+    high = {8.0: {2: [1.0, 1.0, 1.0]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    row = verdict("low_demand_not_degraded", slowdown(high))
+    assert row["outcome"] == "inconclusive" and row["n"] == 0
+
+
+def test_a_failed_run_fails_the_claims_that_read_it():
+    table = slowdown(RISING, failed={"g4-k2-r1": "1 of 2 jobs failed"})
+    for cid in ("degradation_rises_with_demand", "highest_demand_degrades_at_2c"):
+        row = verdict(cid, table)
+        assert row["outcome"] == "failed" and "g4-k2-r1" in row["runs"]
+    assert verdict("low_demand_not_degraded", table)["outcome"] == "reproduced"  # reads groups 0 and 1
+
+
+def test_one_cmp_is_not_enough():
+    row = verdict("degradation_rises_with_demand", slowdown(RISING), Machine({"cmps": 1}, {"cmps": "1 CMP"}))
+    assert row["outcome"] == "not measurable here"
+
+
+def test_only_k1_measured_gives_nothing_to_judge():
+    empty = slowdown({2.0: {2: [1.0]}}).iloc[0:0]  # a configuration with k_max 1 has no run at k > 1
+    for cid in CLAIMS:
+        row = verdict(cid, empty)
+        assert row["outcome"] == "inconclusive" and row["n"] == 0, cid
