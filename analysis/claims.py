@@ -77,6 +77,9 @@ def load_claims(
         raw = corun_config.read_document(path)
     except ConfigError as exc:
         raise AnalysisInputError(str(exc)) from None
+    for c in ((raw or {}).get("claims") or {}).values() if isinstance(raw, dict) else []:
+        if isinstance(c, dict) and None in c:  # YAML reads an unquoted `null:` key as None
+            c["null"] = c.pop(None)
     try:
         doc = corun_config.validate(raw, corun_config.load_schema(SCHEMA), shown)
     except ConfigError as exc:

@@ -402,6 +402,17 @@ def points_for_trend(rho: float, alpha: float = ALPHA, power: float = POWER) -> 
     return min(MAX_REPS_SHOWN + 1, math.ceil(need))
 
 
+def points_to_reach(alpha: float, n: int, attainable_p: float) -> int:
+    """Points a rank trend needs before a perfect ranking's p can fall below alpha: with n points
+    (ties as measured) the smallest p is attainable_p; without ties it is 1/n!, and each point
+    more divides it by about the number of points."""
+    m, p = n, attainable_p
+    while p >= alpha and m < MAX_REPS_SHOWN:
+        m += 1
+        p /= m
+    return m
+
+
 def rho_interval(rho: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """An approximate interval of Spearman's rho (Fisher's z, variance 1.06 / (n - 3)); NaN for n <= 3."""
     if rho is None or n <= 3 or not math.isfinite(rho):

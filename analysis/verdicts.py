@@ -632,19 +632,23 @@ def _interval_decision(cid, claim, looks, effects, n, runs, at, alpha, conf, sca
                 why=f"the interval lies wholly outside the margin {band_text}{at}: a change.{note}",
             )
         need = stats.reps_to_exclude(effects, 0.0, 1 - alpha, margin=band)
+        if need is not None:
+            said = f"; about {need} reps would show no change at the measured spread"
+        else:  # the change measured is the margin's size or more: how many reps would show the change
+            mean = float(np.mean(effects))
+            need = stats.reps_to_exclude(effects, band if mean > 0 else -band, 1 - alpha)
+            said = (
+                f"; the change measured is at least the margin: about {need} reps would show it"
+                if need
+                else "; the change measured sits at the margin: no number of reps would decide"
+            )
         return _row(
             cid,
             claim,
             looks,
             **base,
             reps_needed=need,
-            why=f"the interval is not inside the margin {band_text}{at}"
-            + (
-                f"; about {need} reps would show it at the measured spread"
-                if need
-                else "; the measured change is as large as the margin: no number of reps would show none"
-            )
-            + f".{note}",
+            why=f"the interval is not inside the margin {band_text}{at}{said}.{note}",
         )
     on_paper_side = hi < null if expect == "less" else lo > null
     on_other_side = lo > null if expect == "less" else hi < null
@@ -829,7 +833,8 @@ def _trend(cid, claim, looks, info, runs, at, alpha) -> dict:
     base.update(estimate=rho, ci_low=lo, ci_high=hi, measured=measured)
     if t["attainable_p"] >= alpha:
         per_rep = _points_per_rep(frame, claim)
-        need = stats.points_for_trend(rho, alpha)
+        # as many points as a perfect ranking needs to reach the level, or the power estimate's
+        need = max(stats.points_for_trend(rho, alpha) or 0, stats.points_to_reach(alpha, n, t["attainable_p"]))
         return _row(
             cid,
             claim,

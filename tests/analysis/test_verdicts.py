@@ -300,3 +300,24 @@ def test_a_claim_on_named_points_counts_every_named_point():
     assert "measured no workload w02" in row["why"]
     measured = claim(**RATIO, over=["workload"], where={"workload": ["w01", "w06"]})
     assert judge("c", measured, {"runs": df}, MACHINE)["outcome"] == "reproduced"
+
+
+def test_a_change_as_large_as_the_margin_says_the_reps_that_would_show_it():
+    c = claim(**{**RATIO, "expect": "equivalent"}, margin=0.05)
+    row = judge("c", c, {"runs": paired([11.0, 11.9, 10.5], [10.0, 10.0, 10.0])}, MACHINE)
+    assert row["outcome"] == "inconclusive" and "at least the margin: about" in row["why"] and row["reps_needed"] > 3
+
+
+def test_a_trend_too_short_to_reach_the_level_says_how_many_points_would():
+    df = pd.DataFrame({"run_id": ["a", "b", "c"], "rep": [0, 0, 0], "demand": [1, 2, 3], "t": [1.0, 2.0, 3.0]})
+    row = judge("c", claim(effect="trend", metric="t", x="demand", expect="increasing"), {"runs": df}, MACHINE)
+    assert row["outcome"] == "inconclusive" and row["reps_needed"] == 2  # 4 points: 1/24 < 0.05; 3 a rep
+
+
+def test_an_unquoted_null_key_reads_as_the_null(tmp_path):
+    p = tmp_path / "claims.yaml"
+    p.write_text(
+        'paper: "001"\ncitation: c\ntitle: t\nfigure: f\nclaims:\n  g:\n    says: s\n    source: s\n    quote: q\n'
+        "    effect: value\n    metric: t\n    expect: greater\n    null: 1.01\n    scale: log\n"
+    )
+    assert load_claims(p, "e").claims["g"]["null"] == 1.01
