@@ -11,7 +11,7 @@ which is what the experiments measure, so the estimate is a lower bound.
 
 from __future__ import annotations
 
-from experiments import registry
+from experiments import looks, registry
 
 
 def estimate(cfg: dict) -> list[dict]:
@@ -21,6 +21,10 @@ def estimate(cfg: dict) -> list[dict]:
     for name in cfg["experiments"]:
         row = exps[name].estimate(cfg)
         if row is not None:
+            plan = looks.reps_per_look(cfg, name)
+            if len(plan) > 1:  # the sequential design's cap: what the last look would reach
+                cap = exps[name].estimate(looks.at_reps(cfg, name, plan[-1]))
+                row = {**row, "looks": len(plan), "cap_runs": cap["runs"], "cap_seconds": cap["seconds"]}
             out.append({"experiment": name, **row})
     return out
 
@@ -30,6 +34,11 @@ def describe(cfg: dict) -> str:
     total = sum(r["seconds"] for r in rows)
     parts = ", ".join(
         f"{r['experiment']} {r['runs']} runs ~{_fmt(r['seconds'])}"
+        + (
+            f" (up to {r['cap_runs']} runs ~{_fmt(r['cap_seconds'])} in {r['looks']} looks while a claim is undecided)"
+            if r.get("looks")
+            else ""
+        )
         + (
             f" (k = {', '.join(map(str, r['k_dropped']))} dropped: more CMPs than this machine has;"
             " plan for another with --config plan_for=NxC)"
