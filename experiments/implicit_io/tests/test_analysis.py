@@ -364,3 +364,11 @@ def test_labels_name_k_when_levels_differ_in_k(tmp_path):
         df.to_csv(copy / name, index=False)
     t = levels_of(analysed(tmp_path, fixtures=copy))
     assert t["level"].tolist() == ["s16/e8, k=2", "s16/e16, k=2", "s17/e16, k=2", "s18/e16, k=1"]
+
+
+def test_more_roots_than_the_kernel_takes_is_a_config_error():
+    from corun.errors import ConfigError
+    from experiments.config import validate_config
+
+    with pytest.raises(ConfigError, match=r"implicit_io.roots: 65 \(expected"):
+        validate_config({"plan_for": "2x1", "experiments": ["implicit_io"], "implicit_io": {"roots": 65}}, "t.yaml")
