@@ -81,6 +81,8 @@ def checks(cal: dict) -> list[dict]:
                 "note": "",
             }
         )
+        if _READERS.match(r["check"].strip()) and isinstance(r.get("expected"), (int, float)):
+            out[-1]["note"] = "expected: the prototype's figure, shown beside ours; the tolerance decides"
     return out
 
 

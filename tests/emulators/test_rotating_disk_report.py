@@ -88,6 +88,7 @@ def test_a_failed_check_fails_and_is_no_paper_verdict(tmp_path):
     assert passed == {"qd1 random 4k latency": True, "4 readers aggregate": True, "qd32 / qd1 random IOPS": False}
     qd1 = s["checks"][0]
     assert (qd1["measured"], qd1["expected"], qd1["tolerance"]) == ("13.1 ms", "12.7 ms", "+-10 %")
+    assert "the prototype's figure" in s["checks"][1]["note"]
     assert "FAILED 1 of 3 checks: qd32 / qd1 random IOPS: measured 2.7 x" in s["summary"]
     assert sec.failures(calibration()) == ["qd32 / qd1 random IOPS: measured 2.7 x, expected 1.5-2.5 x (1.5-2.5)"]
 
