@@ -90,7 +90,7 @@ def load_claims(
     values = doc.get("values") or {}
     claims = {}
     for cid, claim in (doc.get("claims") or {}).items():
-        claims[cid] = _complete(shown, cid, copy.deepcopy(claim), values)
+        claims[cid] = complete_claim(shown, cid, copy.deepcopy(claim), values)
     return ClaimSet(
         experiment=experiment,
         source=shown,
@@ -104,7 +104,7 @@ def load_claims(
     )
 
 
-def _complete(source: str, cid: str, c: dict, values: dict) -> dict:
+def complete_claim(source: str, cid: str, c: dict, values: dict) -> dict:
     """Cross-key checks the schema cannot say, and the defaults that depend on the effect."""
     key = f"claims.{cid}"
     effect = c["effect"]

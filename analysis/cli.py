@@ -1,9 +1,10 @@
-"""corun's commands that analyse runs: `corun compare`, `corun index`, `corun campaign`.
+"""corun's commands that analyse runs: `corun compare`, `corun index`, `corun campaign`,
+`corun verdicts`.
 
 analysis depends on corun, never the reverse: these commands plug into the `corun` command line
 through the `corun.commands` entry point group (pyproject.toml), which corun.cli.main reads.
 Exit codes: 0 ok; 1 a comparison's gate failed; 2 bad input (one line naming key, value and
-expectation).
+expectation); 5 a comparison's gate cannot decide with the runs given.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from analysis import compare_runs, runindex
+from analysis import campaign_verdicts, compare_runs, runindex
 from analysis.campaign_decision import decide_from_runs, decider
 from corun.errors import ConfigError
 from corun.results import campaign
@@ -25,8 +26,7 @@ def _csv(text: str | None) -> list[str]:
 
 def _cmd_compare(a) -> int:
     threshold = compare_runs.parse_percent(a.fail_if_worse) if a.fail_if_worse is not None else None
-    if a.resamples < 100:
-        raise ConfigError("command line", "--resamples", a.resamples, "an integer >= 100")
+    margin = compare_runs.parse_percent(a.margin, key="--margin") if a.margin is not None else None
     result, _, md = compare_runs.run(
         [Path(s) for s in a.sources],
         sets=a.set or [],
@@ -37,9 +37,9 @@ def _cmd_compare(a) -> int:
         test=a.test,
         alpha=a.alpha,
         pair_by=a.pair_by,
-        seed=a.seed,
-        resamples=a.resamples,
+        margin=margin,
         fail_if_worse=threshold,
+        include_alone=a.include_alone,
         out=a.out,
         plots=not a.no_plots,
     )
@@ -53,7 +53,8 @@ def _cmd_compare(a) -> int:
     if a.summary:
         with open(a.summary, "a", encoding="utf-8") as fh:
             fh.write(md)
-    return 1 if result["gate"]["status"] == "failed" else 0
+    status = result["gate"]["status"]
+    return 1 if status == "failed" else compare_runs.GATE_UNDECIDED_EXIT if status == "undecided" else 0
 
 
 def _cmd_index(a) -> int:
@@ -116,6 +117,18 @@ def _cmd_campaign(a) -> int:
     return 0
 
 
+def _cmd_verdicts(a) -> int:
+    names = [str(s) for s in a.campaigns]
+    campaigns = [campaign_verdicts.load(s) for s in a.campaigns]
+    if a.action == "diff":
+        if len(campaigns) < 2:
+            raise ConfigError("command line", "CAMPAIGN", names[0], "two campaigns or more to diff")
+        sys.stdout.write(campaign_verdicts.diff_text(names, campaigns))
+    else:
+        sys.stdout.write(campaign_verdicts.show_text(names, campaigns))
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "compare",
@@ -137,16 +150,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--metrics", help="comma-separated metric names (default: all registered)")
     c.add_argument(
         "--test",
-        default="mannwhitney",
-        choices=["mannwhitney", "welch"],
-        help="significance test (default mannwhitney)",
+        default="t",
+        choices=["t", "wilcoxon"],
+        help="interval of the paired log ratios: t (default) or the signed-rank interval (unpaired: Welch)",
     )
-    c.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
-    c.add_argument("--pair-by", metavar="KEY", help="pair runs across sets by KEY (e.g. block) for the bootstrap")
-    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    c.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     c.add_argument(
-        "--fail-if-worse", metavar="PCT", help="exit 1 when a metric is significantly worse by PCT or more (e.g. 5%%)"
+        "--alpha", type=float, default=0.05, help="error rate of the whole table (Bonferroni over its rows; 0.05)"
+    )
+    c.add_argument(
+        "--pair-by", metavar="KEY", help="pair runs across sets by KEY (e.g. labels.rep or labels.block); paired test"
+    )
+    c.add_argument("--margin", metavar="PCT", help="call 'no change' when the interval lies within 1 +- PCT (e.g. 2%%)")
+    c.add_argument("--include-alone", action="store_true", help="count T_alone runs (labels.kind alone) too")
+    c.add_argument(
+        "--fail-if-worse",
+        metavar="PCT",
+        help="exit 1 when a metric is surely worse by PCT or more (e.g. 5%%); exit 5 when the runs cannot tell",
     )
     c.add_argument("--out", type=Path, help="folder for comparison.md/.html/.json/.csv, runs.csv and figures/")
     c.add_argument("--summary", metavar="FILE", help="append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
@@ -182,3 +201,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-reps", type=int, default=20, help="cap on measured runs per variant (default 20)")
     g.add_argument("--quiet", action="store_true", help="decide: print only 'more' or 'stop'")
     g.set_defaults(fn=_cmd_campaign)
+
+    v = sub.add_parser(
+        "verdicts",
+        help="the claims' outcomes of campaigns: show per paper, diff between campaigns",
+        description="show: claims per outcome per paper; diff: every claim whose outcome differs between "
+        "campaigns (results folders or archives), and how many flipped or moved.",
+    )
+    v.add_argument("action", choices=["show", "diff"])
+    v.add_argument("campaigns", nargs="+", type=Path, help="results folders, extracted archives or archive files")
+    v.set_defaults(fn=_cmd_verdicts)

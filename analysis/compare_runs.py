@@ -8,26 +8,36 @@ after an optional `--where SELECTOR` applied to every run.
 
 Runs that do not count are excluded and listed, never silently dropped:
   warm-up      labels.warmup is true (corun.results.campaign marks them)
+  T_alone      labels.kind is alone (a job type run alone on the machine, eq. 4 of paper 000):
+               not a run of the variant under load; --include-alone counts them
   unverified   the variant was not verified in effect at the start (variant_verified_at_start,
                else scheduler.verified) or at the end (variant_verified_at_end, else
                scheduler.verified_at_end) of the run, or this was not recorded
   failed       status is not 'ok' (a job failed)
 
-Per metric (analysis.metrics) and per set against the baseline:
-  ratio        aggregate(set) / aggregate(baseline), the metric's own aggregation, with a 95%
-               percentile bootstrap CI (seeded; paired by --pair-by KEY when given)
-  p            two-sided Mann-Whitney U (default) or Welch's t (--test welch; on logs for
-               geometric metrics), Holm-adjusted across every metric and set of the call
-  verdict      'better' or 'worse' (by the metric's direction) when the adjusted p < alpha,
-               'no significant change' otherwise, 'not enough runs' below 2 runs per set
+Per metric (analysis.metrics) and per set against the baseline, decided by the verdict engine
+(analysis.verdicts), as the report's claims are:
+  ratio        set / baseline. Paired (--pair-by KEY, e.g. labels.rep: the runs of one repetition
+               of a campaign belong together; two runs of one set with the same key are an
+               error): the geometric mean of the per-pair ratios with the t-interval of the log
+               ratios (--test wilcoxon: the signed-rank interval). Unpaired: the ratio of the
+               geometric means with Welch's interval of the mean logs.
+  level        95 % for one comparison; with m comparisons (sets x metrics) each interval is at
+               1 - 0.05/m (Bonferroni), so that a call of "better" or "worse" anywhere in the
+               table is wrong with a chance of 5 % at most.
+  outcome      better / worse: the interval lies wholly on that side of 1 (by the metric's
+               direction); no change (with --margin P): the (1 - 2 alpha) interval lies inside
+               1 +- P (two one-sided tests); inconclusive: neither, with the runs per set a power
+               estimate from the measured spread says would decide; missing: no values.
   outliers     runs whose value has |modified z| > 3.5 within their set: listed, kept
-  gate         with --fail-if-worse P: failed when a verdict is 'worse' and the point estimate
-               is worse by P or more (lower-is-better: ratio - 1; higher-is-better: 1 - ratio)
+  gate         with --fail-if-worse P: failed when the interval lies wholly beyond 1 +- P on the
+               worse side (surely worse by P or more); passed when it lies wholly on the better
+               side of it (surely not worse by P); undecided otherwise, and the command exits 5.
 
 Outputs (--out DIR): comparison.md, comparison.html (self-contained), comparison.json,
 comparison.csv (one row per set and metric), runs.csv (one row per run), figures/ratios.png,
-figures/values.png. The Markdown summary is printed to stdout. Exit status: 0, or 1 when the
-gate failed; bad input is one line on stderr and exit 2.
+figures/values.png. The Markdown summary is printed to stdout. Exit status: 0; 1 when the gate
+failed; 5 when the gate cannot decide with these runs; bad input is one line on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -48,18 +58,21 @@ import pandas as pd  # noqa: E402
 
 from analysis import metrics as metrics_mod  # noqa: E402
 from analysis import runindex, stats  # noqa: E402
+from analysis.claims import complete_claim  # noqa: E402
 from analysis.common import dumps_json, fmt_num, table_to_csv, write_atomic  # noqa: E402
+from analysis.verdicts import Machine, judge  # noqa: E402
 from corun.errors import ConfigError  # noqa: E402
 from corun.util import atomic_path  # noqa: E402
 
-TESTS = ("mannwhitney", "welch")
+TESTS = ("t", "wilcoxon")
 VERDICT_STYLE = {
     "better": "#1b7a2f",
     "worse": "#b3261e",
-    "no significant change": "#555555",
-    "not enough runs": "#7a5b00",
+    "no change": "#3a5fa5",
+    "inconclusive": "#6b4fa0",
     "missing": "#7a5b00",
 }
+GATE_UNDECIDED_EXIT = 5
 EXCLUSION_KEYS = {
     "labels.warmup",
     "variant_verified_at_start",
@@ -70,7 +83,11 @@ EXCLUSION_KEYS = {
     "run_id",
     "run",
     "campaign",
+    "labels.kind",
 }
+
+
+HERE = Machine()  # a comparison declares no machine need
 
 
 @dataclass
@@ -87,10 +104,12 @@ def _truthy(value: object) -> bool:
     return bool(value) if value is not None else False
 
 
-def exclusion(rec: runindex.RunRecord) -> str | None:
+def exclusion(rec: runindex.RunRecord, include_alone: bool = False) -> str | None:
     """Why a run does not count in a comparison, or None."""
     if _truthy(rec.keys.get("labels.warmup")):
         return "warm-up run"
+    if not include_alone and str(rec.keys.get("labels.kind")) == "alone":
+        return "a T_alone run (labels.kind alone), not a run of the variant under load"
     start = rec.keys.get("variant_verified_at_start", rec.keys.get("scheduler.verified"))
     if start is not True:
         return (
@@ -131,7 +150,12 @@ def parse_set(text: str) -> tuple[str, str]:
 
 
 def build_sets(
-    records: list, set_args: list[str], by: str | None, baseline: str | None, where: str | None
+    records: list,
+    set_args: list[str],
+    by: str | None,
+    baseline: str | None,
+    where: str | None,
+    include_alone: bool = False,
 ) -> list[RunSet]:
     if where:
         records = runindex.select(records, runindex.parse_selector(where, what="--where"), what="--where")
@@ -172,7 +196,7 @@ def build_sets(
         chosen = s.runs
         s.runs = []
         for r in chosen:
-            why = exclusion(r)
+            why = exclusion(r, include_alone)
             if why:
                 s.excluded.append((r, why))
             else:
@@ -189,15 +213,95 @@ def _worse_by(ratio: float, better: str) -> float:
     return ratio - 1 if better == "lower" else 1 - ratio
 
 
+def _paired_table(rs: RunSet, metric: str, pair_by: str | None, role: str) -> pd.DataFrame:
+    """The set's runs with a value of the metric, one row each; with pair_by, its key (a key twice
+    in one set is a one-line error: which runs would pair is not known)."""
+    recs, vals = _values(rs, metric)
+    rows = [{"run_id": r.run, "set": role, "value": v} for r, v in zip(recs, vals)]
+    if pair_by:
+        seen: dict[str, str] = {}
+        for row, r in zip(rows, recs):
+            if not r.has(pair_by):
+                raise ConfigError("command line", "--pair-by", pair_by, f"a key every run records ({r.run} has none)")
+            key = runindex.as_text(r.get(pair_by))
+            if key in seen:
+                raise ConfigError(
+                    "command line",
+                    "--pair-by",
+                    pair_by,
+                    f"one run per {pair_by} in set {rs.name!r} ({seen[key]} and {r.run} share {key!r})",
+                )
+            seen[key] = r.run
+            row["pair"] = key
+    return pd.DataFrame(rows, columns=["run_id", "set", "value", *(["pair"] if pair_by else [])])
+
+
+def _claim(m, pair_by: str | None, test: str, expect: str, margin: float | None) -> dict:
+    c = {
+        "says": f"{m.name}: set against baseline",
+        "source": "corun compare",
+        "quote": "-",
+        "paper_as": "same",
+        "effect": "ratio",
+        "metric": "value",
+        "table": "runs",
+        "head": {"set": "head"},
+        "base": {"set": "base"},
+        "pair_by": ["pair"] if pair_by else [],
+        "aggregate": "mean",
+        "min_reps": 2,
+        "expect": expect,
+        "test": test,
+    }
+    if expect == "equivalent":
+        c["margin"] = margin
+    return complete_claim("corun compare", m.name, c, {})
+
+
+def _decide(row: dict, m, table: pd.DataFrame, pair_by, test, alpha, margin) -> None:
+    """Fill row with the engine's ratio, interval and outcome for one metric of one set."""
+    direction = "less" if m.better == "lower" else "greater"
+    r = judge(m.name, _claim(m, pair_by, test, direction, None), {"runs": table}, HERE, alpha=alpha)
+    row.update(
+        ratio=r["estimate"],
+        ci_low=r["ci_low"],
+        ci_high=r["ci_high"],
+        n_pairs=r["n"],
+        level=r["level"],
+        reps_needed=r["reps_needed"],
+        why=r["why"],
+    )
+    row["verdict"] = {"reproduced": "better", "contradicted": "worse"}.get(r["outcome"], "inconclusive")
+    if r["outcome"] == "failed":
+        row["verdict"] = "missing"
+    if row["verdict"] == "inconclusive" and margin is not None:
+        eq = judge(m.name, _claim(m, pair_by, test, "equivalent", margin), {"runs": table}, HERE, alpha=alpha)
+        if eq["outcome"] == "reproduced":
+            row["verdict"], row["why"] = "no change", eq["why"]
+        elif eq["reps_needed"] and (row["reps_needed"] is None or eq["reps_needed"] < row["reps_needed"]):
+            row["reps_needed"] = eq["reps_needed"]
+
+
+def _gate(row: dict, threshold: float) -> str:
+    """failed / passed / undecided: where the interval lies against 1 +- threshold on the worse side."""
+    lo, hi = row["ci_low"], row["ci_high"]
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "undecided"
+    if row["better"] == "lower":
+        limit = 1 + threshold
+        return "failed" if lo > limit else "passed" if hi < limit else "undecided"
+    limit = 1 - threshold
+    return "failed" if hi < limit else "passed" if lo > limit else "undecided"
+
+
 def compare_sets(
     sets: list[RunSet],
     metrics: list,
     *,
-    test: str = "mannwhitney",
+    test: str = "t",
     alpha: float = stats.ALPHA,
     pair_by: str | None = None,
-    seed: int = 0,
-    resamples: int = stats.BOOTSTRAP_RESAMPLES,
+    margin: float | None = None,
     fail_if_worse: float | None = None,
 ) -> dict:
     """The comparison as plain data: rows (one per set and metric), gate and exclusions."""
@@ -207,83 +311,74 @@ def compare_sets(
         for m in metrics:
             rb, vb = _values(base, m.name)
             rh, vh = _values(s, m.name)
-            row = {
-                "baseline": base.name,
-                "set": s.name,
-                "metric": m.name,
-                "unit": m.unit,
-                "better": m.better,
-                "aggregation": m.aggregation,
-                "n_baseline": len(vb),
-                "n_set": len(vh),
-                "baseline_value": float(stats.aggregate(vb, m.aggregation)) if vb else math.nan,
-                "set_value": float(stats.aggregate(vh, m.aggregation)) if vh else math.nan,
-                "baseline_median": stats.median(vb),
-                "set_median": stats.median(vh),
-                "baseline_trimmed_mean": stats.trimmed_mean(vb),
-                "set_trimmed_mean": stats.trimmed_mean(vh),
-                "ratio": math.nan,
-                "ci95_low": math.nan,
-                "ci95_high": math.nan,
-                "change_pct": math.nan,
-                "paired": False,
-                "test": None,
-                "p": None,
-                "p_holm": None,
-                "verdict": "",
-                "gate": "",
-                "baseline_outliers": " ".join(r.run for r, f in zip(rb, stats.mad_outliers(vb)) if f),
-                "set_outliers": " ".join(r.run for r, f in zip(rh, stats.mad_outliers(vh)) if f),
-                "missing_runs": " ".join(r.run for r in [*base.runs, *s.runs] if r.metrics.get(m.name) is None),
-            }
-            if not vb or not vh:
-                row["verdict"] = "missing"
-                rows.append(row)
-                continue
-            pb, ph = vb, vh
-            if pair_by:
-                kb = {runindex.as_text(r.get(pair_by)): v for r, v in zip(rb, vb) if r.has(pair_by)}
-                kh = {runindex.as_text(r.get(pair_by)): v for r, v in zip(rh, vh) if r.has(pair_by)}
-                common = sorted(set(kb) & set(kh))
-                pb, ph = [kb[k] for k in common], [kh[k] for k in common]
-                row["paired"] = True
-            row["ratio"], row["ci95_low"], row["ci95_high"] = (
-                stats.bootstrap_ratio(pb, ph, m.aggregation, paired=bool(pair_by), n_resamples=resamples, seed=seed)
-                if pb
-                else (math.nan, math.nan, math.nan)
+            rows.append(
+                {
+                    "baseline": base.name,
+                    "set": s.name,
+                    "metric": m.name,
+                    "unit": m.unit,
+                    "better": m.better,
+                    "aggregation": m.aggregation,
+                    "n_baseline": len(vb),
+                    "n_set": len(vh),
+                    "baseline_value": float(stats.aggregate(vb, m.aggregation)) if vb else math.nan,
+                    "set_value": float(stats.aggregate(vh, m.aggregation)) if vh else math.nan,
+                    "baseline_median": stats.median(vb),
+                    "set_median": stats.median(vh),
+                    "ratio": math.nan,
+                    "ci_low": math.nan,
+                    "ci_high": math.nan,
+                    "level": None,
+                    "change_pct": math.nan,
+                    "paired": bool(pair_by),
+                    "n_pairs": None,
+                    "verdict": "missing",
+                    "reps_needed": None,
+                    "why": "no values" if not vb or not vh else "",
+                    "gate": "",
+                    "baseline_outliers": " ".join(r.run for r, f in zip(rb, stats.mad_outliers(vb)) if f),
+                    "set_outliers": " ".join(r.run for r, f in zip(rh, stats.mad_outliers(vh)) if f),
+                    "missing_runs": " ".join(r.run for r in [*base.runs, *s.runs] if r.metrics.get(m.name) is None),
+                    "_metric": m,
+                    "_tables": (base, s),
+                }
             )
-            row["change_pct"] = (row["ratio"] - 1) * 100 if math.isfinite(row["ratio"]) else math.nan
-            res = (
-                stats.welch(vb, vh, log=m.aggregation == "geometric") if test == "welch" else stats.mann_whitney(vb, vh)
+    family = max(1, sum(1 for r in rows if r["n_baseline"] and r["n_set"]))
+    level_alpha = alpha / family
+    gate_failed, gate_undecided = [], []
+    for row in rows:
+        m = row.pop("_metric")
+        b, s = row.pop("_tables")
+        if row["n_baseline"] and row["n_set"]:
+            table = pd.concat(
+                [_paired_table(b, m.name, pair_by, "base"), _paired_table(s, m.name, pair_by, "head")],
+                ignore_index=True,
             )
-            row["test"], row["p"] = res["test"], res["p"]
-            rows.append(row)
-    adjusted = stats.holm([r["p"] for r in rows])
-    gate_failed = []
-    for r, p in zip(rows, adjusted):
-        r["p_holm"] = p
-        if r["verdict"] == "missing":
-            continue
-        if r["n_baseline"] < 2 or r["n_set"] < 2:
-            r["verdict"] = "not enough runs"
-        elif p is not None and p < alpha and math.isfinite(r["ratio"]) and r["ratio"] != 1:
-            r["verdict"] = "better" if _worse_by(r["ratio"], r["better"]) < 0 else "worse"
-        else:
-            r["verdict"] = "no significant change"
+            _decide(row, m, table, pair_by, test, level_alpha, margin)
+            if row["ratio"] is not None and math.isfinite(row["ratio"]):
+                row["change_pct"] = (row["ratio"] - 1) * 100
+        for k in ("ratio", "ci_low", "ci_high"):
+            row[k] = math.nan if row[k] is None else row[k]
         if fail_if_worse is not None:
-            bad = r["verdict"] == "worse" and _worse_by(r["ratio"], r["better"]) >= fail_if_worse
-            r["gate"] = "failed" if bad else "passed"
-            if bad:
-                gate_failed.append(f"{r['set']} {r['metric']} worse by {_worse_by(r['ratio'], r['better']):.1%}")
+            row["gate"] = _gate(row, fail_if_worse) if row["verdict"] != "missing" else "undecided"
+            what = f"{row['set']} {row['metric']}"
+            if row["gate"] == "failed":
+                gate_failed.append(f"{what}: {_ratio(row)}")
+            elif row["gate"] == "undecided":
+                gate_undecided.append(
+                    what + (f" (about {row['reps_needed']} runs per set would decide)" if row["reps_needed"] else "")
+                )
+    status = None
+    if fail_if_worse is not None:
+        status = "failed" if gate_failed else "undecided" if gate_undecided else "passed"
     return {
         "settings": {
             "test": test,
             "alpha": alpha,
-            "holm_family": len([p for p in adjusted if p is not None]),
-            "bootstrap_resamples": resamples,
-            "seed": seed,
+            "family": family,
+            "level": 1 - level_alpha,
             "pair_by": pair_by,
-            "confidence": stats.CONFIDENCE,
+            "margin": margin,
             "fail_if_worse": fail_if_worse,
         },
         "metrics": [m.describe() for m in metrics],
@@ -299,7 +394,8 @@ def compare_sets(
         "gate": {
             "threshold": fail_if_worse,
             "failed": gate_failed,
-            "status": None if fail_if_worse is None else ("failed" if gate_failed else "passed"),
+            "undecided": gate_undecided,
+            "status": status,
         },
     }
 
@@ -336,7 +432,7 @@ def plot_ratios(result: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(len(rows), 2) + 1.2))
     for i, r in enumerate(rows):
         color = VERDICT_STYLE.get(r["verdict"], "#555555")
-        lo, hi = r["ci95_low"], r["ci95_high"]
+        lo, hi = r["ci_low"], r["ci_high"]
         if math.isfinite(lo) and math.isfinite(hi):
             ax.plot([lo, hi], [i, i], color=color, lw=2)
         ax.plot([r["ratio"]], [i], "o", color=color)
@@ -347,7 +443,8 @@ def plot_ratios(result: dict, path: Path) -> None:
     )
     ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
     ax.invert_yaxis()
-    ax.set_xlabel("ratio to the baseline, 95% bootstrap CI (colour: verdict)")
+    level = result["settings"]["level"]
+    ax.set_xlabel(f"ratio to the baseline, {100 * level:.4g}% interval (colour: outcome)")
     fig.tight_layout()
     _save(fig, path)
 
@@ -393,19 +490,23 @@ def _save(fig, path: Path) -> None:
 # ----------------------------------------------------------------------------- Markdown and HTML
 
 
-def _p(p: float | None) -> str:
-    return "n/a" if p is None else (f"{p:.2g}" if p >= 1e-4 else "<1e-4")
-
-
 def _ratio(r: dict) -> str:
     if not math.isfinite(r["ratio"]):
         return "missing"
-    ci = f" [{fmt_num(r['ci95_low'])}, {fmt_num(r['ci95_high'])}]" if math.isfinite(r["ci95_low"]) else " [CI n/a]"
+    ci = f" [{fmt_num(r['ci_low'])}, {fmt_num(r['ci_high'])}]" if math.isfinite(r["ci_low"]) else " [no interval]"
     return f"{fmt_num(r['ratio'])}{ci}"
 
 
+def _outcome(r: dict) -> str:
+    text = r["verdict"]
+    if r["verdict"] == "inconclusive" and r.get("reps_needed"):
+        text += f" (about {r['reps_needed']} runs per set would decide)"
+    return text
+
+
 def _table_rows(result: dict) -> tuple[list[str], list[list[str]]]:
-    head = ["set", "metric", "better", "baseline", "set value", "ratio [95% CI]", "change", "p (Holm)", "verdict"]
+    level = f"{100 * result['settings']['level']:.4g}%"
+    head = ["set", "metric", "better", "baseline", "set value", f"ratio [{level} interval]", "change", "outcome"]
     body = []
     for r in result["rows"]:
         change = f"{r['change_pct']:+.1f}%" if math.isfinite(r["change_pct"]) else "missing"
@@ -416,10 +517,9 @@ def _table_rows(result: dict) -> tuple[list[str], list[list[str]]]:
                 r["better"],
                 f"{fmt_num(r['baseline_value'])} (n={r['n_baseline']})",
                 f"{fmt_num(r['set_value'])} (n={r['n_set']})",
-                _ratio(r),
+                _ratio(r) + (" paired" if r["paired"] else ""),
                 change,
-                f"{_p(r['p'])} ({_p(r['p_holm'])})",
-                r["verdict"] + (" GATE FAILED" if r["gate"] == "failed" else ""),
+                _outcome(r) + (" GATE FAILED" if r["gate"] == "failed" else ""),
             ]
         )
     return head, body
@@ -427,19 +527,35 @@ def _table_rows(result: dict) -> tuple[list[str], list[list[str]]]:
 
 def _notes(result: dict) -> list[str]:
     st = result["settings"]
-    test = "Welch's t (log values for geometric metrics)" if st["test"] == "welch" else "two-sided Mann-Whitney U"
+    kind = "signed-rank (Hodges-Lehmann)" if st["test"] == "wilcoxon" else "t"
     notes = [
-        f"Significance: {test}, Holm-adjusted across {st['holm_family']} tests, alpha {st['alpha']}.",
-        f"Ratios: set / baseline of each metric's aggregate (arithmetic mean for times, harmonic for "
-        f"rates, geometric for ratios), {st['confidence']:.0%} percentile bootstrap CI with "
-        f"{st['bootstrap_resamples']} resamples, seed {st['seed']}"
-        + (f", paired by {st['pair_by']}." if st["pair_by"] else ", unpaired."),
+        (
+            f"Ratios paired by {st['pair_by']}: the geometric mean of the per-pair ratios, the {kind} interval "
+            "of the log ratios"
+            if st["pair_by"]
+            else "Ratios unpaired: the ratio of the geometric means, Welch's interval of the mean logs"
+        )
+        + f", at {100 * st['level']:.4g}% ({st['family']} comparison(s), Bonferroni at alpha {st['alpha']}); "
+        "decided by the verdict engine (analysis/verdicts.py). The baseline and set values are each "
+        "metric's own aggregate (arithmetic mean for times, harmonic for rates, geometric for ratios).",
     ]
+    if st["margin"] is not None:
+        notes.append(
+            f"No change: the interval at twice alpha lies inside 1 +- {st['margin']:.1%} (two one-sided tests)."
+        )
     gate = result["gate"]
     if gate["status"] == "failed":
-        notes.append(f"Gate FAILED (worse by {gate['threshold']:.1%} or more): " + "; ".join(gate["failed"]) + ".")
+        notes.append(
+            f"Gate FAILED (surely worse by {gate['threshold']:.1%} or more): " + "; ".join(gate["failed"]) + "."
+        )
+    elif gate["status"] == "undecided":
+        notes.append(
+            f"Gate UNDECIDED: these runs cannot say whether worse by {gate['threshold']:.1%}: "
+            + "; ".join(gate["undecided"])
+            + "."
+        )
     elif gate["status"] == "passed":
-        notes.append(f"Gate passed: no metric significantly worse by {gate['threshold']:.1%} or more.")
+        notes.append(f"Gate passed: every metric surely less than {gate['threshold']:.1%} worse.")
     return notes
 
 
@@ -498,7 +614,10 @@ def to_html(result: dict, figures: list[Path]) -> str:
         parts.append(f"<tr>{cells}<td style='color:{color};font-weight:600'>{e(row[-1])}</td></tr>")
     parts.append(
         "</table><ul>"
-        + "".join(f"<li{' class=failed' if n.startswith('Gate FAILED') else ''}>{e(n)}</li>" for n in _notes(result))
+        + "".join(
+            f"<li{' class=failed' if n.startswith(('Gate FAILED', 'Gate UNDECIDED')) else ''}>{e(n)}</li>"
+            for n in _notes(result)
+        )
         + "</ul>"
     )
     for fig in figures:
@@ -562,12 +681,12 @@ def run(
     baseline: str | None = None,
     where: str | None = None,
     metric_names: list[str] | None = None,
-    test: str = "mannwhitney",
+    test: str = "t",
     alpha: float = stats.ALPHA,
     pair_by: str | None = None,
-    seed: int = 0,
-    resamples: int = stats.BOOTSTRAP_RESAMPLES,
+    margin: float | None = None,
     fail_if_worse: float | None = None,
+    include_alone: bool = False,
     out: Path | None = None,
     plots: bool = True,
 ) -> tuple[dict, list[RunSet], str]:
@@ -581,16 +700,9 @@ def run(
     for text, what in [*((t, "--set") for t in sets), *([(where, "--where")] if where else [])]:
         keys |= {t.key for t in runindex.parse_selector(parse_set(text)[1], what=what)}
     records = runindex.load_runs(sources, keys=keys)
-    run_sets = build_sets(records, list(sets), by, baseline, where)
+    run_sets = build_sets(records, list(sets), by, baseline, where, include_alone)
     result = compare_sets(
-        run_sets,
-        metrics,
-        test=test,
-        alpha=alpha,
-        pair_by=pair_by,
-        seed=seed,
-        resamples=resamples,
-        fail_if_worse=fail_if_worse,
+        run_sets, metrics, test=test, alpha=alpha, pair_by=pair_by, margin=margin, fail_if_worse=fail_if_worse
     )
     md = to_markdown(result)
     if out is not None:

@@ -309,8 +309,18 @@ def repetition_decision(
 # 1977, Table 1; Jennison and Turnbull 2000, Table 2.1): a sequential design that adds
 # repetitions while a claim is undecided judges every look at this level, so that the chance of a
 # false decision over all looks stays at 0.05.
-POCOCK_ALPHA = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182, 5: 0.0158, 6: 0.0142, 7: 0.0130, 8: 0.0120, 9: 0.0112,
-                10: 0.0106}  # fmt: skip
+POCOCK_ALPHA = {
+    1: 0.05,
+    2: 0.0294,
+    3: 0.0221,
+    4: 0.0182,
+    5: 0.0158,
+    6: 0.0142,
+    7: 0.0130,
+    8: 0.0120,
+    9: 0.0112,
+    10: 0.0106,
+}
 POWER = 0.8  # the chance a repetition estimate aims for: decide with 4 chances in 5
 MAX_REPS_SHOWN = 1000
 
@@ -364,7 +374,7 @@ def reps_to_exclude(
     """How many pairs a t-interval needs, at the spread of `effects`, to lie clear of `null` on the
     side of their mean (or, with `margin`, inside null +- margin: an equivalence) with probability
     `power`; None when the spread or the distance is zero or unknown. At most MAX_REPS_SHOWN + 1
-    (read: more than MAX_REPS_SHOWN)."""  # fmt: skip
+    (read: more than MAX_REPS_SHOWN)."""
     e = np.asarray(effects, float)
     if len(e) < 2:
         return None
@@ -399,3 +409,43 @@ def rho_interval(rho: float, n: int, confidence: float = CONFIDENCE) -> tuple[fl
     r = max(-0.999999, min(0.999999, rho))
     half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt(1.06 / (n - 3))
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
+
+
+def welch_interval(base, head, confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+    """(mean(head) - mean(base), low, high, degrees of freedom): Welch's t-interval of the
+    difference of two independent means (NaN with fewer than 2 values in a set)."""
+    a, b = np.asarray(base, float), np.asarray(head, float)
+    if len(a) < 1 or len(b) < 1:
+        return math.nan, math.nan, math.nan, math.nan
+    d = float(b.mean() - a.mean())
+    if len(a) < 2 or len(b) < 2:
+        return d, math.nan, math.nan, math.nan
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se2 = va + vb
+    if se2 == 0:
+        return d, d, d, math.inf
+    df = se2**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df) * math.sqrt(se2))
+    return d, d - half, d + half, float(df)
+
+
+def reps_unpaired(
+    base, head, confidence: float = CONFIDENCE, margin: float | None = None, power: float = POWER
+) -> int | None:
+    """Runs per set that Welch's interval needs, at the two sets' spread, to lie clear of no change
+    (or, with `margin`, inside +- margin) with probability `power`; None when unknown."""
+    a, b = np.asarray(base, float), np.asarray(head, float)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    s2 = float(a.var(ddof=1) + b.var(ddof=1))
+    d = abs(float(b.mean() - a.mean()))
+    if margin is not None:
+        d = margin - d
+    if not (s2 > 0 and d > 0):
+        return None
+    alpha = 1.0 - confidence
+    tail = alpha if margin is not None else alpha / 2.0
+    for n in range(2, MAX_REPS_SHOWN + 1):
+        if (stats.t.ppf(1 - tail, 2 * n - 2) + stats.t.ppf(power, 2 * n - 2)) * math.sqrt(s2 / n) < d:
+            return n
+    return MAX_REPS_SHOWN + 1

@@ -45,6 +45,7 @@ nominal level for its number of looks (analysis.stats.look_alpha); the row recor
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -295,6 +296,8 @@ def _effects(c: dict, df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     metric, pair_by, how = c["metric"], list(c["pair_by"]), c["aggregate"]
     e = c["effect"]
     df = df[_match(df, c.get("where"))]
+    if df.empty and c.get("where"):
+        return {"empty": f"this configuration measured no {_sel_text(c['where'])}", "point": {}}, df
     if e in ("ratio", "difference", "ratio_of_ratios"):
         sides = df[_match(df, c["head"]) | _match(df, c["base"])]
         if e == "ratio_of_ratios":
@@ -320,6 +323,12 @@ def _effects(c: dict, df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
                 eff = np.log(h2 / b2) - np.log(h1 / b1) - math.log(c["null"])
             return {"effects": eff, "pairs": keys, "point": {**point, col: [a_v, b_v]}}, used
         sides, point = _at(sides, c.get("at"))
+        if not pair_by:  # independent sets: every row a value
+            hv = pd.to_numeric(sides[_match(sides, c["head"])][metric], errors="coerce").to_numpy(float)
+            bv = pd.to_numeric(sides[_match(sides, c["base"])][metric], errors="coerce").to_numpy(float)
+            if not len(hv) or not len(bv):
+                return {"empty": _empty_text(c, sides, ["run"]), "point": point}, sides
+            return {"unpaired": (hv, bv), "point": point}, sides
         h = _side(sides[_match(sides, c["head"])], metric, pair_by, how)
         b = _side(sides[_match(sides, c["base"])], metric, pair_by, how)
         keys = sorted(set(h.index) & set(b.index))
@@ -363,8 +372,16 @@ def _empty_text(c: dict, rows: pd.DataFrame, pair_by: list[str]) -> str:
 # ----------------------------------------------------------------------------- judging
 
 
-def judge(cid: str, claim: dict, tables: dict[str, pd.DataFrame], machine: Machine, looks: Looks = Looks()) -> dict:
-    """One claim's row: its outcome, the measured effect with its interval and n, why."""
+def judge(
+    cid: str,
+    claim: dict,
+    tables: dict[str, pd.DataFrame],
+    machine: Machine,
+    looks: Looks = Looks(),
+    alpha: float | None = None,
+) -> dict:
+    """One claim's row: its outcome, the measured effect with its interval and n, why. `alpha`:
+    a level of the caller's own (a family of comparisons, Bonferroni), instead of the look's."""
     unmet = machine.unmet(claim.get("needs") or {})
     if unmet:
         return _row(cid, claim, looks, outcome=NOT_MEASURABLE, why="needs " + "; ".join(unmet) + ".")
@@ -373,13 +390,23 @@ def judge(cid: str, claim: dict, tables: dict[str, pd.DataFrame], machine: Machi
         return _row(cid, claim, looks, outcome=FAILED, why=f"the analysis produced no table {claim['table']}.")
     if claim.get("over"):
         return _judge_over(cid, claim, table, looks)
-    return _judge_one(cid, claim, table, looks)
+    row = _judge_one(cid, claim, table, looks, alpha=alpha)
+    if alpha is not None:
+        row["level"] = round(1 - alpha, 6)
+        row["test"] = row["test"].replace(f"{100 * looks.confidence:.4g} %", f"{100 * (1 - alpha):.4g} %")
+    return row
 
 
 def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dict:
     cols = claim["over"]
     base = table[_match(table, claim.get("where"))]
-    points = sorted({tuple(r) for r in base[cols].astype(str).itertuples(index=False)})
+    where = claim.get("where") or {}
+    declared = [where.get(c) for c in cols]
+    if all(isinstance(d, list) for d in declared):
+        # the points the claim names: one not measured is undecided, never left out
+        points = sorted(itertools.product(*[[str(v) for v in d] for d in declared]))
+    else:
+        points = sorted({tuple(r) for r in base[cols].astype(str).itertuples(index=False)})
     if not points:
         return _row(cid, claim, looks, why="this configuration measured nothing the claim selects.")
     sub = {k: v for k, v in claim.items() if k != "over"}
@@ -474,6 +501,8 @@ def _judge_one(cid: str, claim: dict, table: pd.DataFrame, looks: Looks, alpha: 
         return _machine(cid, claim, looks, info, runs, at, conf)
     if claim["effect"] == "trend":
         return _trend(cid, claim, looks, info, runs, at, alpha)
+    if "unpaired" in info:
+        return _unpaired_decision(cid, claim, looks, info["unpaired"], runs, at, alpha)
     effects = np.asarray(info["effects"], float)
     n = len(effects)
     note = ""
@@ -663,6 +692,112 @@ def _interval_decision(cid, claim, looks, effects, n, runs, at, alpha, conf, sca
             "would decide at the measured spread"
             if need
             else "; the measured effect is nil: no number of reps would decide"
+        )
+        + f".{note}",
+    )
+
+
+def _unpaired_decision(cid, claim, looks, sides, runs, at, alpha) -> dict:
+    """Two independent sets: Welch's interval of the difference of the mean logs (a ratio of
+    geometric means) or of the means; a value <= 0 has no log, and the means' difference decides."""
+    hv, bv = sides
+    expect = claim["expect"]
+    log = claim["effect"] in ("ratio", "ratio_of_ratios") and np.all(hv > 0) and np.all(bv > 0)
+    note = "" if log or claim["effect"] == "difference" else " A value <= 0 has no log: the means' difference decides."
+    h, b = (np.log(hv), np.log(bv)) if log else (hv, bv)
+    shift = math.log(claim["null"]) if log else (claim["null"] if claim["effect"] == "difference" else 0.0)
+    est, lo, hi, _df = stats.welch_interval(b, h, 1 - alpha)
+    est, lo, hi = est - shift, lo - shift, hi - shift
+    null_shown = claim["null"] if log or claim["effect"] == "difference" else 0.0
+
+    def shown(x):
+        return math.exp(x) * claim["null"] if log else x + null_shown
+
+    n = min(len(hv), len(bv))
+    word = "ratio of geometric means" if log else "difference of means"
+    measured = (
+        f"{word} {fmt_num(shown(est))}"
+        + (f" [{fmt_num(shown(lo))}, {fmt_num(shown(hi))}]" if math.isfinite(lo) else "")
+        + f", n = {len(hv)} + {len(bv)}"
+    )
+    base = dict(estimate=shown(est), ci_low=shown(lo), ci_high=shown(hi), n=n, measured=measured, runs=runs)
+    if n < claim["min_reps"] or not math.isfinite(lo):
+        return _row(
+            cid,
+            claim,
+            looks,
+            **base,
+            reps_needed=max(claim["min_reps"], n + 1),
+            why=f"n = {len(hv)} and {len(bv)}{at}: each set needs at least {claim['min_reps']} runs.{note}",
+        )
+    if expect == "equivalent":
+        band = math.log1p(claim["margin"]) if log else claim["margin"]
+        lo2, hi2 = stats.welch_interval(b, h, 1 - 2 * alpha)[1:3]
+        lo2, hi2 = lo2 - shift, hi2 - shift
+        band_text = f"[{fmt_num(shown(-band))}, {fmt_num(shown(band))}]"
+        if -band < lo2 and hi2 < band:
+            return _row(
+                cid,
+                claim,
+                looks,
+                **base,
+                outcome=REPRODUCED,
+                why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval lies inside the margin {band_text}{at}.{note}",
+            )
+        if lo > band or hi < -band:
+            return _row(
+                cid,
+                claim,
+                looks,
+                **base,
+                outcome=CONTRADICTED,
+                why=f"the interval lies wholly outside the margin {band_text}{at}: a change.{note}",
+            )
+        need = stats.reps_unpaired(b - shift, h, 1 - alpha, margin=band)
+        return _row(
+            cid,
+            claim,
+            looks,
+            **base,
+            reps_needed=need,
+            why=f"the interval is not inside the margin {band_text}{at}"
+            + (f"; about {need} runs per set would show it" if need else "")
+            + f".{note}",
+        )
+    on_paper_side = hi < 0 if expect == "less" else lo > 0
+    on_other_side = lo > 0 if expect == "less" else hi < 0
+    side = "below" if expect == "less" else "above"
+    if on_paper_side:
+        return _row(
+            cid,
+            claim,
+            looks,
+            **base,
+            outcome=REPRODUCED,
+            why=f"the interval lies {side} {fmt_num(null_shown)}{at}.{note}",
+        )
+    if on_other_side:
+        return _row(
+            cid,
+            claim,
+            looks,
+            **base,
+            outcome=CONTRADICTED,
+            why=f"the interval lies {'above' if expect == 'less' else 'below'} {fmt_num(null_shown)}{at}, "
+            f"against the expected direction.{note}",
+        )
+    need = stats.reps_unpaired(b, h - shift, 1 - alpha) if not log else stats.reps_unpaired(b + shift, h, 1 - alpha)
+    return _row(
+        cid,
+        claim,
+        looks,
+        **base,
+        reps_needed=need,
+        why=f"the interval contains {fmt_num(null_shown)}{at}"
+        + (
+            f"; about {need} runs per set would decide at the measured spread"
+            if need
+            else "; the measured effect is nil: no number of runs would decide"
         )
         + f".{note}",
     )

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.stats import paired_ratio_t  # noqa: E402
 from experiments.aioli import experiment as aioli  # noqa: E402
-from experiments.aioli.analysis import run_counters  # noqa: E402
+from experiments.aioli.metrics import run_counters  # noqa: E402
 from experiments.config import profile_config, validate_config  # noqa: E402
 
 BASE, HEAD = "pfs_fifo", "aioli"
@@ -92,7 +92,8 @@ def main() -> int:
         for d in sorted((work / "runs").iterdir()):
             jobs = pd.read_csv(d / "jobs.csv")
             meta = json.loads((d / "metadata.json").read_text())
-            counters, _, _, why, _ = run_counters(d, a.translator)
+            rc = run_counters(d, a.translator)
+            counters, why = rc.figures, rc.sched_why
             t = float(jobs["result_read_time_mean_s"].max())
             rows.append(
                 {

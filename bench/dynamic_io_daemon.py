@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from corun.run import schedulers  # noqa: E402
 from corun.util import proc_starttime  # noqa: E402
 
 DIO = ROOT / "schedulers" / "dynamic_io"
@@ -76,19 +77,10 @@ def cpu_use(n_jobs: int, duration_s: float, timeslice_s: float, cmps: int) -> No
                         )
                         + "\n"
                     )
-            d = subprocess.Popen(
-                [
-                    str(EXE),
-                    "--job-events",
-                    str(tmp / "events.jsonl"),
-                    "--state-dir",
-                    str(tmp),
-                    "--timeslice-s",
-                    str(timeslice_s),
-                    "--io-bound-mbps",
-                    "40",
-                ]
-            )
+            # the manifest's start command: its defaults, this quantum and a bound of 40 MB/s
+            params = {"timeslice_s": timeslice_s, "io_bound_mbps": 40}
+            argv = schedulers.command("dynamic_io", "start", params, job_events=tmp / "events.jsonl", state_dir=tmp)
+            d = subprocess.Popen(argv)
             time.sleep(duration_s)
             d.send_signal(signal.SIGTERM)
             d.wait(timeout=30)

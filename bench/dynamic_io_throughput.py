@@ -6,9 +6,10 @@ x264, freqmine, PS or KM jobs; #1 by default) under two variants, on the local e
 device (a read cap shared by the run's jobs) or, with --disk, on an emulated rotating disk built
 for each run (docs/emulators/rotating_disk.md), with interleaved reps, through the workflow
 (snakemake --profile workflows/profiles/local). Prints the ratio of the throughputs (eq. 3,
-jobs / T_workload) variant / baseline with its 95% bootstrap interval, reps paired, as
-experiments.dynamic_io.analysis computes it. Runs already measured in the results folder are reused, so a
-second call only analyses. Prints figures; it is not a pass/fail test.
+jobs / T_workload) variant / baseline with the 95% t-interval of the per-rep log ratios, reps
+paired, as experiments.dynamic_io.metrics computes it (improvement.csv). Runs already measured in
+the results folder are reused, so a second call only analyses. Prints figures; it is not a
+pass/fail test.
 
   .venv/bin/python bench/dynamic_io_throughput.py [--workload w01] [--reps 5] [--throttle-mbps 8]
       [--disk sata_7200_2010] [--keep-io-running 1] [--set apps.km.threads=1 ...]
@@ -226,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.keep_io_running or a.set:
         print("  " + ", ".join([f"keep_io_running {a.keep_io_running}", *a.set]))
     print(
-        f"throughput {a.variant} / {a.baseline}: {ratio:.3f}  95% CI [{lo:.3f}, {hi:.3f}] (bootstrap over reps, paired)"
+        f"throughput {a.variant} / {a.baseline}: {ratio:.3f}  95% CI [{lo:.3f}, {hi:.3f}] (t-interval of the "
+        "per-rep log ratios, paired by rep)"
     )
     print(
         f"  {a.baseline}: {float(row['baseline_mean']):.4g} jobs/s, {a.variant}: {float(row['variant_mean']):.4g} "

@@ -30,8 +30,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from corun.run import schedulers  # noqa: E402
+
 MC = ROOT / "schedulers" / "mpi_cosched"
-DAEMON = MC / "build" / "corun-cosched"
 STENCIL = ROOT / "kernels" / "build" / "mpi_stencil"
 SCHEMES = ["local", "batch", "dcs", "pb", "ib", "sb", "hybrid", "cc_s", "cc_b", "gang"]
 
@@ -41,7 +44,7 @@ def one(scheme: str, duration: float, njobs: int, tmp: Path) -> dict:
     state.mkdir()
     shm = f"/corun-bench-{os.getpid()}-{scheme}"
     d = subprocess.Popen(
-        [str(DAEMON), "--scheme", scheme, "--state-dir", str(state), "--shm", shm, "--mpl", str(njobs)],
+        schedulers.command(scheme, "start", {"shm": shm, "mpl": njobs}, state_dir=state),  # the manifest's options
         stderr=subprocess.PIPE,
         text=True,
     )

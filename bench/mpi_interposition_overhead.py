@@ -41,17 +41,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.stats import bootstrap_ratio, t_interval  # noqa: E402
+from corun.run import schedulers  # noqa: E402
 
 MC = ROOT / "schedulers" / "mpi_cosched"
 BUILD = MC / "build"
 PINGPONG = BUILD / "cosched-pingpong"
 LIB = BUILD / "libcorun_cosched.so"
-DAEMON = BUILD / "corun-cosched"
+
+LIB_PARAMS = ("spin_us", "block_min_us", "block_max_us", "coll")  # the library's variables a daemon writes
 
 CONFIGS = {
     "bare": (None, {}),
     "spin": (None, {"CORUN_COSCHED_WAIT": "spin"}),
-    "spinblock": (None, {"CORUN_COSCHED_WAIT": "spinblock", "CORUN_COSCHED_SPIN_US": "150"}),
+    "spinblock": (None, {"CORUN_COSCHED_WAIT": "spinblock"}),
     "block": (None, {"CORUN_COSCHED_WAIT": "block"}),
     "ib": ("ib", {}),
     "dcs": ("dcs", {}),
@@ -62,14 +64,16 @@ def one_rep(config: str, iters: int, tmp: Path, n: int) -> dict:
     scheme, env = CONFIGS[config]
     daemon = None
     shm = f"/corun-bench-{os.getpid()}-{n}"
-    if config != "bare":
-        env = {"LD_PRELOAD": str(LIB), "CORUN_COSCHED_SHM": shm, **env}
+    if config != "bare":  # without a daemon, the library's variables at the manifest's defaults
+        defaults = schedulers.manifest("mpi_cosched")["params"]
+        lib_env = {f"CORUN_COSCHED_{p.upper()}": str(defaults[p]["default"]) for p in LIB_PARAMS}
+        env = {"LD_PRELOAD": str(LIB), "CORUN_COSCHED_SHM": shm, "CORUN_COSCHED_SEND_WAIT": "spin", **lib_env, **env}
     try:
         if scheme:
             state = tmp / f"state-{n}"
             state.mkdir()
             daemon = subprocess.Popen(
-                [str(DAEMON), "--scheme", scheme, "--state-dir", str(state), "--shm", shm],
+                schedulers.command(scheme, "start", {"shm": shm}, state_dir=state),  # the manifest's options
                 stderr=subprocess.PIPE,
                 text=True,
             )

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from analysis.experiment import read_inputs, write
+from analysis.verdicts import Looks
 from corun.errors import ConfigError, one_line_errors
 from corun.util import atomic_write_json
-from experiments import PAPERS_DIR, get
+from experiments import PAPERS_DIR, get, looks
 from experiments.config import load_workflow_config
 
 
@@ -33,13 +34,30 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--config", required=True)
     a.add_argument("--results", required=True, help="the configuration's results folder")
     a.add_argument("--out-dir", required=True, help="the section's folder")
+    a.add_argument("--look", type=int, help="a look of the sequential design: its tables under looks/<look>/")
+    k = sub.add_parser("decide", help="whether another look of the sequential design can decide a claim")
+    k.add_argument("experiment")
+    k.add_argument("--config", required=True)
+    k.add_argument("--look", type=int, required=True)
+    k.add_argument("--sections", nargs="+", required=True, type=Path, help="this look's section.json files")
+    k.add_argument("--out", required=True, type=Path)
     return ap
 
 
-def analyze(exp, cfg: dict, results: str, out_dir: str) -> int:
+def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None) -> int:
     """Run the experiment's analysis (experiments/<name>/analysis.py) on its inputs: its metrics,
-    its claims judged by the verdict engine, its section (analysis.experiment)."""
+    its claims judged by the verdict engine, its section (analysis.experiment). With `look`, on
+    that look's collected tables, judged at the level of the design's number of looks."""
     ins = exp.analysis_inputs(cfg, results)
+    owner = exp.runs_of or exp.name
+    plan = looks.reps_per_look(cfg, owner)
+    look = look or 1
+    if len(plan) > 1:
+        ins = {
+            **ins,
+            "jobs": f"{results}/{owner}/looks/{look}/jobs.csv",
+            "runs": f"{results}/{owner}/looks/{look}/runs.csv",
+        }
     module = importlib.import_module(f"experiments.{exp.name}.analysis")
     if not hasattr(module, "analyse"):  # an analysis with a command line of its own
         argv = ["--jobs", ins["jobs"], "--runs", ins["runs"], *exp.analysis_args(cfg, results), "--out-dir", out_dir]
@@ -56,6 +74,7 @@ def analyze(exp, cfg: dict, results: str, out_dir: str) -> int:
         run_text=getattr(module, "RUN_TEXT", []),
         files=files,
         config=cfg,
+        looks=Looks(look, len(plan), plan[min(look, len(plan)) - 1]),
     )
     write(out_dir, inputs, module.analyse(inputs))
     return 0
@@ -71,7 +90,20 @@ def main(argv: list[str] | None = None) -> int:
     elif a.step == "calibrate":
         atomic_write_json(a.out, exp.calibrate(cfg, a.data_dir))
     elif a.step == "analyze":
-        return analyze(exp, cfg, a.results, a.out_dir)
+        return analyze(exp, cfg, a.results, a.out_dir, a.look)
+    elif a.step == "decide":
+        sections = []
+        for p in a.sections:
+            try:
+                sections.append(json.loads(p.read_text()))
+            except (OSError, ValueError) as exc:
+                raise ConfigError("command line", "--sections", str(p), f"a section.json ({exc})") from None
+        decision = looks.decide(sections, a.look, looks.reps_per_look(cfg, exp.name))
+        atomic_write_json(a.out, {"experiment": exp.name, "look": a.look, **decision})
+        print(
+            f"{exp.name} look {a.look}: {'another look' if decision['more'] else 'done'}: {decision['why']}",
+            file=sys.stderr,
+        )
     else:
         try:
             cal = json.loads(a.calibration.read_text()) if a.calibration else {"needed": False}
@@ -79,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(
                 "command line", "--calibration", str(a.calibration), f"a calibration.json ({exc})"
             ) from None
-        n = exp.specs(cfg, cal, a.data_dir, a.out_dir)
-        print(f"{n} run spec(s) written in {a.out_dir}", file=sys.stderr)
+        plan = looks.reps_per_look(cfg, exp.name)
+        at_cap = looks.at_reps(cfg, exp.name, plan[-1]) if len(plan) > 1 else cfg
+        n = exp.specs(at_cap, cal, a.data_dir, a.out_dir)
+        if len(plan) > 1 and (a.out_dir / "groups.json").is_file():
+            looks.split_groups_file(a.out_dir / "groups.json", exp, cfg)
+        print(f"{n} run spec(s) written in {a.out_dir} ({looks.describe(plan)})", file=sys.stderr)
     return 0
 
 

@@ -29,6 +29,24 @@ SCHEMA_DIR = repo_root() / "workflows" / "schemas"
 SCHEMA = SCHEMA_DIR / "config.schema.json"
 
 
+# Every experiment with repetitions has the sequential design's keys (experiments/looks.py).
+SEQUENTIAL = {
+    "max_reps": {
+        "type": ["integer", "null"],
+        "minimum": 1,
+        "default": None,
+        "description": "the sequential design's cap: while a claim stays inconclusive and more reps could decide "
+        "it, the workflow adds reps_step reps (a look) up to this many; null: reps only, one look",
+    },
+    "reps_step": {
+        "type": ["integer", "null"],
+        "minimum": 1,
+        "default": None,
+        "description": "reps each further look adds (null: reps)",
+    },
+}
+
+
 def experiment_schema_file(name: str) -> Path:
     return EXPERIMENTS_DIR / name / "config.schema.json"
 
@@ -79,6 +97,8 @@ def _schema() -> dict:
         defs.update(section.pop("$defs", {}))
         for key in ("$schema", "$comment", "title"):
             section.pop(key, None)
+        if "reps" in section.get("properties", {}):
+            section["properties"].update(SEQUENTIAL)
         defs[f"experiment_{name}"] = section
         schema["properties"][name] = {"$ref": f"#/$defs/experiment_{name}"}
     schema["properties"]["experiments"]["items"] = {"enum": names}
@@ -96,7 +116,7 @@ def check_variant_params(cfg: dict, source: str) -> None:
     exps = registry()
     for name in cfg["experiments"]:
         for key, variant, param, value in exps[name].variant_params(cfg, source):
-            schedulers.check_param(variant, param, value, source, key)
+            schedulers.check_param(variant, param, value, source, key, kinds=exps[name].variant_kinds)
 
 
 def validate_config(cfg: Any, source: str) -> dict:
@@ -112,6 +132,10 @@ def validate_config(cfg: Any, source: str) -> dict:
             if isinstance(raw.get(exp.name), dict) and f"experiment_{exp.name}" in schema["$defs"]:
                 raw = exp.prepare_config(raw, schema["$defs"][f"experiment_{exp.name}"])
     cfg = config.validate(raw, schema, source)
+    for name in registry():
+        sec = cfg.get(name) or {}
+        if sec.get("max_reps") is not None and sec["max_reps"] < sec.get("reps", 1):
+            raise ConfigError(source, f"{name}.max_reps", sec["max_reps"], f"an integer >= {name}.reps ({sec['reps']})")
     device.check(cfg, source)
     for name in cfg["experiments"]:
         exps[name].check(cfg, source)

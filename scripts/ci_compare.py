@@ -25,9 +25,10 @@ against the variant as built from the working tree (or from --head-ref):
 The instrument (corun, the benchmark) is the working tree's for both arms: only the scheduler
 build differs.
 
-Exit status: 0, 1 when a metric is significantly worse by --fail-if-worse or more (or a run or
-build failed), 2 bad input. With the defaults (16 MiB per reader at 16 MB/s, 2 x (1 + 5) runs)
-it takes 1-3 minutes.
+Exit status: 0; 1 when a metric is surely worse by --fail-if-worse or more (its interval, paired
+by block, lies wholly beyond it) or a run or build failed; 5 when the runs cannot tell whether it
+is (the summary says how many runs per arm would); 2 bad input. With the defaults (16 MiB per
+reader at 16 MB/s, 2 x (1 + 5) runs) it takes 1-3 minutes.
 
   python scripts/ci_compare.py --base linux --head elevator_bfq --out results/ci-compare
   python scripts/ci_compare.py --variant dynamic_io --base-ref origin/main --out results/ci-compare
@@ -250,6 +251,7 @@ def compare_builds(a, threshold: float) -> tuple[dict, str]:
         by="labels.build",
         baseline="base",
         where=f"labels.campaign={CAMPAIGN} labels.build=base,head",
+        pair_by="labels.block",
         fail_if_worse=threshold,
         out=a.out / "compare",
     )
@@ -352,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             by="variant",
             baseline=a.base,
             where=f"labels.campaign={CAMPAIGN} variant={a.base},{a.head}",
+            pair_by="labels.block",
             fail_if_worse=threshold,
             out=a.out / "compare",
         )
@@ -360,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.summary, "a", encoding="utf-8") as fh:
             fh.write(md)
     print(f"\ncomparison: {a.out / 'compare' / 'comparison.html'}", file=sys.stderr)
-    return 1 if result["gate"]["status"] == "failed" else 0
+    status = result["gate"]["status"]
+    return 1 if status == "failed" else compare_runs.GATE_UNDECIDED_EXIT if status == "undecided" else 0
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ import argparse
 import json
 import sys
 
-from corun import __version__
+from corun import __version__, config
 from corun.cli.results import add_commands as add_result_commands
-from corun.errors import CorunError, one_line_errors
+from corun.errors import ConfigError, CorunError, one_line_errors
 from corun.machine import topology
 from corun.machine.doctor import add_parser as add_doctor_parser
 from corun.machine.recovery import recover_stale
@@ -42,11 +42,23 @@ def _cmd_run(a) -> int:
     return 0
 
 
+def _device_text(r: Runner) -> str:
+    """The device under test as validate can tell it: a device built or formatted for the run
+    (kind rotating_disk or block) exists only once the run sets it up."""
+    if r.device is not None:
+        return r.device.name
+    if r.run_device.kind == "rotating_disk":
+        return f"an emulated rotating disk built for the run on {r.spec['device']['path']}"
+    return f"{r.spec['device']['block']['path']} formatted for the run"
+
+
 def _cmd_validate(a) -> int:
     spec = load_spec(a.spec)
     r = Runner(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
     r.prepare()
-    print(f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {r.device.name}, scheduler {r.variant.name})")
+    print(
+        f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {_device_text(r)}, scheduler {r.variant.name})"
+    )
     return 0
 
 
@@ -60,10 +72,20 @@ def _cmd_topology(a) -> int:
 
 def _cmd_sched(a) -> int:
     if a.action == "list":
-        for name in schedulers.available():
-            man = schedulers.load_manifest(schedulers.find(name))
-            print(f"{name:24s} {man['kind']:12s} {man['description'].strip().splitlines()[0][:80]}")
-        return 0
+        if a.name:
+            raise CorunError(
+                f"corun sched list: {a.name!r} (expected no name: list takes --kind, --strict)", exit_code=2
+            )
+        kinds = config.load_schema("scheduler_manifest")["properties"]["kind"]["enum"]
+        if a.kind is not None and a.kind not in kinds:
+            raise ConfigError("command line", "--kind", a.kind, "one of " + ", ".join(kinds))
+        good, broken = schedulers.listing()
+        for man in good:
+            if a.kind is None or man["kind"] == a.kind:
+                print(f"{man['name']:24s} {man['kind']:12s} {man['description'].strip().splitlines()[0][:80]}")
+        for err in broken:  # one line each; the other variants are listed and usable
+            print(f"corun: {err}", file=sys.stderr)
+        return 2 if broken and a.strict else 0
     if not a.name:
         raise CorunError(f"corun sched {a.action}: a variant name is needed", exit_code=2)
     v = schedulers.Variant.load(a.name, {}, source="command line", need_built=a.action != "build")
@@ -120,9 +142,16 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     t.add_argument("--grouping", default="auto", choices=["auto", "socket", "numa", "cores"])
     t.add_argument("--cores-per-cmp", type=int, default=None)
     t.set_defaults(fn=_cmd_topology)
-    s = sub.add_parser("sched", help="scheduler variants: list, show NAME, build NAME")
+    s = sub.add_parser(
+        "sched",
+        help="scheduler variants: list, show NAME, build NAME",
+        description="list: every variant (a broken manifest is one line on stderr, and the others are "
+        "listed: exit 0, or 2 with --strict); show NAME: its resolved manifest; build NAME: its build command",
+    )
     s.add_argument("action", choices=["list", "show", "build"])
     s.add_argument("name", nargs="?")
+    s.add_argument("--kind", help="list: only the variants of this kind (daemon, elevator, placement ...)")
+    s.add_argument("--strict", action="store_true", help="list: exit 2 when a manifest cannot be read")
     s.set_defaults(fn=_cmd_sched)
     rc = sub.add_parser("recover", help="undo what an interrupted run left (caps, elevator, stopped jobs)")
     rc.set_defaults(fn=_cmd_recover)

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from corun.errors import CorunError, MissingTool, missing, one_line_errors
-from corun.machine.host import host_state
+from corun.machine.host import host_state, pmem_devices
 from corun.run.task_cpu import children_map, processor, threads, tree
 from corun.util import atomic_write_json, repo_root, tool_version
 
@@ -133,6 +133,17 @@ def store_medium(pmem_dir: str | None, mem_dir: str) -> dict:
         "dir": mem_dir,
         "medium": f"memory ({fs_type(Path(mem_dir))} {mem_dir}): no DAX mount of a /dev/pmem device here",
     }
+
+
+def not_on_pmem_reason(devices: list[str]) -> str:
+    """Why the load/store task did not write to persistent memory: none here, or some that is
+    not mounted with DAX (a devdax namespace, or an fsdax one the pmem role has not mounted)."""
+    if devices:
+        return (
+            f"persistent memory here ({', '.join(devices)}) but no /dev/pmem device mounted with -o dax: "
+            "the load/store task wrote to memory instead"
+        )
+    return "no persistent memory on this machine: the load/store task wrote to memory instead"
 
 
 def task_commands(args, work: Path, store: dict) -> dict[str, dict]:
@@ -345,13 +356,7 @@ def measure(args) -> dict:
             )
         )
     if store["engine"] != "libpmem":
-        miss.append(
-            missing(
-                "store on persistent memory",
-                "no /dev/pmem device mounted with -o dax: the load/store task wrote to memory instead",
-                "/proc/mounts",
-            )
-        )
+        miss.append(missing("store on persistent memory", not_on_pmem_reason(pmem_devices()), "/proc/mounts"))
     u = (
         tasks.get("cpu", {}).get("util_avg_mean"),
         tasks.get("psync", {}).get("util_avg_mean"),
@@ -369,6 +374,7 @@ def measure(args) -> dict:
         "interval_s": args.interval_s,
         "store_medium": store["medium"],
         "store_engine": store["engine"],
+        "store_on_pmem": store["engine"] == "libpmem",  # a DAX mount of a /dev/pmem device
         "tasks": tasks,
         "missing": miss,
         "comparisons": {

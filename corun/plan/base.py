@@ -9,6 +9,7 @@ the registry and names no experiment. See docs/howto/add-an-experiment.md.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from corun.machine import topology
@@ -31,6 +32,8 @@ class Experiment:
     spec_files   files its specs step writes beside the run specs (plan.json, groups.json ...)
     run_inputs   files every run needs besides its spec (the kernels it runs)
     folder       experiments/<name> (set by the registry)
+    variant_kinds the kinds of scheduler variant its config names (an unknown name is answered
+                 with the nearest variants of these kinds)
     """
 
     name: str = ""
@@ -42,6 +45,7 @@ class Experiment:
     spec_files: tuple[str, ...] = ()
     run_inputs: tuple[str, ...] = ()
     folder: Path | None = None
+    variant_kinds: tuple[str, ...] | None = None
 
     # ----------------------------------------------------------------- configuration
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
@@ -94,6 +98,16 @@ class Experiment:
     def run_command(self, cfg: dict, state_dir: str) -> str:
         """The Python arguments that run one spec (`<python> <these> SPEC --out DIR`)."""
         return "-m corun run"
+
+    def run_variants(self, cfg: dict, run: str) -> list[str]:
+        """The scheduler variants a run uses (their manifests are inputs of the run: an edited
+        manifest measures its runs again). By default the variants of `variant_params` whose name
+        stands in the run's name between _ or - (the longest where names overlap); all of them
+        when none does."""
+        variants = sorted({v for _, v, _, _ in self.variant_params(cfg, "config")})
+        hits = [v for v in variants if re.search(rf"(^|[_-]){re.escape(v)}([_-]|$)", run)]
+        hits = [v for v in hits if not any(v != w and v in w for w in hits)]
+        return hits or variants
 
     def run_priority(self, cfg: dict) -> dict[str, int]:
         """Snakemake priorities of its runs (higher first); empty: no order."""

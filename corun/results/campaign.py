@@ -47,7 +47,7 @@ import yaml
 
 from corun import config
 from corun.errors import ConfigError, CorunError
-from corun.run.schedulers import find, load_manifest
+from corun.run.schedulers import Variant, lookup, manifest
 from corun.util import atomic_write_json
 
 CAMPAIGN_FILE = "campaign.json"
@@ -84,8 +84,16 @@ def order(variants: list[str], reps: int, seed: int | None = None, warmup: int =
     for b in range(warmup + reps):
         is_warm = b < warmup
         for v in _block(list(variants), rng):
-            out.append({"position": len(out), "block": b, "variant": v, "rep": b if is_warm else b - warmup,
-                        "warmup": is_warm, "seed": seed})
+            out.append(
+                {
+                    "position": len(out),
+                    "block": b,
+                    "variant": v,
+                    "rep": b if is_warm else b - warmup,
+                    "warmup": is_warm,
+                    "seed": seed,
+                }
+            )
     return out
 
 
@@ -102,8 +110,15 @@ def more_blocks(variants: list[str], seed: int, done_blocks: int, count: int = 1
 
 def labels(entry: dict, campaign: str) -> dict:
     """Labels a campaign run carries (merged into the run spec's labels)."""
-    return {"campaign": campaign, "campaign_seed": entry["seed"], "order": entry["position"],
-            "block": entry["block"], "rep": entry["rep"], "warmup": entry["warmup"], "variant": entry["variant"]}
+    return {
+        "campaign": campaign,
+        "campaign_seed": entry["seed"],
+        "order": entry["position"],
+        "block": entry["block"],
+        "rep": entry["rep"],
+        "warmup": entry["warmup"],
+        "variant": entry["variant"],
+    }
 
 
 def run_name(entry: dict) -> str:
@@ -116,14 +131,36 @@ def run_name(entry: dict) -> str:
 
 def scheduler_for(template: dict, variant: str) -> dict:
     """The template's scheduler section for `variant`: its params that the variant declares (a
-    variant and its variants share theirs: timeslice_s, io_bound_mbps ...), the others left to
-    the variant's defaults; the runner checks every value before anything runs."""
+    variant and its variants share theirs: timeslice_s, io_bound_mbps ...), except those whose
+    default the variant changes itself (a variant that extends dynamic_io with io_bound_mbps 20
+    runs with 20, whatever the template gives dynamic_io), the others left to the variant's
+    defaults; the runner checks every value before anything runs."""
     given = (template.get("scheduler") or {}).get("params") or {}
     if not given:
         return {"name": variant}
-    declared = load_manifest(find(variant, "campaign", "--variants"))["params"]
-    params = {k: v for k, v in given.items() if k in declared}
+    man = manifest(variant, "command line", "--variants")
+    params = {k: v for k, v in given.items() if k in man["params"] and k not in man["own_defaults"]}
     return {"name": variant, "params": params} if params else {"name": variant}
+
+
+def check_variants(template: dict, variants: list[str], arms: dict | None, source: str) -> None:
+    """Every variant a campaign would run, checked before the first run: the name (one line with
+    the nearest names), the template's params for it, the programs it needs and its build. An
+    arm's variant is looked up with the arm's environment (another build's search path)."""
+    for name in variants:
+        arm = arms[name] if arms else None
+        variant = arm["variant"] if arm else name
+        saved = {k: os.environ.get(k) for k in (arm["env"] if arm else {})}
+        os.environ.update(arm["env"] if arm else {})
+        try:
+            lookup(variant, "command line", "--variants" if not arm else f"arms.{name}.variant")
+            Variant.load(variant, scheduler_for(template, variant).get("params") or {}, source)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def _load_template(spec_path: Path) -> dict:
@@ -134,10 +171,13 @@ def _corun_run(spec: dict, spec_file: Path, out: Path, env: dict | None = None) 
     spec_file.parent.mkdir(parents=True, exist_ok=True)
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
     # absolute paths: a daemon variant may run in another working directory
-    proc = subprocess.Popen([sys.executable, "-m", "corun", "run", str(spec_file.resolve()),
-                             "--out", str(out.resolve()), "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env} if env else None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "corun", "run", str(spec_file.resolve()), "--out", str(out.resolve()), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env} if env else None,
+    )
     try:
         _, stderr = proc.communicate()
     except KeyboardInterrupt:  # let the run stop its variant and jobs before we go
@@ -159,19 +199,43 @@ def _check_arms(variants: list[str], arms: dict) -> dict:
     out = {}
     for name in variants:
         arm = arms.get(name) if isinstance(arms, dict) else None
-        if not isinstance(arm, dict) or not isinstance(arm.get("variant"), str) or not arm["variant"] \
-                or set(arm) - {"variant", "env", "labels"}:
+        if (
+            not isinstance(arm, dict)
+            or not isinstance(arm.get("variant"), str)
+            or not arm["variant"]
+            or set(arm) - {"variant", "env", "labels"}
+        ):
             raise ConfigError("campaign", f"arms.{name}", arm, "{variant: NAME, env: {...}, labels: {...}}")
-        out[name] = {"variant": arm["variant"], "env": {str(k): str(v) for k, v in (arm.get("env") or {}).items()},
-                     "labels": dict(arm.get("labels") or {})}
+        out[name] = {
+            "variant": arm["variant"],
+            "env": {str(k): str(v) for k, v in (arm.get("env") or {}).items()},
+            "labels": dict(arm.get("labels") or {}),
+        }
     return out
 
 
-def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: int = 3, warmup: int = 1,
-                 seed: int | None = None, name: str | None = None, target: float | None = None,
-                 max_reps: int = 20, metric: str = "runtime_s", runner=_corun_run, log=print,
-                 arms: dict | None = None, decide=None) -> dict:
+def run_campaign(
+    spec_path: Path,
+    variants: list[str],
+    out_dir: Path,
+    *,
+    reps: int = 3,
+    warmup: int = 1,
+    seed: int | None = None,
+    name: str | None = None,
+    target: float | None = None,
+    max_reps: int = 20,
+    metric: str = "runtime_s",
+    runner=_corun_run,
+    log=print,
+    arms: dict | None = None,
+    decide=None,
+    check: bool | None = None,
+) -> dict:
     """Run a spec template once per planned entry (see module doc); returns campaign.json.
+
+    Every variant is checked before the first run (check_variants); `check` None: when the runs
+    are `corun run`s (the default runner), whose variants are real.
 
     `runner(spec, spec_file, out)` makes one run folder (default: `corun run`); with `arms`,
     an arm's environment is passed as `runner(..., env=ENV)` when it has one. With a `target`,
@@ -183,24 +247,44 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
     template = _load_template(spec_path)
     name = name or out_dir.name
     arms = _check_arms(list(variants), arms) if arms is not None else None
+    if check or (check is None and runner is _corun_run):
+        check_variants(template, list(variants), arms, str(spec_path))
     recorded_arms = {k: {"variant": a["variant"], "labels": a["labels"]} for k, a in arms.items()} if arms else None
     state_path = out_dir / CAMPAIGN_FILE
     if state_path.exists():
         prev = json.loads(state_path.read_text())
         if prev.get("variants") != list(variants):
-            raise ConfigError(str(state_path), "variants", list(variants),
-                              f"the variants of the campaign already there ({prev.get('variants')})")
+            raise ConfigError(
+                str(state_path),
+                "variants",
+                list(variants),
+                f"the variants of the campaign already there ({prev.get('variants')})",
+            )
         if prev.get("arms") != recorded_arms:
-            raise ConfigError(str(state_path), "arms", recorded_arms,
-                              f"the arms of the campaign already there ({prev.get('arms')}); use another folder")
+            raise ConfigError(
+                str(state_path),
+                "arms",
+                recorded_arms,
+                f"the arms of the campaign already there ({prev.get('arms')}); use another folder",
+            )
         if seed is not None and seed != prev["seed"]:
             raise ConfigError(str(state_path), "seed", seed, f"the recorded seed {prev['seed']} (or none)")
         seed = prev["seed"]
     plan = order(list(variants), reps, seed, warmup)
     seed = plan[0]["seed"]
-    state = {"name": name, "seed": seed, "variants": list(variants), "reps": reps, "warmup": warmup,
-             "spec": spec_path.name, "target": target, "max_reps": max_reps, "metric": metric,
-             "created_epoch_s": time.time(), "runs": []}
+    state = {
+        "name": name,
+        "seed": seed,
+        "variants": list(variants),
+        "reps": reps,
+        "warmup": warmup,
+        "spec": spec_path.name,
+        "target": target,
+        "max_reps": max_reps,
+        "metric": metric,
+        "created_epoch_s": time.time(),
+        "runs": [],
+    }
     if arms:
         state["arms"] = recorded_arms
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -229,8 +313,9 @@ def run_campaign(spec_path: Path, variants: list[str], out_dir: Path, *, reps: i
     if target is not None:
         blocks = warmup + reps
         while True:
-            verdict = decide(out_dir / "runs", "labels.arm" if arms else "labels.variant", target, max_reps,
-                             min(reps, max_reps))
+            verdict = decide(
+                out_dir / "runs", "labels.arm" if arms else "labels.variant", target, max_reps, min(reps, max_reps)
+            )
             state["decision"] = verdict
             atomic_write_json(state_path, state)
             if verdict["decision"] == "stop":

@@ -244,12 +244,10 @@ def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
 
 class Aioli(Experiment):
     name = NAME
+    variant_kinds = ("pfs_sched",)
     data_file = None
     spec_files = ("groups.json",)
     run_inputs = ("kernels/build/pfs_read",)
-
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--config", f"{results}/config.yaml"]
 
     host_runs = False  # a run needs the file system and cluster its group brings up
 
@@ -262,6 +260,15 @@ class Aioli(Experiment):
         for p in sec["policy_params"]:
             if p not in sec["policies"]:
                 raise ConfigError(source, f"{NAME}.policy_params.{p}", p, "a policy of aioli.policies")
+        trace = (sec["policy_params"].get("app_aware") or {}).get("trace")
+        if "app_aware" in sec["policies"] and sec["translator"]["enabled"] and not trace:
+            raise ConfigError(
+                source,
+                f"{NAME}.policy_params.app_aware.trace",
+                trace,
+                "the trace of an earlier run on every data server, e.g. '{dir}/arrivals.trace' (without one "
+                "app_aware schedules as aioli without waits)",
+            )
         for i, t in enumerate(sec["request_sizes_bytes"]):
             if t % 4096 or client_bytes(sec) % t:
                 raise ConfigError(

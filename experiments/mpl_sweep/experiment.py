@@ -133,6 +133,7 @@ def make_spec(cfg: dict, p: dict) -> dict:
 
 class MplSweep(Experiment):
     name = NAME
+    variant_kinds = ("daemon",)
     data_file = PLAN_FILE
     spec_files = ("plan.json",)
 

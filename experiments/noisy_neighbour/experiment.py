@@ -9,7 +9,8 @@ Runs, for each CPU-bound workload of graded cache sensitivity (experiments.noisy
 
 A (domain, variant) point this machine cannot express (no SMT, one LLC group, one NUMA node) is
 not run: `noisy_workloads.plan` gives the reason, and `plan.json` beside the specs records it
-for the analysis, which reports the row as not measurable here.
+for the analysis, which lists the point as missing with its reason (the claims that need SMT or
+NUMA nodes say "not measurable here" from the machine description themselves).
 """
 
 from __future__ import annotations
@@ -162,23 +163,21 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, ncpus: int) -> dict:
 
 class NoisyNeighbour(Experiment):
     name = NAME
+    variant_kinds = ("placement",)
     data_file = PLAN_FILE
     spec_files = ("plan.json",)
 
     def analysis_inputs(self, cfg: dict, results: str) -> dict:
         """The runs' tables, the plan (what this machine cannot express, and why) and the
-        premise's folders (experiments/noisy_neighbour/rules.smk measures them)."""
+        premise's folders, one per layout and repetition (experiments/noisy_neighbour/rules.smk
+        measures them)."""
         d = f"{results}/{NAME}"
-        layouts = section(cfg)["premise"]["layouts"]
+        prem = section(cfg)["premise"]
         return {
             **super().analysis_inputs(cfg, results),
             "plan": f"{d}/specs/plan.json",
-            "premise": [f"{d}/premise/{layout}" for layout in layouts],
+            "premise": [f"{d}/premise/{layout}/r{rep}" for layout in prem["layouts"] for rep in range(prem["reps"])],
         }
-
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        ins = self.analysis_inputs(cfg, results)
-        return ["--plan", ins["plan"], *[x for p in ins["premise"] for x in ("--premise", p)]]
 
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
         """Without cpu_workloads, the catalog of experiments/noisy_neighbour/catalog.yaml."""
@@ -257,7 +256,9 @@ class NoisyNeighbour(Experiment):
         io_s = sec["io_workload"]["runtime_s"]
         n_io = sum(p["kind"] != "alone_cpu" for p in pts)
         prem = sec["premise"]
-        premise_s = prem["duration_s"] * (3 * ("alone" in prem["layouts"]) + ("together" in prem["layouts"]))
+        premise_s = (
+            prem["reps"] * prem["duration_s"] * (3 * ("alone" in prem["layouts"]) + ("together" in prem["layouts"]))
+        )
         return {
             "runs": len(pts),
             "seconds": len(pts) * RUN_OVERHEAD_S + n_io * io_s + premise_s,

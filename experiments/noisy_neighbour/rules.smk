@@ -1,5 +1,6 @@
-# Paper 003's premise, measured beside the runs: how PELT sees a task that stores to memory (a
-# stand-in for persistent-memory I/O), a CPU-bound task and a psync I/O task (corun.monitors.pelt).
+# Paper 003's premise, measured beside the runs: how PELT sees a task that stores to memory (to
+# persistent memory on a DAX mount where there is one), a CPU-bound task and a psync I/O task
+# (corun.monitors.pelt), once per layout and repetition.
 NN_DIR = f"{RESULTS}/noisy_neighbour"
 NN_PREMISE = config["noisy_neighbour"]["premise"]
 
@@ -8,9 +9,12 @@ rule measure_noisy_neighbour_premise:
     input:
         plan=f"{DATA}/noisy_neighbour/plan.json",  # the data folder holds the psync task's file
     output:
-        directory(f"{NN_DIR}/premise/{{layout}}"),
+        directory(f"{NN_DIR}/premise/{{layout}}/r{{rep}}"),
     log:
-        f"{NN_DIR}/logs/measure_noisy_neighbour_premise_{{layout}}.log",
+        f"{NN_DIR}/logs/measure_noisy_neighbour_premise_{{layout}}_r{{rep}}.log",
+    wildcard_constraints:
+        layout="alone|together",
+        rep=r"\d+",
     resources:
         testbed=1,
     params:

@@ -250,6 +250,7 @@ def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, 
 
 class Sais(Experiment):
     name = NAME
+    variant_kinds = ("irq_policy",)
     data_file = None
     spec_files = ("groups.json",)
     run_inputs = ("kernels/build/pfs_read", "kernels/build/sais_inmem")

@@ -6,6 +6,7 @@ irqbalance, spread, dedicated, source_aware and sais_mark (docs/schedulers/irq_s
     steer.py restore --state FILE
     steer.py snapshot                      per-CPU NET_RX softirqs and softnet_stat, as JSON
     steer.py where BEFORE AFTER            where receive processing ran between two snapshots
+    steer.py limits                        the options' types and bounds, as JSON
 
 `apply` checks every parameter first (a bad one: one line, exit 2, nothing changed), writes
 every value it is about to change into the state file, then changes them. `verify` reads them
@@ -16,6 +17,12 @@ network namespace) or NETNS/IFACE (read and written through `ip netns exec`).
 
 `--root DIR` resolves /proc and /sys under DIR, so the logic runs against a synthetic tree; a
 NETNS/IFACE then lives under DIR/netns/NETNS/sys/class/net/IFACE.
+
+The options the variants' params are passed to have no default here: every policy takes
+--interfaces, dedicated --cpu, source_aware --flow-entries and sais_mark --server-interfaces,
+each required, and no policy takes another's (the manifests hold the one default of each).
+LIMITS is their bounds; `steer.py limits` prints it (tests/schedulers/test_variant_limits.py
+compares it with the manifests).
 
 Exit codes: 0 ok, 1 runtime error or not in effect, 2 usage error, 4 skipped (a feature the
 policy needs is missing; one line with the reason).
@@ -159,6 +166,39 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 NS_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
+# The options the manifests' params are passed to, in JSON schema words, and the policies that
+# take each (every policy takes --policy and --interfaces).
+LIMITS = {
+    "policy": {"type": "string", "enum": list(POLICIES)},
+    "interfaces": {"type": "string"},
+    "cpu": {"type": "integer", "minimum": 0},
+    "flow-entries": {"type": "integer", "minimum": 1, "maximum": 1 << 20},
+    "server-interfaces": {"type": "string"},
+}
+TAKEN_BY = {"cpu": ("dedicated",), "flow-entries": ("source_aware",), "server-interfaces": ("sais_mark",)}
+
+
+def check_args(args) -> None:
+    """The options of apply and verify against LIMITS and the policy: each option the policy
+    takes given and within its bounds, no option of another policy. Raises UsageError."""
+    if args.policy not in POLICIES:
+        raise usage(args, "policy", args.policy, "one of " + ", ".join(POLICIES))
+    if args.interfaces is None:
+        raise UsageError("corun: steer.py: --interfaces: missing (expected a value: the manifest's)")
+    for opt, policies in TAKEN_BY.items():
+        value = getattr(args, opt.replace("-", "_"))
+        if args.policy not in policies:
+            if value is not None:
+                raise UsageError(f"corun: steer.py: --{opt}: {value!r} (expected only with policy {policies[0]})")
+            continue
+        if value is None:
+            raise UsageError(f"corun: steer.py: --{opt}: missing (expected a value with policy {args.policy})")
+        lim = LIMITS[opt]
+        if lim["type"] == "integer" and not (lim["minimum"] <= value <= lim.get("maximum", value)):
+            bounds = f"from {lim['minimum']} to {lim['maximum']}" if "maximum" in lim else f">= {lim['minimum']}"
+            raise usage(args, opt.replace("-", "_"), value, f"an integer {bounds}")
+
+
 def err_source(args) -> str:
     return f"schedulers/{args.variant}/manifest.yaml" if args.variant else "schedulers/irq_steering"
 
@@ -213,8 +253,7 @@ def plan(args, fs: Fs) -> dict:
     all_mask = mask_of(cpus)
     writes: list[dict] = []
     out = {"policy": args.policy, "writes": writes, "cpus": cpus}
-    if args.policy not in POLICIES:
-        raise usage(args, "policy", args.policy, "one of " + ", ".join(POLICIES))
+    check_args(args)
     if args.policy == "sais_mark":
         out["client"] = parse_ifaces(args, "interfaces", args.interfaces, fs)
         out["server"] = parse_ifaces(args, "server_interfaces", args.server_interfaces, fs)
@@ -223,8 +262,6 @@ def plan(args, fs: Fs) -> dict:
     out["interfaces"] = ifaces
     if args.policy == "dedicated" and args.cpu not in cpus:
         raise usage(args, "cpu", args.cpu, f"an online CPU ({','.join(map(str, cpus))})")
-    if args.policy == "source_aware" and not (1 <= args.flow_entries <= 1 << 20):
-        raise usage(args, "flow_entries", args.flow_entries, "an integer from 1 to 1048576")
 
     def w(ns, path, value, kind):
         writes.append({"ns": ns, "path": path, "value": value, "kind": kind})
@@ -487,10 +524,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("apply", "verify"):
         s = sub.add_parser(name)
         s.add_argument("--policy", required=True)
-        s.add_argument("--interfaces", default="")
-        s.add_argument("--server-interfaces", default="")
-        s.add_argument("--cpu", type=int, default=0)
-        s.add_argument("--flow-entries", type=int, default=32768)
+        s.add_argument("--interfaces")
+        s.add_argument("--server-interfaces")
+        s.add_argument("--cpu", type=int)
+        s.add_argument("--flow-entries", type=int)
         s.add_argument("--irqbalance-bin", default="irqbalance")
         s.add_argument("--bpf-dir", default=str(HERE / "build"))
         s.add_argument("--state", required=True)
@@ -503,6 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("where")
     s.add_argument("before")
     s.add_argument("after")
+    sub.add_parser("limits")
     return ap
 
 
@@ -517,6 +555,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_verify(args)
         if args.cmd == "restore":
             return cmd_restore(args)
+        if args.cmd == "limits":
+            print(json.dumps(LIMITS))
+            return EXIT_OK
         if args.cmd == "snapshot":
             print(json.dumps(snapshot(args.root)))
             return EXIT_OK

@@ -1,8 +1,14 @@
 """The placement variants of paper 003: pin each job of a run to the CPU its policy chose.
 
-    pin.py --job-events F --state-dir D --cpus LIST --policy P --tasks TYPE:NAME,...   (daemon)
+    pin.py --job-events F --state-dir D --cpus LIST --policy P --tasks TYPE:NAME,...
+           --interval-s S --sample-interval-s S          (the daemon)
     pin.py --check D      exit 0 when every live job's threads have the affinity chosen
     pin.py --restore D    every live job gets all the run's CPUs back (nothing stays pinned)
+    pin.py --limits       the options' types and bounds, as JSON
+
+The daemon takes every option explicitly: the variants' manifest (schedulers/placement) holds
+the one default of each, and its bounds are LIMITS here (tests/schedulers/test_variant_limits.py
+compares them).
 
 The daemon computes the whole assignment at start from the run's CPUs (SMT, LLC and NUMA
 groups read from sysfs) and the typed task list, then follows the runner's job events: when a
@@ -88,10 +94,6 @@ class Events:
 
 
 def run_daemon(args) -> int:
-    for opt in ("interval_s", "sample_interval_s"):
-        v = getattr(args, opt)
-        if not 0.001 <= v <= 60:
-            raise CorunError(f"--{opt.replace('_', '-')}: {v} (expected seconds from 0.001 to 60)", 2)
     try:
         cpus = set(parse_cpulist(args.cpus))
     except ValueError:
@@ -219,36 +221,79 @@ def restore(state_dir: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+# The options the manifest's params are passed to, in JSON schema words: the bounds each checks.
+LIMITS = {
+    "policy": {"type": "string", "enum": list(POLICIES)},
+    "tasks": {"type": "string"},
+    "interval-s": {"type": "number", "minimum": 0.001, "maximum": 60},
+    "sample-interval-s": {"type": "number", "minimum": 0.001, "maximum": 60},
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _seconds(opt: str):
+    lim = LIMITS[opt]
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = float("nan")
+        if not lim["minimum"] <= v <= lim["maximum"]:  # false for nan
+            raise UsageError(f"--{opt}: {text!r} (expected seconds from {lim['minimum']} to {lim['maximum']})")
+        return v
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--job-events", help="the runner's job events file (JSON lines)")
     ap.add_argument("--state-dir", help="folder for state.json and cpu_samples.csv")
     ap.add_argument("--cpus", help="the run's CPUs, e.g. 0-15")
-    ap.add_argument("--policy", choices=list(POLICIES))
-    ap.add_argument("--tasks", default="", help="TYPE:NAME,... with TYPE cpu or io (default: none)")
+    ap.add_argument("--policy", choices=LIMITS["policy"]["enum"])
+    ap.add_argument("--tasks", help="TYPE:NAME,... with TYPE cpu or io ('' for cfs)")
     ap.add_argument(
-        "--interval-s",
-        type=float,
-        default=0.1,
-        help="seconds between scans of the events and the jobs' threads (default 0.1)",
+        "--interval-s", type=_seconds("interval-s"), help="seconds between scans of the events and the jobs' threads"
     )
     ap.add_argument(
-        "--sample-interval-s",
-        type=float,
-        default=0.5,
-        help="seconds between samples of each thread's CPU (default 0.5)",
+        "--sample-interval-s", type=_seconds("sample-interval-s"), help="seconds between samples of each thread's CPU"
     )
     ap.add_argument("--sysfs-root", default="/", help="folder holding sys/devices/system (default /)")
     ap.add_argument("--check", metavar="STATE_DIR", help="verify the pinning and exit")
     ap.add_argument("--restore", metavar="STATE_DIR", help="unpin every live job and exit")
-    args = ap.parse_args(argv)
+    ap.add_argument("--limits", action="store_true", help="print the options' types and bounds as JSON and exit")
+    return ap
+
+
+# what the daemon needs: every option a run passes (the manifest's params among them)
+DAEMON_NEEDS = ("job_events", "state_dir", "cpus", "policy", "tasks", "interval_s", "sample_interval_s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        _say(str(exc).splitlines()[0])
+        return 2
+    if args.limits:
+        print(json.dumps(LIMITS))
+        return 0
     if args.check:
         return check(Path(args.check))
     if args.restore:
         return restore(Path(args.restore))
-    for opt in ("job_events", "state_dir", "cpus", "policy"):
-        if getattr(args, opt) in (None, ""):
-            _say(f"--{opt.replace('_', '-')}: missing (expected a value, see --help)")
+    for opt in DAEMON_NEEDS:
+        if getattr(args, opt) is None:
+            _say(f"--{opt.replace('_', '-')}: missing (expected a value: the manifest's)")
             return 2
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from analysis import stats as st
-from analysis.claims import ClaimSet, _complete, check_claims, load_claims, paper_on_effect_scale
+from analysis.claims import ClaimSet, check_claims, complete_claim, load_claims, paper_on_effect_scale
 from analysis.common import AnalysisInputError
 from analysis.verdicts import Looks, Machine, counts, judge
 
@@ -27,7 +27,7 @@ def claim(**kw) -> dict:
     c = {"says": "x is faster than y", "source": "Sec. 5", "quote": "faster", "paper_as": "same", "table": "runs",
          "pair_by": ["rep"], "aggregate": "mean", "min_reps": 2}  # fmt: skip
     c.update(kw)
-    return _complete("claims.yaml", "c", c, VALUES)
+    return complete_claim("claims.yaml", "c", c, VALUES)
 
 
 def paired(head: list[float], base: list[float], **extra) -> pd.DataFrame:
@@ -263,3 +263,40 @@ def test_paper_values_on_the_effect_scale():
     assert paper_on_effect_scale(claim(**RATIO, value="gain_pct", paper_as="pct_change")) == (0.8, 0.8)
     assert paper_on_effect_scale(claim(**RATIO, value="gain_pct", paper_as="pct_reduction")) == (1.2, 1.2)
     assert paper_on_effect_scale(claim(**RATIO, value="range_pct", paper_as="pct_change")) == (1.1, 1.3)
+
+
+def test_independent_sets_are_judged_on_welch_interval():
+    df = pd.DataFrame(
+        [{"run_id": f"x{i}", "scheme": "x", "t": v} for i, v in enumerate([8.0, 8.3, 7.8, 8.1])]
+        + [{"run_id": f"y{i}", "scheme": "y", "t": v} for i, v in enumerate([10.0, 10.4, 9.7])]
+    )
+    c = claim(**RATIO, pair_by=[])
+    row = judge("c", c, {"runs": df}, MACHINE)
+    logs_x, logs_y = np.log([8.0, 8.3, 7.8, 8.1]), np.log([10.0, 10.4, 9.7])
+    assert row["outcome"] == "reproduced" and "n = 4 + 3" in row["measured"]
+    assert row["estimate"] == pytest.approx(math.exp(logs_x.mean() - logs_y.mean()))
+    assert judge("c", c, {"runs": df[df["run_id"] != "y1"].iloc[:-1]}, MACHINE)["outcome"] == "inconclusive"
+
+
+def test_a_family_level_given_by_the_caller():
+    df = paired([9.0, 9.5, 9.2], [10.0, 10.1, 9.9])
+    at_95 = judge("c", claim(**RATIO), {"runs": df}, MACHINE)
+    at_99 = judge("c", claim(**RATIO), {"runs": df}, MACHINE, alpha=0.01)
+    assert at_99["level"] == pytest.approx(0.99) and "99 %" in at_99["test"]
+    assert at_99["ci_high"] > at_95["ci_high"]
+
+
+def test_a_claim_on_named_points_counts_every_named_point():
+    """#1-#6 improve: measured on #1 and #6 only, the claim cannot read reproduced for all six."""
+    rows = []
+    for point in ("w01", "w06"):
+        for rep, noise in enumerate((0.0, 0.01, -0.01)):
+            rows.append({"run_id": f"x{point}{rep}", "scheme": "x", "rep": rep, "workload": point, "t": 8 + noise})
+            rows.append({"run_id": f"y{point}{rep}", "scheme": "y", "rep": rep, "workload": point, "t": 10 + noise})
+    df = pd.DataFrame(rows)
+    named = claim(**RATIO, over=["workload"], where={"workload": ["w01", "w02", "w06"]})
+    row = judge("c", named, {"runs": df}, MACHINE)
+    assert row["outcome"] == "inconclusive" and "1 of 3 points undecided, e.g. workload w02" in row["why"]
+    assert "measured no workload w02" in row["why"]
+    measured = claim(**RATIO, over=["workload"], where={"workload": ["w01", "w06"]})
+    assert judge("c", measured, {"runs": df}, MACHINE)["outcome"] == "reproduced"

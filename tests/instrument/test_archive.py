@@ -202,8 +202,8 @@ def test_round_trip_reanalysis_identical(campaign, tmp_path):
     with tarfile.open(out) as tar:
         tar.extractall(elsewhere)  # noqa: S202 - written above
     a, b = tmp_path / "cmp-a", tmp_path / "cmp-b"
-    compare_runs.run([campaign], by="variant", baseline="linux", out=a, resamples=500, plots=False)
-    compare_runs.run([elsewhere / "camp"], by="variant", baseline="linux", out=b, resamples=500, plots=False)
+    compare_runs.run([campaign], by="variant", baseline="linux", out=a, plots=False)
+    compare_runs.run([elsewhere / "camp"], by="variant", baseline="linux", out=b, plots=False)
     for name in ("comparison.csv", "runs.csv", "comparison.md"):
         assert (a / name).read_text() == (b / name).read_text(), name
     from analysis.collect import collect

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from corun.monitors.pelt import COLUMNS, dax_mounts, parse_sched, parse_schedstat, summarize
+from corun.monitors.pelt import COLUMNS, dax_mounts, not_on_pmem_reason, parse_sched, parse_schedstat, summarize
 
 SCHED = """fio (4242, #threads: 2)
 -------------------------------------------------------------------
@@ -48,6 +48,14 @@ def test_dax_mounts():
         "tmpfs /dev/shm tmpfs rw,dax 0 0\n"
     )
     assert dax_mounts(text) == [("/dev/pmem0", "/mnt/pmem0"), ("/dev/pmem1", "/mnt/pm 1")]
+
+
+def test_a_store_task_off_persistent_memory_says_whether_there_was_any():
+    """A devdax namespace, or an fsdax one not mounted with DAX, is persistent memory the load/store
+    task did not write to: said apart from a machine without any."""
+    assert not_on_pmem_reason([]).startswith("no persistent memory on this machine")
+    why = not_on_pmem_reason(["/dev/dax0.0"])
+    assert "persistent memory here (/dev/dax0.0) but no /dev/pmem device mounted with -o dax" in why
 
 
 def test_summarize_takes_the_busiest_thread_after_the_warmup():
@@ -162,6 +170,7 @@ def test_premise_alone_on_this_machine(tmp_path, disk_tmp, kernels_built):
     assert "llc_miss" in t["cpu"]["what"]
     assert t["psync"]["voluntary_switches_per_s"] > t["cpu"]["voluntary_switches_per_s"]
     assert s["store_engine"] in ("mmap", "libpmem") and s["store_medium"]
+    assert s["store_on_pmem"] is (s["store_engine"] == "libpmem")
     if s["store_engine"] == "mmap":
         assert any(m["metric"] == "store on persistent memory" for m in s["missing"])
     assert s["comparisons"]["store_util_over_psync_util"] is not None

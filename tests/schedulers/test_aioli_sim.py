@@ -67,6 +67,47 @@ def test_max_agg_bounds_an_aggregation_and_possible_counts_the_rest():
     assert c["agg_performed"][1] == 2 and c["agg_possible"][3] == 1 and c["agg_possible"][1] == 1
 
 
+def test_possible_aggregations_come_from_the_arrivals_whatever_the_policy():
+    """agg_possible counts what was queued around each dispatch, so it is never below what was
+    performed; agg_possible_arrivals counts the contiguous arrivals themselves: under fifo, which
+    aggregates nothing, four contiguous requests 100 us apart are one possible aggregation of 4."""
+    s = stream(*[(100 * i, "A", "r", i, 1) for i in range(4)])
+    for policy in ("fifo", "aioli", "aioli_no_agg"):
+        _, c = sim(s, "--policy", policy)
+        assert c["agg_possible_arrivals"][3] == 1 and sum(c["agg_possible_arrivals"]) == 1, policy
+    _, c = sim(s, "--policy", "fifo")
+    assert c["dispatches"] == 0 and sum(c["agg_possible"]) == 0
+
+
+def test_arrivals_further_apart_than_app_wait_max_are_not_one_possible_aggregation():
+    s = stream((0, "A", "w", 0, 1), (3000, "A", "w", 1, 1))
+    _, c = sim(s, "--policy", "fifo")
+    assert c["agg_possible_arrivals"][0] == 2
+    _, c = sim(s, "--policy", "fifo", "--set", "app_wait_max_us=5000")
+    assert c["agg_possible_arrivals"][1] == 1 and sum(c["agg_possible_arrivals"]) == 1
+
+
+def test_possible_aggregations_are_bounded_by_max_agg_and_join_across_a_gap_filled():
+    bounded = stream(*[(0, "A", "r", i, 1) for i in range(4)])
+    _, c = sim(bounded, "--policy", "fifo", "--set", "max_agg_kib=128")
+    assert c["agg_possible_arrivals"][1] == 2 and sum(c["agg_possible_arrivals"]) == 2
+    # 0 and 2 arrive first, 1 fills the gap: one run of 3; 7 on its own
+    _, c = sim(stream((0, "A", "r", 0, 1), (10, "A", "r", 2, 1), (20, "A", "r", 7, 1), (30, "A", "r", 1, 1)),
+               "--policy", "fifo")  # fmt: skip
+    assert c["agg_possible_arrivals"][2] == 1 and c["agg_possible_arrivals"][0] == 1
+
+
+def test_an_aggregation_performed_can_exceed_what_the_arrivals_allowed():
+    """The child busy 10 ms with the first request, three more arrive 3 ms apart and wait in the
+    queue: aioli sends them as one (performed: 1 and 3, mean 2), while the arrivals, more than
+    app_wait_max_us (2 ms) apart, allowed 0+1 together and 2 and 3 alone (mean 4/3)."""
+    s = stream((0, "A", "r", 0, 1), (1000, "A", "r", 1, 1), (4000, "A", "r", 2, 1), (7000, "A", "r", 3, 1))
+    ds, c = sim(s, "--policy", "aioli", "--service-us", "10000")
+    assert order(ds) == [("A", 0, 1), ("A", 1, 3)]
+    assert c["agg_performed"][0] == 1 and c["agg_performed"][2] == 1
+    assert c["agg_possible_arrivals"][0] == 2 and c["agg_possible_arrivals"][1] == 1
+
+
 def test_no_agg_reorders_by_offset_without_aggregating():
     s = stream((0, "A", "r", 3, 1), (0, "A", "r", 1, 1), (0, "A", "r", 0, 1), (0, "A", "r", 2, 1))
     ds, c = sim(s, "--policy", "aioli_no_agg")

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from corun.util import proc_starttime
+from tests.schedulers.manifest_argv import command
 
 ROOT = Path(__file__).resolve().parents[2]
 DIO = ROOT / "schedulers" / "dynamic_io"
@@ -52,64 +53,74 @@ HEADER = "# name cmp state cur_mbps key_mbps held_s protect\n"
 TABLES = [
     (
         "round robin over CMPs, highest first, stops at the bound",
-        "bound 40\ncmp_share 0\n"
+        "bound 40\ncmp_share 0\nkeep_io_running 0\n"
         + HEADER
         + "a0 0 run 30 30 0 0\nb0 0 run 20 20 0 0\nc1 1 run 25 25 0 0\nd1 1 run 5 5 0 0\n",
         [("a0", "hold"), ("c1", "hold")],
     ),
     (
         "within a CMP the highest I/O goes first, whatever the submit order",
-        "bound 10\ncmp_share 0\n" + HEADER + "low 0 run 4 4 0 0\nhigh 0 run 9 9 0 0\n",
+        "bound 10\ncmp_share 0\nkeep_io_running 0\n" + HEADER + "low 0 run 4 4 0 0\nhigh 0 run 9 9 0 0\n",
         [("high", "hold")],
     ),
     (
         "second round: the CMPs' next jobs",
-        "bound 10\ncmp_share 0\n" + HEADER + "a 0 run 20 20 0 0\nb 0 run 8 8 0 0\nc 1 run 15 15 0 0\nd 1 run 6 6 0 0\n",
+        "bound 10\ncmp_share 0\nkeep_io_running 0\n"
+        + HEADER
+        + "a 0 run 20 20 0 0\nb 0 run 8 8 0 0\nc 1 run 15 15 0 0\nd 1 run 6 6 0 0\n",
         [("a", "hold"), ("c", "hold"), ("b", "hold")],
     ),
     (
         "cmp_share: only CMPs above bound/CMPs are candidates",
-        "bound 30\ncmp_share 1\n" + HEADER + "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
+        "bound 30\ncmp_share 1\nkeep_io_running 0\n"
+        + HEADER
+        + "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
         [("a", "hold"), ("b", "hold")],
     ),
     (
         "without cmp_share every CMP takes its turn",
-        "bound 30\ncmp_share 0\n" + HEADER + "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
+        "bound 30\ncmp_share 0\nkeep_io_running 0\n"
+        + HEADER
+        + "a 0 run 25 25 0 0\nb 0 run 20 20 0 0\nc 1 run 14 14 0 0\n",
         [("a", "hold"), ("c", "hold")],
     ),
     (
         "jobs without I/O are never candidates",
-        "bound 10\ncmp_share 0\n" + HEADER + "idle 0 run 0 0 0 0\nio 0 run 50 50 0 0\n",
+        "bound 10\ncmp_share 0\nkeep_io_running 0\n" + HEADER + "idle 0 run 0 0 0 0\nio 0 run 50 50 0 0\n",
         [("io", "hold")],
     ),
     (
         "a protected job is not held",
-        "bound 10\ncmp_share 0\n" + HEADER + "p 0 run 50 50 0 1\nq 0 run 20 20 0 0\n",
+        "bound 10\ncmp_share 0\nkeep_io_running 0\n" + HEADER + "p 0 run 50 50 0 1\nq 0 run 20 20 0 0\n",
         [("q", "hold")],
     ),
     (
         "at or below the bound: one held job per CMP resumes, highest rate first",
-        "bound 40\n"
+        "bound 40\ncmp_share 1\nkeep_io_running 0\n"
         + HEADER
         + "r 0 run 10 10 0 0\nh5 0 held 0 5 3 0\nh9 0 held 0 9 1 0\nk 1 held 0 2 1 0\nz 2 run 30 30 0 0\n",
         [("h9", "release"), ("k", "release")],
     ),
     (
         "exactly at the bound is not above it",
-        "bound 40\n" + HEADER + "a 0 run 40 40 0 0\nh 0 held 0 3 1 0\n",
+        "bound 40\ncmp_share 1\nkeep_io_running 0\n" + HEADER + "a 0 run 40 40 0 0\nh 0 held 0 3 1 0\n",
         [("h", "release")],
     ),
     (
         "fair: held too long is released first and others are held in its place",
-        "bound 40\ncmp_share 0\nmax_held_s 5\n"
+        "bound 40\ncmp_share 0\nmax_held_s 5\nkeep_io_running 0\n"
         + HEADER
         + "old 0 held 0 30 6 0\nnew 0 held 0 30 1 0\na 0 run 25 25 0 0\nb 1 run 20 20 0 0\n",
         [("old", "force_release"), ("a", "hold"), ("b", "hold")],
     ),
-    ("nothing to do: no I/O, nothing held", "bound 5\n" + HEADER + "a 0 run 0 0 0 0\n", []),
+    (
+        "nothing to do: no I/O, nothing held",
+        "bound 5\ncmp_share 1\nkeep_io_running 0\n" + HEADER + "a 0 run 0 0 0 0\n",
+        [],
+    ),
     (
         "the paper's loop holds every job when each is above the bound alone",
-        "bound 8\ncmp_share 0\n" + HEADER + "a 0 run 10 10 0 0\nb 1 run 9 9 0 0\n",
+        "bound 8\ncmp_share 0\nkeep_io_running 0\n" + HEADER + "a 0 run 10 10 0 0\nb 1 run 9 9 0 0\n",
         [("a", "hold"), ("b", "hold")],
     ),
     (
@@ -126,7 +137,7 @@ TABLES = [
     ),
     (
         "keep_io_running: below the bound nothing changes",
-        "bound 40\nkeep_io_running 1\n" + HEADER + "a 0 run 10 10 0 0\nh 0 held 0 3 1 0\n",
+        "bound 40\nkeep_io_running 1\ncmp_share 1\n" + HEADER + "a 0 run 10 10 0 0\nh 0 held 0 3 1 0\n",
         [("h", "release")],
     ),
 ]
@@ -145,50 +156,79 @@ def test_overall_io_is_tracked(daemon, tmp_path):
 
 def test_bad_table_names_the_line(daemon, tmp_path):
     f = tmp_path / "t.txt"
-    f.write_text("bound 4\na 0 sleeping 1 1 0 0\n")
+    f.write_text("bound 4\ncmp_share 1\nkeep_io_running 0\na 0 sleeping 1 1 0 0\n")
     res = run_daemon(daemon, "--decide-table", f)
-    assert res.returncode == 2 and "t.txt:2:" in res.stderr
+    assert res.returncode == 2 and "t.txt:4:" in res.stderr
+
+
+def test_a_table_states_every_parameter_of_the_manifest(daemon, tmp_path):
+    """bound, cmp_share and keep_io_running have no default in the daemon: a table without one
+    is refused, naming it."""
+    f = tmp_path / "t.txt"
+    f.write_text("bound 4\ncmp_share 1\na 0 run 1 1 0 0\n")
+    res = run_daemon(daemon, "--decide-table", f)
+    assert res.returncode == 2 and "t.txt: keep_io_running missing" in res.stderr, res.stderr
 
 
 # ---------------------------------------------------------------- parameters first
 
+# (variant whose start command the bad options are appended to, options, exit code, message)
 BAD = [
-    (["--timeslice-s", "0.01"], 2, "--timeslice-s: '0.01' (expected a number >= 0.05"),
-    (["--timeslice-s", "61"], 2, "--timeslice-s: '61'"),
-    (["--io-bound-mbps", "0"], 2, "--io-bound-mbps: '0' (expected a number > 0"),
-    (["--io-bound-mbps", "fast"], 2, "--io-bound-mbps: 'fast'"),
-    (["--counter", "syscr"], 2, "--counter: 'syscr' (expected storage, read_bytes"),
-    (["--policy", "kill"], 2, "--policy: 'kill' (expected suspend or throttle)"),
-    (["--descendants", "maybe"], 2, "--descendants: 'maybe'"),
-    (["--max-suspend-s", "-1"], 2, "--max-suspend-s: '-1'"),
-    (["--psi-target", "1.5"], 2, "--psi-target: '1.5'"),
-    (["--bound-min-mbps", "50", "--bound-max-mbps", "10"], 2, "--bound-min-mbps: '50' (expected <="),
-    (["--policy", "throttle"], 2, "expected --cgroup DIR and --device MAJ:MIN"),
-    (["--device", "sda"], 2, "--device: 'sda' (expected MAJOR:MINOR"),
-    (["--psi-file", "/nonexistent/pressure/io"], 4, "--psi-file: '/nonexistent/pressure/io'"),
-    (["--bogus"], 2, "bogus"),
+    ("dynamic_io", ["--timeslice-s", "0.01"], 2, "--timeslice-s: '0.01' (expected a number >= 0.05"),
+    ("dynamic_io", ["--timeslice-s", "61"], 2, "--timeslice-s: '61'"),
+    ("dynamic_io", ["--io-bound-mbps", "0"], 2, "--io-bound-mbps: '0' (expected a number > 0"),
+    ("dynamic_io", ["--io-bound-mbps", "fast"], 2, "--io-bound-mbps: 'fast'"),
+    ("dynamic_io", ["--counter", "syscr"], 2, "--counter: 'syscr' (expected storage, read_bytes"),
+    ("dynamic_io", ["--policy", "kill"], 2, "--policy: 'kill' (expected suspend or throttle)"),
+    ("dynamic_io", ["--descendants", "maybe"], 2, "--descendants: 'maybe'"),
+    ("dynamic_io", ["--max-suspend-s", "-1"], 2, "--max-suspend-s: '-1'"),
+    ("dynamic_io", ["--psi-target", "1.5"], 2, "--psi-target: '1.5'"),
+    ("dynamic_io_psi", ["--bound-min-mbps", "50", "--bound-max-mbps", "10"], 2, "--bound-min-mbps: '50' (expected <="),
+    ("dynamic_io", ["--psi-file", "/proc/pressure/io"], 2, "--psi-target: missing (expected a value with --psi-file)"),
+    ("dynamic_io", ["--policy", "throttle"], 2, "--cgroup: missing (expected a value with --policy throttle)"),
+    ("dynamic_io", ["--device", "sda"], 2, "--device: 'sda' (expected MAJOR:MINOR"),
+    ("dynamic_io_psi", ["--psi-file", "/nonexistent/pressure/io"], 4, "--psi-file: '/nonexistent/pressure/io'"),
+    ("dynamic_io", ["--bogus"], 2, "bogus"),
 ]
 
 
-@pytest.mark.parametrize("args,code,msg", BAD, ids=[" ".join(b[0]) for b in BAD])
-def test_bad_parameters_stop_it_before_anything(daemon, tmp_path, args, code, msg):
+@pytest.mark.parametrize("variant,args,code,msg", BAD, ids=[f"{b[0]} {' '.join(b[1])}" for b in BAD])
+def test_bad_parameters_stop_it_before_anything(daemon, tmp_path, variant, args, code, msg):
     events = tmp_path / "events.jsonl"
     events.write_text("")
     state = tmp_path / "state"
     state.mkdir()
-    res = run_daemon(daemon, "--job-events", events, "--state-dir", state, *args)
+    argv = command(variant, exe=daemon, job_events=events, state_dir=state, cgroup="/none", device_majmin="8:0")
+    res = run_daemon(*argv, *args)
     assert res.returncode == code, res.stderr
     assert msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert list(state.iterdir()) == []  # no log, no heartbeat: it never started
 
 
+OPTIONS = ["--policy", "--timeslice-s", "--io-bound-mbps", "--counter", "--descendants", "--cmp-share"]
+
+
+@pytest.mark.parametrize("option", [*OPTIONS, "--keep-io-running"])
+def test_every_option_of_the_manifest_is_required(daemon, tmp_path, option):
+    """The daemon has no default of its own for what the manifest sets: a start command
+    without one of those options is refused, naming it."""
+    (tmp_path / "ev").write_text("")
+    argv = command("dynamic_io", exe=daemon, job_events=tmp_path / "ev", state_dir=tmp_path)
+    i = argv.index(option)
+    res = run_daemon(*argv[:i], *argv[i + 2 :])
+    assert res.returncode == 2 and f"{option}: missing (expected a value: the manifest's)" in res.stderr, res.stderr
+    assert list(tmp_path.iterdir()) == [tmp_path / "ev"]
+
+
 def test_missing_inputs_are_usage_errors(daemon, tmp_path):
     res = run_daemon(daemon, "--state-dir", tmp_path)
     assert res.returncode == 2 and "--job-events: missing" in res.stderr
-    res = run_daemon(daemon, "--job-events", tmp_path / "nope", "--state-dir", tmp_path)
+    argv = command("dynamic_io", exe=daemon, job_events=tmp_path / "nope", state_dir=tmp_path)
+    res = run_daemon(*argv)
     assert res.returncode == 2 and "--job-events:" in res.stderr
     (tmp_path / "ev").write_text("")
-    res = run_daemon(daemon, "--job-events", tmp_path / "ev", "--state-dir", tmp_path / "nodir")
+    argv = command("dynamic_io", exe=daemon, job_events=tmp_path / "ev", state_dir=tmp_path / "nodir")
+    res = run_daemon(*argv)
     assert res.returncode == 2 and "--state-dir:" in res.stderr
 
 
@@ -271,20 +311,16 @@ def group_stopped(pgid):
     return bool(states) and all(s == "T" for s in states), states
 
 
+def quick_argv(exe, events, state):
+    """dynamic_io's start command with a short quantum and a bound any reading job is over."""
+    return command(
+        "dynamic_io", {"timeslice_s": 0.1, "io_bound_mbps": 0.001}, exe=exe, job_events=events, state_dir=state
+    )
+
+
 def start_daemon(exe, events, state, *extra):
     return subprocess.Popen(
-        [
-            str(exe),
-            "--job-events",
-            str(events),
-            "--state-dir",
-            str(state),
-            "--timeslice-s",
-            "0.1",
-            "--io-bound-mbps",
-            "0.001",
-            *map(str, extra),
-        ],
+        [*quick_argv(exe, events, state), *map(str, extra)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -369,15 +405,7 @@ def test_runner_death_resumes_jobs(daemon, tmp_path, io_job):
             PY,
             "-c",
             "import subprocess,sys,time; subprocess.Popen(sys.argv[1:]); time.sleep(60)",
-            str(daemon),
-            "--job-events",
-            str(events),
-            "--state-dir",
-            str(tmp_path),
-            "--timeslice-s",
-            "0.1",
-            "--io-bound-mbps",
-            "0.001",
+            *quick_argv(daemon, events, tmp_path),
         ]
     )
     try:
@@ -398,7 +426,9 @@ def test_check_mode(daemon, tmp_path):
     res = run_daemon(daemon, "--check", tmp_path, "--timeslice-s", "1")
     assert res.returncode == 1 and "not in effect" in res.stderr
     (tmp_path / "status.json").write_text(json.dumps({"pid": os.getpid(), "mono_s": time.monotonic()}))
-    assert run_daemon(daemon, "--check", tmp_path).returncode == 0
+    assert run_daemon(daemon, "--check", tmp_path, "--timeslice-s", "1").returncode == 0
+    res = run_daemon(daemon, "--check", tmp_path)  # the quantum is the manifest's: given, never assumed
+    assert res.returncode == 2 and "--timeslice-s: missing" in res.stderr
 
 
 def test_bench_mode_prints_figures(daemon):

@@ -224,6 +224,26 @@ def test_bad_params_one_line_nothing_changed(tree, tmp_path, args, message):
     assert values(tree) == before and not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--policy", "dedicated"], "--cpu: missing (expected a value with policy dedicated)"),
+        (["--policy", "source_aware"], "--flow-entries: missing (expected a value with policy source_aware)"),
+        (["--policy", "sais_mark"], "--server-interfaces: missing (expected a value with policy sais_mark)"),
+        (["--policy", "spread", "--cpu", "1"], "--cpu: 1 (expected only with policy dedicated)"),
+        (["--policy", "dedicated", "--cpu", "1", "--flow-entries", "8"], "--flow-entries: 8 (expected only with"),
+    ],
+)
+def test_each_policy_takes_its_options_and_no_other(tree, tmp_path, args, message):
+    """steer.py has no default of its own for a variant's param: the policy's options are
+    required, and another policy's are refused (a variant passing them would be a mistake)."""
+    res = run_steer("apply", "--interfaces", "nic0", *args, "--root", tree, "--state", tmp_path / "s.json")
+    assert res.returncode == 2 and message in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert not (tmp_path / "s.json").exists()
+    res = run_steer("apply", *args, "--root", tree, "--state", tmp_path / "s.json")
+    assert res.returncode == 2 and "--interfaces: missing (expected a value: the manifest's)" in res.stderr
+
+
 def test_unrestored_state_refused(tree, tmp_path):
     (tmp_path / "s.json").write_text("{}")
     res = run_steer(
@@ -253,7 +273,7 @@ def test_masks():
 @pytest.mark.parametrize("name", VARIANTS)
 def test_manifests_load(name):
     v = schedulers.Variant.load(name, {}, need_built=False)
-    assert v.kind == "irq_policy" and "interfaces" in v.params
+    assert v.kind == "irq_policy" and "interfaces" in v.params and v.params["policy"] == name
     assert (
         "steer.py" in " ".join(v.manifest["start"])
         and v.manifest["stop"][-3:-1] == ["restore", "--state"]
@@ -395,7 +415,8 @@ def test_veth_source_aware_follows_the_consumer(veth, tmp_path):
     flows_before = Path("/proc/sys/net/core/rps_sock_flow_entries").read_text()
     # RFS on the data's receiving end only: the data follows the consumer to CPU 1, where the
     # ACKs it sends back are processed anyway (the baseline test shows the data on CPU 0)
-    apply("source_aware", tmp_path / "s.json", ifaces=f"{NS_B}/{IF_B}")
+    entries = schedulers.manifest("source_aware")["params"]["flow_entries"]["default"]  # the one default
+    apply("source_aware", tmp_path / "s.json", "--flow-entries", entries, ifaces=f"{NS_B}/{IF_B}")
     w = bulk(receiver_cpu=1, sender_cpu=0)
     restore(tmp_path / "s.json")
     assert share(w, 1) > 0.9, w

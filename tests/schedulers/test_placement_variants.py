@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "tests" / "instrument"))
 from synthetic_sysfs import make_sysfs  # noqa: E402
 
 from corun.util import proc_starttime  # noqa: E402
+from tests.schedulers.manifest_argv import command  # noqa: E402
 
 PIN = ROOT / "schedulers" / "placement" / "pin.py"
 PY = sys.executable
@@ -103,26 +104,19 @@ def wait_for(cond, timeout=10.0):
     return False
 
 
+def manifest_options(**ctx):
+    """pin.py's options as the placement manifest passes them (its defaults), after the program."""
+    return command("placement", **ctx)[2:]
+
+
 def daemon(tmp_path, jobs, policy, tasks, root):
     state = tmp_path / "state"
+    params = {"policy": policy, "tasks": tasks, "sample_interval_s": 0.1}
     p = subprocess.Popen(
         [
-            PY,
-            str(PIN),
-            "--job-events",
-            jobs.events,
-            "--state-dir",
-            state,
-            "--cpus",
-            "0-1",
-            "--policy",
-            policy,
-            "--tasks",
-            tasks,
+            *command("placement", params, job_events=jobs.events, state_dir=state, cpus="0-1"),
             "--sysfs-root",
-            root,
-            "--sample-interval-s",
-            "0.1",
+            str(root),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -269,14 +263,14 @@ def test_job_not_in_the_task_list_is_left_alone(tmp_path, jobs):
         (["--policy", "mixed", "--tasks", "cpu:a,io:b"], 4, "mixed: not measurable here: no SMT"),
         (["--policy", "mixed", "--tasks", ""], 2, "--tasks: '' (expected TYPE:NAME"),
         (["--policy", "mixed", "--tasks", "cpu:a,cpu:b"], 2, "2 cpu and 0 io tasks"),
-        (["--policy", "cfs", "--tasks", "", "--interval-s", "0"], 2, "--interval-s: 0.0 (expected seconds"),
     ],
 )
 def test_errors_before_anything_is_pinned(tmp_path, args, code, msg):
     root = make_sysfs(tmp_path / "sys", sockets=1, cores=2, threads=1)
     ev = tmp_path / "ev.jsonl"
     ev.touch()
-    res = pin("--job-events", ev, "--state-dir", tmp_path / "state", "--cpus", "0-1", "--sysfs-root", root, *args)
+    opts = manifest_options(job_events=ev, state_dir=tmp_path / "state", cpus="0-1")
+    res = pin(*opts, "--sysfs-root", root, *args)
     assert res.returncode == code, res.stderr
     assert msg in res.stderr and res.stderr.count("\n") == 1
     # nothing pinned; the reason recorded for --check, which repeats it with the exit code
@@ -287,16 +281,37 @@ def test_errors_before_anything_is_pinned(tmp_path, args, code, msg):
     assert pin("--restore", tmp_path / "state").returncode == 0
 
 
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--interval-s", "0"], "--interval-s: '0' (expected seconds from 0.001 to 60)"),
+        (["--sample-interval-s", "61"], "--sample-interval-s: '61' (expected seconds from 0.001 to 60)"),
+        (["--policy", "cozy"], "--policy: invalid choice: 'cozy'"),
+    ],
+)
+def test_bad_option_values_are_refused_before_anything(tmp_path, args, msg):
+    ev = tmp_path / "ev.jsonl"
+    ev.touch()
+    res = pin(*manifest_options(job_events=ev, state_dir=tmp_path / "state", cpus="0-1"), *args)
+    assert res.returncode == 2 and msg in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("option", ["--tasks", "--interval-s", "--sample-interval-s"])
+def test_every_option_of_the_manifest_is_required(tmp_path, option):
+    """pin.py has no default of its own for what the manifest sets: without one, it refuses."""
+    argv = manifest_options(job_events=tmp_path / "ev", state_dir=tmp_path / "state", cpus="0-1")
+    i = argv.index(option)
+    res = pin(*argv[:i], *argv[i + 2 :])
+    assert res.returncode == 2 and f"{option}: missing (expected a value: the manifest's)" in res.stderr, res.stderr
+    assert not (tmp_path / "state").exists()
+
+
 def test_this_machine_cannot_measure_numa(tmp_path):
     ev = tmp_path / "ev.jsonl"
     ev.touch()
     res = pin(
-        "--job-events",
-        ev,
-        "--state-dir",
-        tmp_path / "s",
-        "--cpus",
-        "0-1",
+        *manifest_options(job_events=ev, state_dir=tmp_path / "s", cpus="0-1"),
         "--policy",
         "concentrate",
         "--tasks",

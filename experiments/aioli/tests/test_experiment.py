@@ -44,9 +44,12 @@ def cfg_with(section: dict) -> dict:
         ({"cluster": {"kind": "inventory"}}, "aioli.cluster.inventory: None (expected an inventory (kind inventory))"),
         ({"cluster": {"prefix": "aioli-x"}}, "aioli.cluster.prefix: 'aioli-x'"),
         ({"speed": 1}, "speed"),
-        ({"min_speedup_pct": -0.5}, "aioli.min_speedup_pct: -0.5 (expected a number >= 0)"),
-        ({"min_speedup_pct": 150}, "aioli.min_speedup_pct: 150 (expected a number <= 100)"),
-        ({"min_speedup_pct": "5%"}, "aioli.min_speedup_pct: '5%' (expected a number"),
+        # the gain's 1 % is the claim's null in claims.yaml, no longer a key of the configuration
+        ({"min_speedup_pct": 1.0}, "min_speedup_pct"),
+        (
+            {"translator": {"enabled": True}, "policies": ["pfs_fifo", "aioli", "app_aware"]},
+            "aioli.policy_params.app_aware.trace: None (expected the trace of an earlier run",
+        ),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
@@ -56,9 +59,14 @@ def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
     assert "\n" not in msg and msg.startswith("test.yaml: ") and line in msg, msg
 
 
-def test_min_speedup_default_and_value():
-    assert cfg_with({})["aioli"]["min_speedup_pct"] == 1.0
-    assert cfg_with({"min_speedup_pct": 0})["aioli"]["min_speedup_pct"] == 0
+def test_app_aware_runs_with_a_trace():
+    """Without a trace app_aware schedules as aioli without waits: a one-line error before anything
+    runs (the old configuration ran it, and its rows compared aioli with itself)."""
+    trace = "{dir}/arrivals.trace"
+    cfg = cfg_with({"translator": {"enabled": True}, "policies": ["pfs_fifo", "aioli", "app_aware"],
+                    "policy_params": {"app_aware": {"trace": trace}}})  # fmt: skip
+    assert cfg["aioli"]["policy_params"]["app_aware"]["trace"] == trace
+    assert cfg_with({"policies": ["pfs_fifo", "app_aware"]})["aioli"]["translator"]["enabled"] is False
 
 
 def test_matrix_and_run_order_interleave_reps():

@@ -1,4 +1,5 @@
-"""experiments.noisy_neighbour.analysis on hand-made runs: normalisation, gains, pairing, verdicts."""
+"""experiments.noisy_neighbour.analysis on hand-made runs: normalisation, failed runs, CFS's
+pairing, the premise, and every declared claim judged by the engine (analysis.verdicts)."""
 
 import json
 import math
@@ -6,17 +7,31 @@ import math
 import pandas as pd
 import pytest
 
+from analysis.claims import load_claims
 from analysis.common import AnalysisInputError
+from analysis.experiment import read_inputs, write
+from analysis.verdicts import Machine, judge
+from experiments import PAPERS_DIR
 from experiments.noisy_neighbour import analysis as nn
+from experiments.noisy_neighbour import metrics as nm
 
+FOLDER = nn.Path(__file__).resolve().parents[1]
+CLAIMS = load_claims(FOLDER / "claims.yaml", "noisy_neighbour", PAPERS_DIR).claims
 FIO = '{{"jobs": [{{"jobname": "w", "write": {{"bw_bytes": {bw}}}}}]}}\n'
+# this VM: no SMT, one NUMA node, no persistent memory; and a machine that has all three
+VM = Machine({"smt": False, "numa_nodes": 1, "pmem": False, "cpus": 2},
+             {"smt": "one hardware thread per core", "numa_nodes": "1 NUMA node",
+              "pmem": "no /dev/pmem* or /dev/dax* device"})  # fmt: skip
+BIG = Machine({"smt": True, "numa_nodes": 2, "pmem": True, "cpus": 64})
+TOPOLOGY = {"cpus": 2, "sockets": 1, "numa_nodes": 1, "smt": False}
 
 
-def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", samples=None):
+def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", samples=None, exit_codes=None):
     """tasks: [(job_id, type, value)] with value the CPU time (s) or the fio bandwidth (MB/s)."""
     d = root / "runs" / run_id
     (d / "jobs").mkdir(parents=True)
-    (d / "metadata.json").write_text(json.dumps({"run_id": run_id, "missing": []}))
+    meta = {"run_id": run_id, "missing": [], "topology": TOPOLOGY, "host": {"pmem": []}}
+    (d / "metadata.json").write_text(json.dumps(meta))
     rows = []
     for job_id, t, value in tasks:
         row = {
@@ -29,7 +44,7 @@ def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", sa
             "workload": workload,
             "rep": rep,
             "task_type": t,
-            "exit_code": 0,
+            "exit_code": (exit_codes or {}).get(job_id, 0),
             "runtime_s": 9.0,
             "end_s": 9.0,
             "result_elapsed_s": value if t == "cpu" else None,
@@ -40,11 +55,17 @@ def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", sa
         rows.append(row)
     if samples is not None:
         (d / "sched" / "state").mkdir(parents=True)
-        pd.DataFrame(samples, columns=["t_s", "job", "cpu"]).to_csv(
-            d / "sched" / "state" / "cpu_samples.csv", index=False
-        )
-    run = {"run_id": run_id, "variant": variant, "metadata_path": str(d / "metadata.json"), "run_dir": str(d)}
+        pd.DataFrame(samples, columns=["t_s", "job", "cpu"]).to_csv(d / "sched" / "state" / "cpu_samples.csv",
+                                                                    index=False)  # fmt: skip
+    run = {"run_id": run_id, "variant": variant, "kind": kind, "domain": domain if kind == "pair" else "",
+           "workload": workload, "rep": rep, "metadata_path": str(d / "metadata.json"), "run_dir": str(d)}  # fmt: skip
     return rows, run
+
+
+# cfs: two cpu + two io tasks on two CPUs; at t=0.5 the CPUs hold (cpu, cpu) and (io, io), at
+# t=1.0 (cpu, io) twice: 2 same-type pairs of 4 placed together, against 1/3 at random
+SAMPLES = [(0.5, "c0", 0), (0.5, "c1", 0), (0.5, "i0", 1), (0.5, "i1", 1),
+           (1.0, "c0", 0), (1.0, "i0", 0), (1.0, "c1", 1), (1.0, "i1", 1)]  # fmt: skip
 
 
 @pytest.fixture
@@ -63,121 +84,99 @@ def campaign(tmp_path):
     for rep in (0, 1):
         add(f"smt_same_r{rep}", "pair", "smt_same_type", "w", rep, [("c0", "cpu", 4.0), ("i0", "io", 50.0)])
         add(f"smt_mixed_r{rep}", "pair", "smt_mixed", "w", rep, [("c0", "cpu", 2.0 / 0.75), ("i0", "io", 75.0)])
-    # cfs: two cpu + two io tasks on two CPUs; at t=0.5 the CPUs hold (cpu, cpu) and (io, io),
-    # at t=1.0 (cpu, io) twice: 2 same-type and 2 mixed CPU-instants
-    samples = [
-        (0.5, "c0", 0),
-        (0.5, "c1", 0),
-        (0.5, "i0", 1),
-        (0.5, "i1", 1),
-        (1.0, "c0", 0),
-        (1.0, "i0", 0),
-        (1.0, "c1", 1),
-        (1.0, "i1", 1),
-    ]
-    add(
-        "smt_cfs_r0",
-        "pair",
-        "cfs",
-        "w",
-        0,
-        [("c0", "cpu", 2.0), ("c1", "cpu", 2.0), ("i0", "io", 100.0), ("i1", "io", 100.0)],
-        samples=samples,
-    )
+    four = [("c0", "cpu", 2.0), ("c1", "cpu", 2.0), ("i0", "io", 100.0), ("i1", "io", 100.0)]
+    add("smt_cfs_r0", "pair", "cfs", "w", 0, four, samples=SAMPLES)
     pd.DataFrame(jobs).to_csv(tmp_path / "jobs.csv", index=False)
     pd.DataFrame(runs).to_csv(tmp_path / "runs.csv", index=False)
     plan = {
-        "rows": [
-            {"domain": "smt", "variant": v, "workload": "w", "not_measurable": None}
-            for v in ("cfs", "smt_same_type", "smt_mixed")
-        ]
-        + [
-            {"domain": "numa", "variant": v, "workload": "w", "not_measurable": "one NUMA node (0-1)"}
-            for v in ("numa_concentrate", "numa_spread")
-        ]
-    }
+        "domains": {"cores": ["0", "1"]},
+        "rows": [{"domain": "smt", "variant": v, "workload": "w", "not_measurable": None}
+                 for v in ("cfs", "smt_same_type", "smt_mixed")]
+        + [{"domain": "numa", "variant": v, "workload": "w", "not_measurable": "one NUMA node (0-1)"}
+           for v in ("numa_concentrate", "numa_spread")],
+    }  # fmt: skip
     (tmp_path / "plan.json").write_text(json.dumps(plan))
-    prem = tmp_path / "premise"
-    prem.mkdir()
-    (prem / "summary.json").write_text(
-        json.dumps(
-            {
-                "layout": "alone",
-                "store_medium": "memory",
-                "comparisons": {"store_util_over_cpu_util": 0.9, "store_util_over_psync_util": 2.0},
-                "missing": [],
-            }
-        )
-    )
+    for rep, (store, psync, cpu) in enumerate(((900.0, 150.0, 1000.0), (950.0, 170.0, 1010.0))):
+        prem = tmp_path / "premise" / "alone" / f"r{rep}"
+        prem.mkdir(parents=True)
+        tasks = {"store": {"util_avg_mean": store}, "psync": {"util_avg_mean": psync}, "cpu": {"util_avg_mean": cpu}}
+        (prem / "summary.json").write_text(json.dumps({"layout": "alone", "store_engine": "mmap",
+                                                       "store_medium": "memory (tmpfs /dev/shm)", "tasks": tasks,
+                                                       "missing": []}))  # fmt: skip
     return tmp_path
 
 
-def analyse(root, premise=True):
-    return nn.run(
-        str(root / "jobs.csv"),
-        str(root / "runs.csv"),
-        str(root / "plan.json"),
-        [str(root / "premise")] if premise else [],
-        str(root / "out"),
-        "003",
-    )
+def analyse(root):
+    premise = sorted(str(p) for p in (root / "premise" / "alone").glob("r*"))
+    inputs = read_inputs("noisy_neighbour", FOLDER, PAPERS_DIR, root / "jobs.csv", root / "runs.csv",
+                         job_text=nn.JOB_TEXT, run_text=nn.RUN_TEXT,
+                         files={"plan": str(root / "plan.json"), "premise": premise})  # fmt: skip
+    result = nn.analyse(inputs)
+    section = write(root / "out", inputs, result)
+    return result, {c["claim"]: c for c in section["claims"]}, section
 
 
-def test_normalised_performance_and_the_smt_gain(campaign):
-    res = analyse(campaign)
-    t = res["table"].set_index("variant")
-    assert t.loc["smt_same_type", "overall"] == pytest.approx(0.5)
-    assert t.loc["smt_mixed", "overall"] == pytest.approx(0.75)
-    assert t.loc["smt_mixed", "n_reps"] == 2 and math.isfinite(t.loc["smt_mixed", "ci95_low"])
-    assert t.loc["cfs", "overall"] == pytest.approx(1.0)
-    rows = res["comparison"].set_index("quantity")
-    smt = rows.loc["SMT: overall performance, mixed pairs over same-type pairs"]
-    assert smt["measured_value"] == pytest.approx(50.0) and smt["verdict"] == "reproduced in direction"
+def test_normalised_performance_per_pair_run(campaign):
+    res, _, _ = analyse(campaign)
+    r = res.evidence["runs"].set_index("run_id")
+    assert r.loc["smt_same_r0", "overall"] == pytest.approx(0.5)
+    assert r.loc["smt_mixed_r1", "overall"] == pytest.approx(0.75)
+    assert r.loc["smt_cfs_r0", "overall"] == pytest.approx(1.0) and not r["failed"].any()
+    pts = pd.read_csv(campaign / "out" / "points.csv").set_index("variant")
+    assert pts.loc["smt_mixed", "n_reps"] == 2 and pts.loc["numa_spread", "not_measurable"] == "one NUMA node (0-1)"
 
 
-def test_rows_this_machine_cannot_express_are_not_measurable_with_the_reason(campaign):
-    res = analyse(campaign)
-    t = res["table"]
-    numa = t[t["domain"] == "numa"]
-    assert len(numa) == 2 and (numa["n_reps"] == 0).all() and (numa["not_measurable"] == "one NUMA node (0-1)").all()
-    row = res["comparison"].iloc[1]
-    assert row["verdict"] == "not measurable here" and row["note"] == "one NUMA node (0-1)"
-    section = json.loads((campaign / "out" / "section.json").read_text())
+def test_every_claim_end_to_end_on_this_kind_of_machine(campaign):
+    """SMT and NUMA: not measurable here, the need named, from the runs' machine description (the
+    old rule gave SMT +50 % "reproduced in direction" from the mean of the placements' means)."""
+    _, rows, section = analyse(campaign)
+    assert set(rows) == set(CLAIMS) and all(r["paper"] == "003" for r in rows.values())
+    smt = rows["smt_mixed_over_same_type"]
+    assert smt["outcome"] == "not measurable here" and "SMT (two hardware threads per core)" in smt["why"]
+    numa = rows["numa_spread_over_concentrate"]
+    assert numa["outcome"] == "not measurable here" and "2 NUMA nodes (this machine: 1 NUMA node)" in numa["why"]
+    # the premise on tmpfs: not the paper's persistent memory, whatever util_avg says
+    for cid in ("pelt_sees_pm_io_as_busy", "pelt_sets_pm_io_apart_from_conventional_io"):
+        assert rows[cid]["outcome"] == "not measurable here" and "persistent memory" in rows[cid]["why"]
+    light = rows["pelt_sees_conventional_io_as_light"]
+    assert light["outcome"] == "reproduced" and light["n"] == 2
+    assert light["estimate"] == pytest.approx(math.sqrt(150 / 1000 * 170 / 1010))
+    # one cfs run with one rep: never decided by its direction
+    cfs = rows["cfs_pairs_same_types"]
+    assert cfs["outcome"] == "inconclusive" and cfs["n"] == 1 and "at least 2" in cfs["why"]
     assert any(m["metric"] == "numa numa_spread" for m in section["missing"])
-    assert (campaign / "out" / nn.FIG_NAME).stat().st_size > 0
+    setup = pd.read_csv(campaign / "out" / "setup.csv")
+    assert list(setup["paper_value"]) == [6, 8]
+    for f in (nm.Path("normalised_performance.png"), "premise_util_avg.png", "pairing.csv", "premise.csv"):
+        assert (campaign / "out" / f).stat().st_size > 0
 
 
-def test_a_worse_mixed_pairing_is_not_reproduced(campaign):
+def test_a_failed_pair_run_is_failed_with_the_run_named(campaign):
+    """The old rule dropped it: its point showed "not measurable here" or a mean without it."""
     jobs = pd.read_csv(campaign / "jobs.csv")
-    jobs.loc[(jobs["variant"] == "smt_mixed") & (jobs["task_type"] == "cpu"), "result_elapsed_s"] = 8.0
+    jobs.loc[(jobs["run_id"] == "smt_mixed_r1") & (jobs["job_id"] == "c0"), "exit_code"] = 137
     jobs.to_csv(campaign / "jobs.csv", index=False)
-    for d in (campaign / "runs").glob("smt_mixed_r*"):
-        (d / "jobs" / "i0.out").write_text(FIO.format(bw=10e6))
-    res = analyse(campaign)
-    smt = res["comparison"].iloc[0]
-    assert smt["measured_value"] < 0 and smt["verdict"] == "not reproduced"
+    res, _, _ = analyse(campaign)
+    runs = res.evidence["runs"].set_index("run_id")
+    assert runs.loc["smt_mixed_r1", "failed"] and "job c0 exited 137" in runs.loc["smt_mixed_r1", "failed_reason"]
+    row = judge("smt_mixed_over_same_type", CLAIMS["smt_mixed_over_same_type"], res.evidence, BIG)
+    assert row["outcome"] == "failed" and row["runs"] == ["smt_mixed_r1"] and "job c0 exited 137" in row["why"]
 
 
-def test_cfs_pairing_share_against_chance(campaign):
-    res = analyse(campaign)
-    p = res["pairing"]
-    assert p["cpu_instants_shared"] == 4 and p["same_type_share"] == pytest.approx(0.5)
-    assert p["random_share"] == pytest.approx(1 / 3)  # 2 same-type pairs of the 6 possible
-    row = res["comparison"].iloc[3]
-    assert row["verdict"] == "reproduced in direction"
+def test_a_missing_baseline_fails_the_pair_runs_it_normalises(campaign):
+    jobs = pd.read_csv(campaign / "jobs.csv")
+    jobs.loc[jobs["kind"] == "alone_io", "exit_code"] = 1
+    jobs.to_csv(campaign / "jobs.csv", index=False)
+    res, _, section = analyse(campaign)
+    runs = res.evidence["runs"]
+    assert runs["failed"].all() and runs["failed_reason"].str.contains("no alone fio run succeeded").all()
+    assert "failed alone runs: alone_io_r0" in section["summary"]
 
 
-def test_premise_verdict_and_its_absence(campaign):
-    res = analyse(campaign)
-    assert res["comparison"].iloc[2]["verdict"] == "reproduced in direction"
-    res = analyse(campaign, premise=False)
-    assert res["comparison"].iloc[2]["verdict"] == "not measurable here"
-
-
-def test_a_missing_fio_output_is_a_recorded_missing_metric(campaign):
+def test_a_missing_fio_output_is_failed_and_recorded(campaign):
     (campaign / "runs" / "smt_mixed_r0" / "jobs" / "i0.out").write_text("fio: crashed\n")
-    analyse(campaign)
-    section = json.loads((campaign / "out" / "section.json").read_text())
+    res, _, section = analyse(campaign)
+    assert res.evidence["runs"].set_index("run_id").loc["smt_mixed_r0", "failed"]
     fio = [m for m in section["missing"] if m["metric"] == "fio write bandwidth"]
     assert fio and fio[0]["runs"] == 1
 
@@ -186,3 +185,103 @@ def test_an_unreadable_plan_is_one_line(campaign):
     (campaign / "plan.json").write_text("{")
     with pytest.raises(AnalysisInputError, match="plan.json: not readable"):
         analyse(campaign)
+
+
+# ----------------------------------------------------------------------------- claims on tables
+
+
+def overall_runs(domain, head, base, per_workload: dict[str, tuple[list[float], list[float]]]) -> pd.DataFrame:
+    rows = []
+    for w, (hs, bs) in per_workload.items():
+        for variant, values in ((head, hs), (base, bs)):
+            for rep, v in enumerate(values):
+                rows.append({"run_id": f"{variant}_{w}_r{rep}", "domain": domain, "variant": variant, "workload": w,
+                             "rep": rep, "overall": v, "failed": False, "failed_reason": ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_smt_gain_needs_its_paired_interval_not_a_positive_mean():
+    """Mixed above same-type on average (+6 %), one rep the other way: the old rule (mean > 0 %)
+    said reproduced; the paired interval contains 1."""
+    runs = overall_runs("smt", "smt_mixed", "smt_same_type", {"a": ([0.80, 0.70, 0.78], [0.66, 0.74, 0.70])})
+    row = judge("smt_mixed_over_same_type", CLAIMS["smt_mixed_over_same_type"], {"runs": runs}, BIG)
+    assert row["outcome"] == "inconclusive" and row["ci_low"] < 1 < row["ci_high"] and row["reps_needed"] > 3
+    two = {"a": ([0.80, 0.82, 0.79], [0.66, 0.68, 0.67]), "b": ([0.9, 0.91, 0.9], [0.8, 0.8, 0.81])}
+    clear = overall_runs("smt", "smt_mixed", "smt_same_type", two)
+    row = judge("smt_mixed_over_same_type", CLAIMS["smt_mixed_over_same_type"], {"runs": clear}, BIG)
+    assert row["outcome"] == "reproduced" and row["in_magnitude"] is True  # 1.18 inside the interval
+    assert judge("smt_mixed_over_same_type", CLAIMS["smt_mixed_over_same_type"], {}, VM)["outcome"] == (
+        "not measurable here"
+    )
+
+
+def test_numa_is_judged_on_every_program_never_the_largest_ratio():
+    """Spread far better on one program, worse on another: the old rule took the largest ratio
+    (> 1: reproduced); on every program the worse one contradicts it."""
+    per = {"lbm_r": ([2.0, 2.1, 2.05], [0.5, 0.52, 0.5]), "povray_r": ([0.7, 0.71, 0.7], [0.9, 0.9, 0.91])}
+    runs = overall_runs("numa", "numa_spread", "numa_concentrate", per)
+    claim = CLAIMS["numa_spread_over_concentrate"]
+    row = judge("c", claim, {"runs": runs}, BIG)
+    assert row["outcome"] == "contradicted" and "workload povray_r" in row["why"]
+    assert judge("c", claim, {"runs": runs[runs["workload"] == "lbm_r"]}, BIG)["outcome"] == "reproduced"
+    row = judge("c", claim, {}, VM)
+    assert row["outcome"] == "not measurable here" and row["n"] == 0
+
+
+def premise_rows(per_rep: list[tuple[float, float, float]], medium: str = "pmem") -> pd.DataFrame:
+    rows = []
+    for rep, values in enumerate(per_rep):
+        for task, u in zip(("store", "psync", "cpu"), values):
+            rows.append({"run_id": f"premise/alone/r{rep}", "layout": "alone", "rep": rep, "task": task,
+                         "util_avg": u, "store_medium": medium, "failed": False, "failed_reason": ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_pm_io_seen_as_busy_only_on_persistent_memory():
+    """The old rule passed on a tmpfs store task (store/cpu 0.9 >= 0.75): loads and stores to
+    memory are busy by construction. Without persistent memory: not measurable; with it but a
+    store task on memory: nothing measured; on persistent memory: judged, as an equivalence."""
+    busy = premise_rows([(900.0, 150.0, 1000.0), (950.0, 160.0, 1000.0), (930.0, 140.0, 1005.0)])
+    claim = CLAIMS["pelt_sees_pm_io_as_busy"]
+    assert judge("c", claim, {"premise": busy.assign(store_medium="memory")}, VM)["outcome"] == "not measurable here"
+    row = judge("c", claim, {"premise": busy.assign(store_medium="memory")}, BIG)
+    assert row["outcome"] == "inconclusive" and row["n"] == 0 and "store_medium pmem" in row["why"]
+    assert judge("c", claim, {"premise": busy}, BIG)["outcome"] == "reproduced"
+    light = premise_rows([(300.0, 150.0, 1000.0), (320.0, 160.0, 1000.0), (310.0, 140.0, 1005.0)])
+    assert judge("c", claim, {"premise": light}, BIG)["outcome"] == "contradicted"
+    apart = CLAIMS["pelt_sets_pm_io_apart_from_conventional_io"]
+    assert judge("c", apart, {"premise": busy}, BIG)["outcome"] == "reproduced"
+
+
+def pairing_rows(excess: list[float], variant: str = "cfs") -> pd.DataFrame:
+    return pd.DataFrame([{"run_id": f"smt_{variant}_w_r{rep}", "domain": "smt", "variant": variant, "workload": "w",
+                          "rep": rep, "same_type_excess": e, "failed": False, "failed_reason": ""}
+                         for rep, e in enumerate(excess)])  # fmt: skip
+
+
+def test_cfs_pairing_that_flips_between_reps_is_inconclusive():
+    """Two reps of same-type pairs and one of mixed pairs: the old rule pooled the CPU-instants
+    (share 0.67 > 1/3: reproduced in direction); per rep the interval contains 0."""
+    claim = CLAIMS["cfs_pairs_same_types"]
+    row = judge("c", claim, {"pairing": pairing_rows([2 / 3, 2 / 3, -1 / 3])}, VM)
+    assert row["outcome"] == "inconclusive" and row["ci_low"] < 0 < row["ci_high"] and row["reps_needed"] > 3
+    steady = judge("c", claim, {"pairing": pairing_rows([0.6, 0.67, 0.62, 0.65])}, VM)
+    assert steady["outcome"] == "reproduced"
+
+
+def test_run_pairing_counts_pairs_on_a_core_and_chance():
+    types = {"c0": "cpu", "c1": "cpu", "i0": "io", "i1": "io"}
+    p = nm.run_pairing(pd.DataFrame(SAMPLES, columns=["t_s", "job", "cpu"]), types, {})
+    assert p["pairs_together"] == 4 and p["same_type_pairs"] == 2
+    assert p["random_share"] == pytest.approx(1 / 3) and p["same_type_excess"] == pytest.approx(0.5 - 1 / 3)
+    # SMT siblings 0 and 1 are one core: all four tasks on it at each instant, 6 pairs, 2 same-type
+    p = nm.run_pairing(pd.DataFrame(SAMPLES, columns=["t_s", "job", "cpu"]), types, {0: 0, 1: 0})
+    assert p["pairs_together"] == 12 and p["same_type_share"] == pytest.approx(1 / 3)
+
+
+def test_a_jobs_worker_thread_stands_for_it():
+    """fio's main thread waits on a CPU of its own while its worker writes beside the CPU task."""
+    s = pd.DataFrame([(0.5, "c0", 10, 10, 0), (0.5, "i0", 20, 20, 1), (0.5, "i0", 20, 21, 0)],
+                     columns=["t_s", "job", "pid", "tid", "cpu"])  # fmt: skip
+    p = nm.run_pairing(s, {"c0": "cpu", "i0": "io"}, {})
+    assert p["pairs_together"] == 1 and p["same_type_pairs"] == 0

@@ -10,62 +10,11 @@
  * offset. Before it goes, aioli may wait a short time for a larger run (a shift, or a smaller
  * run than the queue's last one); app_aware waits for the requests its trace predicts. A
  * request queued longer than starvation_us goes next, without a wait. */
-#include "policy.h"
+#include "policy_core.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NS_PER_US 1000ull
-#define HASH_BUCKETS 1024u
-#define TRACE_WINDOW_NS 1000000000ull /* a trace follower is looked for within 1 s */
-#define GAP_NONE UINT64_MAX
-
-struct aioli_queue {
-	uint64_t file;
-	enum aioli_op op;
-	struct aioli_req **v; /* sorted by offset, then arrival */
-	size_t n, cap;
-	uint64_t last_end;
-	size_t last_agg;
-	int has_last;
-	int listed;
-	struct aioli_queue *hnext, *qprev, *qnext;
-};
-
-struct trace_entry {
-	uint64_t file;
-	uint64_t off, size;
-	uint64_t t_ns, gap_ns;
-	int op;
-};
-
-struct run {
-	struct aioli_queue *q;
-	size_t first, n;
-	uint64_t offset, size;
-};
-
-struct aioli_core {
-	struct aioli_params p;
-	struct aioli_queue *buckets[HASH_BUCKETS];
-	struct aioli_queue *qhead, *qtail;
-	struct aioli_req *ghead, *gtail;
-	size_t queued, outstanding;
-	uint64_t step, seq;
-	struct aioli_counters k;
-	/* the wait in progress, if any */
-	struct aioli_queue *wq;
-	struct aioli_req *wanchor;
-	uint64_t wstart, wdeadline;
-	size_t wn0, wtarget;
-	int wshift;
-	/* the last dispatch's members */
-	struct aioli_req **out;
-	size_t outcap;
-	struct trace_entry *trace;
-	size_t ntrace;
-};
 
 static const char *const policy_names[AIOLI_NPOLICIES] = {
 	"fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware",
@@ -235,6 +184,7 @@ const struct aioli_counters *aioli_counters(const struct aioli_core *c)
 void aioli_reset(struct aioli_core *c)
 {
 	memset(&c->k, 0, sizeof(c->k));
+	aioli_arrivals_reset(c); /* open runs of arrivals belong to the counts reset */
 }
 void aioli_complete(struct aioli_core *c)
 {
@@ -286,11 +236,6 @@ static void list_remove(struct aioli_core *c, struct aioli_queue *q)
 	q->listed = 0;
 }
 
-static size_t bucket_of(uint64_t n)
-{
-	return n >= AIOLI_HIST ? AIOLI_HIST - 1 : (size_t)(n ? n - 1 : 0);
-}
-
 int aioli_submit(struct aioli_core *c, struct aioli_req *r, uint64_t now_ns)
 {
 	int op = r->op == AIOLI_WRITE;
@@ -298,6 +243,9 @@ int aioli_submit(struct aioli_core *c, struct aioli_req *r, uint64_t now_ns)
 	c->k.bytes[op] += r->size;
 	r->arrival_ns = now_ns;
 	r->seq = ++c->seq;
+	struct aioli_queue *aq = queue_of(c, r->file, r->op);
+	if (aq) /* what the arrivals allow, whatever the policy */
+		aioli_arrivals_note(c, aq, r, now_ns);
 	if (c->p.policy == AIOLI_FIFO) {
 		c->k.passed_through++;
 		return 1;
@@ -426,150 +374,6 @@ static struct run run_around(const struct aioli_core *c, struct aioli_req *x)
 		r.n++;
 	}
 	return r;
-}
-
-/* ---- app_aware's trace ----------------------------------------------------------------- */
-
-static int cmp_time(const void *a, const void *b)
-{
-	const struct trace_entry *x = a, *y = b;
-	if (x->file != y->file)
-		return x->file < y->file ? -1 : 1;
-	if (x->op != y->op)
-		return x->op - y->op;
-	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
-}
-
-static int cmp_offset(const void *a, const void *b)
-{
-	const struct trace_entry *x = a, *y = b;
-	if (x->file != y->file)
-		return x->file < y->file ? -1 : 1;
-	if (x->op != y->op)
-		return x->op - y->op;
-	if (x->off != y->off)
-		return x->off < y->off ? -1 : 1;
-	return x->gap_ns < y->gap_ns ? -1 : x->gap_ns > y->gap_ns;
-}
-
-int aioli_load_trace(struct aioli_core *c, const char *path, char *err, size_t errlen)
-{
-	if (!path || !*path) { /* no trace */
-		free(c->trace);
-		c->trace = NULL;
-		c->ntrace = 0;
-		return 0;
-	}
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	struct trace_entry *v = NULL;
-	size_t n = 0, cap = 0, lineno = 0;
-	char line[512];
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		char file[128], op[8];
-		double t_us;
-		unsigned long long off, size;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		if (sscanf(line, "%lf %127s %7s %llu %llu", &t_us, file, op, &off, &size) != 5 ||
-		    t_us < 0 || (op[0] != 'r' && op[0] != 'w') || size == 0) {
-			snprintf(err, errlen, "%s:%zu: expected \"t_us file r|w offset size\"",
-				 path, lineno);
-			free(v);
-			fclose(f);
-			return -1;
-		}
-		if (n == cap) {
-			struct trace_entry *nv =
-				realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
-			if (!nv) {
-				snprintf(err, errlen, "%s: out of memory", path);
-				free(v);
-				fclose(f);
-				return -1;
-			}
-			v = nv;
-		}
-		v[n++] = (struct trace_entry){ aioli_file_id(file),       off,      size,
-					       (uint64_t)(t_us * 1000.0), GAP_NONE, op[0] == 'w' };
-	}
-	fclose(f);
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_time);
-	for (size_t i = 0; i < n; i++) /* the first later request that starts where this one ends */
-		for (size_t j = i + 1; j < n && v[j].file == v[i].file && v[j].op == v[i].op &&
-				       v[j].t_ns - v[i].t_ns <= TRACE_WINDOW_NS;
-		     j++)
-			if (v[j].off == v[i].off + v[i].size) {
-				v[i].gap_ns = v[j].t_ns - v[i].t_ns;
-				break;
-			}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_offset);
-	free(c->trace);
-	c->trace = v;
-	c->ntrace = n;
-	return 0;
-}
-
-size_t aioli_trace_entries(const struct aioli_core *c)
-{
-	return c->ntrace;
-}
-
-/* The trace's time from a request at (file, op, off) to the one that follows it contiguously:
- * the median over the trace's requests at that offset; GAP_NONE if none or unknown. */
-static uint64_t trace_gap(const struct aioli_core *c, uint64_t file, int op, uint64_t off,
-			  uint64_t *size)
-{
-	struct trace_entry key = { file, off, 0, 0, 0, op };
-	size_t lo = 0, hi = c->ntrace;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (cmp_offset(&c->trace[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t b = lo;
-	while (b < c->ntrace && c->trace[b].file == file && c->trace[b].op == op &&
-	       c->trace[b].off == off)
-		b++;
-	if (b == lo)
-		return GAP_NONE;
-	*size = c->trace[lo].size;
-	return c->trace[lo + (b - lo - 1) / 2].gap_ns;
-}
-
-/* app_aware: how many more requests the trace predicts after run r within the bounds, and
- * when the last of them should arrive. */
-static size_t app_predict(const struct aioli_core *c, const struct run *r, uint64_t *until_ns)
-{
-	struct aioli_req *last = r->q->v[r->first + r->n - 1];
-	uint64_t off = last->offset, t = last->arrival_ns, total = r->size, size = last->size;
-	size_t more = 0;
-	for (;;) {
-		uint64_t here = size;
-		uint64_t gap = trace_gap(c, r->q->file, r->q->op, off, &here);
-		if (gap == GAP_NONE || gap > c->p.app_req_cost_us * NS_PER_US)
-			break;
-		uint64_t nsz = here; /* the follower's size if the trace has it, else this one's */
-		(void)trace_gap(c, r->q->file, r->q->op, off + here, &nsz);
-		if (total + nsz > c->p.max_agg_bytes ||
-		    t + gap - last->arrival_ns > c->p.app_wait_max_us * NS_PER_US)
-			break;
-		off += here;
-		size = nsz;
-		total += nsz;
-		t += gap;
-		more++;
-	}
-	*until_ns = t;
-	return more;
 }
 
 /* ---- decisions --------------------------------------------------------------------------- */
@@ -744,89 +548,4 @@ int aioli_next(struct aioli_core *c, uint64_t now, struct aioli_dispatch *d, uin
 		}
 	}
 	return emit(c, &best, now, AIOLI_WAIT_NONE, 0, d);
-}
-
-/* ---- status -------------------------------------------------------------------------------- */
-
-void aioli_json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
-static void json_array(FILE *f, const uint64_t *v, size_t n)
-{
-	fputc('[', f);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
-	fputc(']', f);
-}
-
-/* The smallest bucket bound (us) under which a fraction q of the waits lie. */
-static uint64_t wait_quantile_us(const struct aioli_counters *k, double q)
-{
-	uint64_t total = 0, acc = 0;
-	for (size_t i = 0; i < AIOLI_WAIT_HIST; i++)
-		total += k->wait_hist[i];
-	if (!total)
-		return 0;
-	for (size_t i = 0; i < AIOLI_WAIT_HIST; i++) {
-		acc += k->wait_hist[i];
-		if ((double)acc >= q * (double)total)
-			return i ? 1ull << i : 1;
-	}
-	return 1ull << (AIOLI_WAIT_HIST - 1);
-}
-
-void aioli_write_json(const struct aioli_core *c, FILE *f)
-{
-	const struct aioli_params *p = &c->p;
-	const struct aioli_counters *k = &c->k;
-	typedef unsigned long long ull;
-	fprintf(f, "\"policy\": ");
-	aioli_json_string(f, aioli_policy_name(p->policy));
-	fprintf(f,
-		", \"params\": {\"quantum_step_kib\": %llu, \"max_agg_kib\": %llu, \"wait_us\": %llu, "
-		"\"shift_window_kib\": %llu, \"starvation_ms\": %llu, \"max_outstanding\": %u, "
-		"\"app_req_cost_us\": %llu, \"app_wait_max_us\": %llu}",
-		(ull)(p->quantum_step_bytes / 1024), (ull)(p->max_agg_bytes / 1024),
-		(ull)p->wait_us, (ull)(p->shift_window_bytes / 1024),
-		(ull)(p->starvation_us / 1000), p->max_outstanding, (ull)p->app_req_cost_us,
-		(ull)p->app_wait_max_us);
-	fprintf(f, ", \"trace_entries\": %zu", c->ntrace);
-	fprintf(f,
-		", \"counters\": {\"requests\": {\"read\": %llu, \"write\": %llu}, \"bytes\": {\"read\": %llu, "
-		"\"write\": %llu}, \"passed_through\": %llu, \"dispatches\": %llu, \"aggregations\": %llu, "
-		"\"aggregated_requests\": %llu, ",
-		(ull)k->requests[0], (ull)k->requests[1], (ull)k->bytes[0], (ull)k->bytes[1],
-		(ull)k->passed_through, (ull)k->dispatches, (ull)k->aggregations,
-		(ull)k->aggregated_requests);
-	fprintf(f,
-		"\"agg_hist_buckets\": \"requests per dispatch 1..16, last 17+\", \"agg_performed\": ");
-	json_array(f, k->agg_performed, AIOLI_HIST);
-	fprintf(f, ", \"agg_possible\": ");
-	json_array(f, k->agg_possible, AIOLI_HIST);
-	fprintf(f,
-		", \"queue\": {\"now\": %zu, \"max\": %llu, \"mean\": %.3f, \"samples\": %llu}, \"outstanding\": %zu, ",
-		c->queued, (ull)k->queue_max,
-		k->queue_samples ? (double)k->queue_sum / (double)k->queue_samples : 0.0,
-		(ull)k->queue_samples, c->outstanding);
-	fprintf(f,
-		"\"waits\": {\"taken\": %llu, \"aggregated\": %llu, \"timed_out\": %llu}, \"starved\": %llu, ",
-		(ull)k->waits, (ull)k->waits_aggregated, (ull)k->waits_timed_out, (ull)k->starved);
-	fprintf(f,
-		"\"request_wait\": {\"sum_us\": %.3f, \"count\": %llu, \"max_us\": %.3f, \"p50_us_le\": %llu, "
-		"\"p99_us_le\": %llu, \"hist_log2_us\": ",
-		(double)k->wait_ns_sum / 1e3, (ull)k->wait_count, (double)k->wait_ns_max / 1e3,
-		(ull)wait_quantile_us(k, 0.5), (ull)wait_quantile_us(k, 0.99));
-	json_array(f, k->wait_hist, AIOLI_WAIT_HIST);
-	fprintf(f, "}}");
 }

@@ -61,7 +61,7 @@ struct aioli_dispatch {
 	uint64_t offset;
 	uint64_t size;
 	size_t n;                /* requests aggregated */
-	size_t possible;         /* contiguous requests queued at dispatch time */
+	size_t possible;         /* contiguous requests queued around it at dispatch time (>= n) */
 	struct aioli_req **reqs; /* offset order; valid until the next aioli_next call */
 	int wait_outcome;        /* AIOLI_WAIT_*: the wait taken before this dispatch, if any */
 	uint64_t waited_ns;      /* how long that wait lasted */
@@ -72,6 +72,10 @@ struct aioli_counters {
 	uint64_t requests[2], bytes[2], passed_through;
 	uint64_t dispatches, aggregations, aggregated_requests;
 	uint64_t agg_performed[AIOLI_HIST], agg_possible[AIOLI_HIST];
+	/* the aggregations the arrivals allowed, whatever the policy: contiguous requests of one
+	 * (file, op) each arriving within app_wait_max_us of the run's latest one, within
+	 * max_agg_bytes; the runs closed (the status adds the open ones) */
+	uint64_t agg_arrivals[AIOLI_HIST];
 	uint64_t queue_max, queue_samples, queue_sum;
 	uint64_t waits, waits_aggregated, waits_timed_out, starved;
 	uint64_t wait_ns_sum, wait_count, wait_ns_max, wait_hist[AIOLI_WAIT_HIST];

@@ -5,14 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -51,10 +48,6 @@ int run_daemon(void)
 	/* everything that can be wrong is found before any job is touched */
 	if (o->policy == P_THROTTLE) {
 		char probe[PATH_MAX + 64];
-		if (!o->cgroup || !o->device)
-			corun_usage_error(
-				PROG,
-				"--policy: 'throttle' (expected --cgroup DIR and --device MAJ:MIN too)");
 		snprintf(probe, sizeof probe, "%s/blkio.throttle.read_bps_device", o->cgroup);
 		if (access(probe, W_OK) < 0) {
 			corun_err(
@@ -107,19 +100,10 @@ int run_daemon(void)
 		corun_err(PROG, "cannot write %s: %s", path, strerror(errno));
 		return CORUN_EXIT_RUNTIME;
 	}
-	/* signals arrive through a signalfd: no work in handlers */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	pid_t parent = getppid();
-	prctl(PR_SET_PDEATHSIG, SIGTERM); /* the runner dies: resume everything, exit */
-	if (getppid() != parent) {
+	/* signals arrive through a signalfd: no work in handlers; the runner dies: resume
+	 * everything, exit */
+	int sfd = sd_signals_open();
+	if (sfd == -2) {
 		corun_err(PROG, "the process that started it has already exited");
 		teardown();
 		return CORUN_EXIT_RUNTIME;
@@ -152,9 +136,9 @@ int run_daemon(void)
 			break;
 		}
 		if (pf[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				D.exit_reason = strsignal((int)si.ssi_signo);
+			const char *sig = sd_signal_read(sfd);
+			if (sig) {
+				D.exit_reason = sig;
 				break;
 			}
 		}

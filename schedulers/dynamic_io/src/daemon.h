@@ -4,10 +4,12 @@
  *   quantum.c  one quantum: collect the I/O (Procedure 3), decide (decide.c), act, log
  *   jobs.c     the job table, filled from the runner's job event log
  *   hold.c     holding and releasing a job: SIGSTOP/SIGCONT or a cgroup v1 blkio limit
- *   proc.c     reading /proc: process identity, I/O counters, descendants, PSI
+ *   proc.c     reading /proc: I/O counters, descendants, PSI
  *   log.c      the JSON output: notes in decisions.jsonl, status.json, summary.json
  *   decide.c   the decision-making module (Procedure 4), pure
  *   modes.c    --check, --decide-table, --bench-decide
+ * What the daemon shares with corun's other daemons (process identity, signals, state files,
+ * the heartbeat check, the option table) is in schedulers/lib (sched_daemon.h).
  */
 #ifndef DIO_DAEMON_H
 #define DIO_DAEMON_H
@@ -19,6 +21,7 @@
 
 #include "decide.h"
 #include "modes.h"
+#include "sched_daemon.h"
 
 #define MAX_DESC 4096 /* descendants followed per job */
 
@@ -29,19 +32,16 @@ struct opts {
 	const char *events, *state_dir, *psi_file, *cgroup, *device;
 	double timeslice_s, bound_mbps, max_suspend_s;
 	double psi_target, psi_decrease, psi_increase, bound_min, bound_max, floor_mbps;
-	double keep_io_running; /* an integer, parsed as a limit */
-	enum counter counter;
-	enum policy policy;
+	long keep_io_running, max_jobs;
+	int counter, policy; /* enum counter, enum policy */
 	bool descendants, cmp_share;
-	long max_jobs;
 };
 
 struct job {
 	char id[128];
-	pid_t pid;
-	unsigned long long starttime;
+	struct sd_proc p; /* the leader: pid, start time, pidfd */
 	int cmp;
-	int pidfd, io_fd;
+	int io_fd;
 	bool group; /* the job leads its own process group: signal the group */
 	bool gone;
 	unsigned long long last_bytes;
@@ -93,12 +93,6 @@ struct daemon {
 extern struct daemon D;
 
 /* proc.c */
-/* Writes TEXT to the existing file PATH; -1 with errno on error. */
-int write_file(const char *path, const char *text);
-/* Start time (clock ticks since boot, field 22) and process group (field 5). */
-int proc_stat(pid_t pid, unsigned long long *starttime, pid_t *pgrp);
-int pidfd_open_(pid_t pid);
-int pidfd_signal(int pidfd, int sig);
 /* The live descendants of LEADER, breadth first, at most MAX_DESC, in a buffer that the
  * next call overwrites. */
 const pid_t *job_descendants(pid_t leader, size_t *n);

@@ -16,13 +16,13 @@
  * and the process group named after it, are still this job's. */
 int signal_job(struct job *j, int sig)
 {
-	if (j->gone || pidfd_signal(j->pidfd, 0) < 0) {
+	if (j->gone || !sd_proc_alive(&j->p)) {
 		j->gone = true;
 		return -1;
 	}
 	if (j->group)
-		return kill(-j->pid, sig);
-	return pidfd_signal(j->pidfd, sig);
+		return kill(-j->p.pid, sig);
+	return sd_proc_signal(&j->p, sig);
 }
 
 static int cg_write_cap(const char *dir, const char *file, unsigned long long bps)
@@ -30,20 +30,20 @@ static int cg_write_cap(const char *dir, const char *file, unsigned long long bp
 	char path[PATH_MAX + 64], text[96];
 	snprintf(path, sizeof path, "%s/%s", dir, file);
 	snprintf(text, sizeof text, "%s %llu", D.o.device, bps);
-	return write_file(path, text);
+	return sd_write_file(path, text);
 }
 
 static int cg_move(const char *dir, struct job *j)
 {
 	char path[PATH_MAX + 64], text[32];
 	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-	snprintf(text, sizeof text, "%d", (int)j->pid);
-	int rc = write_file(path, text);
+	snprintf(text, sizeof text, "%d", (int)j->p.pid);
+	int rc = sd_write_file(path, text);
 	size_t nd;
-	const pid_t *desc = job_descendants(j->pid, &nd);
+	const pid_t *desc = job_descendants(j->p.pid, &nd);
 	for (size_t i = 0; i < nd; i++) {
 		snprintf(text, sizeof text, "%d", (int)desc[i]);
-		(void)write_file(path, text); /* a descendant may have exited */
+		(void)sd_write_file(path, text); /* a descendant may have exited */
 	}
 	return rc;
 }
@@ -155,7 +155,7 @@ unsigned long long read_cap(const char *file)
 {
 	char path[PATH_MAX + 64], buf[4096];
 	snprintf(path, sizeof path, "%s/%s", D.o.cgroup, file);
-	if (read_small(path, buf, sizeof buf) < 0)
+	if (sd_read_small(path, buf, sizeof buf) < 0)
 		return 0;
 	size_t dl = strlen(D.o.device);
 	for (char *line = buf; line && *line;

@@ -69,8 +69,7 @@ void drop_job(size_t i, double now)
 	struct job *j = &D.jobs[i];
 	release(j, now);
 	keep_done(j);
-	if (j->pidfd >= 0)
-		close(j->pidfd);
+	sd_proc_close(&j->p);
 	if (j->io_fd >= 0)
 		close(j->io_fd);
 	D.jobs[i] = D.jobs[--D.njobs];
@@ -78,10 +77,10 @@ void drop_job(size_t i, double now)
 
 static void job_start(const struct event *e)
 {
-	pid_t pid = (pid_t)e->pid, pgrp = 0;
-	unsigned long long st = 0;
-	if (e->pid < 1 || e->pid > INT_MAX || e->cmp < 0 || e->cmp >= MAX_CMPS) {
-		log_note("refused", e->id, pid, "pid or cmp out of range");
+	pid_t pid = (pid_t)e->pid;
+	if (e->pid < 1 || e->pid > INT_MAX || e->cmp < 0 || e->cmp >= MAX_CMPS ||
+	    e->starttime < 1) {
+		log_note("refused", e->id, pid, "pid, start time or cmp out of range");
 		D.n_refused++;
 		return;
 	}
@@ -90,16 +89,12 @@ static void job_start(const struct event *e)
 		D.n_refused++;
 		return;
 	}
-	int pidfd = pidfd_open_(pid);
-	/* identity after the pidfd exists: if the start time matches now, the
-	 * pidfd refers to the job's process, whatever happens to the pid later */
-	if (pidfd < 0 || proc_stat(pid, &st, &pgrp) < 0 || st != (unsigned long long)e->starttime) {
+	struct sd_proc p;
+	enum sd_open got = sd_proc_open(&p, pid, (unsigned long long)e->starttime);
+	if (got != SD_OPEN_OK) {
 		log_note("refused", e->id, pid,
-			 pidfd < 0 || st == 0
-				 ? "process gone"
-				 : "pid reused: start time differs from the job event");
-		if (pidfd >= 0)
-			close(pidfd);
+			 got == SD_OPEN_GONE ? "process gone"
+					     : "pid reused: start time differs from the job event");
 		D.n_refused++;
 		return;
 	}
@@ -108,19 +103,17 @@ static void job_start(const struct event *e)
 	int io_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (io_fd < 0) {
 		log_note("refused", e->id, pid, "cannot read its /proc/<pid>/io");
-		close(pidfd);
+		sd_proc_close(&p);
 		D.n_refused++;
 		return;
 	}
 	struct job *j = &D.jobs[D.njobs++];
 	memset(j, 0, sizeof *j);
 	snprintf(j->id, sizeof j->id, "%s", e->id);
-	j->pid = pid;
-	j->starttime = st;
+	j->p = p;
 	j->cmp = (int)e->cmp;
-	j->pidfd = pidfd;
 	j->io_fd = io_fd;
-	j->group = pgrp == pid;
+	j->group = p.pgrp == pid;
 	j->state = DIO_RUNNING;
 	unsigned long long b;
 	if (job_bytes(j, &b) == 0) {
@@ -132,7 +125,7 @@ static void job_start(const struct event *e)
 static void job_end(const struct event *e, double now)
 {
 	for (size_t i = 0; i < D.njobs; i++) {
-		if (D.jobs[i].pid == (pid_t)e->pid && !strcmp(D.jobs[i].id, e->id)) {
+		if (D.jobs[i].p.pid == (pid_t)e->pid && !strcmp(D.jobs[i].id, e->id)) {
 			D.jobs[i].gone = true;
 			drop_job(i, now);
 			return;

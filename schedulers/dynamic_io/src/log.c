@@ -23,10 +23,8 @@ void log_note(const char *what, const char *job_id, pid_t pid, const char *reaso
 
 void write_status(double now)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	snprintf(path, sizeof path, "%s/status.json", D.o.state_dir);
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
+	struct sd_file sf;
+	FILE *f = sd_file_begin(&sf, D.o.state_dir, "status.json");
 	if (!f)
 		return;
 	struct corun_json j;
@@ -37,8 +35,7 @@ void write_status(double now)
 	corun_json_double(&j, "bound_mbps", D.bound);
 	corun_json_str(&j, "policy", D.o.policy == P_SUSPEND ? "suspend" : "throttle");
 	corun_json_end(&j);
-	if (fclose(f) == 0)
-		rename(tmp, path);
+	(void)sd_file_commit(&sf);
 }
 
 void write_summary(void)

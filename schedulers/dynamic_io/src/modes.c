@@ -11,62 +11,21 @@
 
 #include "corun_kernel.h"
 #include "decide.h"
-#include "flatjson.h"
+#include "sched_daemon.h"
 
 /* --check DIR: a daemon wrote DIR/status.json, is alive and on time. */
-struct status {
-	double pid, mono_s;
-	int seen;
-};
-
-static void status_member(const char *key, const struct fj_value *v, void *ctx)
-{
-	struct status *s = ctx;
-	if (v->type != FJ_NUMBER)
-		return;
-	if (!strcmp(key, "pid")) {
-		s->pid = v->num;
-		s->seen |= 1;
-	}
-	if (!strcmp(key, "mono_s")) {
-		s->mono_s = v->num;
-		s->seen |= 2;
-	}
-}
-
 int run_check(const char *dir, double max_age)
 {
-	char path[PATH_MAX], buf[1024];
-	snprintf(path, sizeof path, "%s/status.json", dir);
-	double until = now_mono() + 5;
-	while (read_small(path, buf, sizeof buf) < 0) {
-		if (now_mono() > until) {
-			corun_err(PROG, "not running: no heartbeat %s", path);
-			return CORUN_EXIT_RUNTIME;
-		}
-		usleep(20000);
-	}
-	struct status s = { 0, 0, 0 };
-	if (fj_parse(buf, status_member, &s) < 0 || s.seen != 3) {
-		corun_err(PROG, "%s: not a heartbeat", path);
-		return CORUN_EXIT_RUNTIME;
-	}
-	if (kill((pid_t)s.pid, 0) < 0 && errno == ESRCH) {
-		corun_err(PROG, "not running: pid %.0f has exited", s.pid);
-		return CORUN_EXIT_RUNTIME;
-	}
-	double age = now_mono() - s.mono_s;
-	if (age > max_age) {
-		corun_err(PROG, "not in effect: last quantum %.1f s ago (more than %.1f s)", age,
-			  max_age);
-		return CORUN_EXIT_RUNTIME;
-	}
-	printf("running: pid %.0f, last quantum %.2f s ago\n", s.pid, age);
-	return CORUN_EXIT_OK;
+	char buf[1024];
+	double age;
+	int rc = sd_check_heartbeat(PROG, dir, max_age, "quantum", buf, sizeof buf, &age);
+	if (rc == CORUN_EXIT_OK)
+		printf("running: last quantum %.2f s ago\n", age);
+	return rc;
 }
 
-/* --decide-table FILE: lines "bound X", "cmp_share 0|1", "max_held_s X",
- * "keep_io_running N" and
+/* --decide-table FILE: lines "bound X", "cmp_share 0|1", "keep_io_running N" (each
+ * required), "max_held_s X" (optional) and
  * jobs "NAME CMP run|held CUR_MBPS KEY_MBPS HELD_S PROTECT"; '#' comments. */
 int run_table(const char *file)
 {
@@ -74,7 +33,10 @@ int run_table(const char *file)
 	if (!f)
 		corun_usage_error(PROG, "--decide-table: '%s' (expected a readable file: %s)", file,
 				  strerror(errno));
-	struct dio_params p = { .bound_mbps = 40, .cmp_share = true, .max_held_s = 0 };
+	/* the parameters a daemon gets from its manifest, stated by the table (max_held_s: only
+	 * the fair variant's, 0 when absent) */
+	struct dio_params p = { .max_held_s = 0 };
+	int given = 0; /* 1 bound, 2 cmp_share, 4 keep_io_running */
 	size_t cap = 1024, n = 0;
 	struct dio_job *jobs = calloc(cap, sizeof *jobs);
 	char(*names)[64] = calloc(cap, sizeof *names);
@@ -93,10 +55,12 @@ int run_table(const char *file)
 			continue;
 		if (sscanf(line, " bound %lf", &x) == 1) {
 			p.bound_mbps = x;
+			given |= 1;
 			continue;
 		}
 		if (sscanf(line, " cmp_share %lf", &x) == 1) {
 			p.cmp_share = x != 0;
+			given |= 2;
 			continue;
 		}
 		if (sscanf(line, " max_held_s %lf", &x) == 1) {
@@ -105,6 +69,7 @@ int run_table(const char *file)
 		}
 		if (sscanf(line, " keep_io_running %lf", &x) == 1) {
 			p.keep_io_running = (int)x;
+			given |= 4;
 			continue;
 		}
 		if (n == cap ||
@@ -132,6 +97,18 @@ int run_table(const char *file)
 		n++;
 	}
 	fclose(f);
+	if (given != 7) {
+		corun_err(PROG,
+			  "%s: %s missing (expected the lines bound X, cmp_share 0|1 and "
+			  "keep_io_running N)",
+			  file,
+			  !(given & 1)   ? "bound"
+			  : !(given & 2) ? "cmp_share"
+					 : "keep_io_running");
+		free(jobs);
+		free(names);
+		return CORUN_EXIT_USAGE;
+	}
 	struct dio_work w;
 	if (dio_work_init(&w, n, ncmp) < 0)
 		return CORUN_EXIT_RUNTIME;

@@ -10,8 +10,6 @@
 
 /* Seconds from CLOCK_MONOTONIC. */
 double now_mono(void);
-/* Reads a small file into BUF (NUL-terminated); -1 on error. */
-ssize_t read_small(const char *path, char *buf, size_t cap);
 
 int run_check(const char *dir, double max_age);
 int run_table(const char *file);

@@ -1,4 +1,4 @@
-/* Reading /proc: a process's identity, its I/O counters and descendants, PSI. */
+/* Reading /proc: a job's I/O counters and descendants, PSI. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,73 +14,6 @@
 double now_mono(void)
 {
 	return corun_monotonic_s();
-}
-
-int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t len = strlen(text);
-	ssize_t w = write(fd, text, len);
-	int err = errno;
-	close(fd);
-	errno = err;
-	return w == (ssize_t)len ? 0 : -1;
-}
-
-ssize_t read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
-int proc_stat(pid_t pid, unsigned long long *starttime, pid_t *pgrp)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof buf) < 0)
-		return -1;
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	p += 2; /* field 3, the state */
-	unsigned long long v = 0;
-	for (int field = 3; field <= 22; field++) {
-		char *end;
-		if (field == 3) {
-			p = strchr(p, ' ');
-			if (!p)
-				return -1;
-			p++;
-			continue;
-		}
-		v = strtoull(p, &end, 10);
-		if (end == p)
-			return -1;
-		if (field == 5 && pgrp)
-			*pgrp = (pid_t)v;
-		p = end + 1;
-	}
-	*starttime = v;
-	return 0;
-}
-
-int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
-int pidfd_signal(int pidfd, int sig)
-{
-	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ I/O counters */
@@ -122,7 +55,7 @@ static size_t children_of(pid_t pid, pid_t *out, size_t cap)
 {
 	char path[96], buf[8192];
 	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	if (read_small(path, buf, sizeof buf) < 0)
+	if (sd_read_small(path, buf, sizeof buf) < 0)
 		return 0;
 	size_t n = 0;
 	for (char *p = buf; *p && n < cap;) {
@@ -164,12 +97,12 @@ int job_bytes(struct job *j, unsigned long long *bytes)
 		return -1;
 	if (D.o.descendants) {
 		size_t nd;
-		const pid_t *desc = job_descendants(j->pid, &nd);
+		const pid_t *desc = job_descendants(j->p.pid, &nd);
 		for (size_t i = 0; i < nd; i++) {
 			char path[64];
 			unsigned long long v;
 			snprintf(path, sizeof path, "/proc/%d/io", (int)desc[i]);
-			if (read_small(path, buf, sizeof buf) > 0 &&
+			if (sd_read_small(path, buf, sizeof buf) > 0 &&
 			    parse_io(buf, D.o.counter, &v) == 0)
 				*bytes += v;
 		}

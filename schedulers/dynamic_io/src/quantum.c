@@ -38,7 +38,7 @@ int quantum(void)
 		struct job *j = &D.jobs[i];
 		unsigned long long b;
 		if (j->gone || job_bytes(j, &b) < 0) {
-			if (pidfd_signal(j->pidfd, 0) < 0) { /* exited: its end event follows */
+			if (!sd_proc_alive(&j->p)) { /* exited: its end event follows */
 				j->gone = true;
 				drop_job(i, now);
 				continue;
@@ -141,7 +141,7 @@ int quantum(void)
 		}
 		corun_json_object_begin(&lj, NULL);
 		corun_json_str(&lj, "job_id", j->id);
-		corun_json_int(&lj, "pid", j->pid);
+		corun_json_int(&lj, "pid", j->p.pid);
 		corun_json_int(&lj, "cmp", j->cmp);
 		corun_json_str(&lj, "action", rc == 0 ? action_word(a) : "failed");
 		corun_json_double(&lj, "io_mbps", j->cur_mbps);

@@ -21,19 +21,23 @@
  * When a wait completes while the daemon has boosted the rank (SCHED_FIFO),
  * the rank returns its main thread to its own policy at once.
  *
- * Environment (all optional):
- *   CORUN_COSCHED_WAIT        spin | block | spinblock (default spin)
- *   CORUN_COSCHED_SEND_WAIT   spin | block (default spin): MPI_Send
- *   CORUN_COSCHED_SPIN_US     spin time before blocking, us (default 150)
+ * Environment, as the node daemon writes it in rank_env.json from the
+ * variant's parameters (the manifest holds their defaults; none is assumed
+ * here, so each of the first six is required):
+ *   CORUN_COSCHED_WAIT        spin | block | spinblock
+ *   CORUN_COSCHED_SEND_WAIT   spin | block: MPI_Send
+ *   CORUN_COSCHED_SPIN_US     spin time before blocking, us (0 to 1000000)
  *   CORUN_COSCHED_BLOCK_MIN_US, CORUN_COSCHED_BLOCK_MAX_US
  *                             the futex timeout starts at MIN and doubles up
- *                             to MAX while nothing completes (default 50, 1000)
- *   CORUN_COSCHED_COLL        nonblocking (default): collectives wait in our
- *                             loop; native: Open MPI's own blocking collective,
- *                             only flagged as "in collective"
- *   CORUN_COSCHED_SHM         the segment's name (default: none, a private slot)
- *   CORUN_COSCHED_JOB         the job's id (default CORUN_JOB_ID, else "-")
- * A bad value stops the rank at MPI_Init with one line on stderr and exit 2.
+ *                             to MAX while nothing completes (1 and 50 to 1000000)
+ *   CORUN_COSCHED_COLL        nonblocking: collectives wait in our loop;
+ *                             native: Open MPI's own blocking collective, only
+ *                             flagged as "in collective"
+ *   CORUN_COSCHED_SHM         the segment's name (unset: a private slot, and
+ *                             no daemon sees the rank)
+ *   CORUN_COSCHED_JOB         the job's id (unset: CORUN_JOB_ID, else "-")
+ * A missing or bad value stops the rank at MPI_Init with one line on stderr
+ * and exit 2.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -54,25 +58,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cosched_shm.h"
+#include "cosched_lib.h"
 
-#define LIB "libcorun_cosched"
-
-static struct {
-	enum cs_wait wait, send;
-	uint64_t spin_ns, block_min_ns, block_max_ns;
-	bool coll_native;
-	int orig_policy; /* restored by the rank itself when a boost's wait ends */
-	struct cs_slot *s;
-	struct cs_shm *shm;
-	struct cs_slot private_slot;
-	bool ready;
-} G = { .wait = CS_SPIN,
-	.send = CS_SPIN,
-	.spin_ns = 150000,
-	.block_min_ns = 50000,
-	.block_max_ns = 1000000,
-	.s = NULL };
+struct cs_lib G = { .s = NULL };
 
 static uint64_t now_ns(void)
 {
@@ -81,43 +69,55 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void die_usage(const char *var, const char *val, const char *expected)
+__attribute__((noreturn)) static void die(const char *var, const char *shown, const char *expected)
 {
-	fprintf(stderr, LIB ": %s: '%s' (expected %s)\n", var, val, expected);
+	fprintf(stderr, LIB ": %s: %s (expected %s)\n", var, shown, expected);
 	fflush(stderr);
 	_exit(2);
 }
 
-static uint64_t env_us(const char *var, uint64_t def, uint64_t min, uint64_t max)
+__attribute__((noreturn)) static void die_usage(const char *var, const char *val,
+						const char *expected)
+{
+	char shown[160];
+	snprintf(shown, sizeof shown, "'%s'", val);
+	die(var, shown, expected);
+}
+
+/* The value of VAR, which the daemon's rank_env.json sets. */
+static const char *env_required(const char *var, const char *expected)
 {
 	const char *v = getenv(var);
 	if (!v)
-		return def * 1000u;
+		die(var, "missing", expected);
+	return v;
+}
+
+static uint64_t env_us(const char *var, uint64_t min, uint64_t max)
+{
+	char exp[96];
+	snprintf(exp, sizeof exp, "an integer from %llu to %llu, microseconds",
+		 (unsigned long long)min, (unsigned long long)max);
+	const char *v = env_required(var, exp);
 	char *end;
 	errno = 0;
 	unsigned long long x = strtoull(v, &end, 10);
-	if (!*v || *v == '-' || *end || errno || x < min || x > max) {
-		char exp[96];
-		snprintf(exp, sizeof exp, "an integer from %llu to %llu, microseconds",
-			 (unsigned long long)min, (unsigned long long)max);
+	if (!*v || *v == '-' || *end || errno || x < min || x > max)
 		die_usage(var, v, exp);
-	}
 	return (uint64_t)x * 1000u;
 }
 
-static enum cs_wait env_mode(const char *var, enum cs_wait def, bool allow_spinblock)
+static enum cs_wait env_mode(const char *var, bool allow_spinblock)
 {
-	const char *v = getenv(var);
-	if (!v)
-		return def;
+	const char *expected = allow_spinblock ? "spin, block or spinblock" : "spin or block";
+	const char *v = env_required(var, expected);
 	if (!strcmp(v, "spin"))
 		return CS_SPIN;
 	if (!strcmp(v, "block"))
 		return CS_BLOCK;
 	if (allow_spinblock && !strcmp(v, "spinblock"))
 		return CS_SPINBLOCK;
-	die_usage(var, v, allow_spinblock ? "spin, block or spinblock" : "spin or block");
-	return def;
+	die_usage(var, v, expected);
 }
 
 static unsigned long long self_starttime(void)
@@ -192,22 +192,22 @@ static struct cs_slot *claim(struct cs_shm *shm, int32_t me)
 	return NULL;
 }
 
-static void setup(void)
+void setup(void)
 {
-	G.wait = env_mode("CORUN_COSCHED_WAIT", CS_SPIN, true);
-	G.send = env_mode("CORUN_COSCHED_SEND_WAIT", CS_SPIN, false);
-	G.spin_ns = env_us("CORUN_COSCHED_SPIN_US", 150, 0, 1000000);
-	G.block_min_ns = env_us("CORUN_COSCHED_BLOCK_MIN_US", 50, 1, 1000000);
-	G.block_max_ns = env_us("CORUN_COSCHED_BLOCK_MAX_US", 1000, 1, 1000000);
+	G.wait = env_mode("CORUN_COSCHED_WAIT", true);
+	G.send = env_mode("CORUN_COSCHED_SEND_WAIT", false);
+	G.spin_ns = env_us("CORUN_COSCHED_SPIN_US", 0, 1000000);
+	G.block_min_ns = env_us("CORUN_COSCHED_BLOCK_MIN_US", 1, 1000000);
+	G.block_max_ns = env_us("CORUN_COSCHED_BLOCK_MAX_US", 50, 1000000);
 	if (G.block_max_ns < G.block_min_ns) {
 		char v[32];
 		snprintf(v, sizeof v, "%llu", (unsigned long long)(G.block_max_ns / 1000));
 		die_usage("CORUN_COSCHED_BLOCK_MAX_US", v, "a value >= CORUN_COSCHED_BLOCK_MIN_US");
 	}
-	const char *coll = getenv("CORUN_COSCHED_COLL");
-	if (coll && strcmp(coll, "nonblocking") && strcmp(coll, "native"))
+	const char *coll = env_required("CORUN_COSCHED_COLL", "nonblocking or native");
+	if (strcmp(coll, "nonblocking") && strcmp(coll, "native"))
 		die_usage("CORUN_COSCHED_COLL", coll, "nonblocking or native");
-	G.coll_native = coll && !strcmp(coll, "native");
+	G.coll_native = !strcmp(coll, "native");
 	const char *name = getenv("CORUN_COSCHED_SHM");
 	if (name && (name[0] != '/' || strchr(name + 1, '/') || strlen(name) > NAME_MAX - 1))
 		die_usage("CORUN_COSCHED_SHM", name,
@@ -262,8 +262,6 @@ static void setup(void)
 
 /* ------------------------------------------------------------------ the wait loop */
 
-typedef int (*test_fn)(void *ctx, int *flag);
-
 static void futex_sleep(_Atomic uint32_t *word, uint32_t seen, uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
@@ -300,8 +298,7 @@ static void consumed(struct cs_slot *s, uint64_t t0, uint64_t t1, int nreq)
 	end_boost(s);
 }
 
-/* Waits until TEST says done, the way MODE says; NREQ requests complete. */
-static int cs_wait(test_fn test, void *ctx, int nreq, enum cs_wait mode, bool coll)
+int cs_wait(test_fn test, void *ctx, int nreq, enum cs_wait mode, bool coll)
 {
 	struct cs_slot *s = G.s;
 	int flag = 0;
@@ -355,47 +352,25 @@ static int cs_wait(test_fn test, void *ctx, int nreq, enum cs_wait mode, bool co
 	return rc;
 }
 
-struct one {
-	MPI_Request *req;
-	MPI_Status *st;
-};
-static int test_one(void *ctx, int *flag)
+int test_one(void *ctx, int *flag)
 {
 	struct one *o = ctx;
 	return PMPI_Test(o->req, flag, o->st);
 }
 
-struct all {
-	int n;
-	MPI_Request *reqs;
-	MPI_Status *sts;
-};
-static int test_all(void *ctx, int *flag)
+int test_all(void *ctx, int *flag)
 {
 	struct all *a = ctx;
 	return PMPI_Testall(a->n, a->reqs, flag, a->sts);
 }
 
-struct any {
-	int n;
-	MPI_Request *reqs;
-	int *index;
-	MPI_Status *st;
-};
-static int test_any(void *ctx, int *flag)
+int test_any(void *ctx, int *flag)
 {
 	struct any *a = ctx;
 	return PMPI_Testany(a->n, a->reqs, a->index, flag, a->st);
 }
 
-struct some {
-	int n;
-	MPI_Request *reqs;
-	int *outcount;
-	int *indices;
-	MPI_Status *sts;
-};
-static int test_some(void *ctx, int *flag)
+int test_some(void *ctx, int *flag)
 {
 	struct some *a = ctx;
 	int rc = PMPI_Testsome(a->n, a->reqs, a->outcount, a->indices, a->sts);
@@ -403,281 +378,8 @@ static int test_some(void *ctx, int *flag)
 	return rc;
 }
 
-static int wait_req(MPI_Request *req, MPI_Status *st, enum cs_wait mode, bool coll)
+int wait_req(MPI_Request *req, MPI_Status *st, enum cs_wait mode, bool coll)
 {
 	struct one o = { req, st };
 	return cs_wait(test_one, &o, 1, mode, coll);
 }
-
-/* ------------------------------------------------------------------ the real calls */
-
-#define REAL(fn, ...)                                                     \
-	static int (*real_##fn)(__VA_ARGS__);                             \
-	static int call_##fn##_lookup(void)                               \
-	{                                                                 \
-		if (!real_##fn)                                           \
-			*(void **)&real_##fn = dlsym(RTLD_NEXT, "P" #fn); \
-		return real_##fn ? 0 : -1;                                \
-	}
-
-REAL(MPI_Init, int *, char ***)
-REAL(MPI_Init_thread, int *, char ***, int, int *)
-REAL(MPI_Finalize, void)
-REAL(MPI_Barrier, MPI_Comm)
-REAL(MPI_Bcast, void *, int, MPI_Datatype, int, MPI_Comm)
-REAL(MPI_Reduce, const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm)
-REAL(MPI_Allreduce, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm)
-REAL(MPI_Alltoall, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm)
-REAL(MPI_Alltoallv, const void *, const int *, const int *, MPI_Datatype, void *, const int *,
-     const int *, MPI_Datatype, MPI_Comm)
-
-#define NEED(fn)                                                                      \
-	do {                                                                          \
-		if (call_##fn##_lookup() < 0) {                                       \
-			fprintf(stderr, LIB ": P" #fn " not found: %s\n", dlerror()); \
-			_exit(1);                                                     \
-		}                                                                     \
-	} while (0)
-
-/* ------------------------------------------------------------------ init, finalize */
-
-int MPI_Init(int *argc, char ***argv)
-{
-	NEED(MPI_Init);
-	int rc = real_MPI_Init(argc, argv);
-	if (rc == MPI_SUCCESS)
-		setup();
-	return rc;
-}
-int PMPI_Init(int *argc, char ***argv) __attribute__((alias("MPI_Init")));
-
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
-{
-	NEED(MPI_Init_thread);
-	int rc = real_MPI_Init_thread(argc, argv, required, provided);
-	if (rc == MPI_SUCCESS)
-		setup();
-	return rc;
-}
-int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
-	__attribute__((alias("MPI_Init_thread")));
-
-int MPI_Finalize(void)
-{
-	NEED(MPI_Finalize);
-	if (G.ready)
-		atomic_fetch_or(&G.s->state, CS_ST_FINAL); /* the daemon frees the slot at exit */
-	return real_MPI_Finalize();
-}
-int PMPI_Finalize(void) __attribute__((alias("MPI_Finalize")));
-
-/* Before MPI_Init (or with an unusable library state) calls pass through
- * unchanged: blocking point-to-point calls fall back to their nonblocking
- * form with a spin, which is what Open MPI itself does. */
-static void ensure(void)
-{
-	if (!G.ready) {
-		G.s = &G.private_slot;
-		G.ready = true;
-	}
-}
-
-/* ------------------------------------------------------------------ point to point */
-
-int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
-	     MPI_Status *status)
-{
-	ensure();
-	MPI_Request req;
-	int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &req);
-	if (rc != MPI_SUCCESS)
-		return rc;
-	return wait_req(&req, status, G.wait, false);
-}
-int PMPI_Recv(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *)
-	__attribute__((alias("MPI_Recv")));
-
-int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
-{
-	ensure();
-	MPI_Request req;
-	int rc = PMPI_Isend(buf, count, dt, dest, tag, comm, &req);
-	if (rc != MPI_SUCCESS)
-		return rc;
-	struct one o = { &req, MPI_STATUS_IGNORE };
-	int flag = 0;
-	/* a send that completes at once (eager) is not a wait */
-	rc = PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-	if (rc != MPI_SUCCESS || flag)
-		return rc;
-	return cs_wait(test_one, &o, 0, G.send, false);
-}
-int PMPI_Send(const void *, int, MPI_Datatype, int, int, MPI_Comm)
-	__attribute__((alias("MPI_Send")));
-
-int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag, void *rbuf,
-		 int rcount, MPI_Datatype rdt, int src, int rtag, MPI_Comm comm, MPI_Status *status)
-{
-	ensure();
-	MPI_Request reqs[2];
-	MPI_Status sts[2];
-	int rc = PMPI_Irecv(rbuf, rcount, rdt, src, rtag, comm, &reqs[0]);
-	if (rc != MPI_SUCCESS)
-		return rc;
-	rc = PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &reqs[1]);
-	if (rc != MPI_SUCCESS)
-		return rc;
-	struct all a = { 2, reqs, sts };
-	rc = cs_wait(test_all, &a, 1, G.wait, false);
-	if (status != MPI_STATUS_IGNORE)
-		*status = sts[0];
-	return rc;
-}
-int PMPI_Sendrecv(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int, int,
-		  MPI_Comm, MPI_Status *) __attribute__((alias("MPI_Sendrecv")));
-
-int MPI_Wait(MPI_Request *req, MPI_Status *status)
-{
-	ensure();
-	return wait_req(req, status, G.wait, false);
-}
-int PMPI_Wait(MPI_Request *, MPI_Status *) __attribute__((alias("MPI_Wait")));
-
-int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
-{
-	ensure();
-	struct all a = { n, reqs, sts };
-	return cs_wait(test_all, &a, n, G.wait, false);
-}
-int PMPI_Waitall(int, MPI_Request[], MPI_Status[]) __attribute__((alias("MPI_Waitall")));
-
-int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
-{
-	ensure();
-	struct any a = { n, reqs, index, status };
-	return cs_wait(test_any, &a, 1, G.wait, false);
-}
-int PMPI_Waitany(int, MPI_Request[], int *, MPI_Status *) __attribute__((alias("MPI_Waitany")));
-
-int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
-{
-	ensure();
-	struct some a = { n, reqs, outcount, indices, sts };
-	return cs_wait(test_some, &a, 1, G.wait, false);
-}
-int PMPI_Waitsome(int, MPI_Request[], int *, int[], MPI_Status[])
-	__attribute__((alias("MPI_Waitsome")));
-
-/* ------------------------------------------------------------------ collectives */
-
-/* Intercommunicators and CORUN_COSCHED_COLL=native take the real blocking
- * collective, flagged as "in collective" for the daemon (HYBRID). */
-static bool native(MPI_Comm comm)
-{
-	int inter = 0;
-	if (G.coll_native)
-		return true;
-	PMPI_Comm_test_inter(comm, &inter);
-	return inter != 0;
-}
-
-#define COLL_BEGIN()                           \
-	ensure();                              \
-	atomic_fetch_add(&G.s->coll_calls, 1); \
-	MPI_Request req;                       \
-	int rc
-
-#define COLL_NATIVE(call)                                      \
-	do {                                                   \
-		atomic_fetch_or(&G.s->state, CS_ST_IN_COLL);   \
-		rc = call;                                     \
-		atomic_fetch_and(&G.s->state, ~CS_ST_IN_COLL); \
-		return rc;                                     \
-	} while (0)
-
-#define COLL_WAIT()            \
-	if (rc != MPI_SUCCESS) \
-		return rc;     \
-	return wait_req(&req, MPI_STATUS_IGNORE, G.wait, true)
-
-int MPI_Barrier(MPI_Comm comm)
-{
-	COLL_BEGIN();
-	if (native(comm)) {
-		NEED(MPI_Barrier);
-		COLL_NATIVE(real_MPI_Barrier(comm));
-	}
-	rc = PMPI_Ibarrier(comm, &req);
-	COLL_WAIT();
-}
-int PMPI_Barrier(MPI_Comm) __attribute__((alias("MPI_Barrier")));
-
-int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
-{
-	COLL_BEGIN();
-	if (native(comm)) {
-		NEED(MPI_Bcast);
-		COLL_NATIVE(real_MPI_Bcast(buf, count, dt, root, comm));
-	}
-	rc = PMPI_Ibcast(buf, count, dt, root, comm, &req);
-	COLL_WAIT();
-}
-int PMPI_Bcast(void *, int, MPI_Datatype, int, MPI_Comm) __attribute__((alias("MPI_Bcast")));
-
-int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
-	       MPI_Comm comm)
-{
-	COLL_BEGIN();
-	if (native(comm)) {
-		NEED(MPI_Reduce);
-		COLL_NATIVE(real_MPI_Reduce(sbuf, rbuf, count, dt, op, root, comm));
-	}
-	rc = PMPI_Ireduce(sbuf, rbuf, count, dt, op, root, comm, &req);
-	COLL_WAIT();
-}
-int PMPI_Reduce(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm)
-	__attribute__((alias("MPI_Reduce")));
-
-int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
-		  MPI_Comm comm)
-{
-	COLL_BEGIN();
-	if (native(comm)) {
-		NEED(MPI_Allreduce);
-		COLL_NATIVE(real_MPI_Allreduce(sbuf, rbuf, count, dt, op, comm));
-	}
-	rc = PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, &req);
-	COLL_WAIT();
-}
-int PMPI_Allreduce(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm)
-	__attribute__((alias("MPI_Allreduce")));
-
-int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
-		 MPI_Datatype rdt, MPI_Comm comm)
-{
-	COLL_BEGIN();
-	if (native(comm)) {
-		NEED(MPI_Alltoall);
-		COLL_NATIVE(real_MPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm));
-	}
-	rc = PMPI_Ialltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &req);
-	COLL_WAIT();
-}
-int PMPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm)
-	__attribute__((alias("MPI_Alltoall")));
-
-int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
-		  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
-		  MPI_Comm comm)
-{
-	COLL_BEGIN();
-	if (native(comm)) {
-		NEED(MPI_Alltoallv);
-		COLL_NATIVE(real_MPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
-					       rdt, comm));
-	}
-	rc = PMPI_Ialltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, &req);
-	COLL_WAIT();
-}
-int PMPI_Alltoallv(const void *, const int[], const int[], MPI_Datatype, void *, const int[],
-		   const int[], MPI_Datatype, MPI_Comm) __attribute__((alias("MPI_Alltoallv")));

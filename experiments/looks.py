@@ -1,0 +1,134 @@
+"""The sequential design: more repetitions while a claim stays undecided, up to a cap.
+
+An experiment whose section sets `max_reps` above its `reps` is measured in looks: look 1 runs
+`reps` repetitions; look l runs `reps_step` more (default: `reps` more), up to `max_reps`. After
+each look but the last, its analysis (and that of the experiments that read its runs) is judged,
+and `decide` says whether another look can decide a claim that is still inconclusive: it can
+when some inconclusive claim measured something (n > 0) and the engine's estimate of the reps
+that would decide it is within the cap. Every look judges its claims at Pocock's nominal level
+for the number of looks planned (analysis.stats.look_alpha), so the chance of a false decision
+over all looks stays at 5 %; the rows record the look. Without `max_reps` (or with it at `reps`)
+there is one look, judged at 95 %, as before.
+
+The workflow (workflows/rules/experiments.smk) writes the specs of every look at once, runs the
+runs look by look (a look's runs are those of its repetitions only), collects and analyses each
+look under RESULTS/<experiment>/looks/<look>/, and a checkpoint decides whether the next look is
+needed; the last look reached is copied to RESULTS/<experiment>/ (jobs.csv, runs.csv, analysis/).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from analysis import stats
+
+
+def reps_per_look(cfg: dict, name: str) -> list[int]:
+    """The repetitions each look has run once it is done, e.g. [3, 6, 9]; [reps] without a cap."""
+    sec = cfg.get(name) or {}
+    reps = sec.get("reps")
+    cap = sec.get("max_reps")
+    if not isinstance(reps, int) or cap is None or cap <= reps:
+        return [reps] if isinstance(reps, int) else [1]
+    step = sec.get("reps_step") or reps
+    out = [reps]
+    while out[-1] < cap:
+        out.append(min(cap, out[-1] + step))
+    return out
+
+
+def at_reps(cfg: dict, name: str, reps: int) -> dict:
+    """The configuration with the experiment's `reps` set (its runs at that many repetitions)."""
+    out = copy.deepcopy(cfg)
+    out[name]["reps"] = reps
+    return out
+
+
+def names_by_look(exp, cfg: dict) -> list[list[str]]:
+    """The run names each look adds (look 1: every run of its reps; look l: those of its new reps)."""
+    looks = reps_per_look(cfg, exp.name)
+    seen: list[str] = []
+    out = []
+    for r in looks:
+        names = exp.run_names(at_reps(cfg, exp.name, r)) if len(looks) > 1 else exp.run_names(cfg)
+        new = [n for n in names if n not in set(seen)]
+        out.append(new)
+        seen += new
+    return out
+
+
+def group_name(group: str, look: int) -> str:
+    return group if look == 1 else f"{group}-look{look}"
+
+
+def groups_by_look(exp, cfg: dict) -> dict[str, list[str]]:
+    """Each run group split by look: {group (look 1) or group-look<l>: its runs of that look}."""
+    looks = reps_per_look(cfg, exp.name)
+    full = exp.group_runs(at_reps(cfg, exp.name, looks[-1]) if len(looks) > 1 else cfg)
+    by_look = names_by_look(exp, cfg)
+    out = {}
+    for g, runs in full.items():
+        for look, names in enumerate(by_look, 1):
+            part = [r for r in runs if r in set(names)]
+            if part:
+                out[group_name(g, look)] = part
+    return out
+
+
+def split_groups_file(path: Path, exp, cfg: dict) -> None:
+    """Rewrite a specs step's groups.json with its groups split by look (same cluster and file
+    system, each look's runs)."""
+    doc = json.loads(path.read_text())
+    split = groups_by_look(exp, cfg)
+    groups = []
+    for g in doc["groups"]:
+        for name, runs in split.items():
+            if name == g["name"] or name.startswith(f"{g['name']}-look"):
+                groups.append({**g, "name": name, "runs": runs})
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({**doc, "groups": groups}, indent=2))
+    tmp.replace(path)
+
+
+def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
+    """Whether another look is worth running, from this look's sections (the experiment's and
+    those of the experiments that read its runs): {"more", "why", "undecided"}."""
+    cap = looks[-1]
+    if look >= len(looks):
+        return {"more": False, "why": "the last look planned", "undecided": []}
+    undecided, futile = [], []
+    for s in sections:
+        for r in s.get("claims", []):
+            if r["outcome"] != "inconclusive" or r["n"] == 0:
+                continue
+            need = r.get("reps_needed")
+            item = f"{s['experiment']}.{r['claim']}" + (f" ({need} reps)" if need else "")
+            if need is not None and need <= cap and need > looks[look - 1]:
+                undecided.append(item)
+            else:
+                futile.append(item)
+    if undecided:
+        return {
+            "more": True,
+            "why": f"{len(undecided)} claim(s) inconclusive at {looks[look - 1]} reps that {cap} or fewer could decide",
+            "undecided": undecided,
+        }
+    why = "no inconclusive claim that more reps within the cap could decide"
+    if futile:
+        why += f" ({len(futile)} would need more than {cap} reps, or have no estimate)"
+    return {"more": False, "why": why, "undecided": futile}
+
+
+def alpha(looks: list[int]) -> float:
+    return stats.look_alpha(len(looks))
+
+
+def describe(looks: list[int]) -> str:
+    if len(looks) == 1:
+        return f"one look of {looks[0]} reps at 95 %"
+    return (
+        f"up to {len(looks)} looks at {', '.join(map(str, looks))} reps, each at Pocock's level "
+        f"{100 * (1 - alpha(looks)):.4g} %"
+    )
