@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from corun.machine import rotating_disk
 from corun.plan.base import graph_s
 from corun.plan.stacking import StackingExperiment
 from corun.run import workloads
@@ -35,8 +36,16 @@ class ImplicitIo(StackingExperiment):
     def job_s(self, cfg: dict, group: dict) -> float:
         return graph_s(group["scale"], group["edgefactor"], cfg[self.name]["roots"])
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--criterion", cfg[self.name]["criterion"]]
+    def analysis_inputs(self, cfg: dict, results: str) -> dict:
+        """The runs and, when they use an emulated rotating disk of the preset the report calibrates,
+        that calibration (a run on a disk that failed it is marked failed)."""
+        out = super().analysis_inputs(cfg, results)
+        dev = cfg[self.name].get("device") or {}
+        report = (cfg.get("report") or {}).get("device") or {}
+        preset = (dev.get("rotating_disk") or {}).get("preset", rotating_disk.DEFAULTS["preset"])
+        if dev.get("kind") == "rotating_disk" and report.get("enabled") and report.get("preset") == preset:
+            out["device_calibration"] = f"{results}/device/calibration.json"
+        return out
 
 
 EXPERIMENT = ImplicitIo()

@@ -39,10 +39,5 @@ class LlcMiss(StackingExperiment):
             out["stacking"] = table
         return out
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        args = ["--tol-pct", str(cfg[self.name]["tol_pct"])]
-        table = self._stacking_table(cfg, results)
-        return [*args, "--stacking-degradation", table] if table else args
-
 
 EXPERIMENT = LlcMiss()

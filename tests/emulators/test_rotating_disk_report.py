@@ -75,11 +75,37 @@ def test_section_is_valid_and_has_the_curve(tmp_path):
     validate(s, "section.schema.json", "section.json")
     assert (tmp_path / "device.png").stat().st_size > 1000
     assert "1: 106 MB/s, 2: 57 MB/s, 4: 49 MB/s" in s["summary"]
-    verdicts = {c["quantity"]: c["verdict"] for c in s["comparison"]}
-    assert verdicts["qd1 random 4k latency"] == "reproduced in direction"
-    assert verdicts["qd32 / qd1 random IOPS"] == "differs (machine-specific)"
-    assert verdicts["completion lateness max"] == "not measurable here"
     assert (tmp_path / "device.csv").read_text().startswith("check,")
+
+
+def test_a_failed_check_fails_and_is_no_paper_verdict(tmp_path):
+    """The old section called a check out of tolerance 'differs (machine-specific)', a paper
+    verdict: a calibration check passes or fails against its tolerance, and the device has no
+    claims."""
+    s = sec.analyse(calibration(), tmp_path)
+    assert "comparison" not in s and "claims" not in s
+    passed = {c["check"]: c["passed"] for c in s["checks"]}
+    assert passed == {"qd1 random 4k latency": True, "4 readers aggregate": True, "qd32 / qd1 random IOPS": False}
+    qd1 = s["checks"][0]
+    assert (qd1["measured"], qd1["expected"], qd1["tolerance"]) == ("13.1 ms", "12.7 ms", "+-10 %")
+    assert "the prototype's figure" in s["checks"][1]["note"]
+    assert "FAILED 1 of 3 checks: qd32 / qd1 random IOPS: measured 2.7 x" in s["summary"]
+    assert sec.failures(calibration()) == ["qd32 / qd1 random IOPS: measured 2.7 x, expected 1.5-2.5 x (1.5-2.5)"]
+
+
+def test_runs_on_a_disk_that_failed_its_calibration_are_named():
+    metas = {
+        "on_it": {"device_setup": {"kind": "rotating_disk", "preset": "sata_7200_2010"}},
+        "other_preset": {"device_setup": {"kind": "rotating_disk", "preset": "sas_15k_2010"}},
+        "plain_disk": {"device": {"name": "vda"}},
+    }
+    named = sec.failed_runs(calibration(), metas)
+    assert list(named) == ["on_it"] and "failed its calibration: qd32 / qd1 random IOPS" in named["on_it"]
+    good = calibration()
+    good["checks"][3]["verdict"] = "PASS"
+    assert sec.failed_runs(good, metas) == {}
+    assert sec.failed_runs({"skipped": "needs root and fio"}, metas) == {}
+    assert sec.failed_runs(None, metas) == {}
 
 
 def test_bad_input_is_one_line(tmp_path):
@@ -99,7 +125,7 @@ def test_a_skipped_calibration_is_a_section_that_says_why(tmp_path):
     cal = {"bench": "rotating_disk_calibration", "skipped": "needs root and fio"}
     s = sec.analyse(cal, tmp_path)
     validate(s, "section.schema.json", "test")
-    assert s["comparison"] == [] and s["figures"] == []
+    assert s["checks"] == [] and s["figures"] == []
     assert s["missing"][0]["reason"] == "needs root and fio"
     assert json.loads((tmp_path / "section.json").read_text())["summary"].startswith("Not measured")
 

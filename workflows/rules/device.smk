@@ -1,5 +1,7 @@
 # The report section "the device": a quick calibration of the emulated rotating disk against
-# its preset (report.device in the config; docs/emulators/rotating_disk.md).
+# its preset (report.device in the config; docs/emulators/rotating_disk.md). Its checks pass or
+# fail against their tolerance; an experiment whose runs use an emulated disk of that preset reads
+# calibration.json and marks those runs failed when a check failed (analysis.rotating_disk).
 import os
 
 DEVICE_DIR = f"{RESULTS}/device"
@@ -10,6 +12,8 @@ rule calibrate_device:
         f"{DEVICE_DIR}/calibration.json",
     log:
         f"{DEVICE_DIR}/logs/calibrate_device.log",
+    # first of all measuring jobs: the calibration vouches for the runs that follow it
+    priority: 1000000
     resources:
         testbed=1,
     params:
