@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import machine as machine_mod
-from analysis import runmeta
+from analysis import rotating_disk, runmeta
 from analysis import runtables as rt
 from analysis.claims import ClaimSet, check_claims, load_claims
 from analysis.common import AnalysisInputError, read_csv, resolve_run_paths
@@ -116,6 +116,35 @@ def read_inputs(
     )
 
 
+def mark_disk_failures(inputs: Inputs, result: Result) -> None:
+    """Runs on an emulated disk whose calibration failed a check (the device section) are failed in
+    every evidence table that names its runs, with the reason: their timings are not the preset's."""
+    path = inputs.files.get("device_calibration")
+    if not path or not Path(path).is_file():
+        return
+    try:
+        cal = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise AnalysisInputError(f"{path}: not readable ({exc}) (expected the device's calibration.json)") from None
+    bad = rotating_disk.failed_runs(cal, inputs.metas)
+    if not bad:
+        return
+    for name, table in result.evidence.items():
+        if "run_id" not in table.columns:
+            continue
+        hit = table["run_id"].astype(str).isin(bad)
+        if not hit.any():
+            continue
+        table = table.copy()
+        if "failed" not in table.columns:
+            table["failed"] = False
+            table["failed_reason"] = ""
+        table.loc[hit, "failed"] = True
+        table.loc[hit, "failed_reason"] = table.loc[hit, "run_id"].astype(str).map(bad)
+        result.evidence[name] = table
+    result.notes.insert(0, f"{len(bad)} run(s) ran on an emulated disk that failed its calibration: failed here.")
+
+
 def claim_rows(inputs: Inputs, result: Result) -> list[dict]:
     """Every declared claim judged on the result's evidence, on the machine the runs describe
     (this machine when there are none)."""
@@ -149,6 +178,7 @@ def section(inputs: Inputs, result: Result, rows: list[dict]) -> dict:
 
 def write(out_dir: str | os.PathLike, inputs: Inputs, result: Result) -> dict:
     """Judge, then write the tables, the figures and section.json (last)."""
+    mark_disk_failures(inputs, result)
     rows = claim_rows(inputs, result)
     sec = section(inputs, result, rows)
     rt.write_outputs(out_dir, sec, result.outputs, [lambda out, f=f: f.plot(out / f.path) for f in result.figures])

@@ -64,6 +64,7 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
         return module.main(argv)
     files = {k: v for k, v in ins.items() if k not in ("jobs", "runs")}
     files["cache_dir"] = f"{results}/{exp.name}/cache"
+    files.setdefault("device_calibration", f"{results}/device/calibration.json")
     inputs = read_inputs(
         exp.name,
         exp.folder,

@@ -5,10 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from analysis import rotating_disk as sec
 from analysis.common import validate
+from analysis.experiment import Result, mark_disk_failures
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -148,3 +150,26 @@ def test_the_workflow_shows_the_device_section_only_when_asked(tmp_path):
 
     assert "calibrate_device" not in plan(False)
     assert "calibrate_device" in plan(True)
+
+
+def test_every_experiment_fails_its_runs_on_a_disk_that_failed_calibration(tmp_path):
+    """analysis.experiment marks them in every evidence table that names its runs, whatever the
+    experiment: their claims say failed, the runs named."""
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(calibration()))
+    runs = pd.DataFrame({"run_id": ["on_it", "plain_disk"], "t": [1.0, 2.0]})
+
+    class Inputs:
+        files = {"device_calibration": str(path)}
+        metas = {
+            "on_it": {"device_setup": {"kind": "rotating_disk", "preset": "sata_7200_2010"}},
+            "plain_disk": {"device": {"name": "vda"}},
+        }
+
+    result = Result(summary=[], evidence={"runs": runs, "points": pd.DataFrame({"k": [1]})})
+    mark_disk_failures(Inputs, result)
+    table = result.evidence["runs"].set_index("run_id")
+    assert bool(table.loc["on_it", "failed"]) and not bool(table.loc["plain_disk", "failed"])
+    assert "failed its calibration" in table.loc["on_it", "failed_reason"]
+    assert "failed" not in result.evidence["points"].columns  # no run named: left as it is
+    assert result.notes[0].startswith("1 run(s) ran on an emulated disk that failed its calibration")

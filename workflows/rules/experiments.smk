@@ -138,6 +138,12 @@ def _final(exp, files):
 
 
 PLANS = {exp: _plan(exp) for exp in RUN_EXPERIMENTS}
+# the device section's calibration, when it runs: a run on a disk that failed it is failed
+DEVICE_CALIBRATION = (
+    [f"{RESULTS}/device/calibration.json"]
+    if config["report"]["device"]["enabled"]
+    else []
+)
 SEQUENTIAL = [exp for exp, P in PLANS.items() if P["looks"] > 1]
 
 
@@ -305,12 +311,15 @@ for exp, P in PLANS.items():
             name:
                 f"finish_{exp}_tables"
             input:
-                _final(exp, ["jobs.csv", "runs.csv"]),
+                jobs=_final(exp, ["jobs.csv"]),
+                runs=_final(exp, ["runs.csv"]),
             output:
                 jobs=f"{P['D']}/jobs.csv",
                 runs=f"{P['D']}/runs.csv",
+            log:
+                f"{P['D']}/logs/finish_{exp}_tables.log",
             shell:
-                "cp {input[0]} {output.jobs} && cp {input[1]} {output.runs}"
+                "cp {input.jobs} {output.jobs} && cp {input.runs} {output.runs} > {log} 2>&1"
 
 
 for exp in config["experiments"]:
@@ -323,6 +332,7 @@ for exp in config["experiments"]:
                 f"analyze_{exp}"
             input:
                 **E.analysis_inputs(config, RESULTS),
+                device=DEVICE_CALIBRATION,
             output:
                 E.analysis_outputs(RESULTS),
             log:
