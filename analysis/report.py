@@ -251,7 +251,9 @@ def render_claims(rows: list[dict]) -> str:
         if r["outcome"] == "inconclusive" and r.get("reps_needed"):
             why += f" (look {r['look']} of {r['looks']})" if r.get("looks", 1) > 1 else ""
         out.append(
-            f'<tr><td>{esc(r["says"])}<div class="quote">{esc(r["source"])}: \u201c{esc(r["quote"])}\u201d</div></td>'
+            f'<tr><td>{esc(r["says"])}<div class="quote">{esc(r["source"])}: \u201c{esc(r["quote"])}\u201d</div>'
+            + (f'<div class="quote">Measured as: {esc(r["definition"])}</div>' if r.get("definition") else "")
+            + "</td>"
             + _cell(r["paper_value"], missing_word="a direction")
             + _cell(r["measured"], missing_word="none")
             + f"<td>{esc(r['effect'])}; {esc(r['test'])}</td>"

@@ -131,6 +131,7 @@ def _row(cid: str, claim: dict, looks: Looks, **kw) -> dict:
     row = {
         "claim": cid,
         "says": " ".join(claim["says"].split()),
+        "definition": " ".join(claim.get("definition", "").split()),
         "paper_value": None
         if paper is None
         else (f"{fmt_num(paper)} {unit}".strip() if isinstance(paper, (int, float)) else f"{paper} {unit}".strip()),
