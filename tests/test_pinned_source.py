@@ -183,3 +183,67 @@ def test_swap_tree_exchanges_the_builds_at_once(tmp_path):
     assert sorted(p.name for p in dest.iterdir()) == ["newer"] and not staging.exists()
     with pytest.raises(OSError):
         swap_tree.swap(str(staging), str(dest))
+
+
+SETTINGS = {"version": "4.0.0", "configure_args": ["--with-mpiio"]}
+
+
+def test_a_build_is_made_only_when_its_source_or_settings_changed(two_sources):
+    sources, _, _ = two_sources
+    chosen = {**sources[1], "origin": "mirror", "path": "/m/alt.tar.gz"}
+    pins = [s["sha256"] for s in sources]
+    use, rebuild, stamp = pinned.decide(chosen, {}, SETTINGS, pins, "/opt/x")
+    assert use == chosen and rebuild
+    assert stamp == {
+        "settings": SETTINGS,
+        "source": {k: sources[1][k] for k in ("name", "file", "sha256", "url", "description")},
+    }
+    assert pinned.decide(chosen, stamp, SETTINGS, pins, "/opt/x")[1] is False
+    assert pinned.decide(chosen, stamp, {**SETTINGS, "configure_args": []}, pins, "/opt/x")[1] is True
+    upstream = {**sources[0], "origin": "mirror", "path": "/m/up.tar.gz"}
+    assert pinned.decide(upstream, stamp, SETTINGS, pins, "/opt/x")[1] is True  # the preferred one appeared
+
+
+def test_without_a_source_an_installed_pinned_build_stays(two_sources):
+    sources, _, _ = two_sources
+    pins = [s["sha256"] for s in sources]
+    _, _, stamp = pinned.decide({**sources[0], "origin": "mirror", "path": "/m/up"}, {}, SETTINGS, pins, "/opt/x")
+    use, rebuild, _ = pinned.decide(None, stamp, SETTINGS, pins, "/opt/x")
+    assert (use["origin"], use["path"], use["sha256"], rebuild) == ("installed", "/opt/x", sources[0]["sha256"], False)
+    # ... but not one of another source or other settings: then the stand-in.
+    assert pinned.decide(None, stamp, SETTINGS, pins[1:], "/opt/x")[0] is None
+    assert pinned.decide(None, stamp, {}, pins, "/opt/x")[0] is None
+
+
+def test_the_manifest_entry_and_facts_of_a_build_and_of_a_stand_in(tmp_path):
+    built = pinned.manifest_entry({"name": "upstream"}, "", {"programs": {"ior": "/i"}}, {"stand_in": "pfs_read"})
+    assert built == {"programs": {"ior": "/i"}, "status": "built", "source": {"name": "upstream"}}
+    stand_in = pinned.manifest_entry(None, "ior: no source archive", {"programs": {}}, {"stand_in": "pfs_read"})
+    assert stand_in == {"stand_in": "pfs_read", "status": "stand-in", "reason": "ior: no source archive"}
+    assert pinned.empty_like({"ior_binary": "/i", "npb_binaries": {"a": "/a"}}) == {
+        "ior_binary": "",
+        "npb_binaries": {},
+    }
+    path = tmp_path / "upstream.d" / "ior.json"
+    text = pinned.render("ior", built)
+    assert pinned.write_if_changed(str(path), text) and not pinned.write_if_changed(str(path), text)
+    assert path.read_text() == text and list(path.parent.iterdir()) == [path]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("mirror", "mirror", "ior: corun_mirror: 'mirror' (expected"),
+        ("download_dir", "downloads", "ior: ior_download_dir: 'downloads' (expected an absolute path)"),
+        ("upstream_manifest", 5, "ior: ior_upstream_manifest: 5 (expected an absolute path)"),
+        ("timeout", "60", "ior: ior_download_timeout: '60' (expected an integer number of seconds >= 1)"),
+        ("required", "yes", "ior: ior_required: 'yes' (expected true or false)"),
+    ],
+)
+def test_shared_settings_are_one_line_naming_the_variable(key, value, expected):
+    p = {"mirror": "", "download_dir": "/d", "install_dir": "/i", "upstream_manifest": "/m.json", "timeout": 60}
+    p["required"] = False
+    p[key] = value
+    with pytest.raises(pinned.SourceError) as err:
+        pinned.check_settings("ior", p)
+    assert str(err.value).startswith(expected), str(err.value)

@@ -7,8 +7,13 @@ taken; when none is, the first source with a URL whose download succeeds (kept i
 folder, reused while its sha256 matches). The taken file's sha256 must equal its pin: a mismatch
 is an error naming the role, the file and both hashes, never a fall-through to the next source.
 With no source to be had, the module fails (required) or returns source=None and the reason,
-and the role records its stand-in. It also returns the installed build's record (which source
-and settings it was built from), so that a role decides in one step whether to build.
+and the role records its stand-in. It also reads the installed build's record (which source
+and settings it was built from) and decides whether to build, so an up-to-date role costs one
+module call. It sets the facts source_tarball_source, source_tarball_reason,
+source_tarball_rebuild and source_tarball_stamp (roles/source_tarball/tasks/pinned.yml), and
+the role's own facts. Unless a build is to come, it also writes the role's upstream manifest
+(rewritten only when its content changes), the built programs and the source, or the stand-in
+and why; install.yml writes it after a build.
 
 Used by roles/source_tarball/tasks/pinned.yml; the logic is plain functions, tested in
 tests/test_pinned_source.py.
@@ -20,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
@@ -172,35 +178,134 @@ def installed_record(install_dir: str, programs: list[str]) -> dict:
     return record
 
 
+def check_settings(role: str, p: dict) -> None:
+    """The shared settings, with the variable that sets each named in the error: corun_mirror,
+    <role>_download_dir, <role>_download_timeout, <role>_required, <role>_install_dir,
+    <role>_upstream_manifest (YAML and -e give any type, so types are checked here)."""
+    mirror = p["mirror"]
+    if not isinstance(mirror, str) or (mirror and not os.path.isabs(mirror)):
+        raise SourceError(
+            f'{role}: corun_mirror: {mirror!r} (expected "" or the absolute path of a folder of archives)'
+        )
+    for key in ("download_dir", "install_dir", "upstream_manifest"):
+        v = p[key]
+        if not isinstance(v, str) or not os.path.isabs(v) or v == "/":
+            raise SourceError(f"{role}: {role}_{key}: {v!r} (expected an absolute path)")
+    t = p["timeout"]
+    if not isinstance(t, int) or isinstance(t, bool) or t < 1:
+        raise SourceError(f"{role}: {role}_download_timeout: {t!r} (expected an integer number of seconds >= 1)")
+    if not isinstance(p["required"], bool):
+        raise SourceError(f"{role}: {role}_required: {p['required']!r} (expected true or false)")
+
+
+def decide(
+    source: dict | None, installed: dict, settings: dict, pins: list[str], install_dir: str
+) -> tuple[dict | None, bool, dict]:
+    """(the source to build from or that the installed build came from, whether to build, the
+    wanted build's record). Without a source to be had, an installed build of a pinned source
+    with the same settings stays in use (origin "installed")."""
+    if source is None:
+        kept = installed.get("source") or {}
+        if installed.get("settings") == settings and kept.get("sha256") in pins:
+            return {**kept, "origin": "installed", "path": install_dir}, False, installed
+        return None, False, installed
+    record_keys = ("name", "file", "sha256", "url", "description")
+    wanted = {"settings": settings, "source": {k: source[k] for k in record_keys}}
+    return source, wanted != installed, wanted
+
+
+def manifest_entry(source: dict | None, reason: str, built: dict, stand_in: dict) -> dict:
+    """The role's upstream manifest entry: BUILT with the source, or STAND_IN with the reason."""
+    if source is None:
+        return {**stand_in, "status": "stand-in", "reason": reason}
+    return {**built, "status": "built", "source": source}
+
+
+def empty_like(facts: dict) -> dict:
+    """The role's facts when nothing is built: the same keys, empty values of the same type."""
+    return {k: type(v)() if isinstance(v, (str, list, dict)) else None for k, v in facts.items()}
+
+
+def write_if_changed(path: str, text: str) -> bool:
+    """PATH holds TEXT afterwards (written atomically); whether it had to be written."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return False
+    except OSError:
+        pass
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return True
+
+
+def render(role: str, entry: dict) -> str:
+    return json.dumps({role: entry}, indent=4, sort_keys=True) + "\n"
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "role": {"type": "str", "required": True},
             "sources": {"type": "raw", "required": True},
             "sources_var": {"type": "str", "required": True},
-            "mirror": {"type": "str", "default": ""},
-            "download_dir": {"type": "path", "required": True},
-            "timeout": {"type": "int", "default": 60},
-            "required": {"type": "bool", "default": False},
-            "install_dir": {"type": "path", "required": True},
+            "mirror": {"type": "raw", "default": ""},
+            "download_dir": {"type": "raw", "required": True},
+            "timeout": {"type": "raw", "default": 60},
+            "required": {"type": "raw", "default": False},
+            "install_dir": {"type": "raw", "required": True},
+            "upstream_manifest": {"type": "raw", "required": True},
             "programs": {"type": "list", "elements": "str", "default": []},
+            "settings": {"type": "dict", "required": True},
+            "manifest_entry": {"type": "dict", "required": True},
+            "stand_in_entry": {"type": "dict", "required": True},
+            "facts": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
     p = module.params
+    role = p["role"]
     try:
-        sources = check_sources(p["role"], p["sources"], p["sources_var"])
-        source, fetched, reason = choose(
-            p["role"], sources, p["mirror"], p["download_dir"], p["timeout"], module.check_mode
-        )
+        check_settings(role, p)
+        sources = check_sources(role, p["sources"], p["sources_var"])
+        source, fetched, reason = choose(role, sources, p["mirror"], p["download_dir"], p["timeout"], module.check_mode)
     except SourceError as exc:
         module.fail_json(msg=str(exc))
     except OSError as exc:
-        module.fail_json(msg=f"{p['role']}: {exc.filename or ''}: {exc.strerror} (expected a readable source archive)")
+        module.fail_json(msg=f"{role}: {exc.filename or ''}: {exc.strerror} (expected a readable source archive)")
     if source is None and p["required"]:
         module.fail_json(msg=f"{reason}; set corun_mirror to a folder holding one of them")
     installed = installed_record(p["install_dir"], p["programs"])
-    module.exit_json(changed=fetched, source=source, reason=reason, installed=installed)
+    use, rebuild, stamp = decide(source, installed, p["settings"], [s["sha256"] for s in sources], p["install_dir"])
+    entry = manifest_entry(use, reason, p["manifest_entry"], p["stand_in_entry"])
+    written = False
+    if not rebuild and not module.check_mode:  # a build to come writes it once it is in place
+        try:
+            written = write_if_changed(p["upstream_manifest"], render(role, entry))
+        except OSError as exc:
+            module.fail_json(
+                msg=f"{role}: cannot write {role}_upstream_manifest {p['upstream_manifest']} ({exc.strerror})"
+            )
+    module.exit_json(
+        changed=fetched or written,
+        ansible_facts={
+            "source_tarball_source": use,
+            "source_tarball_reason": "" if use else reason,
+            "source_tarball_rebuild": rebuild,
+            "source_tarball_stamp": stamp,
+            "source_tarball_manifest_text": render(role, entry),
+            **(p["facts"] if use else empty_like(p["facts"])),
+        },
+    )
 
 
 if __name__ == "__main__":
