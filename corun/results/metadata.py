@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from corun import __version__
+from corun import __version__, upstream
 from corun.machine.doctor import local_findings, summary
 from corun.machine.host import TOOLS, cpu_model, host_state, hwloc_summary, tool_versions  # noqa: F401 - recorded here
 from corun.util import repo_root
@@ -58,6 +58,9 @@ def collect(device: dict | None = None) -> dict:
         "collected_epoch_s": time.time(),
         "host": host,
         "tools": tools,
+        # What the provisioning roles built from upstream sources, from which archive (name, file,
+        # sha256, origin), or which stand-in runs instead (corun.upstream, docs/upstream.md).
+        "upstream": upstream.provenance(),
         "python_executable": sys.executable,
         "advice": advice(host, device),
         # corun doctor's findings on this host (ready and quiet?), device checks on the run's device.

@@ -12,7 +12,6 @@ carries labels `binary` and `stands_in_for`, so each run says what stood in for 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -20,12 +19,13 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
+from corun import upstream as upstream_manifest
 from corun.errors import ConfigError, MissingTool
 from corun.run.inputs import PRESETS
 from corun.util import repo_root, tool_version
 
-UPSTREAM_MANIFEST = Path(os.environ.get("CORUN_UPSTREAM", "/var/lib/corun/upstream.json"))
-UPSTREAM_DIR = Path("/var/lib/corun/upstream.d")
+UPSTREAM_MANIFEST = upstream_manifest.MANIFEST
+UPSTREAM_DIR = upstream_manifest.MANIFEST_DIR
 
 # PARSEC 3.0 x264 run configuration (simlarge and native use the same options).
 X264_PARSEC_ARGS = [
@@ -63,22 +63,9 @@ class JobTemplate:
 
 @lru_cache(maxsize=1)
 def upstream() -> dict:
-    """The merged upstream manifest; {} when nothing was provisioned. A broken file is an error."""
-    files = [UPSTREAM_MANIFEST] + (sorted(UPSTREAM_DIR.glob("*.json")) if "CORUN_UPSTREAM" not in os.environ else [])
-    out: dict = {}
-    for f in files:
-        if not f.exists():
-            continue
-        try:
-            data = json.loads(f.read_text())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(
-                str(f), "", "unreadable", f"a JSON object written by a provisioning role ({exc})"
-            ) from None
-        if not isinstance(data, dict):
-            raise ConfigError(str(f), "", type(data).__name__, "a JSON object")
-        out.update(data)
-    return out
+    """The merged upstream manifest (corun.upstream); {} when nothing was provisioned. A broken
+    file is an error."""
+    return upstream_manifest.read(upstream_manifest.manifest_files(UPSTREAM_MANIFEST, UPSTREAM_DIR))
 
 
 def kernel(name: str) -> str:

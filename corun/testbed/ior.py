@@ -6,6 +6,11 @@ bwMinMIB, bwMeanMIB, bwStdMIB, OPsMax, OPsMin, OPsMean, OPsSD, MeanTime and the 
 parameters. `parse_summary` returns the summary entries with units in their names, in the
 same terms as kernels/pfs_read's result (read_bw_mean_mib_s, ...), so either can feed the
 same analysis.
+
+On corun's striped file system (docs/pfs.md), IOR's POSIX calls on a path prefix are served by
+pfs_client's LD_PRELOAD library (pfs_client/README.md), which stripes them in 64 KiB strips over
+the data servers through gfapi, as the paper's PVFS2 client did: `client_env` is the
+environment that does it, `mpirun_exports` passes it to the ranks only.
 """
 
 from __future__ import annotations
@@ -14,7 +19,11 @@ import json
 import math
 from pathlib import Path
 
-from corun.errors import ConfigError
+from corun.errors import ConfigError, MissingTool
+from corun.util import repo_root
+
+# The path prefix the striped client serves by default: IOR's -o names a file under it.
+PFS_PREFIX = "/corun-pfs"
 
 # IOR's summary key -> corun's name (units in the name).
 FIELDS = {
@@ -92,6 +101,37 @@ def ior_argv(
     if read:
         argv.append("-r")
     return argv
+
+
+def client_library() -> str:
+    """pfs_client's LD_PRELOAD library, built by the corun_kernels role."""
+    lib = repo_root() / "pfs_client" / "build" / "libcorun_pfs.so"
+    if not lib.is_file():
+        raise MissingTool("pfs_client/build/libcorun_pfs.so", "corun_kernels", "IOR on the striped file system")
+    return str(lib)
+
+
+def client_env(
+    layout: dict, library: str, prefix: str = PFS_PREFIX, host: str | None = None, direct: bool = False
+) -> dict[str, str]:
+    """The environment that serves IOR's POSIX calls on PREFIX through the striped client: the
+    file system's client volfiles (HOST's own copies when given) and strip size from its
+    layout.json (corun/testbed/pfs.py), O_DIRECT datafiles for bricks with o-direct."""
+    volfiles = layout["client_volfiles"][host] if host is not None else layout["volfiles"]
+    env = {
+        "LD_PRELOAD": library,
+        "CORUN_PFS_PREFIX": prefix,
+        "CORUN_PFS_VOLFILES": ":".join(volfiles),
+        "CORUN_PFS_STRIP_SIZE": str(layout["strip_size_bytes"]),
+    }
+    if direct:
+        env["CORUN_PFS_DIRECT"] = "1"
+    return env
+
+
+def mpirun_exports(env: dict[str, str]) -> list[str]:
+    """Open MPI's -x options that set ENV in the ranks only (not in mpirun and its daemons)."""
+    return [x for k, v in env.items() for x in ("-x", f"{k}={v}")]
 
 
 def _document(text: str, source: str) -> dict:

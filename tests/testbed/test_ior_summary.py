@@ -72,3 +72,23 @@ def test_ior_command_line_on_the_fuse_mount():
     assert {"-F", "-w", "-r", "-k"} <= set(argv)
     with pytest.raises(ValueError):
         ior.ior_argv("ior", "/m", "/s", transfer_size=3 << 20, block_size=4 << 20)
+
+
+LAYOUT = {
+    "volfiles": ["/r/c/client/stripe-0.vol", "/r/c/client/stripe-1.vol"],
+    "client_volfiles": {"c2": ["/r/c2/client/stripe-0.vol", "/r/c2/client/stripe-1.vol"]},
+    "strip_size_bytes": 65536,
+}
+
+
+def test_the_striped_client_environment_comes_from_the_layout():
+    env = ior.client_env(LAYOUT, "/lib.so")
+    assert env == {
+        "LD_PRELOAD": "/lib.so",
+        "CORUN_PFS_PREFIX": "/corun-pfs",
+        "CORUN_PFS_VOLFILES": "/r/c/client/stripe-0.vol:/r/c/client/stripe-1.vol",
+        "CORUN_PFS_STRIP_SIZE": "65536",
+    }
+    other = ior.client_env(LAYOUT, "/lib.so", prefix="/pfs", host="c2", direct=True)
+    assert other["CORUN_PFS_VOLFILES"].startswith("/r/c2/") and other["CORUN_PFS_DIRECT"] == "1"
+    assert ior.mpirun_exports({"A": "1", "B": "x y"}) == ["-x", "A=1", "-x", "B=x y"]
