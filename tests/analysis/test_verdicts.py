@@ -3,6 +3,7 @@ attainable p, equivalence, failed runs, missing machine needs without runs, unkn
 variants, claims over many points, and the sequential design's levels."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -321,3 +322,14 @@ def test_an_unquoted_null_key_reads_as_the_null(tmp_path):
         "    effect: value\n    metric: t\n    expect: greater\n    null: 1.01\n    scale: log\n"
     )
     assert load_claims(p, "e").claims["g"]["null"] == 1.01
+
+
+def test_no_claims_yaml_cuts_a_text_at_an_unquoted_hash(repo_root):
+    """YAML reads ' #' as a comment: 'workload #1 (x264)' unquoted would say 'workload'."""
+    cut = [
+        f"{p.relative_to(repo_root)}:{i}"
+        for p in sorted((repo_root / "experiments").glob("*/claims.yaml"))
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.match(r"^\s+[a-z_]+: [^'\"#>|\[{].* #", line)
+    ]
+    assert not cut, cut
