@@ -15,6 +15,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
 	@echo "make test     provision and run every test"
+	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root)"
+	@echo "make lint     ruff format and check, snakemake --lint, ansible-lint"
 	@echo "make bench    instrument and scheduler-daemon overhead benchmarks (print figures)"
 	@echo "make ci-compare BASE=linux HEAD=elevator_bfq   compare two variants here, as the testbed CI does"
 	@echo "make ci-compare VARIANT=dynamic_io BASE_REF=origin/main   compare the variant built from BASE_REF"
