@@ -38,157 +38,42 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field
 
-SCHEMES = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc_s", "cc_b", "gang")
-# receiver's waiting action of each scheme (Table 1 of the paper)
-WAIT = {
-    "batch": "spin",
-    "local": "spin",
-    "dcs": "spin",
-    "pb": "spin",
-    "cc_s": "spin",
-    "gang": "spin",
-    "ib": "block",
-    "hybrid": "block",
-    "cc_b": "block",
-    "sb": "spinblock",
-}
-EPS = 1e-12
-MAX_SAME_TIME = 1_000_000  # events at one instant: a livelock of the model, not a result
+from experiments.mpl_sweep.des_handling import Handling
+from experiments.mpl_sweep.des_state import (
+    EPS,
+    MAX_SAME_TIME,
+    SCHEMES,
+    WAIT,
+    Bench,
+    Cpu,
+    Job,
+    JobIn,
+    Node,
+    Params,
+    Rank,
+    step_latency,
+)
 
-
-@dataclass(frozen=True)
-class Params:
-    """The model's parameters; times in seconds."""
-
-    cores: int = 1
-    quantum_s: float = 0.004
-    ctx_switch_s: float = 6e-6
-    wake_gran_s: float = 0.001
-    spin_s: float = 150e-6
-    pb_period_s: float = 0.010
-    boost_max_s: float = 0.010
-    gang_slice_s: float = 0.100
-    startup_s: float = 0.0
-    startup_cpu_frac: float = 0.0
-    bcr_min_pending: int = 2
-    cost_switch_s: float = 6e-6
-    erl_unit_s: float = 0.041
+__all__ = [
+    "Params",
+    "Bench",
+    "JobIn",
+    "step_latency",
+    "Rank",
+    "Job",
+    "Cpu",
+    "Node",
+    "SCHEMES",
+    "WAIT",
+    "EPS",
+    "MAX_SAME_TIME",
+    "Model",
+    "simulate",
+]
 
 
-@dataclass(frozen=True)
-class Bench:
-    """One benchmark's shape: per rank and iteration, compute then exchange steps."""
-
-    iters: int
-    compute_s: float
-    lat_s: float
-    halo: bool = True
-    allreduce_every: int = 0
-    alltoall_every: int = 0
-
-    def steps(self, it: int) -> list[str]:
-        out = ["nn"] if self.halo else []
-        if self.allreduce_every and (it + 1) % self.allreduce_every == 0:
-            out.append("allreduce")
-        if self.alltoall_every and (it + 1) % self.alltoall_every == 0:
-            out.append("alltoall")
-        return out
-
-    def alone_s(self, ranks: int) -> float:
-        """Length of one job alone (no contention), startup excluded."""
-        total = 0.0
-        for it in range(self.iters):
-            total += self.compute_s
-            for s in self.steps(it):
-                total += step_latency(self, s, ranks)
-        return total
-
-
-@dataclass(frozen=True)
-class JobIn:
-    name: str
-    bench: str
-    ranks: int
-    submit_s: float
-
-
-def step_latency(b: Bench, kind: str, ranks: int) -> float:
-    if kind == "nn" or ranks <= 1:
-        return b.lat_s
-    if kind == "allreduce":
-        return b.lat_s * math.ceil(math.log2(ranks))
-    return b.lat_s * (ranks - 1)
-
-
-# ----------------------------------------------------------------------------- state
-
-
-@dataclass(eq=False)
-class Rank:
-    job: Job
-    idx: int
-    node: Node
-    state: str = "delay"  # delay | work | wait | done
-    remaining: float = 0.0
-    it: int = 0
-    step_i: int = 0  # index into the current iteration's steps; -1: computing
-    seq: int = 0  # global step counter (message matching)
-    got: dict = field(default_factory=dict)  # seq -> messages arrived
-    pending: list = field(default_factory=list)  # (erl_s, t_arrival) of unconsumed messages
-    blocked: bool = False
-    satisfied: bool = False  # its wait's messages are all there; it completes once it runs
-    spin_left: float = 0.0
-    wait_since: float = 0.0
-    boosted: bool = False
-    boost_since: float = 0.0
-    boost_order: float = 0.0
-    cpu: Cpu | None = None
-    queued: bool = False
-
-
-@dataclass(eq=False)
-class Job:
-    spec: JobIn
-    bench: Bench
-    jid: int
-    start_s: float = math.nan
-    end_s: float = math.nan
-    ranks: list = field(default_factory=list)
-    done: int = 0
-    posted: dict = field(default_factory=dict)  # seq -> ranks that entered a collective
-    steps: list = field(default_factory=list)  # the step kinds of each iteration
-
-
-@dataclass(eq=False)
-class Cpu:
-    node: Node
-    idx: int
-    cur: Rank | None = None
-    token: int = 0
-    seg_start: float = 0.0
-    run_start: float = 0.0
-    q_end: float = math.inf
-
-
-@dataclass(eq=False)
-class Node:
-    idx: int
-    cpus: list = field(default_factory=list)
-    ranks: list = field(default_factory=list)
-    runq: deque = field(default_factory=deque)
-    slots: int = 0
-    rr: int = 0
-    ed_s: float = 0.001  # mean run length per scheduling (eq. 1's ED)
-    switches: int = 0
-    conflict_switches: int = 0
-
-    def n_pending(self) -> int:
-        return sum(1 for r in self.ranks if r.pending)
-
-
-class Model:
+class Model(Handling):
     """One simulated run: `run()` returns per-job times and the BCR and MD of the run."""
 
     def __init__(self, scheme: str, mpl: int, nodes: int, params: Params, benches: dict[str, Bench],
@@ -516,139 +401,6 @@ class Model:
         r.it += 1
         self.start_iteration(r)
 
-    def need(self, r: Rank, kind: str) -> int:
-        p = len(r.job.ranks)
-        if p <= 1:
-            return 0
-        if kind == "nn":
-            return 1 if p == 2 else 2
-        return 1
-
-    def erl(self, n: Node) -> float:
-        """Eq. 1: ERL = ED x ENP + (ceil(ENP) + 1) x Cost_switch."""
-        enp = n.n_pending()
-        return n.ed_s * enp + (math.ceil(enp) + 1) * self.p.cost_switch_s
-
-    def post(self, r: Rank, kind: str) -> None:
-        """r entered step r.seq: send its halo, or enter the collective."""
-        j = r.job
-        p = len(j.ranks)
-        if p <= 1:
-            return
-        lat = step_latency(j.bench, kind, p)
-        erl = self.erl(r.node)
-        if kind == "nn":
-            left, right = j.ranks[(r.idx - 1) % p], j.ranks[(r.idx + 1) % p]
-            for q in [left] if left is right else [left, right]:  # a list: the same order every run
-                self.at(self.now + lat, "msg", q, r.seq, erl)
-            return
-        done = j.posted.get(r.seq, 0) + 1
-        j.posted[r.seq] = done
-        if done == p:
-            del j.posted[r.seq]
-            for q in j.ranks:
-                self.at(self.now + lat, "msg", q, r.seq, erl)
-
-    def consume(self, r: Rank, seq: int, waited: float) -> None:
-        n = r.got.pop(seq, 0)
-        self.md_sum += n * waited
-        self.md_n += n
-        if n:
-            r.pending = r.pending[n:]
-        if r.boosted and self.scheme != "gang":
-            r.boosted = False
-
-    def on_msg(self, r: Rank, seq: int, erl: float) -> None:
-        if r.state == "done":
-            return
-        r.got[seq] = r.got.get(seq, 0) + 1
-        r.pending.append((erl, self.now))
-        n = r.node
-        if r.state == "wait" and seq == r.seq:
-            kind = r.job.steps[r.it][r.step_i]
-            if r.got[seq] >= self.need(r, kind):
-                cpu = r.cpu
-                if cpu is not None:  # spinning on a CPU: continue at once
-                    self.advance(cpu)
-                    self.complete_wait(r)
-                    if r.state == "done":
-                        cpu.cur = None
-                        r.cpu = None
-                        self.pick(cpu)
-                    else:
-                        self.plan(cpu)
-                else:
-                    woken = r.blocked
-                    r.blocked = False
-                    r.satisfied = True
-                    self.arrival_action(r)
-                    self.make_runnable(r, woken=woken)
-                    self.kick(n)
-                return
-        self.arrival_action(r)
-        self.kick(n)
-
-    def complete_wait(self, r: Rank) -> None:
-        self.consume(r, r.seq, waited=self.now - r.wait_since)
-        r.step_i += 1
-        r.blocked = False
-        r.satisfied = False
-        self.enter_step(r)
-
-    def arrival_action(self, r: Rank) -> None:
-        if self.scheme in ("dcs", "ib", "sb") and r.cpu is None:
-            self.boost(r)
-
-    def boost(self, r: Rank) -> None:
-        if r.boosted:
-            return
-        self.boost_seq += 1
-        r.boosted = True
-        r.boost_since = self.now
-        r.boost_order = self.boost_seq
-        if r.cpu is None and self.runnable(r) and not r.queued:
-            self.make_runnable(r)
-
-    def cc_key(self, r: Rank) -> float:
-        """Eqs. 3-4: the rank's largest aged ERL' (min of W_r); lower runs first."""
-        erl_max = self.mpl * self.p.erl_unit_s
-        worst = 0.0
-        for erl, t in r.pending:
-            worst = max(worst, min(max(erl - (self.now - t), 0.0), erl_max))
-        return worst
-
-    def on_period(self, n: Node) -> None:
-        self.at(self.now + self.p.pb_period_s, "period", n)
-        cands = [r for r in n.ranks if r.pending and r.cpu is None and not r.boosted]
-        if not cands:
-            return
-        if self.scheme == "cc_s":
-            r = min(cands, key=lambda x: (self.cc_key(x), x.job.jid, x.idx))
-        else:
-            order = sorted(cands, key=lambda x: (x.job.jid, x.idx))
-            r = order[n.rr % len(order)]
-            n.rr += 1
-        self.boost(r)
-        self.kick(n)
-
-    def gang_job(self, n: Node) -> Job | None:
-        jobs = sorted({r.job.jid: r.job for r in n.ranks}.items())
-        if not jobs:
-            return None
-        slot = int(self.now / self.p.gang_slice_s + 1e-9) % len(jobs)
-        return jobs[slot][1]
-
-    def on_slice(self) -> None:
-        self.at(self.now + self.p.gang_slice_s, "slice")
-        for n in self.nodes:
-            g = self.gang_job(n)
-            for cpu in n.cpus:
-                if cpu.cur is not None and cpu.cur.job is not g:
-                    self.preempt(cpu)
-                elif cpu.cur is None:
-                    self.pick(cpu)
-
-    # ------------------------------------------------------------------ result
     def result(self) -> dict:
         jobs = []
         for j in self.jobs:

@@ -304,7 +304,7 @@ def _fit_key(jobs: pd.DataFrame, by_run: pd.DataFrame, plan: dict, hosts: int, r
     h.update(by_run[["run_id", "scheme", "mpl", "response_s"]].sort_values("run_id").to_csv(index=False).encode())
     keep = {k: plan.get(k) for k in ("stand_in", "scheduler_params", "cores_per_node", "model")}
     h.update(json.dumps([keep, hosts, rpn], sort_keys=True, default=str).encode())
-    for f in (Path(__file__), Path(des.__file__)):
+    for f in (Path(__file__), *sorted(Path(des.__file__).parent.glob("des*.py"))):
         h.update(f.read_bytes())
     return h.hexdigest()[:20]
 
