@@ -196,6 +196,35 @@ def test_synthetic_sais_mark_is_skipped(tree, tmp_path):
     assert res.stderr.count("\n") == 1
 
 
+def test_sais_mark_counters_are_summed_and_verify_needs_replies_steered(tmp_path, monkeypatch):
+    """verify reads the programs' counters into sais_mark_counters.json; requests stamped with no
+    reply steered is a mark not in effect (it used to check only that the programs were attached)."""
+    import sais_mark
+
+    stats = {
+        ("h1", "eth0"): {"stamped": 10, "recorded": 0, "reflected": 0, "steered": 0, "foreign": 1},
+        ("h2", "eth0"): {"stamped": 0, "recorded": 10, "reflected": 9, "steered": 0, "foreign": 0},
+    }
+    status = {"xdp": 1, "tc_egress": 2, "tc_ingress": 3, "servers": 1}
+    monkeypatch.setattr(sais_mark, "_status", lambda ctl, ns, iface: {**status, "stats": stats[(ns, iface)]})
+    monkeypatch.setattr(sais_mark, "_tx_csum", lambda ns, iface: "off")
+    monkeypatch.setattr(sais_mark, "_ctl", lambda d: (tmp_path / "ctl", tmp_path / "obj"))
+    attached = [{"ns": "h2", "iface": "eth0", "role": "server"}, {"ns": "h1", "iface": "eth0", "role": "client"}]
+    state = {"ctl": str(tmp_path / "ctl"), "server_addresses": ["10.0.0.2"], "attached": attached}
+    (tmp_path / "s.json").write_text(json.dumps(state))
+    p = {"client": [("h1", "eth0")], "server": [("h2", "eth0")]}
+    args = type("Args", (), {"bpf_dir": str(tmp_path)})()
+    with pytest.raises(
+        steer.NotInEffect, match="10 requests stamped, 10 marks recorded, 9 reflected, no reply steered"
+    ):
+        sais_mark.verify_mark(args, steer.Fs("/"), p, tmp_path / "s.json")
+    doc = json.loads((tmp_path / "sais_mark_counters.json").read_text())
+    assert doc["totals"] == {"stamped": 10, "recorded": 10, "reflected": 9, "steered": 0, "foreign": 1}
+    stats[("h1", "eth0")]["steered"] = 9
+    assert sais_mark.verify_mark(args, steer.Fs("/"), p, tmp_path / "s.json") == 0
+    assert json.loads((tmp_path / "sais_mark_counters.json").read_text())["totals"]["steered"] == 9
+
+
 BAD = [
     (
         ["--policy", "dedicated", "--cpu", "7"],
@@ -457,7 +486,14 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     ctl = REPO / "schedulers/irq_steering/build/sais-mark-ctl"
     try:
         w = fetch(client_cpu=1, server_cpu=0)
-        assert json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)["servers"] == 1
+        st = json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)
+        assert st["servers"] == 1
+        # the client's programs count the requests they stamped and the replies they steered
+        assert st["stats"]["stamped"] >= 150 and st["stats"]["steered"] > 0, st
+        server = json.loads(sh(ctl, "status", "--iface", IF_B, "--netns", NS_B).stdout)["stats"]
+        assert server["recorded"] >= 150 and server["reflected"] > 0, server
+        # verify after traffic reads the counters and finds the replies steered
+        assert run_steer(*mark_args("verify", tmp_path / "s.json")).returncode == 0
         # an address the server interface gained after apply is not a server's: its replies
         # carry marks (the server reflects them) but pass unsteered
         sh("ip", "-n", NS_B, "addr", "add", f"{ADDR_B_LATE}/24", "dev", IF_B)
@@ -470,7 +506,11 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     assert share(w, 1) > 0.9 and share(w, 1) > share(before, 1) + 0.2, (before, w)
     assert share(other, 1) < 0.7 and share(other, 1) < share(w, 1) - 0.2, (other, w)
     status = sh(ctl, "status", "--iface", IF_A, "--netns", NS_A)
-    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0, "servers": 0}
+    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0, "servers": 0, "stats": None}
+    # restore read the counters first and left them beside the state file (the run's sched/state/)
+    counters = json.loads((tmp_path / "sais_mark_counters.json").read_text())
+    assert counters["totals"]["steered"] > 0 and counters["totals"]["stamped"] >= 150, counters
+    assert {r["role"] for r in counters["interfaces"]} == {"client", "server"}
     for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):  # the clsact qdiscs it made are gone too
         assert "clsact" not in sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
     assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
