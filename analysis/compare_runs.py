@@ -65,7 +65,7 @@ from corun.errors import ConfigError  # noqa: E402
 from corun.util import atomic_path  # noqa: E402
 
 TESTS = ("t", "wilcoxon")
-VERDICT_STYLE = {
+OUTCOME_STYLE = {
     "better": "#1b7a2f",
     "worse": "#b3261e",
     "no change": "#3a5fa5",
@@ -431,7 +431,7 @@ def plot_ratios(result: dict, path: Path) -> None:
     rows = [r for r in result["rows"] if math.isfinite(r["ratio"])]
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(len(rows), 2) + 1.2))
     for i, r in enumerate(rows):
-        color = VERDICT_STYLE.get(r["verdict"], "#555555")
+        color = OUTCOME_STYLE.get(r["verdict"], "#555555")
         lo, hi = r["ci_low"], r["ci_high"]
         if math.isfinite(lo) and math.isfinite(hi):
             ax.plot([lo, hi], [i, i], color=color, lw=2)
@@ -609,7 +609,7 @@ def to_html(result: dict, figures: list[Path]) -> str:
     head, body = _table_rows(result)
     parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
     for r, row in zip(result["rows"], body):
-        color = VERDICT_STYLE.get(r["verdict"], "#555")
+        color = OUTCOME_STYLE.get(r["verdict"], "#555")
         cells = "".join(f"<td>{e(c)}</td>" for c in row[:-1])
         parts.append(f"<tr>{cells}<td style='color:{color};font-weight:600'>{e(row[-1])}</td></tr>")
     parts.append(
