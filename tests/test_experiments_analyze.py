@@ -16,7 +16,9 @@ def test_an_analysis_without_analyse_is_one_line(monkeypatch, tmp_path):
     exp = get("llc_miss")
     monkeypatch.setattr(main_mod, "importlib", types.SimpleNamespace(import_module=lambda name: legacy))
     with pytest.raises(ConfigError) as err:
-        main_mod.analyze(exp, {"experiments": ["llc_miss"], "llc_miss": {"reps": 1}}, str(tmp_path), str(tmp_path / "out"))
+        main_mod.analyze(
+            exp, {"experiments": ["llc_miss"], "llc_miss": {"reps": 1}}, str(tmp_path), str(tmp_path / "out")
+        )
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith("experiments/llc_miss/analysis.py: analyse: None (expected analyse(inputs) -> Result")
