@@ -498,6 +498,10 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
         # carry marks (the server reflects them) but pass unsteered
         sh("ip", "-n", NS_B, "addr", "add", f"{ADDR_B_LATE}/24", "dev", IF_B)
         other = fetch(client_cpu=1, server_cpu=0, addr=ADDR_B_LATE)
+        # and the client stamps only requests to a server: traffic to another address (the ssh
+        # sessions a netns cluster keeps open) would read as requests nobody answers
+        after = json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)["stats"]
+        assert after["stamped"] == st["stats"]["stamped"], (st, after)
     finally:
         restore(tmp_path / "s.json")
     # without the marks the replies are processed on the server's CPU and the client's acks on
