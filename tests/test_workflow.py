@@ -109,7 +109,10 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert "softirq_pct" in (out / "sais" / "analysis" / "per_cpu.csv").read_text()
     assert "eq9_difference_lower_s" in (out / "sais" / "analysis" / "model.csv").read_text()
     metas = list((out / "sais" / "runs").glob("s2_l1_h2_*/metadata.json"))  # two client hosts at once
-    assert len(metas) == 4 and all(json.loads(m.read_text())["scheduler"]["verified"] for m in metas)
+    assert len(metas) == 6 and all(json.loads(m.read_text())["scheduler"]["verified"] for m in metas)
+    marks = list((out / "sais" / "runs").glob("s2_l1_h2_sais_mark_*/sched/state/sais_mark_counters.json"))
+    assert len(marks) == 2  # sais_mark ran on the netns file system, and its replies were steered
+    assert all(json.loads(m.read_text())["totals"]["steered"] > 0 for m in marks)
     with open(out / "sais" / "jobs.csv", newline="") as f:
         reads = [r for r in csv.DictReader(f) if r["kind"] == "read"]
     assert {float(r["client_host"]) for r in reads} == {0, 1}  # a reader on each client host
