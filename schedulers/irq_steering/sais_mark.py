@@ -1,10 +1,11 @@
 """The sais_mark policy of steer.py: the paper's mark carried in the IPv4 DSCP field by BPF
 programs (bpf/sais_mark.bpf.c), attached and detached by build/sais-mark-ctl.
 
-Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests; XDP sends
-each marked reply from a server to the CPU map entry of its mark. The servers are the IPv4
-addresses of the server interfaces, read when the policy is applied: packets from anywhere else
-pass unsteered whatever their DSCP (ssh marks its packets too). Server interfaces (`--server-interfaces`):
+Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests to a server;
+XDP sends each marked reply from a server to the CPU map entry of its mark. The servers are the
+IPv4 addresses of the server interfaces, read when the policy is applied: packets to anywhere
+else go out unstamped, and packets from anywhere else pass unsteered whatever their DSCP (ssh
+marks its packets too). Server interfaces (`--server-interfaces`):
 tc ingress records each flow's mark, tc egress writes it into the flow's replies. The programs
 count what they did (stamped, recorded, reflected, steered, foreign); verify and restore write the
 counts into sais_mark_counters.json beside the state file (the run's sched/state/), and verify
