@@ -1,14 +1,12 @@
 """Helpers shared by the analysis modules: schema validation with one-line errors, atomic writes,
-input tables read with one-line errors, the paper-comparison verdicts and their notes, the setup
-table, and the command line every analysis shares."""
+input tables read with one-line errors, the runs' checks and the setup table (the paper's setup
+beside ours, compared and never judged: verdicts are analysis.verdicts' alone)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -16,9 +14,8 @@ import jsonschema
 import numpy as np
 import pandas as pd
 
-from analysis.stats import ALPHA
 from corun.config import describe_error
-from corun.errors import CorunError, one_line_errors
+from corun.errors import CorunError
 from corun.util import atomic_write_bytes
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -197,25 +194,7 @@ def run_checks(jobs: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return notes
 
 
-# ----------------------------------------------------------------------------- paper comparison
-
-VERDICT_DIRECTION = "reproduced in direction"
-VERDICT_NOT = "not reproduced"
-VERDICT_UNMEASURABLE = "not measurable here"
-VERDICT_MACHINE = "differs (machine-specific)"
-
-
-def paper_note(item: dict) -> str:
-    """'Paper, <source>: "<quote>"' for a value or claim of analysis/paper_values/*.yaml."""
-    return f'Paper, {item["source"]}: "{item["quote"].strip()}"'
-
-
-def ratio_note(measured: float, paper: float) -> str:
-    return f"measured / paper = {measured / paper:.3g}" if paper else ""
-
-
-def trend_text(t: dict, items: str = "groups") -> str:
-    return f"Spearman rho = {t['rho']:.3f}, one-sided p = {t['p']:.3g} (n = {t['n']} {items})"
+# ----------------------------------------------------------------------------- paper setup
 
 
 def setup_frame(rows: list[tuple[str, dict, object]]) -> pd.DataFrame:
@@ -233,81 +212,3 @@ def setup_frame(rows: list[tuple[str, dict, object]]) -> pd.DataFrame:
         ],
         dtype=object,  # keep integers as integers
     )
-
-
-def direction_row(quantity: str, claim: dict, t: dict, sign: int, what: str, items: str = "groups") -> dict:
-    """A comparison row for a direction claim decided by `stats.rank_trend` result `t`.
-
-    rho of the expected sign with one-sided p < ALPHA -> reproduced in direction; otherwise not
-    reproduced; not measurable when there is no spread or a perfect ranking could not reach ALPHA.
-    """
-    row = {"quantity": quantity, "paper_value": claim["statement"], "unit": ""}
-    rule = (
-        f"Rule: Spearman rho {'>' if sign > 0 else '<'} 0 with one-sided permutation p < {ALPHA} over {items} ({what})."
-    )
-    if t["rho"] is None:
-        row.update(
-            measured_value=None,
-            verdict=VERDICT_UNMEASURABLE,
-            note=f"{paper_note(claim)} Why not measurable: {t['n']} {items[:-1]}(s) with no spread in {what}. {rule}",
-        )
-    elif t["attainable_p"] >= ALPHA:
-        row.update(
-            measured_value=trend_text(t, items),
-            verdict=VERDICT_UNMEASURABLE,
-            note=f"{paper_note(claim)} Why not measurable: with these {t['n']} {items} even "
-            f"a perfect ranking gives p = {t['attainable_p']:.3g}. {rule}",
-        )
-    else:
-        ok = t["rho"] * sign > 0 and t["p"] < ALPHA
-        row.update(
-            measured_value=trend_text(t, items),
-            verdict=VERDICT_DIRECTION if ok else VERDICT_NOT,
-            note=f"{paper_note(claim)} {rule}",
-        )
-    return row
-
-
-# ----------------------------------------------------------------------------- command line
-
-RUNS_HELP = "per-run table (runs.csv); relative paths are read from its folder, else from the current directory"
-
-
-def base_parser(
-    module: str,
-    description: str,
-    jobs_help: str = "collected per-job table",
-    runs_help: str = RUNS_HELP,
-) -> argparse.ArgumentParser:
-    """`python -m <module>` with --jobs and --runs; the module adds its own options, then `cli`
-    adds --out-dir and --paper-id."""
-    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
-    parser.add_argument("--jobs", required=True, metavar="CSV", help=jobs_help)
-    parser.add_argument("--runs", required=True, metavar="CSV", help=runs_help)
-    return parser
-
-
-def add_tol_pct(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--tol-pct", type=float, default=5.0, metavar="PCT", help=help)
-
-
-def tol_pct_arg(tol_pct: float) -> float:
-    """--tol-pct as given, or a one-line error (exit 2) when it is not a finite number >= 0."""
-    if not math.isfinite(tol_pct) or tol_pct < 0:
-        raise AnalysisInputError(f"--tol-pct: {tol_pct!r} (expected a number >= 0)")
-    return tol_pct
-
-
-def cli(
-    parser: argparse.ArgumentParser,
-    argv: list[str] | None,
-    paper_id: str,
-    run: Callable[[argparse.Namespace], object],
-) -> int:
-    """Add --out-dir and --paper-id, parse argv and call run(args); a CorunError becomes one
-    line `<module>: <message>` on stderr and its exit code."""
-    parser.add_argument("--out-dir", required=True, metavar="DIR", help="output folder")
-    parser.add_argument("--paper-id", default=paper_id, help=f"paper values to compare with (default: {paper_id})")
-    args = parser.parse_args(argv)
-    code = one_line_errors(run, prefix=parser.prog.removeprefix("python -m "))(args)
-    return code if isinstance(code, int) else 0

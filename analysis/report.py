@@ -49,12 +49,6 @@ PAPER_NAMES = {
     "003": "noisy neighbours from persistent-memory I/O",
     "004": "SAIs, source-aware interrupt scheduling",
 }
-LEGACY = {  # verdicts of sections written before the verdict engine
-    "reproduced in direction": "ok",
-    "not reproduced": "bad",
-    "not measurable here": "na",
-    "differs (machine-specific)": "machine",
-}
 NOT_RECORDED = "not recorded"
 # a run whose CPUs lost more than this share of their time to the VM's host is pointed out
 STEAL_NOTE_PCT = 5.0
@@ -353,19 +347,6 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
             f'alt="{esc(fig["caption"])}"><figcaption><strong>Figure {i}.</strong> '
             f"{esc(fig['caption'])}</figcaption></figure>"
         )
-
-    if "comparison" in section:
-        out.append("<h3>Paper vs measured</h3>")
-    if section.get("comparison"):
-        rows = []
-        for c in section["comparison"]:
-            cls = LEGACY[c["verdict"]]
-            rows.append(
-                f"<tr><td>{esc(c['quantity'])}</td>{_cell(c['paper_value'])}"
-                f"{_cell(c['measured_value'])}<td>{esc(c['unit'])}</td>"
-                f'<td class="verdict v-{cls}">{esc(c["verdict"])}</td><td>{esc(c["note"])}</td></tr>'
-            )
-        out.append(_table(["quantity", "paper", "measured", "unit", "verdict", "note"], rows, "comparison"))
 
     for table in section["tables"]:
         out.append(f"<h3>{esc(table['title'])}</h3>")

@@ -49,7 +49,6 @@ from analysis.common import (
     write_atomic,
 )
 from analysis.figures import log2_k_axis, no_data, save_png  # noqa: F401 - the figures' helpers, here too
-from analysis.paper import experiment_values
 from analysis.stats import t_interval
 
 TIDY_DIR = "tidy"
@@ -359,34 +358,6 @@ def device_note(metadata_paths: list) -> str:
         "single-queue block layer; bfq (elevator_bfq) is its nearest successor, mq-deadline the default "
         "for rotating disks."
     )
-
-
-def section(
-    experiment: str,
-    paper: dict,
-    summary: list[str],
-    *,
-    figures: list[dict],
-    comparison: pd.DataFrame,
-    tables: list[dict],
-    metadata_paths: list[Path],
-    log: MissingLog,
-    notes: list[str],
-) -> dict:
-    """An experiment's section.json (analysis/schemas/section.schema.json)."""
-    exp = experiment_values(paper, experiment)
-    return {
-        "experiment": experiment,
-        "title": f"{exp['title']} (paper {exp['figure']})",
-        "paper": paper["citation"].strip(),
-        "summary": " ".join(summary),
-        "figures": figures,
-        "comparison": records(comparison, digits=6),
-        "tables": tables,
-        "missing": section_missing(metadata_paths, log),
-        "runs": run_summaries(metadata_paths),
-        "notes": notes,
-    }
 
 
 def write_outputs(

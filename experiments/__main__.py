@@ -59,9 +59,10 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
             "runs": f"{results}/{owner}/looks/{look}/runs.csv",
         }
     module = importlib.import_module(f"experiments.{exp.name}.analysis")
-    if not hasattr(module, "analyse"):  # an analysis with a command line of its own
-        argv = ["--jobs", ins["jobs"], "--runs", ins["runs"], *exp.analysis_args(cfg, results), "--out-dir", out_dir]
-        return module.main(argv)
+    if not callable(getattr(module, "analyse", None)):
+        raise ConfigError(
+            f"experiments/{exp.name}/analysis.py", "analyse", None, "analyse(inputs) -> Result (analysis.experiment)"
+        )
     files = {k: v for k, v in ins.items() if k not in ("jobs", "runs")}
     files["cache_dir"] = f"{results}/{exp.name}/cache"
     files.setdefault("device_calibration", f"{results}/device/calibration.json")

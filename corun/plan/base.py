@@ -122,10 +122,6 @@ class Experiment:
         """Files its analysis writes: section.json first, then tables other experiments read."""
         return [f"{results}/{self.name}/analysis/section.json"]
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        """Options of its analysis module beyond --jobs, --runs and --out-dir."""
-        return []
-
 
 def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:
     """(grouping, CMPs) of this machine, or of the machine `plan_for` describes (for planning)."""

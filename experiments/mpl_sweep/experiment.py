@@ -151,9 +151,6 @@ class MplSweep(Experiment):
     def analysis_inputs(self, cfg: dict, results: str) -> dict:
         return {**super().analysis_inputs(cfg, results), "plan": f"{results}/{NAME}/specs/plan.json"}
 
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--plan", f"{results}/{NAME}/specs/plan.json"]
-
     host_runs = False  # its runs are multi-host by themselves
 
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:

@@ -1,21 +1,26 @@
 """SAIs (paper 004): read bandwidth per steering policy, servers, transfer size, clients and client hosts.
 
 Inputs: the collected jobs.csv / runs.csv of the `sais` experiment (analysis.collect), each
-run's tidy monitor tables (<run_dir>/tidy/cpustat.csv, perf.csv) and the effective workflow
-configuration (the link rate and the strip size).
+run's tidy monitor tables (<run_dir>/tidy/cpustat.csv, perf.csv), sais_mark's counters
+(<run_dir>/sched/state/sais_mark_counters.json) and the effective workflow configuration (the
+link rate and the strip size).
 
 Metrics
   bw_mib_s        a read run's bandwidth: the sum over its client jobs (every client host's) of pfs_read's
                   result_read_bw_mean_mib_s (the clients read at the same time);
-  speedup_pct     a policy over irqbalance at the same (servers, links, transfer, clients):
-                  100 x (ratio - 1), ratio of the mean bandwidths, 95% CI a t-interval of the
+  speedup_pct     points.csv, for reading: a policy over irqbalance at the same (servers, links, transfer,
+                  clients): 100 x (ratio - 1), ratio of the mean bandwidths, 95% CI a t-interval of the
                   per-rep log ratios (analysis.stats.paired_ratio_t, rep i of each paired);
+  speedup_ratio   the evidence of the trend claims: per rep, a policy's bandwidth over irqbalance's;
   per CPU         busy_pct (100 - idle - iowait), softirq_pct, NET_RX softirqs and softnet
                   packets per second from cpustat, averaged over the run's intervals, and each
                   CPU's share of the run's softnet packets (where receive processing ran);
   unhalted_cycles / l2_misses   perf's `cycles` and the first event whose name starts with
                   `l2`, summed over the run: missing, with perf's reason, where the PMU has
                   no such counter (the runs' own missing records);
+  mark_*          sais_mark's BPF counters over the run (stamped requests, recorded and
+                  reflected marks, steered replies, marked packets from elsewhere); a sais_mark
+                  run without them, or whose replies were not steered, is failed;
   model           P and M from the pm runs (kernels/sais_inmem, experiments.sais.model.
                   p_m_from_inmem, averaged over reps), eqs. 1-9 evaluated per point with
                   N_S = servers, N_C = the client's CPUs, N_P = clients, N_R = strips read /
@@ -23,63 +28,46 @@ Metrics
                   give the client's CPU time; the network and server time is the same under every
                   policy and cancels in eq. 9), beside the measured read times.
 
-  python -m experiments.sais.analysis --jobs JOBS --runs RUNS --config CONFIG --out-dir DIR
+Evidence the claims (claims.yaml) read, judged by analysis.verdicts:
+  runs       one row per read run: labels, bandwidth, PMU totals, sais_mark's counters, failed;
+  speedups   one row per (policy, point, rep): the policy's bandwidth over irqbalance's.
+
+Run by the workflow: python -m experiments analyze sais.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
-
-from analysis import runtables as rt  # noqa: E402
-from analysis.common import (  # noqa: E402
-    VERDICT_DIRECTION,
-    VERDICT_NOT,
-    VERDICT_UNMEASURABLE,
-    AnalysisInputError,
-    base_parser,
-    cli,
-    fmt_num,
-    read_csv,
-    resolve_run_paths,
-    run_checks,
-)
-from analysis.paper import experiment_values, load_paper_values  # noqa: E402
-from analysis.stats import paired_ratio_t, t_interval  # noqa: E402
-from corun.errors import ConfigError  # noqa: E402
-from experiments.sais import model as sais_model  # noqa: E402
+from analysis import runtables as rt
+from analysis.common import fmt_num, run_checks
+from analysis.experiment import Figure, Inputs, Result
+from analysis.figures import no_data, plt, save_png
+from analysis.stats import paired_ratio_t, t_interval
+from corun.errors import ConfigError
+from experiments.sais import model as sais_model
 
 EXPERIMENT = "sais"
-PAPER_ID = "004"
 BASELINE = "irqbalance"
+POLICIES = {"irqbalance", "spread", "dedicated", "source_aware", "sais_mark"}
 SOURCE_AWARE = ("source_aware", "sais_mark")  # the paper's SAIs: RFS in stock Linux, or the mark
+MARK = "sais_mark"
 FIG_NAME = "bandwidth.png"
-TEXT = ["run_id", "job_id", "name", "kind", "policy", "mode", "reader"]
+JOB_TEXT = ["kind", "policy", "mode", "reader", "host_run"]
+RUN_TEXT = ["kind", "policy", "mode", "reader"]
 KEY = ["servers", "client_links", "transfer_size_bytes", "clients", "client_hosts"]
 DEFAULTS = {"client_hosts": 1}  # runs made before a key existed had its default
 # One run per client host (an inventory) is summed only when they read at the same time.
 MIN_HOST_OVERLAP = 0.9
 PMU_REASON_DEFAULT = "no perf table for the run (perf monitor disabled)"
-
-
-def read_config(path: str) -> dict:
-    try:
-        cfg = yaml.safe_load(Path(path).read_text())
-        return cfg[EXPERIMENT]
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise AnalysisInputError(
-            f"{path}: no sais section ({type(exc).__name__}) (expected the effective config)"
-        ) from None
+# sais_mark's counters (schedulers/irq_steering/bpf/sais_mark.bpf.c, sais_stats), as the run records them
+MARK_COUNTERS_FILE = Path("sched") / "state" / "sais_mark_counters.json"
+MARK_COUNTERS = ("stamped", "recorded", "reflected", "steered", "foreign")
 
 
 # ----------------------------------------------------------------------------- per run
@@ -144,26 +132,65 @@ def host_runs_overlap(g: pd.DataFrame) -> float | None:
     return max(0.0, float(spans["t1"].min() - spans["t0"].max())) / longest
 
 
+def mark_counters(run_dir: Path | None) -> tuple[dict, str | None]:
+    """sais_mark's counters over a run ({mark_<counter>: value}), or NaN each and why."""
+    out = {f"mark_{k}": math.nan for k in MARK_COUNTERS}
+    if run_dir is None:
+        return out, "no run folder"
+    path = Path(run_dir) / MARK_COUNTERS_FILE
+    try:
+        doc = json.loads(path.read_text())
+        for k in MARK_COUNTERS:
+            out[f"mark_{k}"] = float(doc["totals"][k])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {f"mark_{k}": math.nan for k in MARK_COUNTERS}, (
+            f"no sais_mark counters in {MARK_COUNTERS_FILE} ({type(exc).__name__}): the run does not show "
+            "that its replies were steered"
+        )
+    return out, None
+
+
+def mark_failure(counters: dict, why: str | None) -> str | None:
+    """Why a sais_mark run did not run the paper's mechanism, or None: its counters are missing,
+    no request was stamped, or no reply came back steered."""
+    if why:
+        return why
+    if not counters["mark_stamped"] > 0:
+        return "sais_mark stamped no request (mark_stamped = 0)"
+    if not counters["mark_steered"] > 0:
+        return (
+            f"sais_mark steered no reply ({int(counters['mark_stamped'])} requests stamped, "
+            f"{int(counters['mark_reflected'])} marks reflected, 0 replies steered)"
+        )
+    return None
+
+
 def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) -> pd.DataFrame:
-    """One row per read run: labels, bandwidth, read time, the PMU totals."""
+    """One row per read run: labels, bandwidth, read time, the PMU totals, sais_mark's counters,
+    failed and why."""
     rd = jobs[jobs["kind"] == "read"]
     rows = []
     for rid, g in rd.groupby("run_id", sort=True):
         ok = g["exit_code"].eq(0).all() and g["result_read_bw_mean_mib_s"].notna().all()
         first = g.iloc[0]
+        reason = "" if ok else "a client job failed or printed no result"
         together = host_runs_overlap(g)
         if together is not None and together < MIN_HOST_OVERLAP:
             ok = False
-            log.add(
-                "bandwidth",
+            reason = (
                 f"the client hosts' runs read at different times (their reading overlapped {100 * together:.0f} %, "
-                f"below {100 * MIN_HOST_OVERLAP:.0f} %): their bandwidths cannot be summed",
-                "experiments.sais.analysis",
-                rid,
+                f"below {100 * MIN_HOST_OVERLAP:.0f} %): their bandwidths cannot be summed"
             )
         perf, why = perf_totals(dirs.get(rid))
         if why:
             log.add("unhalted cycles, L2 misses", why, "experiments.sais.analysis", rid)
+        counters, cwhy = mark_counters(dirs.get(rid))
+        if first["policy"] == MARK:
+            bad = mark_failure(counters, cwhy)
+            if bad and ok:
+                ok, reason = False, bad
+        if not ok:
+            log.add("bandwidth", reason, "experiments.sais.analysis", rid)
         rows.append(
             {
                 "run_id": rid,
@@ -176,11 +203,35 @@ def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log
                 "strip_size_bytes": float(first.get("result_strip_size_bytes", math.nan)),
                 "failed_jobs": int((~g["exit_code"].eq(0)).sum()),
                 **perf,
+                **counters,
+                "failed": not ok,
+                "failed_reason": reason,
             }
         )
-        if not ok and (together is None or together >= MIN_HOST_OVERLAP):
-            log.add("bandwidth", "a client job failed or printed no result", "experiments.sais.analysis", rid)
     return pd.DataFrame(rows)
+
+
+def speedup_rows(per_run: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, point, rep) beside irqbalance's run of the same point and rep: the
+    policy's bandwidth over irqbalance's (the trend claims' evidence); failed when either run is."""
+    cols = ["run_id", "base_run_id", "policy", *KEY, "rep", "speedup_ratio", "failed", "failed_reason"]
+    if per_run.empty:
+        return pd.DataFrame(columns=cols)
+    base = per_run[per_run["policy"] == BASELINE]
+    head = per_run[per_run["policy"] != BASELINE]
+    m = head.merge(base, on=[*KEY, "rep"], suffixes=("", "_base"))
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    m["base_run_id"] = m["run_id_base"]
+    m["speedup_ratio"] = m["bw_mib_s"] / m["bw_mib_s_base"]
+    head_failed, base_failed = m["failed"].astype(bool), m["failed_base"].astype(bool)
+    m["failed_reason"] = [
+        "; ".join(x for x in (a if fa else "", f"{rb}: {b}" if fb else "") if x)
+        for a, fa, b, fb, rb in zip(m["failed_reason"], head_failed, m["failed_reason_base"], base_failed,
+                                    m["run_id_base"])
+    ]  # fmt: skip
+    m["failed"] = head_failed | base_failed
+    return m[cols].reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- points
@@ -333,159 +384,13 @@ def model_table(
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------- comparison
-
-
-MIN_SPEEDUP_PCT = 1.0  # sais.min_speedup_pct's default
-
-
-def _verdict(low: float, value: float, min_pct: float = MIN_SPEEDUP_PCT) -> str:
-    """Reproduced in direction when the speed-up's CI lies above min_pct (its value, without a CI)."""
-    if value is None or not np.isfinite(value):
-        return VERDICT_UNMEASURABLE
-    return VERDICT_DIRECTION if value > min_pct and (not np.isfinite(low) or low > min_pct) else VERDICT_NOT
-
-
-def _best(rows: pd.DataFrame, col: str) -> dict | None:
-    rows = rows.dropna(subset=[col])
-    if rows.empty:
-        return None
-    return rows.loc[rows[col].idxmax()].to_dict()
-
-
-def compare(
-    pts: pd.DataFrame, paper: dict, pmu_reason: str, l2_event: bool = True, min_pct: float = MIN_SPEEDUP_PCT
-) -> pd.DataFrame:
-    v = experiment_values(paper, EXPERIMENT)
-    vals, claims = v["values"], v["claims"]
-    sa = pts[pts["policy"].isin(SOURCE_AWARE)] if len(pts) else pts
-    has = "speedup_pct" in sa.columns
-    rows = []
-
-    rule = f"reproduced only when the 95% CI lies above +{fmt_num(min_pct)} % (sais.min_speedup_pct)"
-
-    def where(r: dict) -> str:
-        return (
-            f"{r['policy']} at {r['servers']} servers, {r['client_links']} x link, "
-            f"{int(r['transfer_size_bytes']) // 1024} KiB, {r['clients']} client(s)"
-            + (f" on each of {r['client_hosts']} client hosts" if r.get("client_hosts", 1) > 1 else "")
-            + "; 95% CI "
-            + f"[{fmt_num(r['speedup_ci95_low'])}, {fmt_num(r['speedup_ci95_high'])}] %, "
-            f"{int(r['n_pairs'])} paired reps; {rule}"
-        )
-
-    def speed_row(key: str, quantity: str, sel, absent: str):
-        sub = sa[sel(sa)] if has and len(sa) else sa
-        best = _best(sub, "speedup_pct") if has and len(sub) else None
-        rows.append(
-            {
-                "quantity": quantity,
-                "paper_value": vals[key]["value"],
-                "measured_value": None if best is None else round(best["speedup_pct"], 3),
-                "unit": "%",
-                "verdict": VERDICT_UNMEASURABLE
-                if best is None
-                else _verdict(best["speedup_ci95_low"], best["speedup_pct"], min_pct),
-                "note": absent if best is None else where(best),
-            }
-        )
-
-    speed_row(
-        "speedup_1gbe_peak_pct",
-        "peak bandwidth speed-up over irqbalance, 1 GbE",
-        lambda d: d["client_links"] == 1,
-        "no 1 GbE runs of a source-aware policy with irqbalance beside them",
-    )
-    speed_row(
-        "speedup_3gbe_max_pct",
-        "largest bandwidth speed-up over irqbalance, 3 x 1 GbE",
-        lambda d: d["client_links"] == 3,
-        "no 3 x 1 GbE runs configured (sais.client_links without 3)",
-    )
-    speed_row(
-        "speedup_8_clients_pct",
-        "bandwidth speed-up with 8 client hosts and 8 servers",
-        lambda d: (d["client_hosts"] == 8) & (d["servers"] == 8),
-        "no point with 8 client hosts and 8 servers configured (sais.client_hosts, sais.servers)",
-    )
-    for key, quantity, col, links in (
-        ("l2_miss_reduction_3gbe_pct", "L2 misses, reduction against irqbalance, 3 x 1 GbE", "l2_misses", 3),
-        ("unhalted_1gbe_max_pct", "CPU_CLK_UNHALTED, improvement over irqbalance, 1 GbE", "unhalted_cycles", 1),
-        ("unhalted_3gbe_max_pct", "CPU_CLK_UNHALTED, improvement over irqbalance, 3 x 1 GbE", "unhalted_cycles", 3),
-    ):
-        c = f"{col}_reduction_pct"
-        sub = sa[sa["client_links"] == links] if len(sa) else sa
-        best = _best(sub, c) if c in sub.columns and len(sub) else None
-        rows.append(
-            {
-                "quantity": quantity,
-                "paper_value": vals[key]["value"],
-                "measured_value": None if best is None else round(best[c], 3),
-                "unit": "%",
-                "verdict": VERDICT_UNMEASURABLE if best is None else VERDICT_DIRECTION if best[c] > 0 else VERDICT_NOT,
-                "note": missing_note(sub, col, pmu_reason, l2_event, links)
-                if best is None
-                else f"{best['policy']}, {best['servers']} servers",
-            }
-        )
-    ok = sa.dropna(subset=["speedup_pct"]) if has and len(sa) else pd.DataFrame()
-    rows.append(
-        {
-            "quantity": "claim: " + claims["gain_in_all_cases"]["statement"],
-            "paper_value": "yes",
-            "measured_value": None if ok.empty else f"{int((ok['speedup_pct'] > 0).sum())} of {len(ok)} points > 0",
-            "unit": "points",
-            "verdict": VERDICT_UNMEASURABLE
-            if ok.empty
-            else VERDICT_DIRECTION
-            if (ok["speedup_ci95_low"].fillna(-1) > min_pct).all()
-            else VERDICT_NOT,
-            "note": f"reproduced only when every point's CI lies above +{fmt_num(min_pct)} % (sais.min_speedup_pct)",
-        }
-    )
-    grow = None
-    if not ok.empty and ok["servers"].nunique() > 1:
-        lo_s, hi_s = ok["servers"].min(), ok["servers"].max()
-        grow = (
-            ok[ok["servers"] == hi_s]["speedup_pct"].mean(),
-            ok[ok["servers"] == lo_s]["speedup_pct"].mean(),
-            lo_s,
-            hi_s,
-        )
-    rows.append(
-        {
-            "quantity": "claim: " + claims["gain_grows_with_servers"]["statement"],
-            "paper_value": "yes",
-            "measured_value": None
-            if grow is None
-            else f"{fmt_num(grow[1])} % at {grow[2]}, {fmt_num(grow[0])} % at {grow[3]}",
-            "unit": "mean speed-up",
-            "verdict": VERDICT_UNMEASURABLE
-            if grow is None
-            else VERDICT_DIRECTION
-            if grow[0] > grow[1]
-            else VERDICT_NOT,
-            "note": "needs at least two server counts" if grow is None else "mean over transfer sizes and clients",
-        }
-    )
-    return pd.DataFrame(rows)
-
-
-def missing_note(sub: pd.DataFrame, col: str, pmu_reason: str, l2_event: bool, links: int) -> str:
-    if sub.empty:
-        return f"no runs with {links} client link(s) of a source-aware policy"
-    if col == "l2_misses" and not l2_event:
-        return "no L2 event among sais.perf_events (the CPU's own name, e.g. l2_rqsts.miss); " + pmu_reason
-    return pmu_reason
-
-
 # ----------------------------------------------------------------------------- figure
 
 
 def plot(pts: pd.DataFrame, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     if pts.empty:
-        rt.no_data(ax, "no read runs")
+        no_data(ax, "no read runs")
     else:
         labels = [
             f"{r.servers}s {r.client_links}L {int(r.transfer_size_bytes) // 1024}K c{r.clients}"
@@ -502,112 +407,117 @@ def plot(pts: pd.DataFrame, out: Path) -> None:
         ax.set_xticks(x + 0.4 - width / 2, labels, rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("read bandwidth (MiB/s)")
         ax.legend(fontsize=7)
-    rt.save_png(fig, out)
+    save_png(fig, out)
 
 
 # ----------------------------------------------------------------------------- entry
 
 
-def run(jobs_csv: str, runs_csv: str, config: str, out_dir: str, paper_id: str) -> dict:
-    sec = read_config(config)
-    jobs = read_csv(jobs_csv, TEXT)
-    runs = read_csv(runs_csv, ["run_id", "variant"])
-    metadata_paths = resolve_run_paths(runs, runs_csv, "metadata_path")
-    dirs = rt.run_dirs(runs, runs_csv)
+def _pmu_reason(inputs: Inputs) -> str:
+    pmu = sorted({m["reason"] for meta in inputs.metas.values() for m in meta.get("missing") or []
+                  if m.get("source") == "perf" and m.get("reason")})  # fmt: skip
+    return "; ".join(pmu) if pmu else "no PMU figures in the runs"
+
+
+def mark_table(per_run: pd.DataFrame) -> pd.DataFrame:
+    """sais_mark's counters per run: what shows that its replies were steered."""
+    cols = ["run_id", *KEY, "rep", *(f"mark_{k}" for k in MARK_COUNTERS), "failed", "failed_reason"]
+    if per_run.empty:
+        return pd.DataFrame(columns=cols)
+    return per_run[per_run["policy"] == MARK][cols].reset_index(drop=True)
+
+
+def summary_lines(sec: dict, per_run: pd.DataFrame, pts: pd.DataFrame, n_c, p_s, m_s) -> list[str]:
+    n_failed = int(per_run["failed"].sum()) if len(per_run) else 0
+    out = [
+        f"{len(per_run)} read run(s), {n_failed} failed, at {len(pts)} (policy, servers, links, transfer, clients, "
+        "client hosts) point(s); "
+        f"reader: kernels/pfs_read (PVFS2's simple stripe of {sec.get('strip_size_bytes', 65536) // 1024} KiB "
+        "strips over the data servers, gfapi in the client process), standing in for IOR (label stands_in_for): "
+        "IOR reaches this file system only through its FUSE mount, whose layout is GlusterFS's 4 MiB shards, not "
+        "the paper's strips (docs/pfs.md).",
+        f"Model inputs from kernels/sais_inmem: P = {fmt_num(None if p_s is None else p_s * 1e6)} us/strip, "
+        f"M = {fmt_num(None if m_s is None else m_s * 1e6)} us/strip.",
+    ]
+    marks = per_run[per_run["policy"] == MARK] if len(per_run) else per_run
+    if len(marks):
+        steered = marks["mark_steered"].fillna(0)
+        out.append(
+            f"sais_mark: {int((steered > 0).sum())} of {len(marks)} run(s) show their replies steered "
+            f"({fmt_num(marks['mark_steered'].sum())} replies steered, {fmt_num(marks['mark_stamped'].sum())} "
+            "requests stamped over them)."
+        )
+    if sec.get("cluster", {}).get("kind", "netns") == "netns":
+        out.append(
+            "Locally the client (every client host) and every data server are network namespaces of one machine: "
+            f"they share its {n_c or '?'} CPUs, so the servers' and the links' (veth, tc) work competes with the "
+            "clients' receive processing and the per-CPU figures hold both; there is no NIC and no hardware "
+            "interrupt (RPS/RFS stand in for the APIC), and the paper's gain from keeping a request's strips on "
+            "one core's cache is bounded by what a 2-CPU VM with shared caches can show."
+        )
+    return out
+
+
+def analyse(inputs: Inputs) -> Result:
+    sec = (inputs.config or {}).get(EXPERIMENT) or {}
+    jobs = inputs.jobs
     log = rt.MissingLog()
-    per_run = read_runs(jobs, runs, dirs, log)
-    cpus = pd.concat([cpu_rows(dirs.get(r), r, log) for r in per_run.get("run_id", [])] or [pd.DataFrame()])
+    per_run = read_runs(jobs, inputs.runs, inputs.run_dirs, log)
+    if per_run.empty:
+        per_run = pd.DataFrame(columns=["run_id", "policy", *KEY, "rep", "bw_mib_s", "read_time_s",
+                                        "bytes_per_client", "strip_size_bytes", "failed_jobs", "unhalted_cycles",
+                                        "l2_misses", *(f"mark_{k}" for k in MARK_COUNTERS), "failed",
+                                        "failed_reason"])  # fmt: skip
+    cpus = pd.concat([cpu_rows(inputs.run_dirs.get(r), r, log) for r in per_run["run_id"]] or [pd.DataFrame()])
     n_c = int(cpus["cpu"].nunique()) if len(cpus) else None
     pts = points(per_run)
     p_s, m_s, why = pm_inputs(jobs)
     if why:
         log.add("model P and M", why, "experiments.sais.analysis", "-")
     model = model_table(pts, per_run, n_c, p_s, m_s, why, sec)
-    pmu = sorted({m["reason"] for p in metadata_paths for m in _run_missing(p) if m.get("source") == "perf"})
-    pmu_reason = "; ".join(pmu) if pmu else "no PMU figures in the runs"
-    paper = load_paper_values(paper_id)
-    l2_event = any(str(e).lower().startswith("l2") for e in sec.get("perf_events", []))
-    min_pct = float(sec.get("min_speedup_pct", MIN_SPEEDUP_PCT))
-    comparison = compare(pts, paper, pmu_reason, l2_event, min_pct)
     per_cpu = cpu_table(per_run, cpus)
-    local = sec.get("cluster", {}).get("kind", "netns") == "netns"
-    summary = [
-        f"{len(per_run)} read run(s) at {len(pts)} (policy, servers, links, transfer, clients, client hosts) "
-        "point(s); "
-        f"reader: kernels/pfs_read (PVFS2's simple stripe of {sec.get('strip_size_bytes', 65536) // 1024} KiB "
-        "strips over the data servers, gfapi in the client process), not IOR: IOR reaches this file "
-        "system only through its FUSE mount, whose layout is GlusterFS's 4 MiB shards, not the paper's strips "
-        "(docs/pfs.md).",
-        f"Model inputs from kernels/sais_inmem: P = {fmt_num(None if p_s is None else p_s * 1e6)} us/strip, "
-        f"M = {fmt_num(None if m_s is None else m_s * 1e6)} us/strip.",
-    ]
-    if local:
-        summary.append(
-            "Locally the client (every client host) and every data server are network namespaces of one machine: "
-            f"they share its {n_c or '?'} CPUs, so the servers' and the links' (veth, tc) work competes with the "
-            "clients' receive processing and the per-CPU figures hold both; there is no NIC and no hardware "
-            "interrupt (RPS/RFS "
-            "stand in for the APIC), and the paper's gain from keeping a request's strips on one core's cache "
-            "is bounded by what a 2-CPU VM with shared caches can show."
-        )
+    l2_event = any(str(e).lower().startswith("l2") for e in sec.get("perf_events", []))
     notes = [
-        "speedup_pct: 100 x (mean bandwidth of the policy / mean of irqbalance - 1) at the same point; 95% CI: "
-        "t-interval of the per-rep log ratios, exponentiated (rep i of each policy ran in the same repetition "
-        "block; analysis.stats.paired_ratio_t).",
-        f"Verdict 'reproduced in direction' needs the speed-up's CI above +{fmt_num(min_pct)} % "
-        "(sais.min_speedup_pct): a smaller gain, or one whose CI reaches below it, is 'not reproduced'.",
+        "points.csv, for reading: speedup_pct = 100 x (mean bandwidth of the policy / mean of irqbalance - 1) at "
+        "the same point; 95% CI: t-interval of the per-rep log ratios, exponentiated (rep i of each policy ran in "
+        "the same repetition block; analysis.stats.paired_ratio_t). The claims read the runs, paired by rep, at "
+        "the point each names in advance.",
+        "sais_mark's counters (mark_stamped: requests stamped with the sending CPU; mark_recorded and "
+        "mark_reflected: marks the servers recorded and wrote into replies; mark_steered: replies the client's "
+        "XDP program sent to the marked CPU; mark_foreign: marked packets from elsewhere, passed on) are read "
+        "from the BPF maps when the policy is restored; a sais_mark run without them or with no reply steered "
+        "is failed.",
+        "PMU figures: "
+        + _pmu_reason(inputs)
+        + ("" if l2_event else "; no L2 event among sais.perf_events (the CPU's own name, e.g. l2_rqsts.miss)")
+        + ".",
         "Per-CPU: busy_pct and softirq_pct are shares of each CPU's time (/proc/stat), softnet_share its share "
         "of the packets the stack processed (/proc/net/softnet_stat); counters are machine-wide, so on the "
         "netns cluster they include the servers' side.",
         "Model: T_R = 0, N_R = bytes read / (N_S x strip), N_C = CPUs of the client; see experiments/sais/model.py.",
-        *(n.strip() for n in paper.get("notes", [])),
-        *run_checks(jobs, runs),
+        *run_checks(jobs, inputs.runs),
     ]
-    section = rt.section(
-        EXPERIMENT,
-        paper,
-        summary,
-        figures=[
-            {
-                "path": FIG_NAME,
-                "caption": "Read bandwidth per policy at each (servers, client links, transfer size, clients) point; "
-                "error bars: 95% t-interval over reps.",
-            }
-        ],
-        comparison=comparison,
-        tables=[
-            {"title": "Bandwidth and speed-up over irqbalance per point", "csv": "points.csv"},
-            {"title": "CPU utilisation, softirq and receive processing per CPU", "csv": "per_cpu.csv"},
-            {"title": "Eqs. 1-9 with measured P and M beside the measured read times", "csv": "model.csv"},
-            {"title": "Read runs", "csv": "read_runs.csv"},
-        ],
-        metadata_paths=metadata_paths,
-        log=log,
+    marks = mark_table(per_run)
+    outputs = {"points.csv": pts, "per_cpu.csv": per_cpu, "model.csv": model, "read_runs.csv": per_run,
+               "sais_mark.csv": marks}  # fmt: skip
+    tables = [
+        {"title": "Bandwidth and speed-up over irqbalance per point (for reading)", "csv": "points.csv"},
+        {"title": "CPU utilisation, softirq and receive processing per CPU", "csv": "per_cpu.csv"},
+        {"title": "Eqs. 1-9 with measured P and M beside the measured read times", "csv": "model.csv"},
+        {"title": "sais_mark's counters per run: requests stamped, replies steered", "csv": "sais_mark.csv"},
+        {"title": "Read runs", "csv": "read_runs.csv"},
+    ]
+    figures = [
+        Figure(FIG_NAME, "Read bandwidth per policy at each (servers, client links, transfer size, clients) point; "
+               "error bars: 95% t-interval over reps.", lambda out: plot(pts, out)),
+    ]  # fmt: skip
+    return Result(
+        summary=summary_lines(sec, per_run, pts, n_c, p_s, m_s),
+        evidence={"runs": per_run, "speedups": speedup_rows(per_run)},
+        levels={"policy": POLICIES | set(sec.get("policies") or []) | set(per_run["policy"].dropna())},
+        outputs=outputs,
+        tables=tables,
+        figures=figures,
         notes=notes,
+        log=log,
     )
-    rt.write_outputs(
-        out_dir,
-        section,
-        {"points.csv": pts, "per_cpu.csv": per_cpu, "model.csv": model, "read_runs.csv": per_run},
-        [lambda out: plot(pts, out / FIG_NAME)],
-    )
-    return {"points": pts, "per_cpu": per_cpu, "model": model, "comparison": comparison, "per_run": per_run}
-
-
-def _run_missing(path: Path) -> list[dict]:
-    try:
-        return json.loads(Path(path).read_text()).get("missing") or []
-    except (OSError, ValueError):
-        return []
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = base_parser(
-        "experiments.sais.analysis", "SAIs (paper 004): bandwidth per steering policy, servers and transfer size."
-    )
-    parser.add_argument("--config", required=True, metavar="YAML", help="the effective workflow config")
-    return cli(parser, argv, PAPER_ID, lambda a: run(a.jobs, a.runs, a.config, a.out_dir, a.paper_id))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

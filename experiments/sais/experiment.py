@@ -138,6 +138,16 @@ def companion_name(run: str, host: int) -> str:
     return f"{run}.h{host}"
 
 
+def reader_labels(sec: dict, p: dict) -> dict:
+    """What a reading job ran and what it stands in for: the paper's IOR read with this run's
+    transfer size and file (experiments/sais/README.md: why pfs_read reads instead)."""
+    return {
+        "binary": "corun pfs_read",
+        "stands_in_for": f"IOR -a POSIX -r -t {p['transfer_size_bytes']} -b {file_bytes(sec)} on PVFS2 "
+        f"({sec['strip_size_bytes'] // 1024} KiB strips)",
+    }
+
+
 def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) -> dict:
     """The run's spec: every client host's readers, or with only_host those of one client host
     (a companion run on an inventory; host 0's spec is the run's own)."""
@@ -176,7 +186,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) 
             "name": f"client-{i}" if hosts == 1 else f"client-h{h}-{i}",
             "cmd": in_client(sec, NAME, read(h), h),
             "result": "json",
-            "labels": {"client": i, "client_host": h},
+            "labels": {"client": i, "client_host": h, **reader_labels(sec, p)},
         }
         for h in (range(hosts) if only_host is None else [only_host])
         for i in range(p["clients"])
@@ -254,9 +264,6 @@ class Sais(Experiment):
     data_file = None
     spec_files = ("groups.json",)
     run_inputs = ("kernels/build/pfs_read", "kernels/build/sais_inmem")
-
-    def analysis_args(self, cfg: dict, results: str) -> list[str]:
-        return ["--config", f"{results}/config.yaml"]
 
     host_runs = False  # a run needs the file system and cluster its group brings up
 

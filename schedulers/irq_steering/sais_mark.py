@@ -1,11 +1,15 @@
 """The sais_mark policy of steer.py: the paper's mark carried in the IPv4 DSCP field by BPF
 programs (bpf/sais_mark.bpf.c), attached and detached by build/sais-mark-ctl.
 
-Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests; XDP sends
-each marked reply from a server to the CPU map entry of its mark. The servers are the IPv4
-addresses of the server interfaces, read when the policy is applied: packets from anywhere else
-pass unsteered whatever their DSCP (ssh marks its packets too). Server interfaces (`--server-interfaces`):
-tc ingress records each flow's mark, tc egress writes it into the flow's replies. A packet
+Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests to a server;
+XDP sends each marked reply from a server to the CPU map entry of its mark. The servers are the
+IPv4 addresses of the server interfaces, read when the policy is applied: packets to anywhere
+else go out unstamped, and packets from anywhere else pass unsteered whatever their DSCP (ssh
+marks its packets too). Server interfaces (`--server-interfaces`):
+tc ingress records each flow's mark, tc egress writes it into the flow's replies. The programs
+count what they did (stamped, recorded, reflected, steered, foreign); verify and restore write the
+counts into sais_mark_counters.json beside the state file (the run's sched/state/), and verify
+fails once requests were stamped but no reply came back steered. A packet
 redirected through the CPU map loses the checksum state the driver gave it, so the stack checks
 the TCP checksum in software; on veth the sender never computed it (offloaded), so transmit
 checksumming is switched off on the server interfaces (saved and restored). A step the kernel
@@ -80,6 +84,41 @@ def _status(ctl: Path, ns: str | None, iface: str) -> dict:
     return json.loads(res.stdout)
 
 
+COUNTERS_FILE = "sais_mark_counters.json"  # beside the state file: the run's sched/state/
+COUNTERS = ("stamped", "recorded", "reflected", "steered", "foreign")
+
+
+def read_counters(ctl: Path, attached: list[dict]) -> dict:
+    """The programs' counters on every attached interface and their totals: requests stamped
+    (clients), marks recorded and reflected (servers), replies steered and marked packets from
+    elsewhere (clients). An interface whose programs are gone counts nothing and says why."""
+    totals = dict.fromkeys(COUNTERS, 0)
+    rows = []
+    for a in attached:
+        row = {"iface": iface_label(a["ns"], a["iface"]), "role": a["role"]}
+        try:
+            st = _status(ctl, a["ns"], a["iface"]).get("stats")
+        except (NotInEffect, ValueError) as exc:
+            st, row["error"] = None, str(exc)
+        if st:
+            row.update({k: int(st[k]) for k in COUNTERS})
+            for k in COUNTERS:
+                totals[k] += int(st[k])
+        else:
+            row.setdefault("error", "no counters (programs not attached)")
+        rows.append(row)
+    return {"totals": totals, "interfaces": rows}
+
+
+def save_counters(state: dict, state_path: Path) -> dict | None:
+    """Read the counters and write them beside the state file; None when nothing is attached."""
+    if not state.get("attached") or not state.get("ctl"):
+        return None
+    doc = read_counters(Path(state["ctl"]), state["attached"])
+    atomic_write_json(state_path.parent / COUNTERS_FILE, doc)
+    return doc
+
+
 def apply_mark(args, fs, p: dict, state_path: Path) -> int:
     if fs.synthetic:
         raise Skipped("BPF programs cannot be attached to a synthetic tree")
@@ -147,12 +186,26 @@ def verify_mark(args, fs, p: dict, state_path: Path) -> int:
             raise NotInEffect(f"{iface_label(ns, iface)}: tc record or reflect program missing ({st})")
         if _tx_csum(ns, iface) != "off":
             raise NotInEffect(f"{iface_label(ns, iface)}: tx-checksumming is on")
+    # the mark at work: once requests went out stamped, replies came back steered
+    t = (save_counters(state, state_path) or {}).get("totals") or {}
+    if t.get("stamped", 0) > 0 and t.get("steered", 0) == 0:
+        raise NotInEffect(
+            f"{t['stamped']} requests stamped, {t.get('recorded', 0)} marks recorded, "
+            f"{t.get('reflected', 0)} reflected, no reply steered"
+        )
     return EXIT_OK
 
 
-def restore_mark(state: dict, fs) -> list[str]:
+def restore_mark(state: dict, fs, state_path: Path | None = None) -> list[str]:
+    """Detach everything apply attached, newest first; with state_path, the counters are read
+    and written beside it first (the run's record that its replies were steered)."""
     errors = []
     ctl = state.get("ctl")
+    if state_path is not None:
+        try:
+            save_counters(state, state_path)
+        except OSError as exc:
+            errors.append(f"sais_mark counters: {exc}")
     for a in reversed(state.get("attached", [])):
         argv = (
             [ctl, "detach", "--iface", a["iface"]]

@@ -451,7 +451,7 @@ def cmd_restore(args) -> int:
     if state.get("policy") == "sais_mark":
         from sais_mark import restore_mark
 
-        errors += restore_mark(state, fs)
+        errors += restore_mark(state, fs, state_path)
     skipped = {s["path"] for s in state.get("skipped", [])}
     for wr in reversed(state.get("saved", [])):
         if wr["path"] in skipped:

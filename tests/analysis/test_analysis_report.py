@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 
 from analysis import report, runmeta
+from analysis.claims import load_claims
 from analysis.common import AnalysisInputError
-from analysis.paper import experiment_values, load_paper_values
+from analysis.verdicts import Machine, judge
 
-FIXTURES = Path(__file__).resolve().parents[2] / "experiments/sensitivity_ranking/tests/fixtures/sensitivity"
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "experiments/sensitivity_ranking/tests/fixtures/sensitivity"
+CLAIMS = load_claims(
+    REPO / "experiments/sensitivity_ranking/claims.yaml", "sensitivity_ranking", REPO / "experiments/_papers"
+)
 META = sorted((FIXTURES / "runs").glob("*/metadata.json"))
 # the smallest valid PNG: 1 x 1 pixel
 PNG = base64.b64decode(
@@ -24,24 +29,16 @@ def write_section(folder: Path, **overrides) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "fig.png").write_bytes(PNG)
     (folder / "table.csv").write_text("name,value_s,reason\na,1.5,\nb,,no data\n")
-    exp = experiment_values(load_paper_values("000"), "sensitivity_ranking")
-    io = exp["values"]["io_bound_interval_mb_s"]
+    # a claim judged by the engine on one CMP: not measurable here, named, before any run
+    row = judge("low_demand_not_degraded", CLAIMS.claims["low_demand_not_degraded"], {}, Machine({"cmps": 1}, {}))
     section = {
         "experiment": "demo",
+        "paper_id": "000",
         "title": "Demo experiment",
-        "paper": load_paper_values("000")["citation"],
+        "paper": CLAIMS.citation,
         "summary": "A summary with <b>markup</b> & ampersand.",
         "figures": [{"path": "fig.png", "caption": "A figure caption."}],
-        "comparison": [
-            {
-                "quantity": "IO_BOUND_INTERVAL",
-                "paper_value": io["value"],
-                "measured_value": None,
-                "unit": io["unit"],
-                "verdict": "not measurable here",
-                "note": f'{io["source"]}: "{io["quote"]}"',
-            },
-        ],
+        "claims": [{**row, "paper": "000"}],
         "tables": [{"title": "A table", "csv": "table.csv"}],
         "missing": runmeta.collect_missing(META),
         "runs": [runmeta.summarize_metadata(p) for p in META],
@@ -130,16 +127,17 @@ def test_report_shows_missing_measurements(html_text):
         ("numa_remote_mb_s", "one NUMA node"),
     ]:
         assert re.search(rf"<td>{name}</td><td><strong>missing</strong>: {re.escape(reason)}</td>", html_text)
-    # a measured value the analysis could not produce reads "missing", not 0
-    assert '<td class="na">missing</td>' in html_text
+    # a measured value the analysis could not produce reads "none", not 0
+    assert '<td class="na">none</td>' in html_text
 
 
-def test_report_shows_paper_values_from_yaml(html_text):
-    io = experiment_values(load_paper_values("000"), "sensitivity_ranking")["values"]["io_bound_interval_mb_s"]
-    assert f'<td class="num">{io["value"]}</td>' in html_text
-    assert "The value in our current policy is set at 40Mbytes/s." in html_text
-    assert "Dynamic I/O-Aware Scheduling for Batch-Mode Applications" in html_text
+def test_report_shows_paper_values_from_the_claims(html_text):
+    value = CLAIMS.values["no_degradation_below_mb_s"]
+    assert f"{value['value']} {value['unit']}" in html_text
+    assert "lower bandwidth than 5.63Mbytes/s" in html_text
+    assert "Dynamic I/O-Aware Scheduling for Batch-" in html_text
     assert '<td class="verdict v-na">not measurable here</td>' in html_text
+    assert "Paper vs measured" not in html_text  # the legacy table is gone
 
 
 def test_report_embeds_figure_and_is_self_contained(html_text):
@@ -175,20 +173,19 @@ def test_report_tables_show_empty_cells_as_na(html_text):
     [
         (
             {
-                "comparison": [
+                "claims": [
                     {
-                        "quantity": "q",
-                        "paper_value": 1,
-                        "measured_value": 2,
-                        "unit": "",
-                        "verdict": "maybe",
-                        "note": "",
+                        **judge("g", CLAIMS.claims["low_demand_not_degraded"], {}, Machine()),
+                        "paper": "000",
+                        "outcome": "maybe",
                     }
                 ]
-            },
-            "comparison[0].verdict: 'maybe'",
-            "expected one of reproduced in direction,",
+            },  # fmt: skip
+            "claims[0].outcome: 'maybe'",
+            "expected one of reproduced,",
         ),
+        # a section written before the verdict engine: analysed again, never shown
+        ({"comparison": []}, "comparison: 'unknown key'", "expected one of checks, claims, experiment"),
         ({"figures": [{"path": "fig.png"}]}, "figures[0].caption: 'missing'", "expected a value"),
         (
             {"figures": [{"path": "/etc/fig.png", "caption": "c"}]},
@@ -200,7 +197,7 @@ def test_report_tables_show_empty_cells_as_na(html_text):
             "missing[0].runs: 0",
             "expected an integer >= 1",
         ),
-        ({"colour": "red"}, "colour: 'unknown key'", "expected one of checks, claims, comparison"),
+        ({"colour": "red"}, "colour: 'unknown key'", "expected one of checks, claims, experiment"),
     ],
 )
 def test_bad_section_is_one_line_error(tmp_path, overrides, key, expected):

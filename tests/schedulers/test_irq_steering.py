@@ -457,11 +457,22 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     ctl = REPO / "schedulers/irq_steering/build/sais-mark-ctl"
     try:
         w = fetch(client_cpu=1, server_cpu=0)
-        assert json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)["servers"] == 1
+        st = json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)
+        assert st["servers"] == 1
+        # the client's programs count the requests they stamped and the replies they steered
+        assert st["stats"]["stamped"] >= 150 and st["stats"]["steered"] > 0, st
+        server = json.loads(sh(ctl, "status", "--iface", IF_B, "--netns", NS_B).stdout)["stats"]
+        assert server["recorded"] >= 150 and server["reflected"] > 0, server
+        # verify after traffic reads the counters and finds the replies steered
+        assert run_steer(*mark_args("verify", tmp_path / "s.json")).returncode == 0
         # an address the server interface gained after apply is not a server's: its replies
         # carry marks (the server reflects them) but pass unsteered
         sh("ip", "-n", NS_B, "addr", "add", f"{ADDR_B_LATE}/24", "dev", IF_B)
         other = fetch(client_cpu=1, server_cpu=0, addr=ADDR_B_LATE)
+        # and the client stamps only requests to a server: traffic to another address (the ssh
+        # sessions a netns cluster keeps open) would read as requests nobody answers
+        after = json.loads(sh(ctl, "status", "--iface", IF_A, "--netns", NS_A).stdout)["stats"]
+        assert after["stamped"] == st["stats"]["stamped"], (st, after)
     finally:
         restore(tmp_path / "s.json")
     # without the marks the replies are processed on the server's CPU and the client's acks on
@@ -470,7 +481,11 @@ def test_veth_sais_mark_steers_replies_to_the_requester(veth, tmp_path):
     assert share(w, 1) > 0.9 and share(w, 1) > share(before, 1) + 0.2, (before, w)
     assert share(other, 1) < 0.7 and share(other, 1) < share(w, 1) - 0.2, (other, w)
     status = sh(ctl, "status", "--iface", IF_A, "--netns", NS_A)
-    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0, "servers": 0}
+    assert json.loads(status.stdout) == {"xdp": 0, "tc_egress": 0, "tc_ingress": 0, "servers": 0, "stats": None}
+    # restore read the counters first and left them beside the state file (the run's sched/state/)
+    counters = json.loads((tmp_path / "sais_mark_counters.json").read_text())
+    assert counters["totals"]["steered"] > 0 and counters["totals"]["stamped"] >= 150, counters
+    assert {r["role"] for r in counters["interfaces"]} == {"client", "server"}
     for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):  # the clsact qdiscs it made are gone too
         assert "clsact" not in sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
     assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout

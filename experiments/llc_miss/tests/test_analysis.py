@@ -285,4 +285,4 @@ def test_the_workflow_passes_cmp_stacking_s_table_only_when_it_runs():
     assert "stacking" not in exp.analysis_inputs(cfg, "results/x")
     cfg["experiments"].append("cmp_stacking")
     assert exp.analysis_inputs(cfg, "results/x")["stacking"] == "results/x/cmp_stacking/analysis/normalized_runtime.csv"
-    assert not hasattr(exp, "analysis_args") or exp.analysis_args(cfg, "results/x") == []
+    assert not hasattr(exp, "analysis_args")  # every analysis reads its inputs through analysis.experiment

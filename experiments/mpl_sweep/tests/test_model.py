@@ -293,7 +293,7 @@ def test_report_section_renders_the_model_tables(tmp_path):
         "paper": "p",
         "summary": " ".join(summary),
         "figures": [],
-        "comparison": [],
+        "claims": [],
         "tables": [
             {"title": "Model beside the measurements", "csv": "model_fit.csv"},
             {"title": "Model projection: model values only, not measurements", "csv": "model_projection.csv"},

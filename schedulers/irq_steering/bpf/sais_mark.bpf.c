@@ -2,7 +2,8 @@
 /* sais_mark: the SAIs mark of paper 004 (section 4.2) carried in the IPv4 DSCP field.
  *
  *   client tc egress   stamp_egress    DSCP = sending CPU + 1 (the paper's aff_core_id),
- *                                      on segments that carry data (the requests)
+ *                                      on segments to a server (an address in
+ *                                      sais_servers) that carry data (the requests)
  *   server tc ingress  record_ingress  flow (client addr/port -> server addr/port) -> mark
  *   server tc egress   reflect_egress  replies of a recorded flow carry its mark
  *   client XDP         steer_xdp       a marked packet from a server (an address in
@@ -110,9 +111,14 @@ int stamp_egress(struct __sk_buff *skb)
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct tcphdr *tcp;
 	struct iphdr *ip = tcp4(data, end, &tcp);
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 cpu = bpf_get_smp_processor_id(), dst;
 
 	if (!ip || cpu >= MARK_CPUS)
+		return TC_ACT_OK;
+	/* Only requests to the servers: the client's other traffic (ssh sessions into its
+	 * namespace, say) has nobody to reflect a mark and is left alone. */
+	dst = ip->daddr;
+	if (!bpf_map_lookup_elem(&sais_servers, &dst))
 		return TC_ACT_OK;
 	/* Only segments with data: requests leave from the application's CPU; pure ACKs
 	 * leave from wherever receive processing ran and would feed the steering back. */

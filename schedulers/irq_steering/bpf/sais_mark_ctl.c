@@ -7,8 +7,11 @@
  *                                                          only packets from the servers' IPv4
  *                                                          addresses steered
  *   sais-mark-ctl server --obj F --iface IF [--netns NS]   tc ingress record + egress reflect
- *   sais-mark-ctl status --iface IF [--netns NS]           one JSON line: program ids and the
- *                                                          number of server addresses
+ *   sais-mark-ctl status --iface IF [--netns NS]           one JSON line: program ids, the
+ *                                                          number of server addresses and the
+ *                                                          programs' counters (stats: stamped,
+ *                                                          recorded, reflected, steered, foreign;
+ *                                                          null when none is attached)
  *   sais-mark-ctl detach --iface IF [--netns NS] [--remove-clsact]
  *                                                          removes what client/server attached
  *
@@ -186,40 +189,83 @@ out:
 	return rc;
 }
 
-/* Entries in the sais_servers map of the XDP program with id prog_id (0 when none). */
-static int servers_of(__u32 prog_id)
+/* An fd of the map called `name` among the maps of the program with id prog_id, or -1. */
+static int map_of(__u32 prog_id, const char *name)
 {
 	__u32 map_ids[16] = { 0 };
 	struct bpf_prog_info info = { 0 };
 	__u32 len = sizeof(info);
-	int fd = prog_id ? bpf_prog_get_fd_by_id(prog_id) : -1, n = 0;
+	int fd = prog_id ? bpf_prog_get_fd_by_id(prog_id) : -1, found = -1;
 
 	if (fd < 0)
-		return 0;
+		return -1;
 	info.nr_map_ids = 16;
 	info.map_ids = (__u64)(unsigned long)map_ids;
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
-		for (__u32 i = 0; i < info.nr_map_ids && i < 16; i++) {
+		for (__u32 i = 0; i < info.nr_map_ids && i < 16 && found < 0; i++) {
 			struct bpf_map_info mi = { 0 };
-			__u32 mlen = sizeof(mi), key, next;
+			__u32 mlen = sizeof(mi);
 			int mfd = bpf_map_get_fd_by_id(map_ids[i]);
-			void *prev = NULL;
 
 			if (mfd < 0)
 				continue;
-			if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 &&
-			    strcmp(mi.name, "sais_servers") == 0) {
-				while (bpf_map_get_next_key(mfd, prev, &next) == 0) {
-					n++;
-					key = next;
-					prev = &key;
-				}
-			}
-			close(mfd);
+			if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 && strcmp(mi.name, name) == 0)
+				found = mfd;
+			else
+				close(mfd);
 		}
 	}
 	close(fd);
+	return found;
+}
+
+/* Entries in the sais_servers map of the XDP program with id prog_id (0 when none). */
+static int servers_of(__u32 prog_id)
+{
+	int mfd = map_of(prog_id, "sais_servers"), n = 0;
+	__u32 key, next;
+	void *prev = NULL;
+
+	if (mfd < 0)
+		return 0;
+	while (bpf_map_get_next_key(mfd, prev, &next) == 0) {
+		n++;
+		key = next;
+		prev = &key;
+	}
+	close(mfd);
 	return n;
+}
+
+#define N_STATS 5 /* sais_stats' entries: stamped, recorded, reflected, steered, foreign */
+
+/* sais_stats of the program with id prog_id, summed over CPUs; false when it has none. */
+static bool stats_of(__u32 prog_id, unsigned long long out[N_STATS])
+{
+	int mfd = map_of(prog_id, "sais_stats"), ncpu = libbpf_num_possible_cpus();
+	__u64 *per_cpu;
+	bool ok = true;
+
+	memset(out, 0, N_STATS * sizeof(out[0]));
+	if (mfd < 0 || ncpu <= 0) {
+		if (mfd >= 0)
+			close(mfd);
+		return false;
+	}
+	per_cpu = calloc((size_t)ncpu, sizeof(*per_cpu));
+	if (per_cpu == NULL)
+		ok = false;
+	for (__u32 k = 0; ok && k < N_STATS; k++) {
+		if (bpf_map_lookup_elem(mfd, &k, per_cpu) != 0) {
+			ok = false;
+			break;
+		}
+		for (int c = 0; c < ncpu; c++)
+			out[k] += per_cpu[c];
+	}
+	free(per_cpu);
+	close(mfd);
+	return ok;
 }
 
 int main(int argc, char *argv[])
@@ -293,11 +339,22 @@ int main(int argc, char *argv[])
 	}
 	if (strcmp(cmd, "status") == 0) {
 		__u32 xdp_id = 0;
+		int ingress = tc_query((int)ifindex, BPF_TC_INGRESS);
+		unsigned long long st[N_STATS];
+		bool have;
 
 		bpf_xdp_query_id((int)ifindex, XDP_FLAGS_DRV_MODE, &xdp_id);
-		printf("{\"xdp\": %u, \"tc_egress\": %d, \"tc_ingress\": %d, \"servers\": %d}\n",
-		       xdp_id, tc_query((int)ifindex, BPF_TC_EGRESS),
-		       tc_query((int)ifindex, BPF_TC_INGRESS), servers_of(xdp_id));
+		/* the client's programs share one object (XDP's maps), the server's another (tc ingress's) */
+		have = stats_of(xdp_id ? xdp_id : (__u32)ingress, st);
+		printf("{\"xdp\": %u, \"tc_egress\": %d, \"tc_ingress\": %d, \"servers\": %d",
+		       xdp_id, tc_query((int)ifindex, BPF_TC_EGRESS), ingress, servers_of(xdp_id));
+		if (have)
+			printf(", \"stats\": {\"stamped\": %llu, \"recorded\": %llu, \"reflected\": %llu, "
+			       "\"steered\": %llu, \"foreign\": %llu}",
+			       st[0], st[1], st[2], st[3], st[4]);
+		else
+			printf(", \"stats\": null");
+		printf("}\n");
 		return 0;
 	}
 	if (strcmp(cmd, "detach") == 0) {
