@@ -1,5 +1,5 @@
 """The state of this host as every run records it: CPU, governors, turbo, services, swap, memory,
-virtualisation, hwloc and the versions of the tools corun uses (corun.results.metadata stores it;
+virtualisation, hwloc and the versions of the tools corun uses (corun.run.metadata stores it;
 corun.machine.doctor judges it)."""
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corun.errors import ConfigError, CorunError, MissingTool
+from corun.machine.doctor import finding
 from corun.machine.state import Journal
 from corun.run.schedulers.manifests import (
     COMMANDS,
@@ -309,3 +310,34 @@ class _Params:
 class _Fmt(dict):
     def __missing__(self, key):
         raise KeyError(key)
+
+
+def build_findings() -> list[dict]:
+    """corun doctor's finding on the variants: those that declare a build command must have built
+    the program their start runs."""
+    unbuilt, checked = [], 0
+    for name in available():
+        try:
+            path = find(name)
+            man = load_manifest(path)
+        except CorunError as exc:
+            unbuilt.append(f"{name} ({exc})")
+            continue
+        if "build" not in man:
+            continue
+        checked += 1
+        program = (man.get("start") or [""])[0].replace("{scheduler_dir}", str(path.parent))
+        if "{" in program or not program:
+            continue
+        if not os.access(program, os.X_OK):
+            unbuilt.append(name)
+    if unbuilt:
+        return [
+            finding(
+                "scheduler builds",
+                "fail",
+                f"not built: {', '.join(unbuilt)}",
+                "build them: ansible-playbook site.yml --tags corun_schedulers",
+            )
+        ]
+    return [finding("scheduler builds", "ok", f"{checked} built")]

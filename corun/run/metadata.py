@@ -10,17 +10,22 @@ import time
 from corun import __version__, upstream
 from corun.machine.doctor import local_findings, summary
 from corun.machine.host import TOOLS, cpu_model, host_state, hwloc_summary, tool_versions  # noqa: F401 - recorded here
+from corun.run.schedulers import build_findings
 from corun.util import repo_root
+
 
 @functools.lru_cache(maxsize=1)
 def git_describe() -> str:
     try:
-        res = subprocess.run(["git", "-C", str(repo_root()), "describe", "--always", "--dirty", "--tags"],
-                             capture_output=True, text=True, timeout=10)
+        res = subprocess.run(
+            ["git", "-C", str(repo_root()), "describe", "--always", "--dirty", "--tags"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return res.stdout.strip() or "unknown"
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-
 
 
 def advice(host: dict, device: dict | None = None) -> list[str]:
@@ -45,7 +50,10 @@ def advice(host: dict, device: dict | None = None) -> list[str]:
     if host.get("virtualized"):
         tips.append("virtual machine: hardware counters and device timings reflect the hypervisor")
     if device and device.get("rotational") is False:
-        tips.append(f"device {device.get('name')} is not rotational: I/O contention is weaker than on the papers' HDDs unless a cap emulates it")
+        tips.append(
+            f"device {device.get('name')} is not rotational: I/O contention is weaker than on the papers' HDDs "
+            "unless a cap emulates it"
+        )
     return tips
 
 
@@ -64,5 +72,7 @@ def collect(device: dict | None = None) -> dict:
         "python_executable": sys.executable,
         "advice": advice(host, device),
         # corun doctor's findings on this host (ready and quiet?), device checks on the run's device.
-        "doctor": summary(host["hostname"], local_findings(device=device, host=host, tools=tools)),
+        "doctor": summary(
+            host["hostname"], local_findings(device=device, host=host, tools=tools, builds=build_findings())
+        ),
     }
