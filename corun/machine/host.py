@@ -240,11 +240,12 @@ def _meminfo() -> dict:
     return out
 
 
+HWLOC_ARGV = ["lstopo-no-graphics", "--of", "console", "--no-io"]
+
+
 def hwloc_summary() -> str | None:
     try:
-        res = subprocess.run(
-            ["lstopo-no-graphics", "--of", "console", "--no-io"], capture_output=True, text=True, timeout=20
-        )
+        res = subprocess.run(HWLOC_ARGV, capture_output=True, text=True, timeout=20)
         return res.stdout if res.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         return None

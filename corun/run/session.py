@@ -106,6 +106,20 @@ class MachineSession:
 
     def setup(self) -> None:
         plan, spec, j = self.plan, self.plan.spec, self.journal
+        # the host's state (tools, hwloc, git) is read in a thread while the machine is set up
+        # and the monitors start; nothing of it runs beside a job
+        collect = threading.Thread(target=self._collect_host, name="metadata", daemon=True)
+        collect.start()
+        try:
+            self._setup(plan, spec, j)
+        finally:
+            collect.join()
+        if isinstance(self.host_meta, BaseException):
+            raise self.host_meta
+        # what depends on the device as the jobs find it: advice, doctor's device findings
+        self.host_meta = metadata.with_device(self.host_meta, self.device_during)
+
+    def _setup(self, plan: RunPlan, spec: dict, j: Journal) -> None:
         if plan.run_device is not None:  # the emulated (or formatted) disk, journalled
             name = plan.run_device.start(j, plan.cgroup.run_id)
             self.device = devmod.device_by_name(name)
@@ -145,17 +159,10 @@ class MachineSession:
                         "pids": {str(proc.pid): proc_starttime(proc.pid)},
                     }
                 )
-        # the host's state (tools, doctor's findings, hwloc) is read before the jobs, while the
-        # monitors' own start-up passes; nothing of it runs beside a job
-        collect = threading.Thread(target=self._collect_host, name="metadata", daemon=True)
-        collect.start()
         if plan.monitors:  # let the monitors' own start-up pass before the first job starts
             settle_s = spec["monitors"]["settle_s"]
             waited = wait_started(plan.monitors, settle_s)
             self.meta["monitors_settle"] = {"waited_s": round(waited, 4), "limit_s": settle_s}
-        collect.join()
-        if isinstance(self.host_meta, BaseException):
-            raise self.host_meta
 
     def _start_scheduler(self) -> None:
         plan, j = self.plan, self.journal
@@ -190,7 +197,7 @@ class MachineSession:
 
     def _collect_host(self) -> None:
         try:
-            self.host_meta = {**metadata.collect(self.device_during), "hwloc": metadata.hwloc_summary()}
+            self.host_meta = metadata.collect_host(hwloc=True)
         except BaseException as exc:  # noqa: BLE001 - raised again in the runner's thread
             self.host_meta = exc
 
