@@ -159,7 +159,7 @@ def stamp_remeasure(out_dir: Path, remeasure: dict) -> int:
     workflow does. A run of a file-system group (groups.json, a group with `pfs`) is measured
     once: corun.testbed.pfs_runs reads the servers' counters around each run, and a second
     attempt would count the requests of both. A spec that already has the section keeps it.
-    Returns the number of specs written."""
+    Every spec is checked against the run spec schema. Returns the number of specs written."""
     once = set()
     groups = out_dir / "groups.json"
     if groups.is_file():
@@ -170,9 +170,14 @@ def stamp_remeasure(out_dir: Path, remeasure: dict) -> int:
     n = 0
     for path in sorted(out_dir.glob("*.yaml")):
         spec = yaml.load(path.read_text(), Loader=config.SafeLoader)
-        if not isinstance(spec, dict) or "jobs" not in spec or "remeasure" in spec:
+        if not isinstance(spec, dict) or "jobs" not in spec:
             continue
-        spec["remeasure"] = {**remeasure, "max_steal_pct": None} if path.stem in once else dict(remeasure)
-        atomic_write_text(path, yaml.safe_dump(spec, sort_keys=False))
-        n += 1
+        if "remeasure" not in spec:
+            spec["remeasure"] = {**remeasure, "max_steal_pct": None} if path.stem in once else dict(remeasure)
+            atomic_write_text(path, yaml.safe_dump(spec, sort_keys=False))
+            n += 1
+        # checked here, once: a bad spec stops the specs step, and `corun run` on this machine
+        # finds it known valid (corun.config) and need not load jsonschema
+        config.validate(spec, "run_spec", str(path))
+    config.save_valid()
     return n

@@ -56,6 +56,25 @@ def signal_group(pid: int, sig: int) -> None:
         pass
 
 
+def stop_monitors(monitors: list) -> list[str]:
+    """Stop the monitors side by side (each signals its program and waits for its last
+    sample); returns the errors."""
+    errors: list[str] = []
+
+    def stop(m) -> None:
+        try:
+            m.stop()
+        except Exception as exc:  # noqa: BLE001 - teardown goes on
+            errors.append(f"monitor {m.name}: {exc}")
+
+    threads = [threading.Thread(target=stop, args=(m,), name=f"stop-{m.name}") for m in monitors]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 class MachineSession:
     def __init__(self, plan: RunPlan, meta: dict):
         self.plan = plan
@@ -247,11 +266,8 @@ class MachineSession:
         read, then the journal undone (also what set-up had done before an error). Every step
         runs whatever failed before it; returns the errors."""
         plan, errors, j = self.plan, [], self.journal
+        errors.extend(stop_monitors(plan.monitors))
         for m in plan.monitors:
-            try:
-                m.stop()
-            except Exception as exc:  # noqa: BLE001 - teardown goes on
-                errors.append(f"monitor {m.name}: {exc}")
             if j is not None:
                 j.forget(getattr(m, "journal_action", None))
         if j is not None:
