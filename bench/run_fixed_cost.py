@@ -7,7 +7,11 @@ specs: a job that exits at once without monitors, and the same job with the usua
 (iostat, pidstat, psi, perf, memory as the workflow configs enable them). The job's own
 runtime is subtracted, so the figure is what a campaign pays per run on top of its jobs; the
 CPU time of the corun process and the tools it starts is printed too (less sensitive to a busy
-machine than wall time). Also prints the import time of the run path alone. Prints figures; not a pass/fail test.
+machine than wall time). The usual monitors are measured twice: on a spec never seen on this
+machine, and on a spec written as the workflow's specs step writes it (corun.plan.base
+.stamp_remeasure: its remeasure section, checked against the schema there, so that the run finds
+it known valid and does not load jsonschema). Also prints the import time of the run path
+alone. Prints figures; not a pass/fail test.
 
   .venv/bin/python bench/run_fixed_cost.py [--reps 5]
 """
@@ -25,7 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from corun.plan.base import stamp_remeasure  # noqa: E402
+
 USUAL_MONITORS = ["iostat", "pidstat", "psi", "perf", "memory"]
 
 
@@ -38,10 +47,16 @@ def spec(name: str, work: Path, monitors: list[str]) -> dict:
     }
 
 
-def one_run(work: Path, i: int, monitors: list[str]) -> tuple[float, float, float]:
+def one_run(work: Path, i: int, monitors: list[str], from_specs_step: bool = False) -> tuple[float, float, float]:
     """(wall time of the corun process, runtime of the job, CPU time of corun and its children) in s."""
-    path = work / f"spec{i}.json"
-    path.write_text(json.dumps(spec(f"fixed-cost-{i}", work, monitors)))
+    if from_specs_step:
+        (work / f"specs{i}").mkdir()
+        path = work / f"specs{i}" / "run.yaml"
+        path.write_text(yaml.safe_dump(spec(f"fixed-cost-{i}", work, monitors), sort_keys=False))
+        stamp_remeasure(path.parent, {"max_steal_pct": None, "attempts": 3})
+    else:
+        path = work / f"spec{i}.json"
+        path.write_text(json.dumps(spec(f"fixed-cost-{i}", work, monitors)))
     out = work / f"run{i}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
@@ -80,12 +95,16 @@ def main() -> int:
         for _ in range(a.reps):
             imports.append(import_time())
         print(f"start-up and imports of the run path: median {statistics.median(imports):.3f} s")
-        for label, monitors in (("no monitors", []), ("usual monitors", USUAL_MONITORS)):
-            one_run(work, i, monitors)  # warm-up, discarded
+        for label, monitors, stamped in (
+            ("no monitors", [], False),
+            ("usual monitors", USUAL_MONITORS, False),
+            ("usual monitors, spec from the specs step", USUAL_MONITORS, True),
+        ):
+            one_run(work, i, monitors, stamped)  # warm-up, discarded
             i += 1
             costs, cpus = [], []
             for _ in range(a.reps):
-                wall, job, cpu = one_run(work, i, monitors)
+                wall, job, cpu = one_run(work, i, monitors, stamped)
                 i += 1
                 costs.append(wall - job)
                 cpus.append(cpu)

@@ -15,6 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+DEFAULT_STATE_DIR = Path(os.environ.get("CORUN_STATE_DIR", "/run/corun"))
+
+
+def state_dir() -> Path:
+    """The machine's corun state folder: run journals, the machine lock, caches."""
+    d = Path(os.environ.get("CORUN_STATE_DIR", str(DEFAULT_STATE_DIR)))
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        d = Path(f"/tmp/corun-state-{os.getuid()}")
+        d.mkdir(parents=True, exist_ok=True)
+    return d
+
 
 def lazy_module(name: str) -> types.ModuleType:
     """The module `name`, executed at the first access to one of its attributes, not here.

@@ -11,6 +11,7 @@ from pathlib import Path
 from analysis.experiment import read_inputs, write
 from analysis.verdicts import Looks
 from corun.errors import ConfigError, one_line_errors
+from corun.plan.base import stamp_remeasure
 from corun.util import atomic_write_json
 from experiments import PAPERS_DIR, get, looks
 from experiments.config import load_workflow_config
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = looks.reps_per_look(cfg, exp.name)
         at_cap = looks.at_reps(cfg, exp.name, plan[-1]) if len(plan) > 1 else cfg
         n = exp.specs(at_cap, cal, a.data_dir, a.out_dir)
+        stamp_remeasure(a.out_dir, cfg["remeasure"])  # a spec run by hand measures as in the workflow
         if len(plan) > 1 and (a.out_dir / "groups.json").is_file():
             looks.split_groups_file(a.out_dir / "groups.json", exp, cfg)
         print(f"{n} run spec(s) written in {a.out_dir} ({looks.describe(plan)})", file=sys.stderr)

@@ -88,6 +88,9 @@ def with_profiles(raw: dict, source: str) -> dict:
 def _schema() -> dict:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     defs = schema.setdefault("$defs", {})
+    # the run spec's remeasure section, with its defaults: one definition for the configuration
+    # and the specs (corun.plan.base.stamp_remeasure writes it into each)
+    defs["remeasure"] = copy.deepcopy(config.load_schema("run_spec")["$defs"]["remeasure"])
     names = list(registry())
     for name in names:
         path = experiment_schema_file(name)

@@ -14,14 +14,14 @@ import json
 import sys
 
 from corun import __version__, config
+from corun.cli.doctor import add_parser as add_doctor_parser
 from corun.cli.results import add_commands as add_result_commands
 from corun.errors import ConfigError, CorunError, one_line_errors
 from corun.machine import topology
-from corun.machine.doctor import add_parser as add_doctor_parser
 from corun.machine.recovery import recover_stale
-from corun.results import metadata
-from corun.run import schedulers
-from corun.run.runner import Runner, load_spec, run_spec_file
+from corun.run import metadata, schedulers
+from corun.run.plan import RunPlan, load_spec
+from corun.run.runner import run_spec_file
 from corun.util import lazy_module
 
 importlib_metadata = lazy_module("importlib.metadata")  # about 0.1 s: loaded when a plugin command may be asked for
@@ -42,7 +42,7 @@ def _cmd_run(a) -> int:
     return 0
 
 
-def _device_text(r: Runner) -> str:
+def _device_text(r: RunPlan) -> str:
     """The device under test as validate can tell it: a device built or formatted for the run
     (kind rotating_disk or block) exists only once the run sets it up."""
     if r.device is not None:
@@ -54,8 +54,7 @@ def _device_text(r: Runner) -> str:
 
 def _cmd_validate(a) -> int:
     spec = load_spec(a.spec)
-    r = Runner(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
-    r.prepare()
+    r = RunPlan.build(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
     print(
         f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {_device_text(r)}, scheduler {r.variant.name})"
     )
@@ -125,13 +124,13 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="measure the run again when more than this %% of the CPUs' time went to steal while its jobs ran "
-        "(default: $CORUN_REMEASURE_STEAL_PCT, else never)",
+        "(default: the spec's remeasure.max_steal_pct, else never)",
     )
     r.add_argument(
         "--attempts",
         type=int,
         default=None,
-        help="measurements at most with --max-steal-pct (default: $CORUN_REMEASURE_ATTEMPTS, else 3)",
+        help="measurements at most with a steal limit (default: the spec's remeasure.attempts, else 3)",
     )
     r.set_defaults(fn=_cmd_run)
     v = sub.add_parser("validate", help="check a run spec against this machine without running anything")

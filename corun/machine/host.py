@@ -1,5 +1,5 @@
 """The state of this host as every run records it: CPU, governors, turbo, services, swap, memory,
-virtualisation, hwloc and the versions of the tools corun uses (corun.results.metadata stores it;
+virtualisation, hwloc and the versions of the tools corun uses (corun.run.metadata stores it;
 corun.machine.doctor judges it)."""
 
 from __future__ import annotations
@@ -240,11 +240,12 @@ def _meminfo() -> dict:
     return out
 
 
+HWLOC_ARGV = ["lstopo-no-graphics", "--of", "console", "--no-io"]
+
+
 def hwloc_summary() -> str | None:
     try:
-        res = subprocess.run(
-            ["lstopo-no-graphics", "--of", "console", "--no-io"], capture_output=True, text=True, timeout=20
-        )
+        res = subprocess.run(HWLOC_ARGV, capture_output=True, text=True, timeout=20)
         return res.stdout if res.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         return None

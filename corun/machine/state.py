@@ -18,9 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from corun.util import atomic_write_text, proc_starttime
-
-DEFAULT_STATE_DIR = Path(os.environ.get("CORUN_STATE_DIR", "/run/corun"))
+from corun.util import atomic_write_text, proc_starttime, state_dir
 
 UNDO: dict[str, Callable[[dict], None]] = {}
 
@@ -31,16 +29,6 @@ def undo_handler(kind: str):
         return fn
 
     return deco
-
-
-def state_dir() -> Path:
-    d = Path(os.environ.get("CORUN_STATE_DIR", str(DEFAULT_STATE_DIR)))
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except PermissionError:
-        d = Path(f"/tmp/corun-state-{os.getuid()}")
-        d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 class Journal:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from corun.errors import CorunError, MissingTool, missing, one_line_errors
 from corun.machine.host import host_state, pmem_devices
-from corun.run.task_cpu import children_map, processor, threads, tree
+from corun.machine.task_cpu import children_map, processor, threads, tree
 from corun.util import atomic_write_json, repo_root, tool_version
 
 # /proc/<pid>/sched keys recorded, and their CSV column names (units in the names).

@@ -9,10 +9,15 @@ the registry and names no experiment. See docs/howto/add-an-experiment.md.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import yaml
+
+from corun import config
 from corun.machine import topology
+from corun.util import atomic_write_text
 
 RUN_OVERHEAD_S = 3.0  # per-run cost beyond the jobs (start, set-up, settle, teardown), for the plan
 
@@ -142,3 +147,33 @@ def graph_s(scale: int, ef: int, roots: int) -> float:
     """Rough time of one graph job alone (about 0.6 us per edge plus BFS)."""
     edges = ef * 2**scale
     return edges * (0.6e-6 + roots * 0.02e-6)
+
+
+def stamp_remeasure(out_dir: Path, remeasure: dict) -> int:
+    """Write the configuration's `remeasure` section into every run spec of a specs step (its
+    *.yaml files with jobs), so that `corun run SPEC` by hand measures again exactly as the
+    workflow does. A run of a file-system group (groups.json, a group with `pfs`) is measured
+    once: corun.testbed.pfs_runs reads the servers' counters around each run, and a second
+    attempt would count the requests of both. A spec that already has the section keeps it.
+    Every spec is checked against the run spec schema. Returns the number of specs written."""
+    once = set()
+    groups = out_dir / "groups.json"
+    if groups.is_file():
+        for g in json.loads(groups.read_text()).get("groups", []):
+            if g.get("pfs") is not None:
+                suffixes = [""] + [c["suffix"] for c in g.get("companions") or []]
+                once.update(f"{run}{s}" for run in g["runs"] for s in suffixes)
+    n = 0
+    for path in sorted(out_dir.glob("*.yaml")):
+        spec = yaml.load(path.read_text(), Loader=config.SafeLoader)
+        if not isinstance(spec, dict) or "jobs" not in spec:
+            continue
+        if "remeasure" not in spec:
+            spec["remeasure"] = {**remeasure, "max_steal_pct": None} if path.stem in once else dict(remeasure)
+            atomic_write_text(path, yaml.safe_dump(spec, sort_keys=False))
+            n += 1
+        # checked here, once: a bad spec stops the specs step, and `corun run` on this machine
+        # finds it known valid (corun.config) and need not load jsonschema
+        config.validate(spec, "run_spec", str(path))
+    config.save_valid()
+    return n

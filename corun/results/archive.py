@@ -48,7 +48,7 @@ from pathlib import Path, PurePosixPath
 
 from corun import __version__
 from corun.errors import ConfigError, CorunError
-from corun.results.metadata import git_describe
+from corun.run.metadata import git_describe
 from corun.util import atomic_path, lazy_module
 
 requests = lazy_module("requests")  # about 0.1 s to import; only `publish` needs it

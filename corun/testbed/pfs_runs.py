@@ -41,7 +41,6 @@ from pathlib import Path
 import yaml
 
 from corun.errors import CorunError, one_line_errors
-from corun.run.runner import STEAL_ENV
 from corun.testbed import hosts as hostmod
 from corun.testbed import inventory, pfs
 from corun.util import atomic_write_json, repo_root
@@ -274,10 +273,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", required=True, type=Path, help="folder for the cluster's and file system's state")
     ap.add_argument("--done", type=Path, help="written at the end: the group's runs and wall time (JSON)")
     a = ap.parse_args(argv)
-    # The servers' counters are read around each run: a run measured again for its steal
-    # (corun.run.runner.run_spec_file) would count the requests of both attempts. Each run's
-    # steal is still recorded.
-    os.environ[STEAL_ENV] = "none"
     doc = json.loads(a.groups.read_text())
     by = {g["name"]: g for g in doc["groups"]}
     if a.group not in by:

@@ -38,8 +38,8 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.machine.placement_domains import POLICIES, parse_tasks, place, read_domains
+from corun.machine.task_cpu import CpuSampler, ProcTable, pin_tree, reset_tree, tree_affinity
 from corun.machine.topology import format_cpulist, parse_cpulist
-from corun.run.task_cpu import CpuSampler, ProcTable, pin_tree, reset_tree, tree_affinity
 from corun.util import atomic_write_json, proc_starttime
 
 PROG = "corun-placement"

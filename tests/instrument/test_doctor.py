@@ -124,7 +124,7 @@ def test_missing_tools_and_strict_mode(monkeypatch, capsys):
 
 
 def test_run_metadata_carries_the_doctor_findings():
-    from corun.results import metadata
+    from corun.run import metadata
 
     meta = metadata.collect()
     assert meta["doctor"]["host"] == meta["host"]["hostname"]

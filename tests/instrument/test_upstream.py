@@ -9,8 +9,7 @@ import pytest
 
 from corun import upstream
 from corun.errors import ConfigError
-from corun.results import metadata
-from corun.run import graph500, npb
+from corun.run import graph500, metadata, npb
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "upstream"
 

@@ -90,7 +90,7 @@ def jobs(tmp_path):
 
 
 def affinity_of_tree(pid):
-    from corun.run.task_cpu import tree_affinity
+    from corun.machine.task_cpu import tree_affinity
 
     return tree_affinity(pid)
 

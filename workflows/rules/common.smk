@@ -7,7 +7,6 @@ from corun.errors import CorunError
 from experiments import registry
 from experiments.estimate import describe
 from experiments.config import experiments_with_runs, validate_config
-from corun.run.runner import ATTEMPTS_ENV, STEAL_ENV
 from corun.util import atomic_write_text
 import yaml
 
@@ -20,14 +19,6 @@ except CorunError as exc:
     sys.exit(f"corun: {exc}")
 
 EXPERIMENTS = registry()  # name -> corun.plan.base.Experiment
-# every `corun run` below (and those cluster_run starts; pfs_runs turns it off) measures a run
-# again when the machine lost more than remeasure.max_steal_pct of its CPU time to steal
-os.environ[STEAL_ENV] = (
-    "none"
-    if config["remeasure"]["max_steal_pct"] is None
-    else str(config["remeasure"]["max_steal_pct"])
-)
-os.environ[ATTEMPTS_ENV] = str(config["remeasure"]["attempts"])
 # the selected experiments and those whose runs they use
 RUN_EXPERIMENTS = experiments_with_runs(config)
 PY = sys.executable

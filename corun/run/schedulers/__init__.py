@@ -27,6 +27,7 @@ A broken manifest breaks only its own names: the others are listed and run (`lis
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -36,8 +37,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corun import config
 from corun.errors import ConfigError, CorunError, MissingTool
-from corun.machine.state import Journal
+from corun.machine.doctor import finding
+from corun.machine.state import Journal, state_dir
 from corun.run.schedulers.manifests import (
     COMMANDS,
     INHERITED,
@@ -55,7 +58,8 @@ from corun.run.schedulers.manifests import (
     search_path,
     show,
 )
-from corun.util import proc_starttime, repo_root
+from corun.run.schedulers.manifests import stamp as manifest_stamp
+from corun.util import atomic_write_json, proc_starttime, repo_root
 
 __all__ = [
     "COMMANDS",
@@ -309,3 +313,61 @@ class _Params:
 class _Fmt(dict):
     def __missing__(self, key):
         raise KeyError(key)
+
+
+def build_findings() -> list[dict]:
+    """corun doctor's finding on the variants: those that declare a build command must have built
+    the program their start runs (checked now; which program each runs is read from the manifests
+    once per state of them, see _build_programs)."""
+    unbuilt, checked = [], 0
+    for name, program, error in _build_programs():
+        if error is not None:
+            unbuilt.append(f"{name} ({error})")
+            continue
+        checked += 1
+        if program and not os.access(program, os.X_OK):
+            unbuilt.append(name)
+    if unbuilt:
+        return [
+            finding(
+                "scheduler builds",
+                "fail",
+                f"not built: {', '.join(unbuilt)}",
+                "build them: ansible-playbook site.yml --tags corun_schedulers",
+            )
+        ]
+    return [finding("scheduler builds", "ok", f"{checked} built")]
+
+
+def _build_programs() -> list[list]:
+    """[name, program its start runs (None: not a plain path), manifest error or None] of every
+    variant that declares a build command or cannot be read. Reading every manifest takes about
+    0.1 s, which each run would pay (its metadata carries these findings): the list is kept in
+    the state folder under the manifests' and their schema's paths, mtimes and sizes."""
+    schema = Path(config.SCHEMA_DIR) / "scheduler_manifest.schema.json"
+    st = schema.stat()
+    stamp = [[str(schema), st.st_mtime_ns, st.st_size], *manifest_stamp()]
+    cache_path = state_dir() / "build_programs.json"
+    try:
+        cached = json.loads(cache_path.read_text())
+        if cached.get("stamp") == stamp:
+            return cached["programs"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    out = []
+    for name in available():
+        try:
+            path = find(name)
+            man = load_manifest(path)
+        except CorunError as exc:
+            out.append([name, None, str(exc)])
+            continue
+        if "build" not in man:
+            continue
+        program = (man.get("start") or [""])[0].replace("{scheduler_dir}", str(path.parent))
+        out.append([name, None if "{" in program or not program else program, None])
+    try:
+        atomic_write_json(cache_path, {"stamp": stamp, "programs": out})
+    except OSError:
+        pass  # a cache only
+    return out

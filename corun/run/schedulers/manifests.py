@@ -224,6 +224,12 @@ def _stamp() -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
+def stamp() -> list[list]:
+    """Every manifest on the search path with its mtime and size (JSON-able): what a cache of
+    anything read from the manifests is kept under."""
+    return [list(s) for s in _stamp()]
+
+
 class _Catalog:
     """The variants of one state of the search path: folders (the first of a name wins) and the
     names their `named_by` stands for, each resolved once, on first use."""

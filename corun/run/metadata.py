@@ -9,18 +9,30 @@ import time
 
 from corun import __version__, upstream
 from corun.machine.doctor import local_findings, summary
-from corun.machine.host import TOOLS, cpu_model, host_state, hwloc_summary, tool_versions  # noqa: F401 - recorded here
+from corun.machine.host import (  # noqa: F401 - recorded here
+    HWLOC_ARGV,
+    TOOLS,
+    cpu_model,
+    host_state,
+    hwloc_summary,
+    tool_versions,
+)
+from corun.run.schedulers import build_findings
 from corun.util import repo_root
+
 
 @functools.lru_cache(maxsize=1)
 def git_describe() -> str:
     try:
-        res = subprocess.run(["git", "-C", str(repo_root()), "describe", "--always", "--dirty", "--tags"],
-                             capture_output=True, text=True, timeout=10)
+        res = subprocess.run(
+            ["git", "-C", str(repo_root()), "describe", "--always", "--dirty", "--tags"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return res.stdout.strip() or "unknown"
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-
 
 
 def advice(host: dict, device: dict | None = None) -> list[str]:
@@ -45,24 +57,69 @@ def advice(host: dict, device: dict | None = None) -> list[str]:
     if host.get("virtualized"):
         tips.append("virtual machine: hardware counters and device timings reflect the hypervisor")
     if device and device.get("rotational") is False:
-        tips.append(f"device {device.get('name')} is not rotational: I/O contention is weaker than on the papers' HDDs unless a cap emulates it")
+        tips.append(
+            f"device {device.get('name')} is not rotational: I/O contention is weaker than on the papers' HDDs "
+            "unless a cap emulates it"
+        )
     return tips
 
 
 def collect(device: dict | None = None) -> dict:
-    host = host_state()
-    tools = tool_versions()
-    return {
+    """The host's state as every run records it (`corun metadata`)."""
+    return with_device(collect_host(), device)
+
+
+def collect_host(hwloc: bool = False) -> dict:
+    """Everything but what depends on the run's device (with_device adds it); with `hwloc`, the
+    hwloc summary too, lstopo running beside git. A run reads it in a thread while it sets the
+    machine up."""
+    lstopo = _start_lstopo() if hwloc else None
+    doc = {
         "corun_version": __version__,
         "git_describe": git_describe(),
         "collected_epoch_s": time.time(),
-        "host": host,
-        "tools": tools,
+        "host": host_state(),
+        "tools": tool_versions(),
         # What the provisioning roles built from upstream sources, from which archive (name, file,
         # sha256, origin), or which stand-in runs instead (corun.upstream, docs/upstream.md).
         "upstream": upstream.provenance(),
         "python_executable": sys.executable,
+    }
+    if hwloc:
+        doc["hwloc"] = _end_lstopo(lstopo)
+    return doc
+
+
+def with_device(doc: dict, device: dict | None) -> dict:
+    """DOC (collect_host) with the advice and doctor's findings, the device's among them."""
+    host, tools = doc["host"], doc["tools"]
+    return {
+        **doc,
         "advice": advice(host, device),
         # corun doctor's findings on this host (ready and quiet?), device checks on the run's device.
-        "doctor": summary(host["hostname"], local_findings(device=device, host=host, tools=tools)),
+        "doctor": summary(
+            host["hostname"], local_findings(device=device, host=host, tools=tools, builds=build_findings())
+        ),
     }
+
+
+def _start_lstopo() -> subprocess.Popen | None:
+    try:
+        return subprocess.Popen(
+            HWLOC_ARGV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+    except OSError:
+        return None
+
+
+def _end_lstopo(proc: subprocess.Popen | None) -> str | None:
+    """hwloc_summary's result from a started lstopo."""
+    if proc is None:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    return out if proc.returncode == 0 else None
