@@ -83,7 +83,8 @@ def clear_stale(workdir: Path) -> str | None:
         )
     for f in files:
         f.unlink(missing_ok=True)
-    return f"removed a stale snakemake lock ({locks}, {len(files)} file(s)): no Snakemake process runs in this directory"
+    n = len(files)
+    return f"removed a stale snakemake lock ({locks}, {n} file(s)): no Snakemake process runs in this directory"
 
 
 def main(argv: list[str] | None = None) -> int:
