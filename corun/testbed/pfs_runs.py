@@ -19,7 +19,8 @@ In that order: cluster up, file system up, the volfiles checked against the layo
 written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
 RUNS/<run>; then, always, the file system down and the cluster down, newest first, also after an
 error, SIGTERM or Ctrl-C. A netns cluster or file system left in WORK by an earlier killed attempt
-at any group is taken down first.
+at any group is taken down first; after a SIGKILL of this command, `corun recover` takes them down
+(corun.testbed.guard).
 
 Runs already finished (RUNS/<run>/metadata.json) are kept; a run that fails ends the group
 with its error after the teardown.
@@ -44,6 +45,7 @@ from corun.errors import CorunError, one_line_errors
 from corun.run.runner import STEAL_ENV
 from corun.testbed import hosts as hostmod
 from corun.testbed import inventory, pfs
+from corun.testbed.guard import Guard
 from corun.util import atomic_write_json, repo_root
 
 CLUSTER = "scripts/netns-cluster"
@@ -288,7 +290,13 @@ def main(argv: list[str] | None = None) -> int:
         left = teardown(other.parent, other, True)
         if left:
             raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
-    done = run_group(by[a.group], a.specs, a.runs, a.work / a.group)
+    work = a.work / a.group
+    guard = Guard("pfs-group", work)  # corun recover takes it down if this process is killed
+    try:
+        done = run_group(by[a.group], a.specs, a.runs, work)
+    finally:
+        if not any(p.exists() for p in (work / "pfs" / "journal.json", work / "cluster" / "state" / "state.json")):
+            guard.close()  # all down: nothing left for corun recover
     wall = time.monotonic() - t0
     log(f"group {a.group}: {len(done)} runs in {wall:.1f} s")
     if a.done:
