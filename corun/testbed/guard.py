@@ -5,7 +5,7 @@ bringing anything up such a command holds a journal in corun's state folder
 (corun.machine.state) whose one action takes it all down; `corun recover` runs that action
 once the command is gone, after undoing the journals of the runs it had started.
 
-    python -m corun.testbed.guard pfs-group WORK     # what `corun recover` runs: pfs_runs' teardown
+    python -m corun.testbed.guard pfs-group WORK     # pfs_runs' teardown of every group in WORK
     python -m corun.testbed.guard cluster STATE_DIR  # scripts/netns-cluster down
 
 A command that ends normally takes down what it brought up itself and drops the journal.
@@ -54,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = Path(args[1])
     if args[0] == "pfs-group":
-        from corun.testbed.pfs_runs import teardown
+        from corun.testbed.pfs_runs import teardown_all
 
-        errors = teardown(folder, folder / "pfs.yaml", True)
+        errors = teardown_all(folder)
     else:
         from corun.testbed.cluster_run import cluster
 

@@ -453,20 +453,43 @@ class FsJournal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.path, json.dumps({"pid": os.getpid(), "actions": self.actions}, indent=1))
 
-    def push(self, what: str, argv: list[str]) -> None:
-        self.actions.append({"kind": "command", "what": what, "argv": argv, "timeout_s": REMOTE_TIMEOUT_S})
+    def push(self, what: str, argv: list[str], together: str | None = None) -> None:
+        """TOGETHER names a kind of action (the data servers' stops) that the unwind runs at once
+        for every server, when it meets the newest of them."""
+        action = {"kind": "command", "what": what, "argv": argv, "timeout_s": REMOTE_TIMEOUT_S}
+        if together:
+            action["together"] = together
+        self.actions.append(action)
         self.save()
 
     def unwind(self) -> list[str]:
-        """Undo everything; an undo that fails stays in the journal for the next down."""
-        failed, errors = [], []
-        for action in reversed(self.actions):
+        """Undo everything, newest first (the actions of one `together` kind at once, when the
+        newest of them comes); an undo that fails stays in the journal for the next down."""
+        pending = list(reversed(range(len(self.actions))))
+        failed: list[int] = []
+        errors: list[str] = []
+
+        def undo(i: int) -> str | None:
             try:
-                UNDO[action["kind"]](action)
+                UNDO[self.actions[i]["kind"]](self.actions[i])
+                return None
             except Exception as exc:  # noqa: BLE001 - teardown goes on whatever fails
-                errors.append(f"{action.get('what')}: {exc}")
-                failed.insert(0, action)
-        self.actions = failed
+                return f"{self.actions[i].get('what')}: {exc}"
+
+        while pending:
+            tag = self.actions[pending[0]].get("together")
+            batch = [i for i in pending if tag and self.actions[i].get("together") == tag] or pending[:1]
+            pending = [i for i in pending if i not in batch]
+            if len(batch) == 1:
+                results = [undo(batch[0])]
+            else:
+                with ThreadPoolExecutor(max_workers=min(16, len(batch))) as pool:
+                    results = list(pool.map(undo, batch))
+            for i, err in zip(batch, results):
+                if err:
+                    errors.append(err)
+                    failed.append(i)
+        self.actions = [self.actions[i] for i in sorted(failed)]
         if failed:
             self.save()
         else:
@@ -644,7 +667,11 @@ def _up(plan: Plan, j: FsJournal) -> None:
                 ),
             )
             disk_argv = _disk_argv(plan, "down", s.disk)
-            j.push(f"take down the emulated disk of {s.brick} on {h.name}", h.command(disk_argv, cwd=str(repo_root())))
+            j.push(
+                f"take down the emulated disk of {s.brick} on {h.name}",
+                h.command(disk_argv, cwd=str(repo_root())),
+                together="disks",
+            )
             res = subprocess.run(
                 h.command([*_disk_argv(plan, "up", s.disk), "--target", s.brick], cwd=str(repo_root())),
                 input=json.dumps(_disk_config(cfg)),
@@ -663,7 +690,7 @@ def _up(plan: Plan, j: FsJournal) -> None:
         remote(
             h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port, cfg["server_xlators"], cfg["brick"]["o_direct"])
         )
-        j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile))
+        j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile), "servers")
         remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
     for ns, dev, rate in qdiscs(plan):
         j.push(f"remove the qdisc of {dev}" + (f" in {ns}" if ns else ""), qdisc_undo_argv(ns, dev))
