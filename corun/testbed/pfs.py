@@ -165,6 +165,29 @@ def _fill(template: str, root: str, host: str) -> str:
     return template.replace("{root}", root.rstrip("/") or "/").replace("{host}", host)
 
 
+@dataclasses.dataclass
+class NetnsHost(inventory.Host):
+    """A host of a netns cluster of this machine, reached by entering its network namespace
+    (nsenter --net): no ssh session per command (each cost about 0.5 s on a busy 2-CPU machine),
+    the same file systems and mounts as the root namespace."""
+
+    netns: str = ""
+
+    def command(self, argv: list[str], cwd: str | None = None, own_connection: bool = False) -> list[str]:
+        enter = ["nsenter", f"--net=/run/netns/{self.netns}", "--"]
+        if cwd:
+            return [*enter, "sh", "-c", 'cd "$0" && exec "$@"', cwd, *argv]
+        return [*enter, *argv]
+
+
+def _in_netns(cfg: dict, hosts: list[inventory.Host]) -> list[inventory.Host]:
+    """The hosts as NetnsHost when they are those of the netns cluster in cfg's netns_state."""
+    links = _netns_links(cfg, hosts) if cfg.get("netns_state") else None
+    if not links or any(h.local for h in hosts):
+        return hosts
+    return [NetnsHost(**dataclasses.asdict(h), netns=links[h.name]["netns"]) for h in hosts]
+
+
 def make_plan(cfg: dict, source: str) -> Plan:
     inv = _abs(cfg["inventory"])
     if not inv.exists():
@@ -174,7 +197,7 @@ def make_plan(cfg: dict, source: str) -> Plan:
             cfg["inventory"],
             "an existing Ansible inventory file or folder (a relative path is taken from the repository)",
         )
-    hosts = inventory.load(inv, cfg["group"], source)
+    hosts = _in_netns(cfg, inventory.load(inv, cfg["group"], source))
     if cfg["client"] is None:
         client = hosts[0]
     else:
