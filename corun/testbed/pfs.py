@@ -48,14 +48,13 @@ REMOTE_TIMEOUT_S = 120
 LISTEN_TIMEOUT_S = 20
 TBF_LATENCY = "20ms"
 
-# Ends the glusterfsd/glusterfs processes whose command line holds the volfile $1 (exactly,
-# as one argument); then removes the pid file $2. Idempotent.
+# Ends the glusterfsd/glusterfs processes (found by pgrep, not a cat per /proc entry) whose
+# command line holds the volfile $1 (exactly, as one argument); then removes the pid file $2.
+# Idempotent.
 STOP_SCRIPT = r"""
 vol=$1; pidfile=$2; pids=
-for d in /proc/[0-9]*; do
-  p=${d#/proc/}
-  case $(cat "$d/comm" 2>/dev/null) in glusterfsd|glusterfs) ;; *) continue ;; esac
-  if tr '\0' '\n' < "$d/cmdline" 2>/dev/null | grep -qxF -- "$vol"; then pids="$pids $p"; fi
+for p in $(pgrep -x glusterfsd; pgrep -x glusterfs); do
+  if tr '\0' '\n' < "/proc/$p/cmdline" 2>/dev/null | grep -qxF -- "$vol"; then pids="$pids $p"; fi
 done
 if [ -n "$pids" ]; then
   kill $pids 2>/dev/null
@@ -74,9 +73,8 @@ exit 0
 # Lists the pids of processes serving volfile $1 (same match as STOP_SCRIPT).
 PIDS_SCRIPT = r"""
 vol=$1
-for d in /proc/[0-9]*; do
-  case $(cat "$d/comm" 2>/dev/null) in glusterfsd|glusterfs) ;; *) continue ;; esac
-  if tr '\0' '\n' < "$d/cmdline" 2>/dev/null | grep -qxF -- "$vol"; then echo "${d#/proc/}"; fi
+for p in $(pgrep -x glusterfsd; pgrep -x glusterfs); do
+  if tr '\0' '\n' < "/proc/$p/cmdline" 2>/dev/null | grep -qxF -- "$vol"; then echo "$p"; fi
 done
 exit 0
 """
