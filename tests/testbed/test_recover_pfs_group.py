@@ -78,6 +78,13 @@ def test_recover_after_sigkill_of_a_file_system_group(tmp_path):
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGKILL)  # the whole group, as a killed `make run`
     proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # until the killed group's last process is gone
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
     assert any("file system up" in x for x in seen), seen
     before = leftovers(tmp_path)
     assert any(x.startswith("netns") for x in before) and any(x.startswith("loop") for x in before), before
