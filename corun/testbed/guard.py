@@ -5,8 +5,8 @@ bringing anything up such a command holds a journal in corun's state folder
 (corun.machine.state) whose one action takes it all down; `corun recover` runs that action
 once the command is gone, after undoing the journals of the runs it had started.
 
-    python -m corun.testbed.guard pfs-group WORK     # pfs_runs' teardown of every group in WORK
-    python -m corun.testbed.guard cluster STATE_DIR  # scripts/netns-cluster down
+    python -m corun.testbed.takedown pfs-group WORK     # pfs_runs' teardown of every group in WORK
+    python -m corun.testbed.takedown cluster STATE_DIR  # scripts/netns-cluster down
 
 A command that ends normally takes down what it brought up itself and drops the journal.
 """
@@ -35,7 +35,7 @@ class Guard:
             {
                 "kind": "command",
                 "what": f"take down the {kind} of {folder}",
-                "argv": [sys.executable, "-m", "corun.testbed.guard", kind, str(folder)],
+                "argv": [sys.executable, "-m", "corun.testbed.takedown", kind, str(folder)],
                 "cwd": str(repo_root()),
                 "timeout_s": TIMEOUT_S,
             }
@@ -45,27 +45,3 @@ class Guard:
         """The command took its state down itself: nothing left to recover."""
         self.journal.forget(self.action)
         self.journal.unwind()
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] not in ("pfs-group", "cluster"):
-        print("usage: python -m corun.testbed.guard {pfs-group WORK | cluster STATE_DIR}", file=sys.stderr)
-        return 2
-    folder = Path(args[1])
-    if args[0] == "pfs-group":
-        from corun.testbed.pfs_runs import teardown_all
-
-        errors = teardown_all(folder)
-    else:
-        from corun.testbed.cluster_run import cluster
-
-        res = cluster(folder, "down")
-        errors = [] if res.returncode == 0 else [res.stderr.strip() or f"netns-cluster down exited {res.returncode}"]
-    for e in errors:
-        print(f"guard: {e}", file=sys.stderr)
-    return 1 if errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
