@@ -34,7 +34,9 @@ setup: $(STAMP)
 provision: setup
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml $(ANSIBLE_ARGS)
 
+# a lock left by a killed Snakemake is removed (and said so) when no Snakemake runs here
 run: provision
+	@$(BIN)/python scripts/snakemake_stale_lock.py
 	$(BIN)/snakemake --profile workflows/profiles/$(PROFILE) all
 	@echo
 	@echo "report: results/$(PROFILE)/report.html"

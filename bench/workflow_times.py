@@ -14,7 +14,17 @@ are the measurements and the rest is the instrument's own cost around them.
 
 adds, per experiment, where its runs' own wall time went (metadata.json `phases_s`): the
 process's start, prepare, set-up, jobs, teardown and tables, summed over its runs. A run's
-rule time beyond these is the runner's wrapper (a netns cluster brought up and down, say).
+rule time beyond these is the runner's wrapper (a netns cluster brought up and down, say). It
+then prints the harness's share per experiment and in total: the experiment's Snakemake time
+(the summed wall time of its jobs: data, specs, runs, collect, analyse; one job at a time under
+`make run`), its runs' summed job time (`phases_s.jobs_s`), and (time - job time) / time; the
+total row takes the workflow's span against every run's job time.
+
+    .venv/bin/python bench/workflow_times.py --make-run [--profile local]
+
+runs `make run` itself (on an up-to-date machine: the second `make run`) and prints where its
+wall time went: set-up (the environment and byte-compiling), provisioning (ansible-playbook) and
+Snakemake, from the moments make echoes each command.
 """
 
 from __future__ import annotations
@@ -22,11 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import sys
+import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
+WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 START = re.compile(r"^(?:local)?(?:rule|checkpoint) (\S+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
@@ -35,11 +48,20 @@ FINISH = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
 
 def parse(lines: list[str]) -> tuple[list[tuple[str, float]], float]:
     """[(rule, seconds)] of every finished job, and the span from the first stamp to the last."""
+    jobs, span = parse_jobs(lines)
+    return [(rule, sec) for rule, sec, _ in jobs], span
+
+
+def parse_jobs(lines: list[str]) -> tuple[list[tuple[str, float, dict[str, str]]], float]:
+    """[(rule, seconds, wildcards)] of every finished job, and the span from the first stamp to
+    the last."""
     when: datetime | None = None
     first: datetime | None = None
     pending_rule: str | None = None
     started: dict[str, tuple[str, datetime]] = {}
-    done: list[tuple[str, float]] = []
+    wildcards: dict[str, dict[str, str]] = {}
+    last_job: str | None = None
+    done: list[tuple[str, float, dict[str, str]]] = []
     for raw in lines:
         line = raw.rstrip("\n")
         m = STAMP.match(line)
@@ -54,12 +76,17 @@ def parse(lines: list[str]) -> tuple[list[tuple[str, float]], float]:
         m = JOBID.match(line)
         if m and pending_rule is not None and when is not None:
             started[m.group(1)] = (pending_rule, when)
-            pending_rule = None
+            last_job, pending_rule = m.group(1), None
+            continue
+        m = WILDCARDS.match(line)
+        if m and last_job is not None:
+            pairs = (kv.split("=", 1) for kv in m.group(1).split(", ") if "=" in kv)
+            wildcards[last_job] = {k.strip(): v.strip() for k, v in pairs}
             continue
         m = FINISH.match(line)
         if m and when is not None and m.group(1) in started:
             rule, t0 = started.pop(m.group(1))
-            done.append((rule, (when - t0).total_seconds()))
+            done.append((rule, (when - t0).total_seconds(), wildcards.pop(m.group(1), {})))
     span = (when - first).total_seconds() if when and first else 0.0
     return done, span
 
@@ -103,11 +130,80 @@ def print_phases(results: Path) -> int:
     return 0
 
 
+def experiment_of(rule: str, wildcards: dict[str, str], names: list[str]) -> str | None:
+    """The experiment a job belongs to: its `exp` wildcard, else the longest experiment name in
+    its rule's name as a whole part (run_mpl_sweep, make_aioli_specs, run_sais_group)."""
+    if wildcards.get("exp") in names:
+        return wildcards["exp"]
+    hits = [n for n in names if re.search(rf"(?:^|_){re.escape(n)}(?:_|$)", rule)]
+    return max(hits, key=len) if hits else None
+
+
+def harness_share(jobs: list[tuple[str, float, dict[str, str]]], span: float, per_runs: dict) -> list[tuple]:
+    """Rows (experiment, Snakemake s, runs, summed job s, harness share) per experiment with
+    runs, then ("(other rules)", ...) and ("total", workflow span, runs, job s, share)."""
+    names = sorted(per_runs)
+    wall: dict[str | None, float] = defaultdict(float)
+    for rule, sec, wc in jobs:
+        wall[experiment_of(rule, wc, names)] += sec
+    rows = []
+    for exp in sorted(names, key=lambda n: -wall.get(n, 0.0)):
+        t, j = wall.get(exp, 0.0), per_runs[exp]["jobs_s"]
+        rows.append((exp, t, int(per_runs[exp]["runs"]), j, (t - j) / t if t > 0 else None))
+    if wall.get(None):
+        rows.append(("(other rules)", wall[None], 0, 0.0, 1.0))
+    total_jobs = sum(a["jobs_s"] for a in per_runs.values())
+    total_runs = int(sum(a["runs"] for a in per_runs.values()))
+    rows.append(("total", span, total_runs, total_jobs, (span - total_jobs) / span if span > 0 else None))
+    return rows
+
+
+def print_share(jobs: list[tuple[str, float, dict[str, str]]], span: float, results: Path) -> None:
+    per = run_phases(results)
+    print(f"\nthe harness's share: (Snakemake time - the runs' job time) / Snakemake time, {results}")
+    print(f"{'experiment':<22} {'snakemake s':>11} {'runs':>5} {'jobs s':>9} {'harness %':>9}")
+    for exp, t, n, j, share in harness_share(jobs, span, per):
+        cell = f"{100 * share:>9.1f}" if share is not None else f"{'-':>9}"
+        print(f"{exp:<22} {t:>11.1f} {n:>5} {j:>9.1f} {cell}")
+
+
+def time_make_run(profile: str) -> int:
+    """Run `make run PROFILE=...` and print its set-up, provisioning and Snakemake times."""
+    marks = {"ansible-playbook": "provisioning", "snakemake --profile": "snakemake"}
+    t0 = time.monotonic()
+    at: dict[str, float] = {}
+    proc = subprocess.Popen(
+        ["make", "run", f"PROFILE={profile}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        for key, phase in marks.items():
+            if phase not in at and key in line and line.lstrip().startswith((".venv/bin/", "/")):
+                at[phase] = time.monotonic() - t0
+    rc = proc.wait()
+    total = time.monotonic() - t0
+    prov, snake = at.get("provisioning"), at.get("snakemake")
+    print(f"\nmake run PROFILE={profile}: exit {rc}, {total:.1f} s")
+    if prov is not None and snake is not None:
+        print(f"  set-up (environment, byte-compiling)  {prov:7.1f} s")
+        print(f"  provisioning (ansible-playbook)       {snake - prov:7.1f} s")
+        print(f"  set-up and provisioning               {snake:7.1f} s")
+        print(f"  snakemake                             {total - snake:7.1f} s")
+    else:
+        print("  (make echoed no ansible-playbook or snakemake command: phases not timed)")
+    return rc
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("log", nargs="?", help="a Snakemake log (default: the newest in .snakemake/log)")
     ap.add_argument("--runs", type=Path, help="a results folder (results/local): per-experiment run phases")
+    ap.add_argument("--make-run", action="store_true", help="run `make run` and time its set-up and provisioning")
+    ap.add_argument("--profile", default="local", help="the profile of --make-run (default local)")
     a = ap.parse_args(argv)
+    if a.make_run:
+        return time_make_run(a.profile)
     if a.log:
         path = Path(a.log)
     else:
@@ -116,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             print("workflow_times: no log in .snakemake/log; name one", file=sys.stderr)
             return 2
         path = logs[-1]
-    done, span = parse(path.read_text(errors="replace").splitlines())
+    jobs, span = parse_jobs(path.read_text(errors="replace").splitlines())
+    done = [(rule, sec) for rule, sec, _ in jobs]
     if not done:
         print(f"workflow_times: {path}: no finished job in this log", file=sys.stderr)
         return 1
@@ -129,7 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     for rule, xs in sorted(per.items(), key=lambda kv: -sum(kv[1])):
         print(f"{rule:<34} {len(xs):>5} {sum(xs):>8.0f} {max(xs):>7.0f} {100 * sum(xs) / max(span, 1):>7.1f}")
     print(f"{'(between jobs: Snakemake itself)':<34} {'':>5} {max(span - total, 0):>8.0f}")
-    return print_phases(a.runs) if a.runs else 0
+    if not a.runs:
+        return 0
+    rc = print_phases(a.runs)
+    if rc == 0:
+        print_share(jobs, span, a.runs)
+    return rc
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Undo what runners that are gone left behind: their journals (corun.machine.state), with the
-undo handlers of every kind of action (the cgroup's are registered by corun.machine.cgroup)."""
+undo handlers of every kind of action (the cgroup's are registered by corun.machine.cgroup).
+Journals of testbed commands (corun.testbed.guard: a netns cluster, a file system group) are
+undone after those of the runs, which ran on them."""
 
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ from corun.machine import (
 )
 from corun.machine.state import journal_alive, lock_file, run_undo, state_dir
 
+TESTBED_PREFIX = "testbed-"  # corun.testbed.guard's journals
+
 
 def recover_stale(directory: Path | None = None) -> list[str]:
     """Undo the journals of runners that are gone. Returns one line per journal undone."""
     d = directory or state_dir()
     done = []
-    for path in sorted(d.glob("*.journal.json")):
+    # the runs' journals first, then those of the clusters and file systems they ran on
+    for path in sorted(d.glob("*.journal.json"), key=lambda p: (p.name.startswith(TESTBED_PREFIX), p.name)):
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):

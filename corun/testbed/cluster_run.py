@@ -6,7 +6,8 @@
 brings up N namespace hosts (scripts/netns-cluster up, each on CPUs of its own with
 --cpus-per-host), runs `corun run SPEC --out RUN_DIR` against the inventory DIR/inventory.yml,
 and removes the cluster afterwards, whatever happened to the run (its failure, SIGTERM or
-SIGINT). A cluster left in DIR by a killed earlier attempt is removed first. The exit status is
+SIGINT). A cluster left in DIR by a killed earlier attempt is removed first, and one left by
+a SIGKILL of this command is removed by `corun recover` (corun.testbed.guard). The exit status is
 the run's; 1 when the cluster could not be brought up or removed. The signal handler only
 records the signal: the run, in the same process group, gets it too and tears itself down.
 """
@@ -19,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from corun.testbed.guard import Guard
 from corun.util import repo_root
 
 SCRIPT = repo_root() / "scripts" / "netns-cluster"
@@ -51,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     got: list[int] = []
     old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in (signal.SIGTERM, signal.SIGINT)}
     rc = 1
+    guard = Guard("cluster", state)  # corun recover takes it down if this process is killed
     try:
         rc = _up_and_run(a, state, run_args, got)
     finally:
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         if down.returncode != 0:
             print(f"cluster_run: netns-cluster down failed: {down.stderr.strip()}", file=sys.stderr)
             rc = rc or 1
+        else:
+            guard.close()
     return rc
 
 

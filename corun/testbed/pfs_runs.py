@@ -1,7 +1,7 @@
 """Run a group of run specs against the parallel file system brought up for them.
 
-    python -m corun.testbed.pfs_runs --groups SPECS/groups.json --group NAME --specs SPECS
-        --runs RUNS --work WORK [--done FILE]
+    python -m corun.testbed.pfs_runs --groups SPECS/groups.json --group NAME [NAME ...] --specs SPECS
+        --runs RUNS --work WORK [--done FILE [FILE ...]]
 
 `groups.json` (written by an experiment's specs step, e.g. experiments.sais.experiment) describes each
 group: the cluster (`kind` netns: a netns cluster of `hosts` hosts this command starts with
@@ -19,10 +19,16 @@ In that order: cluster up, file system up, the volfiles checked against the layo
 written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
 RUNS/<run>; then, always, the file system down and the cluster down, newest first, also after an
 error, SIGTERM or Ctrl-C. A netns cluster or file system left in WORK by an earlier killed attempt
-at any group is taken down first.
+at any group is taken down first; after a SIGKILL of this command, `corun recover` takes them down
+(corun.testbed.guard).
 
-Runs already finished (RUNS/<run>/metadata.json) are kept; a run that fails ends the group
-with its error after the teardown.
+Runs already finished (RUNS/<run>/metadata.json) are kept (a group whose runs all finished
+brings nothing up); a run that fails ends the group with its error after the teardown.
+
+With several groups they run one after another, in the order given, each with its own file
+system; consecutive groups of the same netns cluster (hosts, prefix, subnet) share one: it is
+brought up for the first and taken down after the last (sais: one group per client link count,
+on the same hosts). `--done` then names one file per group, each written when its group ends.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import yaml
 from corun.errors import CorunError, one_line_errors
 from corun.testbed import hosts as hostmod
 from corun.testbed import inventory, pfs
+from corun.testbed.guard import Guard
 from corun.util import atomic_write_json, repo_root
 
 CLUSTER = "scripts/netns-cluster"
@@ -78,10 +85,12 @@ def log(msg: str) -> None:
     print(f"pfs_runs: {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
-def teardown(work: Path, cfg_file: Path, netns: bool) -> list[str]:
-    """File system down, then the cluster; each step tried even if the one before failed."""
+def teardown(work: Path, cfg_file: Path, netns: bool, cluster_work: Path | None = None) -> list[str]:
+    """File system down, then the cluster (in CLUSTER_WORK, else WORK); each step tried even if
+    the one before failed."""
     errors = []
-    if (work / "pfs" / "journal.json").exists() and cfg_file.exists():
+    work_fs, work = work, cluster_work or work
+    if (work_fs / "pfs" / "journal.json").exists() and cfg_file.exists():
         try:
             _run(pfs_argv(cfg_file, "down"), "pfs down")
             log("file system down")
@@ -96,20 +105,30 @@ def teardown(work: Path, cfg_file: Path, netns: bool) -> list[str]:
     return errors
 
 
-def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
+def run_group(
+    group: dict, specs: Path, runs: Path, work: Path, shared: Path | None = None, keep: bool = False
+) -> list[str]:
+    """The group's runs around its file system (and its netns cluster: brought up in WORK, or
+    the one already up in SHARED's work folder; left up with KEEP for the next group)."""
     netns = group["cluster"]["kind"] == "netns"
     work.mkdir(parents=True, exist_ok=True)
     cfg_file = work / "pfs.yaml"
     left = teardown(work, cfg_file, netns)  # an earlier attempt killed before its teardown
     if left:
         raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
-    cfg_file.write_text(yaml.safe_dump(group["pfs"], sort_keys=False))
+    cfg = dict(group["pfs"])
+    if shared is not None:  # the file system on the cluster of the group before
+        cfg["inventory"] = str((shared / "cluster" / "inventory.yml").resolve())
+        cfg["netns_state"] = str((shared / "cluster" / "state").resolve())
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     done = []
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        if netns:
+        if netns and shared is not None:
+            log(f"netns cluster of group {shared.name} kept for this group")
+        elif netns:
             c = group["cluster"]
-            inv = Path(group["pfs"]["inventory"])
+            inv = Path(cfg["inventory"])
             args = ["up", str(c["hosts"]), "--prefix", c["prefix"], "--subnet", c["subnet"], "--inventory", str(inv)]
             _run(cluster_argv(work, *args), "netns-cluster up")
             log(f"netns cluster up: {c['hosts']} hosts, prefix {c['prefix']}, {c['subnet']}")
@@ -161,12 +180,35 @@ def run_group(group: dict, specs: Path, runs: Path, work: Path) -> list[str]:
             done.append(name)
             log(f"{name}: {time.monotonic() - t0:.1f} s")
     finally:
-        errors = teardown(work, cfg_file, netns)
+        errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
         for s, h in old.items():
             signal.signal(s, h)
     if errors:
         raise CorunError(errors[0])
     return done
+
+
+def teardown_all(work: Path) -> list[str]:
+    """What groups left in WORK (the parent of their folders): every file system, then every
+    cluster (a group's file system may run on another group's cluster)."""
+    cfgs = sorted(work.glob("*/pfs.yaml")) if work.is_dir() else []
+    errors = []
+    for cfg_file in cfgs:
+        errors += teardown(cfg_file.parent, cfg_file, False)
+    for cfg_file in cfgs:
+        errors += teardown(cfg_file.parent, cfg_file, True)
+    return errors
+
+
+def all_finished(group: dict, runs: Path) -> bool:
+    comp = companion_hosts(group)
+    return all(finished(runs / name, comp) for name in group["runs"])
+
+
+def cluster_key(group: dict) -> str | None:
+    """Groups with the same key can run on one netns cluster, one after another."""
+    c = group["cluster"]
+    return json.dumps(c, sort_keys=True) if c["kind"] == "netns" else None
 
 
 def companion_hosts(group: dict) -> list[tuple[str, inventory.Host]]:
@@ -267,27 +309,46 @@ def client_host(group: dict) -> inventory.Host:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--groups", required=True, type=Path, help="groups.json of the specs step")
-    ap.add_argument("--group", required=True, help="the group's name")
+    ap.add_argument("--group", required=True, nargs="+", help="the groups' names, run in this order")
     ap.add_argument("--specs", required=True, type=Path, help="folder of the run specs")
     ap.add_argument("--runs", required=True, type=Path, help="folder the run folders go to")
     ap.add_argument("--work", required=True, type=Path, help="folder for the cluster's and file system's state")
-    ap.add_argument("--done", type=Path, help="written at the end: the group's runs and wall time (JSON)")
+    ap.add_argument("--done", type=Path, nargs="+", help="one per group, written once it ends: its runs and wall time")
     a = ap.parse_args(argv)
     doc = json.loads(a.groups.read_text())
     by = {g["name"]: g for g in doc["groups"]}
-    if a.group not in by:
-        raise CorunError(f"pfs_runs: --group: {a.group!r} (expected one of {', '.join(by)})")
-    t0 = time.monotonic()
-    for other in sorted(a.work.glob("*/pfs.yaml")) if a.work.is_dir() else []:
-        # what a killed attempt at any group left (the groups share the cluster's names)
-        left = teardown(other.parent, other, True)
-        if left:
-            raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
-    done = run_group(by[a.group], a.specs, a.runs, a.work / a.group)
-    wall = time.monotonic() - t0
-    log(f"group {a.group}: {len(done)} runs in {wall:.1f} s")
-    if a.done:
-        atomic_write_json(a.done, {"group": a.group, "runs": done, "wall_s": wall})
+    for name in a.group:
+        if name not in by:
+            raise CorunError(f"pfs_runs: --group: {name!r} (expected one of {', '.join(by)})")
+    if a.done and len(a.done) != len(a.group):
+        raise CorunError(f"pfs_runs: --done: {len(a.done)} file(s) (expected one per group: {len(a.group)})")
+    guard = Guard("pfs-group", a.work)  # corun recover takes it all down if this process is killed
+    left = teardown_all(a.work)  # what a killed attempt at any group left (the groups share the cluster's names)
+    if left:
+        raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
+    todo = [n for n in a.group if not all_finished(by[n], a.runs)]
+    home: Path | None = None  # the work folder of the netns cluster kept up for the next group
+    try:
+        for i, name in enumerate(a.group):
+            t0 = time.monotonic()
+            if name in todo:
+                k, key = todo.index(name), cluster_key(by[name])
+                keep = key is not None and k + 1 < len(todo) and cluster_key(by[todo[k + 1]]) == key
+                done = run_group(by[name], a.specs, a.runs, a.work / name, shared=home, keep=keep)
+                home = (home or a.work / name) if keep else None
+            else:
+                done = list(by[name]["runs"])
+                log(f"group {name}: every run finished already")
+            wall = time.monotonic() - t0
+            log(f"group {name}: {len(done)} runs in {wall:.1f} s")
+            if a.done:
+                atomic_write_json(a.done[i], {"group": name, "runs": done, "wall_s": wall})
+    finally:
+        errors = teardown_all(a.work)  # a cluster kept for a group that did not come (an error)
+        if not errors:
+            guard.close()  # all down: nothing left for corun recover
+    if errors:
+        raise CorunError(errors[0])
     return 0
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from corun.errors import CorunError, one_line_errors
 from corun.testbed import inventory
-from corun.testbed.pfs import AIOLI_TYPE, remote
+from corun.testbed.pfs import AIOLI_TYPE, NetnsHost, remote
 from corun.util import atomic_write_text, repo_root
 
 POLICIES = ("fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware")
@@ -125,7 +125,8 @@ def targets(pfs_state: str) -> list[dict]:
 
 
 def _host(t: dict) -> inventory.Host:
-    return inventory.Host(**t["host"])
+    """The server's host as the layout records it (a netns cluster's host with its namespace)."""
+    return NetnsHost(**t["host"]) if t["host"].get("netns") else inventory.Host(**t["host"])
 
 
 def control_text(policy: str, params: dict, generation: str, reset: bool) -> str:

@@ -84,3 +84,61 @@ def test_run_phases_are_summed_per_experiment_and_runs_without_them_are_counted(
 def test_a_results_folder_without_runs_is_an_error(tmp_path, capsys):
     assert bench.print_phases(tmp_path) == 1
     assert "no run" in capsys.readouterr().err
+
+
+SHARE_LOG = """\
+[Tue Nov 24 08:00:00 2026]
+rule run_mpl_sweep:
+    jobid: 1
+    wildcards: run=r1
+[Tue Nov 24 08:00:10 2026]
+Finished jobid: 1 (Rule: run_mpl_sweep)
+rule analyze_mpl_sweep:
+    jobid: 2
+[Tue Nov 24 08:00:20 2026]
+Finished jobid: 2 (Rule: analyze_mpl_sweep)
+checkpoint decide_looks:
+    jobid: 3
+    wildcards: exp=sais, look=1
+[Tue Nov 24 08:00:22 2026]
+Finished jobid: 3 (Rule: decide_looks)
+rule run_sais_group:
+    jobid: 4
+    wildcards: group=s4_l1
+[Tue Nov 24 08:00:40 2026]
+Finished jobid: 4 (Rule: run_sais_group)
+localrule report:
+    jobid: 5
+[Tue Nov 24 08:00:50 2026]
+Finished jobid: 5 (Rule: report)
+"""
+
+
+def test_jobs_carry_their_wildcards_and_belong_to_their_experiment():
+    jobs, span = bench.parse_jobs(SHARE_LOG.splitlines())
+    assert span == 50.0
+    assert jobs[2] == ("decide_looks", 2.0, {"exp": "sais", "look": "1"})
+    names = ["mpl_sweep", "sais", "pfs"]
+    assert [bench.experiment_of(r, wc, names) for r, _, wc in jobs] == ["mpl_sweep", "mpl_sweep", "sais", "sais", None]
+
+
+def test_harness_share_per_experiment_and_in_total(tmp_path, capsys):
+    import json
+
+    for exp, name, jobs_s in (("mpl_sweep", "r1", 8.0), ("sais", "a", 5.0), ("sais", "b", 5.0)):
+        d = tmp_path / exp / "runs" / name
+        d.mkdir(parents=True)
+        (d / "metadata.json").write_text(json.dumps({"phases_s": {"jobs_s": jobs_s}}))
+    jobs, span = bench.parse_jobs(SHARE_LOG.splitlines())
+    rows = bench.harness_share(jobs, span, bench.run_phases(tmp_path))
+    by = {r[0]: r for r in rows}
+    assert by["mpl_sweep"][1:4] == (20.0, 1, 8.0) and abs(by["mpl_sweep"][4] - 0.6) < 1e-9
+    assert by["sais"][1:4] == (20.0, 2, 10.0) and abs(by["sais"][4] - 0.5) < 1e-9
+    assert by["(other rules)"][1] == 10.0
+    assert by["total"][1:4] == (50.0, 3, 18.0) and abs(by["total"][4] - 32 / 50) < 1e-9
+    log = tmp_path / "x.snakemake.log"
+    log.write_text(SHARE_LOG)
+    assert bench.main([str(log), "--runs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "the harness's share" in out
+    assert out.splitlines()[-1].split() == ["total", "50.0", "3", "18.0", "64.0"]

@@ -43,12 +43,6 @@ def _priority(plan):
     return lambda wildcards: order.get(wildcards.run, 0)
 
 
-def _group_specs(plan):
-    return lambda wildcards: [
-        f"{plan['D']}/specs/{n}.yaml" for n in plan["groups"][wildcards.group]
-    ]
-
-
 def _upto(plan, look):
     """Run folders and group stamps of the looks up to `look` (all looks: None)."""
     names = [n for part in plan["by_look"][:look] for n in part]
@@ -81,11 +75,18 @@ def _run_manifests(plan):
     return lambda wildcards: f(wildcards.run)
 
 
-def _group_manifests(plan):
+def _group_manifests(plan, names):
     f = _manifests(plan)
-    return lambda wildcards: sorted(
-        {m for r in plan["groups"][wildcards.group] for m in f(r)}
-    )
+    return sorted({m for g in names for r in plan["groups"][g] for m in f(r)})
+
+
+def _groups_of_looks(plan):
+    """{look: its groups}, from the group names (experiments.looks.group_name)."""
+    out = {}
+    for g in plan["groups"]:
+        look = int(g.rsplit("-look", 1)[1]) if "-look" in g else 1
+        out.setdefault(look, []).append(g)
+    return out
 
 
 def _look_inputs(plan, part):
@@ -238,31 +239,36 @@ for exp, P in PLANS.items():
             shell:
                 "{params.py} {params.runner} {input.spec} --out {output} > {log} 2>&1"
 
-    if P["groups"]:
+    # one pfs_runs per look for all the look's groups: consecutive groups of one netns cluster
+    # share it (corun.testbed.pfs_runs)
+    for look, gnames in _groups_of_looks(P).items():
 
         rule:
             name:
-                f"run_{exp}_group"
+                f"run_{exp}_group" + ("" if look == 1 else f"_look{look}")
             input:
                 groups=f"{P['D']}/specs/groups.json",
-                specs=_group_specs(P),
+                specs=[
+                    f"{P['D']}/specs/{n}.yaml" for g in gnames for n in P["groups"][g]
+                ],
                 programs=list(P["E"].run_inputs),
-                manifests=_group_manifests(P),
+                manifests=_group_manifests(P, gnames),
             output:
-                f"{P['D']}/groups/{{group}}.json",
+                [f"{P['D']}/groups/{g}.json" for g in gnames],
             log:
-                f"{P['D']}/logs/run_{exp}_group_{{group}}.log",
-            wildcard_constraints:
-                group="|".join(P["groups"]),
+                f"{P['D']}/logs/run_{exp}_group"
+                + ("" if look == 1 else f"_look{look}")
+                + ".log",
             resources:
                 testbed=1,
             params:
                 py=PY,
+                names=" ".join(gnames),
                 specs=lambda wildcards, input: os.path.dirname(input.groups),
                 runs=f"{P['D']}/runs",
                 work=f"{P['D']}/work",
             shell:
-                "{params.py} -m corun.testbed.pfs_runs --groups {input.groups} --group {wildcards.group}"
+                "{params.py} -m corun.testbed.pfs_runs --groups {input.groups} --group {params.names}"
                 " --specs {params.specs} --runs {params.runs} --work {params.work} --done {output} > {log} 2>&1"
 
     if P["looks"] == 1:
