@@ -46,6 +46,7 @@ from corun.monitors import MonitorContext, make_monitors
 from corun.monitors.base import wait_started
 from corun.results import metadata
 from corun.run import cluster as clu
+from corun.run import job_result
 from corun.run.placement import Placer, Slot
 from corun.run.schedulers import Variant
 from corun.testbed import inventory as inv
@@ -892,8 +893,8 @@ class Runner:
         row["cmd"] = " ".join(js["cmd"])
         for k, v in {**self.spec["labels"], **js["labels"]}.items():
             row[f"label_{k}"] = v
-        if js["result"] == "json":
-            res, err = _parse_result(self.tmp / "jobs" / f"{j.job_id}.out")
+        if js["result"] != "none":
+            res, err = job_result.parse(self.tmp / "jobs" / f"{j.job_id}.out", js["result"])
             row["result_error"] = err
             for k, v in res.items():
                 if isinstance(v, (str, int, float, bool)) or v is None:
@@ -934,20 +935,6 @@ def evict(paths: list[str]) -> dict:
 
 def _r6(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
-
-
-def _parse_result(path: Path) -> tuple[dict, str | None]:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError as exc:
-        return {}, str(exc)
-    if not lines:
-        return {}, "no output"
-    try:
-        obj = json.loads(lines[-1])
-    except ValueError as exc:
-        return {}, f"last line is not JSON: {exc}"
-    return (obj, None) if isinstance(obj, dict) else ({}, "last line is not a JSON object")
 
 
 def _signal_group(pid: int, sig: int) -> None:
