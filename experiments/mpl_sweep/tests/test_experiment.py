@@ -128,7 +128,7 @@ def test_workloads_given_in_part_keep_table_3():
     cfg = cfg_with({})
     wls = cfg["mpl_sweep"]["workloads"]
     assert wls["wl1"] == {"apps": ["bt"], "ranks": [4, 9, 16], "arrival": "burst", "jobs": 50}
-    assert wls["wl6"]["ranks"] == [4]  # the smoke configuration's
+    assert wls["wl6"]["ranks"] == [2]  # the smoke configuration's
 
 
 @pytest.mark.parametrize(
@@ -141,8 +141,8 @@ def test_workloads_given_in_part_keep_table_3():
         ({"schemes": ["fifo"]}, "mpl_sweep.schemes[0]: 'fifo'"),
         ({"scheduler_params": {"spin_us": -1}}, "mpl_sweep.scheduler_params.spin_us: -1 (expected"),
         (
-            {"workloads": {"wl6": {"apps": ["bt"], "ranks": [4, 8], "arrival": "exponential", "jobs": 2}}},
-            "mpl_sweep.workloads.wl6.ranks: [4, 8] (expected counts <= 4 (2 hosts x 2 ranks per node))",
+            {"workloads": {"wl6": {"apps": ["bt"], "ranks": [2, 4], "arrival": "exponential", "jobs": 2}}},
+            "mpl_sweep.workloads.wl6.ranks: [2, 4] (expected counts <= 2 (2 hosts x 1 ranks per node))",
         ),
         (
             {"cluster": {"netns": {"hosts": 0}}},
@@ -165,6 +165,6 @@ def test_the_plan_carries_what_the_model_needs(tmp_path):
     cfg = cfg_with({})
     ms.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
     plan = json.loads((tmp_path / "specs" / "plan.json").read_text())
-    assert plan["hosts"] == 2 and plan["cores_per_node"] == 1 and plan["ranks_per_node"] == 2
+    assert plan["hosts"] == 2 and plan["cores_per_node"] == 1 and plan["ranks_per_node"] == 1
     assert plan["model"]["enabled"] is True and plan["model"]["projection"]["nodes"] == [4]
     assert set(plan["stand_in"]) == {"bt", "sp", "ft", "is", "cg"} and "wl6" in plan["workloads"]
