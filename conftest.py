@@ -50,3 +50,28 @@ def disk_tmp(repo_root):
     d = Path(tempfile.mkdtemp(dir=base))
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def upstream_manifest(tmp_path, monkeypatch):
+    """The upstream manifest the test writes (corun.upstream; {} until it calls the fixture's
+    function with the roles' entries), in place of the machine's: plans that pick the upstream
+    program or its stand-in then do not depend on what this machine provisioned."""
+    import json
+
+    from corun.run import workloads
+
+    path = tmp_path / "upstream-manifest" / "upstream.json"
+    path.parent.mkdir()
+    monkeypatch.setattr(workloads, "UPSTREAM_MANIFEST", path)
+    monkeypatch.setattr(workloads, "UPSTREAM_DIR", path.parent / "upstream.d")
+    workloads.upstream.cache_clear()
+
+    def write(entries: dict) -> Path:
+        path.write_text(json.dumps(entries))
+        workloads.upstream.cache_clear()
+        return path
+
+    write({})
+    yield write
+    workloads.upstream.cache_clear()

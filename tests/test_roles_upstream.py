@@ -400,9 +400,9 @@ def test_parsec_package_without_the_configuration_names_parsec_config(tmp_path):
     ("benchmarks", "nprocs", "needs"),
     [
         (["bt"], [3], "square process counts"),
-        (["sp", "ep"], [4, 8], "square process counts"),
+        (["sp", "ep"], [2, 8], "square process counts"),
         (["cg"], [6], "powers of two"),
-        (["is", "ft", "mg"], [2, 12], "powers of two"),
+        (["is", "ft", "mg"], [6, 12], "powers of two"),
     ],
 )
 def test_npb_process_counts_are_checked_by_name(tmp_path, benchmarks, nprocs, needs):

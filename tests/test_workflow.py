@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import upstream_jobs
 
 BIN = Path(sys.executable).parent
 SMK = str(BIN / "snakemake")
@@ -143,6 +144,10 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert str(out) not in gluster.stdout  # no server or emulator of the run is left
     assert str(out) not in Path("/proc/mounts").read_text()
     assert str(out) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    # the graph rows on Graph500, mpl_sweep on NPB, sais and aioli on IOR, each with its pin
+    # where its role built it (a labelled stand-in otherwise): tests/upstream_jobs.py
+    for experiment in upstream_jobs.CHECKS:
+        print(upstream_jobs.check(out, experiment))
     runs = sorted((out / "sensitivity_ranking" / "runs").iterdir())
     assert runs and all((r / "metadata.json").exists() for r in runs)
     assert not list((out / "sensitivity_ranking" / "runs").glob("*.incomplete"))

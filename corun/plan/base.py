@@ -17,6 +17,7 @@ import yaml
 
 from corun import config
 from corun.machine import topology
+from corun.run import workloads
 from corun.util import atomic_write_text
 
 RUN_OVERHEAD_S = 3.0  # per-run cost beyond the jobs (start, set-up, settle, teardown), for the plan
@@ -144,8 +145,12 @@ def x264_s(wl: dict) -> float:
 
 
 def graph_s(scale: int, ef: int, roots: int) -> float:
-    """Rough time of one graph job alone (about 0.6 us per edge plus BFS)."""
+    """Rough time of one graph job alone: Graph500 2.1.4's seq-csr where the graph500 role built
+    it (64 validated BFS, unoptimised as upstream's make.inc: about 9 us per edge on a 2-core VM,
+    bench/upstream_vs_stand_in.py), else graph_bfs (about 0.6 us per edge plus BFS)."""
     edges = ef * 2**scale
+    if workloads.upstream_program("graph500", "seq-csr")[0] is not None:
+        return edges * 9e-6
     return edges * (0.6e-6 + roots * 0.02e-6)
 
 

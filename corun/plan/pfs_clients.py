@@ -8,6 +8,7 @@ import functools
 from pathlib import Path
 
 from corun.errors import ConfigError
+from corun.run import workloads
 from corun.testbed import inventory
 from corun.util import repo_root
 
@@ -78,3 +79,32 @@ def check_cluster(sec: dict, experiment: str, source: str) -> None:
             raise ConfigError(
                 source, f"{experiment}.cluster.pfs_root", None, "an absolute path on every host when kind is inventory"
             )
+
+
+# IOR on the striped file system (sais, aioli): the ior role's IOR through pfs_client's
+# LD_PRELOAD library, run by scripts/ior-job (corun.testbed.ior_job), which prints IOR's JSON
+# summary as the job's result in pfs_read's names.
+IOR_PREFIX = "/corun-pfs"
+
+
+def ior_program(reader: str) -> tuple[str | None, dict, str]:
+    """IOR's binary when `reader` is "ior" and the ior role built it (the upstream manifest's
+    programs.ior), the role's manifest entry, and otherwise why pfs_read reads instead."""
+    if reader != "ior":
+        return None, {}, f"reader: {reader} (the configuration's choice)"
+    return workloads.upstream_program("ior", "ior")
+
+
+def ior_labels(entry: dict) -> dict:
+    return {"reader": "ior", "binary": f"IOR {entry.get('version', '?')}", **workloads.source_labels(entry)}
+
+
+def ior_job(
+    program: str, vols: list[str], strip_size: int, ior_options: list[str], tasks: int = 1, direct: bool = False
+) -> list[str]:
+    """scripts/ior-job's command line: `tasks` IOR tasks with IOR's own options (-o a path under
+    IOR_PREFIX), the given client volfiles and strip size."""
+    argv = [str(repo_root() / "scripts" / "ior-job"), "--ior", program, "--tasks", str(tasks)]
+    argv += [x for v in vols for x in ("--volfile", v)]
+    argv += ["--strip-size", str(strip_size), "--prefix", IOR_PREFIX]
+    return [*argv, *(["--direct"] if direct else []), "--", *ior_options]

@@ -11,7 +11,6 @@ renamed to `<out>/` only when everything is written, so an interrupted run never
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.machine import topology
+from corun.run import job_result
 from corun.run.executor import Executor
 from corun.run.plan import Job, RunPlan
 from corun.run.session import MachineSession
@@ -164,8 +164,8 @@ def job_row(plan: RunPlan, session: MachineSession, ex: Executor, j: Job) -> dic
     row["cmd"] = " ".join(js["cmd"])
     for k, v in {**plan.spec["labels"], **js["labels"]}.items():
         row[f"label_{k}"] = v
-    if js["result"] == "json":
-        res, err = parse_result(plan.tmp / "jobs" / f"{j.job_id}.out")
+    if js["result"] != "none":
+        res, err = job_result.parse(plan.tmp / "jobs" / f"{j.job_id}.out", js["result"])
         row["result_error"] = err
         for k, v in res.items():
             if isinstance(v, (str, int, float, bool)) or v is None:
@@ -175,20 +175,6 @@ def job_row(plan: RunPlan, session: MachineSession, ex: Executor, j: Job) -> dic
 
 def _r6(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
-
-
-def parse_result(path: Path) -> tuple[dict, str | None]:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError as exc:
-        return {}, str(exc)
-    if not lines:
-        return {}, "no output"
-    try:
-        obj = json.loads(lines[-1])
-    except ValueError as exc:
-        return {}, f"last line is not JSON: {exc}"
-    return (obj, None) if isinstance(obj, dict) else ({}, "last line is not a JSON object")
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:

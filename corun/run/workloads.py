@@ -3,11 +3,15 @@
 A workload name (x264_simlarge, graph_s22_e16, ...) means the same job on every
 machine; which program runs it depends on what was provisioned. The upstream
 benchmark (PARSEC's x264, Graph500's seq-csr) is used when its role installed it
-and recorded it in the upstream manifest: /var/lib/corun/upstream.json and every
+and recorded it in the upstream manifest (its `programs`, corun.upstream.programs):
+/var/lib/corun/upstream.json and every
 /var/lib/corun/upstream.d/<role>.json (one file per provisioning role, merged), or the
 file named by CORUN_UPSTREAM; otherwise a stand-in runs: Debian's real x264 on a
 generated clip of the same frame size, or corun's own graph_bfs kernel. Every job
-carries labels `binary` and `stands_in_for`, so each run says what stood in for what.
+carries labels `binary` and `stands_in_for` (empty when the upstream program ran), so each run
+says what stood in for what; an upstream program's job also carries its version and source pin
+(`program_version`, `source_name`, `source_file`, `source_sha256`), a stand-in's job the reason
+(`stand_in_reason`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from corun import upstream as upstream_manifest
 from corun.errors import ConfigError, MissingTool
+from corun.run import graph500
 from corun.run.inputs import PRESETS
 from corun.util import repo_root, tool_version
 
@@ -148,17 +153,52 @@ def parsec_program(pkg: str, input_name: str, threads: int = 1) -> ParsecProgram
     return ParsecProgram(JobTemplate(cmd, labels, env), tar)
 
 
-def graph(scale: int, edgefactor: int, storage_dir: Path, roots: int = 8) -> JobTemplate:
-    """Graph500 seq-csr (file-backed mmap under TMPDIR) or corun's graph_bfs stand-in."""
-    g5 = upstream().get("graph500", {})
-    if g5.get("seq-csr"):
+def upstream_program(role: str, name: str) -> tuple[str | None, dict, str]:
+    """The program NAME that ROLE built (its absolute path), the role's manifest entry and, when
+    there is no such program, why (for the stand-in's record)."""
+    entry = upstream().get(role) or {}
+    path = upstream_manifest.programs(role, upstream()).get(name)
+    if path and os.access(path, os.X_OK):
+        return path, entry, ""
+    if not entry:
+        why = f"{role} not provisioned (no upstream manifest entry)"
+    elif entry.get("status") != "built":
+        why = f"{role}: {entry.get('status', 'no status')}: {entry.get('reason', 'no reason recorded')}"
+    elif path:
+        why = f"{role}'s {name} is not an executable file: {path}"
+    else:
+        why = f"{role} {entry.get('version', '?')} built no {name}"
+    return None, entry, why
+
+
+def source_labels(entry: dict) -> dict:
+    """What a job records of the upstream program it ran: its version and source pin."""
+    src = entry.get("source") or {}
+    return {
+        "program_version": entry.get("version", ""),
+        "source_name": src.get("name", ""),
+        "source_file": src.get("file", ""),
+        "source_sha256": src.get("sha256", ""),
+    }
+
+
+def graph(scale: int, edgefactor: int, storage_dir: Path, roots: int = 8, threads: int = 1) -> JobTemplate:
+    """Graph500 2.1.4's seq-csr (omp-csr with threads > 1), its CSR arrays in a shared mmap of
+    an unlinked file under TMPDIR = storage_dir (USE_MMAP_LARGE_EXT: paper 000's implicit I/O),
+    64 BFS roots each validated; its output parsed (result "graph500": TEPS, times). Corun's
+    graph_bfs kernel (`roots` roots) stands in only when the graph500 role built no such
+    program, and the job records why."""
+    name = "omp-csr" if threads > 1 else "seq-csr"
+    path, entry, why = upstream_program("graph500", name)
+    if path is not None:
+        env = graph500.env(str(storage_dir))
+        if threads > 1:
+            env["OMP_NUM_THREADS"] = str(threads)
         return JobTemplate(
-            [g5["seq-csr"], "-s", str(scale), "-e", str(edgefactor)],
-            {
-                "binary": f"Graph500 {g5.get('version', '?')} seq-csr",
-                "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}",
-            },
-            env={"TMPDIR": str(storage_dir)},
+            graph500.argv(path, str(entry.get("version", "2.1.4")), scale, edgefactor),
+            {"binary": f"Graph500 {entry.get('version', '?')} {name}", "stands_in_for": "", **source_labels(entry)},
+            env=env,
+            result="graph500",
         )
     return JobTemplate(
         [
@@ -172,7 +212,11 @@ def graph(scale: int, edgefactor: int, storage_dir: Path, roots: int = 8) -> Job
             "--storage",
             str(storage_dir),
         ],
-        {"binary": "corun graph_bfs", "stands_in_for": f"Graph500 graph -s {scale} -e {edgefactor}"},
+        {
+            "binary": "corun graph_bfs",
+            "stands_in_for": f"Graph500 2.1.4 {name} -s {scale} -e {edgefactor}",
+            "stand_in_reason": why,
+        },
         result="json",
     )
 

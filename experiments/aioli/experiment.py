@@ -25,7 +25,18 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
-from corun.plan.pfs_clients import check_cluster, client_name, in_client, pfs_read, pfs_root, volfiles
+from corun.plan.pfs_clients import (
+    IOR_PREFIX,
+    check_cluster,
+    client_name,
+    in_client,
+    ior_job,
+    ior_labels,
+    ior_program,
+    pfs_read,
+    pfs_root,
+    volfiles,
+)
 from corun.util import atomic_write_json, atomic_write_text
 
 NAME = "aioli"
@@ -97,6 +108,28 @@ def layout_args(sec: dict, pattern: str, request: int) -> list[str]:
     ]
 
 
+def ior_layout(sec: dict, pattern: str, request: int) -> list[str]:
+    """The same layouts in IOR's own options: strided is IOR's segmented layout, -b the
+    request and -s the client's requests (segment k holds every task's k-th block);
+    contiguous is one block of the client's bytes per task."""
+    if pattern == "strided":
+        block, segments = request, client_bytes(sec) // request
+    else:
+        block, segments = client_bytes(sec), 1
+    return ["-a", "POSIX", "-t", str(request), "-b", str(block), "-s", str(segments)]
+
+
+def ior_cmd(sec: dict, data_dir: Path, program: str, options: list[str], tasks: int = 1) -> list[str]:
+    vols = volfiles(sec, NAME, data_dir, sec["servers"])
+    return ior_job(program, vols, sec["strip_size_bytes"], options, tasks, sec["disk"]["o_direct"])
+
+
+def op_options(op: str) -> list[str]:
+    """IOR's phase options: a read of the file written at set-up, or a write fsynced at its
+    end (-e); -k keeps the file."""
+    return ["-r", "-k"] if op == "read" else ["-w", "-e", "-k"]
+
+
 def base_args(sec: dict, data_dir: Path) -> list[str]:
     vol = [x for v in volfiles(sec, NAME, data_dir, sec["servers"]) for x in ("--volfile", v)]
     # with O_DIRECT bricks the clients open with O_DIRECT too: posix then copies a write into
@@ -133,8 +166,21 @@ def barrier_dir(data_dir: Path) -> Path:
 def make_spec(cfg: dict, p: dict, data_dir: Path, pfs_state: str) -> dict:
     sec = section(cfg)
     meet = ["--barrier", str(barrier_dir(data_dir) / run_name(p)), "--barrier-count", str(p["clients"] * p["apps"])]
+    program, entry, why = ior_program(sec["reader"])
     jobs = []
     for app in range(p["apps"]):
+        if program is not None:  # one IOR of `clients` tasks per application
+            opts = [*ior_layout(sec, p["pattern"], p["request_size_bytes"]), *op_options(p["op"])]
+            opts += ["-o", IOR_PREFIX + data_file(p["op"], app)]
+            jobs.append(
+                {
+                    "name": f"app{app}-ior",
+                    "cmd": in_client(sec, NAME, ior_cmd(sec, data_dir, program, opts, p["clients"])),
+                    "result": "json",
+                    "labels": {"app": app, "client": "all", **ior_labels(entry)},
+                }
+            )
+            continue
         for rank in range(p["clients"]):
             argv = [
                 *base_args(sec, data_dir),
@@ -155,7 +201,14 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, pfs_state: str) -> dict:
                     "name": f"app{app}-client-{rank}",
                     "cmd": in_client(sec, NAME, argv),
                     "result": "json",
-                    "labels": {"app": app, "client": rank},
+                    "labels": {
+                        "app": app,
+                        "client": rank,
+                        "reader": "pfs_read",
+                        "binary": "corun pfs_read",
+                        "stands_in_for": "IOR 4.0.0 -a POSIX through the striped client",
+                        "stand_in_reason": why,
+                    },
                 }
             )
     applied = sec["translator"]["enabled"]
@@ -219,6 +272,15 @@ def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
     (read, never written again) and the write runs' (written once here, so that every write run
     overwrites allocated blocks and none pays the file's allocation)."""
     size = max(sec["clients"]) * client_bytes(sec)
+    program, _, _ = ior_program(sec["reader"])
+    if program is not None:  # IOR writes them: one task, 1 MiB transfers, fsynced
+        opts = ["-a", "POSIX", "-t", str(min(size, 1 << 20)), "-b", str(size), "-s", "1", "-w", "-e", "-k"]
+        return [
+            in_client(sec, NAME, ior_cmd(sec, data_dir, program, [*opts, "-o", IOR_PREFIX + data_file(op, app)]))
+            for op in ("read", "write")
+            if op in sec["operations"]
+            for app in range(max(sec["apps"]))
+        ]
     return [
         in_client(
             sec,

@@ -14,6 +14,8 @@ when its runs use an emulated rotating disk and the report calibrates it, the ca
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from analysis import rotating_disk
@@ -65,8 +67,10 @@ def onset_of(inputs: Inputs) -> float:
 
 
 def disk_calibration(inputs: Inputs) -> dict | None:
+    """The device section's calibration, None where it did not run (no calibration.json: the
+    analysis command names the file whether or not the section runs, as mark_disk_failures reads it)."""
     path = inputs.files.get("device_calibration")
-    return rotating_disk.read_calibration(path) if path else None
+    return rotating_disk.read_calibration(path) if path and Path(path).is_file() else None
 
 
 def analyse(inputs: Inputs) -> Result:

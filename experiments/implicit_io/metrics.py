@@ -24,9 +24,12 @@ Definitions (per run; its intervals are monitor rows with 0 < t_s <= duration_s)
                       show at least one contended interval with 95 % probability.
   per level (table)   reps pooled: memory utilization and major faults are means over all the
                       level's intervals, the share is sum(contended) / sum(intervals); runtime the
-                      mean over valid jobs, TEPS the harmonic mean of result_harmonic_mean_teps,
-                      storage the mean result_storage_bytes per job and the sum over a run's jobs
-                      (storage_pct_of_memory: that sum over the cap, or over MemTotal without one).
+                      mean over valid jobs, TEPS the harmonic mean of the jobs' harmonic-mean TEPS
+                      (Graph500's result_bfs_harmonic_mean_teps, graph_bfs's
+                      result_harmonic_mean_teps), storage the mean result_storage_bytes per job
+                      and the sum over a run's jobs (storage_pct_of_memory: that sum over the cap,
+                      or over MemTotal without one; graph_bfs reports its storage, Graph500 does
+                      not: missing, with the reason, for its jobs).
 """
 
 from __future__ import annotations
@@ -217,6 +220,8 @@ def per_run(jobs, runs, run_dirs, criterion: Criterion, onset_pct: float, disk_f
         js = jobs[jobs["run_id"].astype(str) == rid]
         storage = js["result_storage_bytes"] if "result_storage_bytes" in js else pd.Series(dtype=float)
         storage_run = float(storage.sum()) if storage.notna().any() else math.nan
+        if not js.empty and not storage.notna().any():
+            log.add("storage of the file-backed arrays", "its program reports none (Graph500)", SOURCE, rid)
         cap = rt.number_or_none(run.get("memory_limit_bytes"))
         memory_bytes = cap if cap else mem["mem_total_bytes"]
         bad = _job_failures(js)
@@ -275,6 +280,16 @@ def per_run(jobs, runs, run_dirs, criterion: Criterion, onset_pct: float, disk_f
     return out, pooled
 
 
+def teps_column(jobs: pd.DataFrame) -> pd.Series:
+    """Each job's harmonic-mean TEPS: Graph500's result_bfs_harmonic_mean_teps, graph_bfs's
+    result_harmonic_mean_teps (a job has one or the other)."""
+    out = pd.Series(math.nan, index=jobs.index, dtype=float)
+    for col in ("result_bfs_harmonic_mean_teps", "result_harmonic_mean_teps"):
+        if col in jobs:
+            out = out.fillna(pd.to_numeric(jobs[col], errors="coerce"))
+    return out
+
+
 def per_level(jobs: pd.DataFrame, by_run: pd.DataFrame, pooled: dict, criterion: Criterion) -> pd.DataFrame:
     """One row per level, reps pooled (see the module doc)."""
     ok_job = (pd.to_numeric(jobs["exit_code"], errors="coerce") == 0) & (
@@ -288,7 +303,7 @@ def per_level(jobs: pd.DataFrame, by_run: pd.DataFrame, pooled: dict, criterion:
         sub = by_run[(by_run["scale"] == scale) & (by_run["edgefactor"] == edgefactor) & (by_run["k"] == k)]
         util = b["util_all"]
         majflt = pd.concat([x for x in b["majflt"] if len(x)] or [pd.Series(dtype=float)])
-        teps = lv["result_harmonic_mean_teps"] if "result_harmonic_mean_teps" in lv else pd.Series(dtype=float)
+        teps = teps_column(lv)
         teps = teps[teps > 0]
         rows.append(
             {
@@ -310,7 +325,9 @@ def per_level(jobs: pd.DataFrame, by_run: pd.DataFrame, pooled: dict, criterion:
                 "resolves_rare": bool(sub["resolves_rare"].iloc[0]),
                 "mean_runtime_s": float(lv["runtime_s"].mean()) if len(lv) else math.nan,
                 "teps_harmonic_mean": float(len(teps) / (1.0 / teps).sum()) if len(teps) else math.nan,
-                "storage_bytes_per_job": float(lj["result_storage_bytes"].mean()) if len(lj) else math.nan,
+                "storage_bytes_per_job": (
+                    float(lj["result_storage_bytes"].mean()) if len(lj) and "result_storage_bytes" in lj else math.nan
+                ),
                 "storage_bytes_run": float(sub["storage_bytes_run"].mean()),
                 "storage_pct_of_memory": float(sub["storage_pct_of_memory"].mean()),
                 "majfault_per_s": float(majflt.mean()) if len(majflt) else math.nan,

@@ -89,6 +89,17 @@ def daemon_measures(meta: dict) -> tuple[dict, str | None]:
     return out, None
 
 
+def stand_in_note(plan: dict) -> str:
+    """Which benchmarks corun's mpi_stencil stands in for (no NPB binary at their rank counts)."""
+    benches = plan.get("npb_benches")
+    if benches is None:  # plans written before npb_benches
+        benches = dict.fromkeys(("bt", "sp", "ft", "is", "cg"), bool(plan.get("npb")))
+    stand = sorted(b.upper() for b, real in benches.items() if not real)
+    if not stand:
+        return ""
+    return f" (corun's mpi_stencil stands in for {', '.join(stand)}: no NPB binary at their rank counts)"
+
+
 def per_run(jobs: pd.DataFrame, runs: pd.DataFrame, metas: dict[str, dict], log: rt.MissingLog) -> pd.DataFrame:
     """One row per run: its labels, mean response/execution/waiting time over its jobs, BCR, MD,
     counters, and whether it failed (a job that did not exit 0, or no job at all)."""
@@ -252,9 +263,7 @@ def analyse(inputs: Inputs) -> Result:
     n_failed = int(by_run["n_failed"].sum()) if len(by_run) else 0
     summary = [
         f"{len(by_run)} run(s): {len(table)} (workload, load, scheme, MPL) point(s), {n_jobs} jobs, {n_failed} failed.",
-        f"Programs: {', '.join(programs) or 'none'}"
-        + ("" if plan.get("npb") else " (NPB not provisioned: corun's mpi_stencil stands in for BT, SP, FT, IS and CG)")
-        + ".",
+        f"Programs: {', '.join(programs) or 'none'}" + stand_in_note(plan) + ".",
         f"BCR counts a boost conflict when {reading} ranks of a node have pending messages at a context "
         f"switch (bcr_min_pending = {bmp_text}).",
     ]

@@ -99,6 +99,12 @@ def calibrate_benches(jobs: pd.DataFrame, stand_in: dict) -> tuple[dict[str, des
     ok = jobs[(jobs["exit_code"] == 0) & jobs["result_runtime_s"].notna()]
     if ok.empty:
         raise ModelInputError("no job exited 0 with a result_runtime_s")
+    without = sorted(set(jobs["bench"].astype(str)) - set(ok["bench"].astype(str)))
+    if without:  # NPB's jobs: the model calibrates on mpi_stencil's per-iteration fields only
+        raise ModelInputError(
+            f"no job of {', '.join(without)} exited 0 with mpi_stencil's result fields "
+            "(NPB prints no per-iteration times): the model calibrates on the stand-in's runs only"
+        )
     alone = ok[ok["scheme"] == "batch"]
     if alone.empty:
         note = "no BATCH run: the fastest job of each benchmark stands for the job alone"

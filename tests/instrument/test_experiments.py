@@ -14,6 +14,12 @@ from experiments.config import validate_config
 from experiments.sensitivity_ranking import experiment as sr
 
 
+@pytest.fixture(autouse=True)
+def _no_machine_manifest(upstream_manifest):
+    """Specs are planned against the manifest a test writes, never this machine's."""
+    return upstream_manifest
+
+
 def cfg(**kw):
     base = {"plan_for": "2x1", "experiments": ["sensitivity_ranking", "cmp_stacking", "llc_miss", "implicit_io"]}
     base.update(kw)
@@ -62,8 +68,29 @@ def test_cmp_stacking_labels_say_what_stood_in(kernels_built, tmp_path):
     )
     spec = registry()["cmp_stacking"].make_spec(c, 0, 1, 0, tmp_path)
     labels = spec["jobs"][0]["labels"]
-    assert labels["stands_in_for"] == "Graph500 graph -s 12 -e 16"
+    assert labels["stands_in_for"] == "Graph500 2.1.4 seq-csr -s 12 -e 16"
     assert labels["scale_note"] == "scaled down: scale 12 (paper 22)" and labels["workload_id"] == 3
+
+
+def test_graph_rows_run_graph500_when_provisioned(upstream_manifest, tmp_path):
+    seq = tmp_path / "seq-csr"
+    seq.write_text("#!/bin/sh\n")
+    seq.chmod(0o755)
+    pin = {"name": "upstream", "file": "graph500-graph500-2.1.4.tar.gz", "sha256": "f9abad5a"}
+    upstream_manifest({"graph500": {"status": "built", "version": "2.1.4", "source": pin,
+                                    "programs": {"seq-csr": str(seq)}}})  # fmt: skip
+    c = cfg(
+        workloads={"graph_s22_e16": {"kind": "graph", "scale": 12, "edgefactor": 16}},
+        cmp_stacking={"workloads": ["graph_s22_e16"], "k_values": [1]},
+        implicit_io={"graphs": [{"scale": 10, "edgefactor": 16}], "memory_limit_bytes": 64 << 20},
+    )
+    for name, scale in (("cmp_stacking", "12"), ("implicit_io", "10")):
+        spec = registry()[name].make_spec(c, 0, 1, 0, tmp_path)
+        job = spec["jobs"][0]
+        assert job["cmd"] == [str(seq), "-s", scale, "-e", "16"] and job["result"] == "graph500"
+        assert job["env"]["TMPDIR"] == str((tmp_path / "graph").resolve())  # the CSR's mmap'd file
+        assert job["labels"]["source_sha256"] == "f9abad5a" and job["labels"]["stands_in_for"] == ""
+        config.validate(spec, "run_spec", "generated")
 
 
 def test_unknown_workload_is_a_config_error():

@@ -71,15 +71,57 @@ def test_npb_rank_counts_squares_for_bt_sp_powers_of_two_otherwise():
     assert mw.allowed_ranks("cg", [4, 8, 9, 16]) == [4, 8, 16]
 
 
-def test_the_stand_in_runs_without_npb_and_says_so(monkeypatch):
+def npb_manifest(tmp_path, names: list[str], version: str = "3.3.1") -> dict:
+    progs = {}
+    for n in names:
+        p = tmp_path / n
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+        progs[n] = str(p)
+    src = {"name": "git-import", "file": "NPB3.3.1-MPI-git-b066d24.tar.gz", "sha256": "4116"}
+    return {"npb": {"status": "built", "version": version, "source": src, "programs": progs}}
+
+
+def test_the_stand_in_runs_without_npb_and_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(mw, "upstream", lambda: {})
     t = mw.job_template("ft", "A", 8, cfg_with({})["mpl_sweep"]["stand_in"])
     assert t["cmd"][0].endswith("kernels/build/mpi_stencil") and "--alltoall-every" in t["cmd"]
-    assert t["labels"] == {"bench": "ft", "binary": "corun mpi_stencil", "stands_in_for": "NPB 2.4 FT class A"}
-    monkeypatch.setattr(
-        mw, "upstream", lambda: {"npb": {"version": "3.3.1", "class": "A", "binaries": {"ft.A.8": "/x"}}}
-    )
-    assert mw.job_template("ft", "A", 8, {})["cmd"] == ["/x"]
+    assert t["result"] == "json"
+    assert t["labels"] == {
+        "bench": "ft",
+        "binary": "corun mpi_stencil",
+        "stands_in_for": "NPB 2.4 FT class A",
+        "stand_in_reason": "npb not provisioned (no upstream manifest entry)",
+    }
+    up = npb_manifest(tmp_path, ["ft.A.8"])
+    monkeypatch.setattr(mw, "upstream", lambda: up)
+    t = mw.job_template("ft", "A", 8, {})
+    assert t["cmd"] == [str(tmp_path / "ft.A.8")] and t["result"] == "npb"
+    assert t["labels"] == {
+        "bench": "ft",
+        "binary": "NPB 3.3.1 ft.A.8",
+        "stands_in_for": "NPB 2.4 FT class A",
+        "program_version": "3.3.1",
+        "source_name": "git-import",
+        "source_file": "NPB3.3.1-MPI-git-b066d24.tar.gz",
+        "source_sha256": "4116",
+    }
+    # a count the role did not build stands in, and says which binary was missing
+    t = mw.job_template("ft", "A", 4, cfg_with({})["mpl_sweep"]["stand_in"])
+    assert t["labels"]["stand_in_reason"].startswith("NPB 3.3.1 was not built as ft.A.4")
+
+
+def test_the_stand_in_runs_only_for_benchmarks_npb_cannot_run(monkeypatch, tmp_path):
+    # BT needs a square count: on 2 ranks it has no binary and stands in; CG runs NPB
+    up = npb_manifest(tmp_path, ["cg.S.2", "bt.S.1", "bt.S.4"])
+    monkeypatch.setattr(mw, "upstream", lambda: up)
+    assert mw.npb_ranks("bt", "S", [2]) == [] and mw.npb_ranks("cg", "S", [2]) == [2]
+    assert mw.npb_benches(["bt", "cg"], "S", [2]) == {"bt": False, "cg": True}
+    assert mw.npb_ranks("bt", "S", [1, 2]) == [1]
+    wl = {"apps": ["bt", "cg"], "ranks": [1, 2], "arrival": "burst", "jobs": 40}
+    drawn = {(j["bench"], j["ranks"]) for j in mw.job_stream(wl, 40, "burst", 0.0, random.Random(3), "S")}
+    assert drawn == {("bt", 1), ("cg", 2)}  # cg.S.1 was not built, bt only at the square count
+    assert mw.npb_present("S") and not mw.npb_present("A")
 
 
 def test_workloads_given_in_part_keep_table_3():

@@ -331,3 +331,11 @@ def test_projection_is_the_same_in_another_process(tmp_path):
         assert res.returncode == 0, res.stderr
         outs.append(res.stdout.strip())
     assert outs[0] == outs[1]
+
+
+def test_calibration_with_npb_jobs_says_the_model_needs_the_stand_in():
+    jobs, _, pl = synthetic({"startup_cpu_frac": 0.5, "ctx_switch_us": 5, "quantum_ms": 4})
+    npb = jobs["bench"] == sorted(set(jobs["bench"]))[0]  # one benchmark ran NPB: no stencil fields
+    jobs.loc[npb, [c for c in jobs.columns if c.startswith("result_")]] = None
+    with pytest.raises(mm.ModelInputError, match="NPB prints no per-iteration times"):
+        mm.calibrate_benches(jobs, pl["stand_in"])
