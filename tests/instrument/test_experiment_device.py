@@ -65,7 +65,13 @@ def test_rotating_disk_is_mounted_over_the_data_folder_with_the_run_s_inputs_onl
     assert any(str(tmp_path.resolve()) in arg for job in spec["jobs"] for arg in job["cmd"])
 
 
-def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
+@pytest.mark.parametrize("program", ["graph_bfs", "graph500"])
+def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path, upstream_manifest, program):
+    if program == "graph500":  # the role's program, an executable file
+        exe = tmp_path / "seq-csr"
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+        upstream_manifest({"graph500": {"status": "built", "version": "2.1.4", "programs": {"seq-csr": str(exe)}}})
     (tmp_path / "inputs").mkdir()
     c = validate_config(
         {"plan_for": "2x1", "experiments": ["cmp_stacking"], "cmp_stacking": {"device": DISK}}, "test.yaml"
@@ -78,7 +84,10 @@ def test_cmp_stacking_runs_take_the_same_device(kernels_built, tmp_path):
     graph = next(i for i, g in enumerate(registry()["cmp_stacking"].stack_groups(c)) if "graph" in g["workload"])
     spec = registry()["cmp_stacking"].make_spec(c, graph, 1, 0, tmp_path)
     assert {"src": str((tmp_path / "graph").resolve())} in spec["device"]["populate"]
-    assert any(str((tmp_path / "graph").resolve()) in arg for arg in spec["jobs"][0]["cmd"])
+    # graph_bfs is told where; Graph500 2.1.4 maps its CSR arrays in TMPDIR
+    where = [*spec["jobs"][0]["cmd"], *(spec["jobs"][0].get("env") or {}).values()]
+    assert any(str((tmp_path / "graph").resolve()) in arg for arg in where)
+    assert (program in spec["jobs"][0]["cmd"][0]) or (program == "graph500" and "seq-csr" in spec["jobs"][0]["cmd"][0])
 
 
 def sr_spec(tmp_path, **section):
