@@ -81,6 +81,7 @@ struct part {
 	bool loaded;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " --data PATH --dims D --clusters K [OPTION]...\n"
 	"Cluster the float32 points of PATH (D values each) into K clusters with\n"
@@ -100,10 +101,10 @@ static const char usage_text[] =
 	"  --mode MODE         stream (default): drop the file's cached pages and\n"
 	"                      read every point again in every iteration;\n"
 	"                      load: read the points once into memory\n"
-	"  --help              print this text and exit\n"
-	"  --version           print the version and exit\n"
+	CORUN_USAGE_HELP_VERSION("           ")
 	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error.\n";
+	CORUN_USAGE_EXIT_STATUS("self-check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -128,8 +129,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.block_size = INT64_C(1) << 20,
 		.mode = MODE_STREAM,
 	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'd': o->data = optarg; break;
 		case 'D':

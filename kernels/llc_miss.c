@@ -37,6 +37,7 @@ struct options {
 	int64_t warmup_iterations;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " [OPTION]...\n"
 	"Copy b[i][0] = a[i][0] for every cache-line row i of two arrays of\n"
@@ -56,11 +57,11 @@ static const char usage_text[] =
 	"                            (default 10)\n"
 	"  --warmup-iterations N     untimed passes before them, 0 to 10^9\n"
 	"                            (default 1)\n"
-	"  --help                    print this text and exit\n"
-	"  --version                 print the version and exit\n"
+	CORUN_USAGE_HELP_VERSION("                 ")
 	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error,\n"
+	CORUN_USAGE_EXIT_STATUS("self-check") ",\n"
 	"4 skipped (--line-size 0 and the cache line size is unknown).\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -82,9 +83,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.iterations = 10,
 		.warmup_iterations = 1,
 	};
-	opterr = 0; /* report errors ourselves, in one line */
 	/* '+': do not permute argv, which is echoed as "cmdline". */
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'm':
 			o->mem_size =

@@ -82,8 +82,7 @@ int main(int argc, char *argv[])
 	memcpy(argv0, argv, ((size_t)argc + 1) * sizeof *argv0); /* getopt permutes */
 	double start_epoch = corun_epoch_s();
 	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:hV", longopts)) != -1) {
 		switch (c) {
 		case 'i':
 			o.iters = corun_parse_int(PROG, "iters", optarg, 1, 100000000, false);

@@ -74,6 +74,7 @@ struct work {
 	pthread_mutex_t lock;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " --paper PATH --other PATH [--other PATH]... [OPTION]...\n"
 	"Compare a paper with K other papers (K = number of --other), reading\n"
@@ -90,10 +91,10 @@ static const char usage_text[] =
 	"  --cache-mode MODE   evict (default): fdatasync + POSIX_FADV_DONTNEED on\n"
 	"                      each file before reading it, so it comes from the\n"
 	"                      device; keep: read through the page cache as is\n"
-	"  --help              print this text and exit\n"
-	"  --version           print the version and exit\n"
+	CORUN_USAGE_HELP_VERSION("           ")
 	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error.\n";
+	CORUN_USAGE_EXIT_STATUS("self-check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -114,8 +115,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.block_size = 65536,
 		.cache_mode = CACHE_EVICT,
 	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'p': o->paper = optarg; break;
 		case 'o':

@@ -104,6 +104,7 @@ struct inflight {
 	ssize_t short_by;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: pfs_read --volfile PATH [--volfile PATH ...] [options]\n"
 	"IOR-like parallel reads (and writes) of a file striped over the data\n"
@@ -152,7 +153,8 @@ static const char usage_text[] =
 	"  --help, --version\n"
 	"\n"
 	"Sizes take a K, M or G suffix (KiB, MiB, GiB).\n"
-	"Exit status: 0 ok, 1 runtime error or failed check, 2 usage error.\n";
+	CORUN_USAGE_EXIT_STATUS("check") ".\n";
+/* clang-format on */
 
 static uint64_t mix64(uint64_t x)
 {
@@ -618,10 +620,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.seed = 1,
 		.log = "/dev/null",
 	};
-	opterr = 0;
 	bool rank_given = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'v':
 			if (o->n_servers == SERVERS_MAX)

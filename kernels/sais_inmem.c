@@ -117,6 +117,7 @@ struct ctx {
 	size_t slot_bytes;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " [OPTION]...\n"
 	"The in-memory study of paper 004 (section 6): strips read round-robin\n"
@@ -146,13 +147,13 @@ static const char usage_text[] =
 	"  --dir PATH           where the files are made; tmpfs stands in for the\n"
 	"                       RAM disk (default /dev/shm)\n"
 	"  --keep-files         leave the files (default: removed at the end)\n"
-	"  --help               print this text and exit\n"
-	"  --version            print the version and exit\n"
+	CORUN_USAGE_HELP_VERSION("            ")
 	"\n"
 	"Bandwidth is in MB (10^6 bytes) per second, as in the paper.  Cache misses\n"
 	"come from perf_event_open where the PMU exists, else they are null with\n"
 	"the reason.\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error.\n";
+	CORUN_USAGE_EXIT_STATUS("self-check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -187,8 +188,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.dir = "/dev/shm",
 		.keep_files = false,
 	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'm':
 			if (strcmp(optarg, "thread") == 0)

@@ -46,6 +46,7 @@ struct options {
 	enum cache_mode cache_mode;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " --file PATH [OPTION]...\n"
 	"Read PATH once, sequentially, in blocks of --block-size bytes, running\n"
@@ -60,11 +61,11 @@ static const char usage_text[] =
 	"                        direct  open with O_DIRECT, 4096-aligned buffer\n"
 	"                        evict   fdatasync + POSIX_FADV_DONTNEED on the\n"
 	"                                whole file, then buffered read()\n"
-	"  --help              print this text and exit\n"
-	"  --version           print the version and exit\n"
+	CORUN_USAGE_HELP_VERSION("           ")
 	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error,\n"
+	CORUN_USAGE_EXIT_STATUS("self-check") ",\n"
 	"4 skipped (O_DIRECT not supported, or PATH on tmpfs/ramfs).\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {

@@ -147,6 +147,13 @@ void corun_default_option(const char *prog, const char *version, const char *usa
 	}
 }
 
+int corun_getopt(int argc, char *const argv[], const char *optstring,
+		 const struct option *long_options)
+{
+	opterr = 0;
+	return getopt_long(argc, argv, optstring, long_options, NULL);
+}
+
 void corun_no_operands(const char *prog, int argc, char *const argv[])
 {
 	if (optind < argc)

@@ -7,6 +7,7 @@
 #ifndef CORUN_KERNEL_H
 #define CORUN_KERNEL_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,6 +73,23 @@ void corun_option_error(const char *prog, int c, char *const argv[]) __attribute
  * option error (corun_option_error()). */
 void corun_default_option(const char *prog, const char *version, const char *usage_text, int c,
 			  char *const argv[]) __attribute__((noreturn));
+
+/* getopt_long() with opterr = 0, so that corun_option_error() reports a bad option
+ * in one line.  OPTSTRING starts with "+:" ('+': argv is not permuted, it is echoed
+ * as "cmdline"). */
+int corun_getopt(int argc, char *const argv[], const char *optstring,
+		 const struct option *long_options);
+
+/* The usage text's --help and --version lines, their descriptions PAD after
+ * "--version" (as the kernel's other options are aligned). */
+#define CORUN_USAGE_HELP_VERSION(pad)                  \
+	"  --help   " pad "print this text and exit\n" \
+	"  --version" pad "print the version and exit\n"
+
+/* The usage text's exit status line, up to the punctuation that ends it:
+ * FAILED names what fails ("self-check", "validation", ...). */
+#define CORUN_USAGE_EXIT_STATUS(failed) \
+	"Exit status: 0 ok, 1 runtime error or failed " failed ", 2 usage error"
 
 /* After the getopt_long() loop: a leftover argument (no kernel takes
  * operands) is a usage error. */

@@ -387,12 +387,10 @@ def test_memory_storage_is_flagged(binary):
 
 
 # The validation is a safety net that a correct BFS never trips.  To see it
-# catch broken trees, a harness compiled from graph_bfs.c itself feeds it
+# catch broken trees, a harness linked with graph_bfs's own parts feeds it
 # hand-made parent arrays.
 HARNESS = r"""
-#define main graph_bfs_main
-#include "graph_bfs.c"
-#undef main
+#include "graph_bfs/graph_bfs.h"
 
 /* stdin: nv nedges root, then nedges pairs u v, then nv parents; or with
  * root -1, the parents come from the kernel's own bfs() from vertex 0. */
@@ -466,6 +464,7 @@ def harness(built, tmp_path_factory):
             "-o",
             str(exe),
             str(source),
+            *map(str, sorted((KERNELS / "graph_bfs").glob("*.c"))),
             str(KERNELS / "common" / "corun_kernel.c"),
         ],
         capture_output=True,
