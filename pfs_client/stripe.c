@@ -251,19 +251,29 @@ int64_t pfs_size(struct pfs_file *f)
 	return pfs_logical_size(local, f->fs->n, f->fs->strip);
 }
 
-ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
+/* The start of a transfer of LEN bytes at OFF: 1 with its iovecs in *IOV (see
+ * iovecs()), 0 when there is nothing to transfer, -1 with errno set. */
+static int transfer_start(struct pfs_file *f, size_t len, int64_t off, struct iovec **iov,
+			  int64_t *per_server)
 {
-	struct part parts[PFS_SERVERS_MAX];
-	int64_t per_server;
 	if (len == 0)
 		return 0;
 	if (off < 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	struct iovec *iov = iovecs(f->fs, (int64_t)len, &per_server);
-	if (!iov)
-		return -1;
+	*iov = iovecs(f->fs, (int64_t)len, per_server);
+	return *iov ? 1 : -1;
+}
+
+ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
+{
+	struct part parts[PFS_SERVERS_MAX];
+	struct iovec *iov;
+	int64_t per_server;
+	int go = transfer_start(f, len, off, &iov, &per_server);
+	if (go <= 0)
+		return go;
 	ssize_t rc = -1;
 	if (striped_io(f, false, buf, (int64_t)len, off, iov, per_server, parts) != 0)
 		goto out;
@@ -299,16 +309,11 @@ out:
 ssize_t pfs_pwrite(struct pfs_file *f, const void *buf, size_t len, int64_t off)
 {
 	struct part parts[PFS_SERVERS_MAX];
+	struct iovec *iov;
 	int64_t per_server;
-	if (len == 0)
-		return 0;
-	if (off < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	struct iovec *iov = iovecs(f->fs, (int64_t)len, &per_server);
-	if (!iov)
-		return -1;
+	int go = transfer_start(f, len, off, &iov, &per_server);
+	if (go <= 0)
+		return go;
 	/* gfapi takes a non-const iovec; the buffer is only read. */
 	int rc = striped_io(f, true, (unsigned char *)(uintptr_t)buf, (int64_t)len, off, iov,
 			    per_server, parts);
