@@ -83,3 +83,27 @@ def per_test_dir(parent, request):
     path.mkdir()
     yield path
     shutil.rmtree(path)
+
+
+def assert_one_line_error(kernel, result, code, message):
+    """RESULT, a kernel's (exit code, stdout, stderr), is exit CODE with nothing on stdout and
+    one line "<kernel>: ..." on stderr that holds MESSAGE."""
+    got, out, err = result
+    assert (got, out) == (code, b""), err
+    assert err.startswith(f"{kernel}: ") and message in err and err.count("\n") == 1, err
+
+
+def assert_help_lists(result, fragments):
+    """RESULT, a kernel's --help (exit code, stdout, stderr), exits 0 and names every one of
+    FRAGMENTS (options, units, defaults)."""
+    code, out, err = result
+    assert (code, err) == (0, "")
+    text = out.decode()
+    assert [f for f in fragments if f not in text] == []
+
+
+def assert_version(kernel, result):
+    """RESULT, a kernel's --version (exit code, stdout, stderr), prints "<kernel> <version>"."""
+    code, out, err = result
+    assert (code, err) == (0, "")
+    assert out.decode().startswith(f"{kernel} ")
