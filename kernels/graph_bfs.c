@@ -15,8 +15,6 @@
  */
 #include "graph_bfs/graph_bfs.h"
 
-#include <getopt.h>
-
 static const char *const storage_mode_names[] = {
 	[STORAGE_FILE] = "file",
 	[STORAGE_ANON] = "anon",
@@ -96,9 +94,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			break;
 		case 'd': o->storage = optarg; break;
 		case 'm':
-			o->storage_mode = (enum storage_mode)corun_parse_choice(
-				PROG, "storage-mode", optarg, storage_mode_names,
-				CORUN_COUNT(storage_mode_names));
+			o->storage_mode = (enum storage_mode)CORUN_PARSE_CHOICE(
+				PROG, "storage-mode", storage_mode_names);
 			break;
 		case 'g': o->dump_graph = optarg; break;
 		case 'l': o->dump_levels = optarg; break;
@@ -218,8 +215,7 @@ static void print_result(const struct options *o, const struct storage *st, cons
 	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		memset(&ru, 0, sizeof(ru)); /* cannot fail for RUSAGE_SELF */
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, GRAPH_BFS_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, GRAPH_BFS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_int(&j, "scale", o->scale);
 	corun_json_int(&j, "edgefactor", o->edgefactor);
@@ -264,8 +260,7 @@ static void print_result(const struct options *o, const struct storage *st, cons
 	corun_json_double(&j, "validation_time_s", r->validation_time_s);
 	corun_json_int(&j, "major_page_faults", (int64_t)ru.ru_majflt);
 	corun_json_int(&j, "minor_page_faults", (int64_t)ru.ru_minflt);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 /* ---- Driver ---- */
@@ -386,11 +381,4 @@ out:
 	return rc;
 }
 
-int main(int argc, char *argv[])
-{
-	double start_epoch_s = corun_epoch_s();
-	struct options o;
-
-	parse_options(argc, argv, &o);
-	return run(&o, argc, argv, start_epoch_s);
-}
+CORUN_KERNEL_MAIN(parse_options, run)

@@ -20,17 +20,11 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <float.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define PROG "kmeans"
 #define KMEANS_VERSION "1.0.0"
@@ -101,9 +95,7 @@ static const char usage_text[] =
 	"  --mode MODE         stream (default): drop the file's cached pages and\n"
 	"                      read every point again in every iteration;\n"
 	"                      load: read the points once into memory\n"
-	CORUN_USAGE_HELP_VERSION("           ")
-	"\n"
-	CORUN_USAGE_EXIT_STATUS("self-check") ".\n";
+	CORUN_USAGE_TAIL("           ", "self-check") ".\n";
 /* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
@@ -151,10 +143,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->block_size = corun_parse_int(PROG, "block-size", optarg, 1,
 							BLOCK_SIZE_MAX, true);
 			break;
-		case 'm':
-			o->mode = (enum mode)corun_parse_choice(PROG, "mode", optarg, mode_names,
-								CORUN_COUNT(mode_names));
-			break;
+		case 'm': o->mode = (enum mode)CORUN_PARSE_CHOICE(PROG, "mode", mode_names); break;
 		default: corun_default_option(PROG, KMEANS_VERSION, usage_text, c, argv);
 		}
 	}
@@ -305,8 +294,7 @@ static void print_result(const struct options *o, int64_t points, int64_t file_s
 {
 	struct corun_json j;
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, KMEANS_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, KMEANS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "data", o->data);
 	corun_json_int(&j, "dims", o->dims);
@@ -333,8 +321,7 @@ static void print_result(const struct options *o, int64_t points, int64_t file_s
 	corun_json_double(&j, "elapsed_s", elapsed_s);
 	/* MB = 10^6 bytes, as in the paper; null if too fast to time. */
 	corun_json_double(&j, "bw_mb_s", (double)bytes_read / 1e6 / elapsed_s);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 int main(int argc, char *argv[])

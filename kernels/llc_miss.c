@@ -9,13 +9,7 @@
  */
 #include "corun_kernel.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #define PROG "llc_miss"
 #define LLC_MISS_VERSION "1.0.0"
@@ -57,9 +51,7 @@ static const char usage_text[] =
 	"                            (default 10)\n"
 	"  --warmup-iterations N     untimed passes before them, 0 to 10^9\n"
 	"                            (default 1)\n"
-	CORUN_USAGE_HELP_VERSION("                 ")
-	"\n"
-	CORUN_USAGE_EXIT_STATUS("self-check") ",\n"
+	CORUN_USAGE_TAIL("                 ", "self-check") ",\n"
 	"4 skipped (--line-size 0 and the cache line size is unknown).\n";
 /* clang-format on */
 
@@ -177,8 +169,7 @@ static void print_result(const struct options *o, const struct result *r, int ar
 {
 	struct corun_json j;
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, LLC_MISS_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, LLC_MISS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_int(&j, "mem_size", o->mem_size);
 	corun_json_int(&j, "line_size", r->line_size);
@@ -193,8 +184,7 @@ static void print_result(const struct options *o, const struct result *r, int ar
 	/* Non-finite (null) if too fast to time. */
 	corun_json_double(&j, "accesses_per_s", (double)r->accesses / r->elapsed_s);
 	corun_json_double(&j, "ns_per_access", r->elapsed_s * 1e9 / (double)r->accesses);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 static void *map_array(size_t len)
@@ -287,11 +277,4 @@ out:
 	return rc;
 }
 
-int main(int argc, char *argv[])
-{
-	double start_epoch_s = corun_epoch_s();
-	struct options o;
-
-	parse_options(argc, argv, &o);
-	return run(&o, argc, argv, start_epoch_s);
-}
+CORUN_KERNEL_MAIN(parse_options, run)

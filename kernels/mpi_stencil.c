@@ -18,12 +18,9 @@
  * intensity, the mean over ranks).
  */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "corun_kernel.h"
 
@@ -205,8 +202,7 @@ int main(int argc, char *argv[])
 	int ok = rel < 1e-9;
 	if (rank == 0) {
 		struct corun_json j;
-		corun_json_begin(&j, stdout);
-		corun_json_header(&j, PROG, MPI_STENCIL_VERSION, argc, argv0, start_epoch);
+		corun_json_result_begin(&j, PROG, MPI_STENCIL_VERSION, argc, argv0, start_epoch);
 		corun_json_str(&j, "stands_in_for",
 			       "NPB (nearest-neighbour and all-to-all patterns)");
 		corun_json_int(&j, "ranks", np);

@@ -16,16 +16,10 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define PROG "paper_similar"
 #define PAPER_SIMILAR_VERSION "1.0.0"
@@ -91,9 +85,7 @@ static const char usage_text[] =
 	"  --cache-mode MODE   evict (default): fdatasync + POSIX_FADV_DONTNEED on\n"
 	"                      each file before reading it, so it comes from the\n"
 	"                      device; keep: read through the page cache as is\n"
-	CORUN_USAGE_HELP_VERSION("           ")
-	"\n"
-	CORUN_USAGE_EXIT_STATUS("self-check") ".\n";
+	CORUN_USAGE_TAIL("           ", "self-check") ".\n";
 /* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
@@ -135,9 +127,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 							BLOCK_SIZE_MAX, true);
 			break;
 		case 'm':
-			o->cache_mode = (enum cache_mode)corun_parse_choice(
-				PROG, "cache-mode", optarg, cache_mode_names,
-				CORUN_COUNT(cache_mode_names));
+			o->cache_mode = (enum cache_mode)CORUN_PARSE_CHOICE(PROG, "cache-mode",
+									    cache_mode_names);
 			break;
 		default: corun_default_option(PROG, PAPER_SIMILAR_VERSION, usage_text, c, argv);
 		}
@@ -314,8 +305,7 @@ static void print_result(const struct options *o, const struct document *docs, i
 		bytes += docs[i].bytes_read;
 		read_s += docs[i].read_s;
 	}
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, PAPER_SIMILAR_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, PAPER_SIMILAR_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "paper", o->paper);
 	corun_json_array_begin(&j, "others");
@@ -344,8 +334,7 @@ static void print_result(const struct options *o, const struct document *docs, i
 	corun_json_double(&j, "elapsed_s", elapsed_s);
 	/* MB = 10^6 bytes, as in the paper; null if too fast to time. */
 	corun_json_double(&j, "bw_mb_s", (double)bytes / 1e6 / elapsed_s);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 int main(int argc, char *argv[])

@@ -24,8 +24,6 @@
  */
 #include "pfs_read/pfs_read.h"
 
-#include <getopt.h>
-
 static const char *const pattern_names[] = { "strided", "contiguous" };
 
 /* clang-format off */
@@ -158,8 +156,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->tasks = corun_parse_int(PROG, "tasks", optarg, 1, TASKS_MAX, false);
 			break;
 		case 'P':
-			o->pattern = (enum pattern)corun_parse_choice(
-				PROG, "pattern", optarg, pattern_names, CORUN_COUNT(pattern_names));
+			o->pattern =
+				(enum pattern)CORUN_PARSE_CHOICE(PROG, "pattern", pattern_names);
 			break;
 		case 'R':
 			o->rank = corun_parse_int(PROG, "rank", optarg, 0, RANKS_MAX - 1, false);
@@ -274,6 +272,17 @@ static void json_phase(struct corun_json *j, const char *phase, const double *bw
 	corun_json_double(j, key, sops / (double)reps);
 	snprintf(key, sizeof key, "%s_time_mean_s", phase);
 	corun_json_double(j, key, st / (double)reps);
+}
+
+/* Free the per-phase figures of main(). */
+static void free_figures(double *bw[2], double *ops[2], double *tm[2], double *t0[2])
+{
+	for (int k = 0; k < 2; k++) {
+		free(bw[k]);
+		free(ops[k]);
+		free(tm[k]);
+		free(t0[k]);
+	}
 }
 
 int main(int argc, char *argv[])
@@ -402,19 +411,13 @@ int main(int argc, char *argv[])
 	}
 	if (error[0]) {
 		corun_err(PROG, "%s", error);
-		for (int k = 0; k < 2; k++) {
-			free(bw[k]);
-			free(ops[k]);
-			free(tm[k]);
-			free(t0[k]);
-		}
+		free_figures(bw, ops, tm, t0);
 		free(all);
 		return CORUN_EXIT_RUNTIME;
 	}
 
 	struct corun_json j;
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, PFS_READ_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, PFS_READ_VERSION, argc, argv, start_epoch_s);
 	corun_json_str(&j, "api", "gfapi");
 	corun_json_int(&j, "servers", o.n_servers);
 	corun_json_int(&j, "strip_size_bytes", o.strip);
@@ -443,12 +446,7 @@ int main(int argc, char *argv[])
 	corun_json_bool(&j, "checked", o.check);
 	corun_json_int(&j, "mismatched_words", mismatches);
 	corun_json_end(&j);
-	for (int k = 0; k < 2; k++) {
-		free(bw[k]);
-		free(ops[k]);
-		free(tm[k]);
-		free(t0[k]);
-	}
+	free_figures(bw, ops, tm, t0);
 	free(all);
 	if (corun_flush_result(PROG) != 0)
 		return CORUN_EXIT_RUNTIME;

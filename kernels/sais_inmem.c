@@ -20,8 +20,6 @@
  */
 #include "sais_inmem/sais_inmem.h"
 
-#include <getopt.h>
-
 static const char *const mode_names[] = { "thread", "process" };
 static const char *const pin_names[] = { "auto", "same", "none" };
 
@@ -347,8 +345,7 @@ int main(int argc, char *argv[])
 			cpus_ran[c] += a->reader.on_cpu[c] + a->assembler.on_cpu[c];
 	}
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, SAIS_INMEM_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, SAIS_INMEM_VERSION, argc, argv, start_epoch_s);
 	corun_json_str(&j, "mode", mode_names[o.mode]);
 	corun_json_str(&j, "stands_for", o.mode == MODE_THREAD ? "Si-SAIs" : "Si-Irqbalance");
 	corun_json_str(&j, "pin", pin_names[o.pin]);
@@ -408,8 +405,7 @@ int main(int argc, char *argv[])
 		corun_json_object_end(&j);
 	}
 	corun_json_array_end(&j);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 	rc = corun_flush_result(PROG) == 0 ? CORUN_EXIT_OK : CORUN_EXIT_RUNTIME;
 out:
 	for (int64_t i = 0; i < o.apps; i++)

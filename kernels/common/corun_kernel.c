@@ -378,3 +378,16 @@ void corun_json_header(struct corun_json *j, const char *kernel, const char *ker
 	corun_json_array_end(j);
 	corun_json_double(j, "start_epoch_s", start_epoch_s);
 }
+
+void corun_json_result_begin(struct corun_json *j, const char *kernel, const char *kernel_version,
+			     int argc, char *const argv[], double start_epoch_s)
+{
+	corun_json_begin(j, stdout);
+	corun_json_header(j, kernel, kernel_version, argc, argv, start_epoch_s);
+}
+
+void corun_json_result_end(struct corun_json *j)
+{
+	corun_json_str(j, "check", "ok");
+	corun_json_end(j);
+}

@@ -8,17 +8,12 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/magic.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
-#include <unistd.h>
 
 #define PROG "graph_bfs"
 #define GRAPH_BFS_VERSION "1.0.0"

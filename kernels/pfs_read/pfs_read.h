@@ -8,21 +8,16 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <glusterfs/api/glfs.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdlib.h>
-#include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #define PROG "pfs_read"
 #define PFS_READ_VERSION "1.0.0"

@@ -8,23 +8,18 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #define PROG "sais_inmem"
 #define SAIS_INMEM_VERSION "1.0.0"
