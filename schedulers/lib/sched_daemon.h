@@ -113,7 +113,7 @@ struct sd_option {
 	bool min_exclusive;
 	const char *const *words;
 	size_t nwords;
-	bool given; /* set by sd_option_parse */
+	bool given; /* set by sd_options_next */
 };
 
 #define SD_OPTION_NUMBER(n, d, lo, hi, excl)                  \
@@ -141,11 +141,12 @@ struct sd_option {
 		n, SD_TEXT, d, 0, 0, false, NULL, 0, false \
 	}
 
-/* getopt_long entries for the N options of T, with values BASE + index. */
-void sd_options_longopts(const struct sd_option *t, size_t n, int base, struct option *out);
-/* If C is one of T's values (BASE + index), parses ARG into its DEST and returns true. */
-bool sd_option_parse(const char *prog, struct sd_option *t, size_t n, int base, int c,
-		     const char *arg);
+/* getopt_long() ("+:hV", errors left to the caller) over the N options of T, with values
+ * BASE + index, and the N_OTHER options of OTHER (the daemon's others, ending with
+ * CORUN_COMMON_LONG_OPTIONS). An option of T is parsed into its DEST here; returns the next
+ * other option (or error) for the caller's switch, or -1 at the end. */
+int sd_options_next(const char *prog, struct sd_option *t, size_t n, int base,
+		    const struct option *other, size_t n_other, int argc, char *argv[]);
 /* The option of T named NAME (a program error if there is none). */
 struct sd_option *sd_option_named(struct sd_option *t, size_t n, const char *name);
 /* Each of the options of T named in NAMES (NULL-terminated) must have been given: else one line

@@ -23,7 +23,8 @@ void aioli_arrivals_note(struct aioli_core *c, struct aioli_queue *q, const stru
 		else
 			i++;
 	}
-	size_t below = q->nar, above = q->nar; /* the runs ending where r starts, starting where it ends */
+	size_t below = q->nar,
+	       above = q->nar; /* the runs ending where r starts, starting where it ends */
 	for (size_t i = 0; i < q->nar; i++) {
 		uint64_t size = q->ar[i].end - q->ar[i].start + r->size;
 		if (q->ar[i].end == r->offset && below == q->nar && size <= c->p.max_agg_bytes)

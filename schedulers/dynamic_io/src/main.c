@@ -140,9 +140,6 @@ int main(int argc, char *argv[])
 		{ "limits", no_argument, NULL, O_LIMITS },
 		CORUN_COMMON_LONG_OPTIONS
 	};
-	struct option longopts[N_OPTS + CORUN_COUNT(other_options)];
-	sd_options_longopts(OPTS, N_OPTS, O_TABLE_BASE, longopts);
-	memcpy(longopts + N_OPTS, other_options, sizeof other_options);
 	struct opts *o = &D.o;
 	o->max_jobs = 65536; /* a capacity, not a parameter of any variant */
 	const char *check = NULL, *table = NULL;
@@ -150,10 +147,8 @@ int main(int argc, char *argv[])
 	int cmps = 8;
 	bool limits = false;
 	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
-		if (sd_option_parse(PROG, OPTS, N_OPTS, O_TABLE_BASE, c, optarg))
-			continue;
+	while ((c = sd_options_next(PROG, OPTS, N_OPTS, O_TABLE_BASE, other_options,
+				    CORUN_COUNT(other_options), argc, argv)) != -1) {
 		switch (c) {
 		case O_CHECK: check = optarg; break;
 		case O_TABLE: table = optarg; break;
