@@ -27,43 +27,30 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
-CLUSTER = ROOT / "scripts" / "netns-cluster"
-KERNEL = ROOT / "kernels" / "build" / "pfs_read"
+sys.path.insert(0, str(ROOT))
+
+from bench import _common  # noqa: E402
+
+CLUSTER = _common.CLUSTER
+KERNEL = _common.PFS_READ
 PREFIX = "pfsb"
 SUBNET = "10.77.5.0/24"
 RATE_MBIT = 1000
 
 
-def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+run = _common.run
 
 
 def must(res: subprocess.CompletedProcess, what: str) -> str:
-    if res.returncode != 0:
-        sys.exit(f"pfs_bandwidth: {what} failed: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
-    return res.stdout
+    return _common.must(res, "pfs_bandwidth", what)
 
 
 def point(work: Path, state: Path, inventory: Path, servers: int, links: int, a) -> dict:
     d = work / f"s{servers}-l{links}"
     d.mkdir()
-    cfg = d / "pfs.yaml"
-    cfg.write_text(
-        yaml.safe_dump(
-            {
-                "inventory": str(inventory),
-                "servers": servers,
-                "root": str(d / "root"),
-                "netns_state": str(state),
-                "state_dir": str(d / "state"),
-                "link": {"rate_mbit": RATE_MBIT, "client_links": links},
-            }
-        )
-    )
-    pfs = [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg)]
+    link = {"rate_mbit": RATE_MBIT, "client_links": links}
+    pfs = _common.pfs_command(d, inventory, state, servers=servers, link=link)
     must(run(pfs + ["up"]), "pfs up")
     try:
         lay = json.loads((d / "state" / "layout.json").read_text())
