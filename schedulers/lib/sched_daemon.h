@@ -71,6 +71,8 @@ const char *sd_signal_read(int sfd);
 
 /* ------------------------------------------------------------------ journal and state files */
 
+/* DIR/NAME opened with fopen()'s MODE (ENAMETOOLONG past 4095 bytes). */
+FILE *sd_fopen_in(const char *dir, const char *name, const char *mode);
 /* DIR/NAME opened for appending: one line per change, written before the change. */
 FILE *sd_journal_open(const char *dir, const char *name);
 /* One line, flushed and synced to the disk before it returns. */
