@@ -52,6 +52,15 @@ def skip_if_skipped(kernel, code, out, err):
         pytest.skip(err.strip())
 
 
+def ok_result(kernel, result, quiet=False):
+    """The JSON result of RESULT, a kernel's (exit code, stdout, stderr), that succeeded (with
+    nothing on stderr where QUIET); pytest.skip() on its exit code 4."""
+    code, out, err = result
+    skip_if_skipped(kernel, code, out, err)
+    assert code == 0 and (err == "" or not quiet), err
+    return json_result(out)
+
+
 def json_result(out):
     """The one JSON line on stdout, with a passed self-check."""
     text = out.decode("utf-8")  # strict: the escaper must emit valid UTF-8

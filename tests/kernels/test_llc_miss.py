@@ -12,9 +12,8 @@ from kernel_helpers import (
     assert_help_lists,
     assert_one_line_error,
     assert_version,
-    json_result,
+    ok_result,
     run_kernel,
-    skip_if_skipped,
 )
 
 KERNEL = "llc_miss"
@@ -28,10 +27,7 @@ def run(binary, args, timeout=20):
 def run_ok(binary, args):
     """Run to success and return the parsed result; skip (after checking the
     skip message) where the machine does not tell its cache line size."""
-    code, out, err = run(binary, args)
-    skip_if_skipped(KERNEL, code, out, err)
-    assert (code, err) == (0, "")
-    result = json_result(out)
+    result = ok_result(KERNEL, run(binary, args), quiet=True)
     assert result["accesses"] == result["rows"] * result["params"]["iterations"]
     return result
 

@@ -17,10 +17,9 @@ from kernel_helpers import (
     assert_version,
     builds,
     disk_backed_dir,
-    json_result,
+    ok_result,
     per_test_dir,
     run_kernel,
-    skip_if_skipped,
 )
 
 KERNEL = "sensitivity_ranking"
@@ -34,10 +33,7 @@ def run(binary, args, timeout=10):
 def run_ok(binary, args):
     """Run to success and return the parsed result; skip (after checking the
     skip message) where the file system cannot serve the measurement."""
-    code, out, err = run(binary, args)
-    skip_if_skipped(KERNEL, code, out, err)
-    assert code == 0, err
-    result = json_result(out)
+    result = ok_result(KERNEL, run(binary, args))
     assert result["bytes_read"] == result["file_size_bytes"]
     return result
 
