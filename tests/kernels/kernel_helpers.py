@@ -13,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
+MIB = 1 << 20
 # A sanitizer report must not pass for the kernel's own exit code 1.
 SANITIZER_EXIT = 99
 ENV = dict(
@@ -37,8 +38,10 @@ def make_builds():
 
 
 def run_kernel(binary, args, timeout):
-    """(exit code, stdout bytes, stderr text); fails on a sanitizer report."""
-    proc = subprocess.run([binary, *args], capture_output=True, env=ENV, timeout=timeout)
+    """(exit code, stdout bytes, stderr text) of BINARY with ARGS (numbers given as text); fails
+    on a sanitizer report."""
+    argv = [a if isinstance(a, str | bytes | os.PathLike) else str(a) for a in args]
+    proc = subprocess.run([binary, *argv], capture_output=True, env=ENV, timeout=timeout)
     stderr = proc.stderr.decode(errors="replace")
     assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
     return proc.returncode, proc.stdout, stderr

@@ -38,7 +38,7 @@ def scale(build):
 
 
 def run(binary, args, timeout=30):
-    return run_kernel(binary, map(str, args), timeout)
+    return run_kernel(binary, args, timeout)
 
 
 def run_ok(binary, args, stderr=""):

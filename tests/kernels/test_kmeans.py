@@ -12,7 +12,7 @@ KERNEL = "kmeans"
 
 
 def run(binary, args, timeout=60):
-    return run_kernel(binary, [str(a) for a in args], timeout)
+    return run_kernel(binary, args, timeout)
 
 
 def points(path, n=3000, dims=4, k=3, seed=1):

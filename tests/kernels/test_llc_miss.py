@@ -9,6 +9,7 @@ import time
 
 import pytest
 from kernel_helpers import (
+    MIB,
     assert_help_lists,
     assert_one_line_error,
     assert_version,
@@ -17,7 +18,6 @@ from kernel_helpers import (
 )
 
 KERNEL = "llc_miss"
-MIB = 1 << 20
 
 
 def run(binary, args, timeout=20):

@@ -14,7 +14,7 @@ WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 
 
 def run(binary, args, timeout=30):
-    return run_kernel(binary, [str(a) for a in args], timeout)
+    return run_kernel(binary, args, timeout)
 
 
 def text(path, seed, n_words=20000, words=WORDS):

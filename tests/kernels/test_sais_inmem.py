@@ -14,7 +14,7 @@ SMALL = ["--file-size", "1M", "--duration-s", "0.2", "--warmup-s", "0.05"]
 
 
 def run(binary, args, timeout=60):
-    return run_kernel(binary, [str(a) for a in args], timeout)
+    return run_kernel(binary, args, timeout)
 
 
 CLI_CASES = [

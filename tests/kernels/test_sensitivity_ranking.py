@@ -12,6 +12,7 @@ import time
 import pytest
 from kernel_helpers import (
     KERNELS,
+    MIB,
     assert_help_lists,
     assert_one_line_error,
     assert_version,
@@ -23,7 +24,6 @@ from kernel_helpers import (
 )
 
 KERNEL = "sensitivity_ranking"
-MIB = 1 << 20
 
 
 def run(binary, args, timeout=10):
