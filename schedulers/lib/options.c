@@ -53,7 +53,8 @@ static bool sd_option_parse(const char *prog, struct sd_option *t, size_t n, int
 }
 
 int sd_options_next(const char *prog, struct sd_option *t, size_t n, int base,
-		    const struct option *other, size_t n_other, int argc, char *argv[])
+		    const struct option *other, size_t n_other, struct sd_modes *modes, int argc,
+		    char *argv[])
 {
 	static struct option *longopts; /* T's entries, then OTHER; kept until the end */
 	int c;
@@ -67,9 +68,16 @@ int sd_options_next(const char *prog, struct sd_option *t, size_t n, int base,
 		sd_options_longopts(t, n, base, longopts);
 		memcpy(longopts + n, other, n_other * sizeof *other);
 	}
-	while ((c = corun_getopt(argc, argv, "+:hV", longopts)) != -1)
-		if (!sd_option_parse(prog, t, n, base, c, optarg))
-			return c;
+	while ((c = corun_getopt(argc, argv, "+:hV", longopts)) != -1) {
+		if (sd_option_parse(prog, t, n, base, c, optarg))
+			continue;
+		switch (c) {
+		case SD_O_CHECK: modes->check = optarg; break;
+		case SD_O_TABLE: modes->table = optarg; break;
+		case SD_O_LIMITS: modes->limits = true; break;
+		default: return c;
+		}
+	}
 	free(longopts);
 	longopts = NULL;
 	return -1;
