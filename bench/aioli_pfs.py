@@ -217,21 +217,16 @@ def main() -> int:
             f"{fmt(s['request_wait_mean_us']):>12s} {s['request_wait_p99_us_le']:>8d} "
             f"{s['read_bw_mean_mib_s']:>8.1f} ({s['read_bw_min_mib_s']:.1f}-{s['read_bw_max_mib_s']:.1f})"
         )
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "bench": "aioli_pfs",
-                "args": vars(a),
-                "order": order,
-                "duration_s": time.monotonic() - t0,
-                "summary": summary,
-                "runs": rows,
-            },
-            indent=1,
-        )
-        + "\n"
+    out = _common.write_figures(
+        a.out,
+        {
+            "bench": "aioli_pfs",
+            "args": vars(a),
+            "order": order,
+            "duration_s": time.monotonic() - t0,
+            "summary": summary,
+            "runs": rows,
+        },
     )
     print(f"\nwritten: {out} ({time.monotonic() - t0:.0f} s)")
     return 0

@@ -138,20 +138,15 @@ def main() -> int:
             f"{r['servers']:>7} {str(r['client_links']) + ' x 1 GbE':>12} {r['cap_mib_s']:>10.1f} "
             f"{rng:>24} {r['ratio_to_cap']:>6.2f}"
         )
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "bench": "pfs_bandwidth",
-                "file_mib": a.mib,
-                "reps": a.reps,
-                "duration_s": time.monotonic() - t0,
-                "points": rows,
-            },
-            indent=2,
-        )
-        + "\n"
+    out = _common.write_figures(
+        a.out,
+        {
+            "bench": "pfs_bandwidth",
+            "file_mib": a.mib,
+            "reps": a.reps,
+            "duration_s": time.monotonic() - t0,
+            "points": rows,
+        },
     )
     print(f"\nwritten: {out}")
     return 0
