@@ -72,6 +72,11 @@ def random_4k(name: str, dev: str, runtime: str, depth: int, seed: int) -> list[
     ]
 
 
+def iops_and_latency(read: dict) -> dict:
+    """The IOPS and mean completion latency of fio's READ figures."""
+    return {"iops": read["iops"], "mean_latency_ms": read["clat_ns"]["mean"] / 1e6}
+
+
 def fio(args: list[str], timeout: float = 600) -> dict:
     res = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
@@ -126,8 +131,7 @@ def measure(disk: rd.RotatingDisk | None, dev: str, mnt: Path, quick: bool, read
     j = fio(random_4k("qd1", dev, rt, 1, 7))
     r = j["jobs"][0]["read"]
     m["qd1_random_4k"] = {
-        "iops": r["iops"],
-        "mean_latency_ms": r["clat_ns"]["mean"] / 1e6,
+        **iops_and_latency(r),
         "p99_latency_ms": r["clat_ns"]["percentile"]["99.000000"] / 1e6,
         "ios": r["total_ios"],
         "daemon": phase(disk, before),
@@ -136,12 +140,7 @@ def measure(disk: rd.RotatingDisk | None, dev: str, mnt: Path, quick: bool, read
     before = snapshot(disk)
     j = fio(random_4k("qd32", dev, rt, 32, 8))
     r = j["jobs"][0]["read"]
-    m["qd32_random_4k"] = {
-        "iops": r["iops"],
-        "mean_latency_ms": r["clat_ns"]["mean"] / 1e6,
-        "ios": r["total_ios"],
-        "daemon": phase(disk, before),
-    }
+    m["qd32_random_4k"] = {**iops_and_latency(r), "ios": r["total_ios"], "daemon": phase(disk, before)}
     log("sequential read ...")
     before = snapshot(disk)
     j = fio(
