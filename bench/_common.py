@@ -61,6 +61,15 @@ def pfs_command(d: Path, inventory: Path, state: Path, **settings) -> list[str]:
     return [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg)]
 
 
+def corun_run_command(work: Path, name: str, spec: dict) -> tuple[list[str], Path]:
+    """The quiet `corun run` of SPEC, written to WORK/NAME.yaml, and its output folder
+    WORK/runs/NAME."""
+    path = work / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = work / "runs" / name
+    return [sys.executable, "-m", "corun", "run", str(path), "--out", str(out), "--quiet"], out
+
+
 def machine(t0: float, load_before: tuple) -> dict:
     """What a figures file records of the machine and the run that started at T0 (epoch s)."""
     return {

@@ -32,7 +32,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
 
 from bench import _common  # noqa: E402
 from experiments.config import profile_config, validate_config  # noqa: E402
@@ -87,11 +86,9 @@ def uptime_s() -> float:
 
 def run_one(cfg: dict, scheme: str, tmp: Path) -> dict:
     p = {"workload": "wl6", "load": "burst", "scheme": scheme, "mpl": MPL, "rep": 0}
-    spec = tmp / f"{ms.run_name(p)}.yaml"
-    spec.write_text(yaml.safe_dump(ms.make_spec(cfg, p), sort_keys=False))
-    out = tmp / "runs" / ms.run_name(p)
+    argv, out = _common.corun_run_command(tmp, ms.run_name(p), ms.make_spec(cfg, p))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "corun", "run", str(spec), "--out", str(out), "--quiet"],
+        argv,
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

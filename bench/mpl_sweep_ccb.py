@@ -30,7 +30,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
 
 from analysis.stats import paired_ratio_t  # noqa: E402
 from bench import _common  # noqa: E402
@@ -81,11 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             rng.shuffle(order)
             for scheme in order:
                 p = {"workload": "wl6", "load": "heavy", "scheme": scheme, "mpl": a.mpl, "rep": rep}
-                spec = tmp / f"{ms.run_name(p)}.yaml"
-                spec.write_text(yaml.safe_dump(ms.make_spec(cfg, p), sort_keys=False))
-                out = tmp / "runs" / ms.run_name(p)
+                argv, out = _common.corun_run_command(tmp, ms.run_name(p), ms.make_spec(cfg, p))
                 res = subprocess.run(
-                    [sys.executable, "-m", "corun", "run", str(spec), "--out", str(out), "--quiet"],
+                    argv,
                     cwd=ROOT,
                     capture_output=True,
                     text=True,
