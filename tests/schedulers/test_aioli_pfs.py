@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.schedulers.variant_process import start_variant
-from tests.testbed.test_pfs import leftovers, netns_cluster, pfs, run
+from tests.testbed.test_pfs import leftovers, netns_cluster, pfs, run, write_config
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PREFIX = "cx"
@@ -35,25 +34,19 @@ def netns(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fs(netns, tmp_path_factory):
-    state, inventory = netns
     base = tmp_path_factory.mktemp("aioli-pfs")
     root = base / "root"
-    cfg = {
-        "inventory": str(inventory),
-        "servers": 2,
-        "colocate_client": True,
-        "root": str(root),
-        "netns_state": str(state),
-        "state_dir": str(base / "pfs-state"),
-        "brick": {"backend": "dir"},
-        "link": {"shape": False},
-        "port": 24019,
-        "server_xlators": [
-            {"name": "corun-aioli", "type": "corun/aioli", "options": {"trace-record": "{dir}/arrivals.trace"}}
-        ],
-    }
-    path = base / "pfs.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    xlator = {"name": "corun-aioli", "type": "corun/aioli", "options": {"trace-record": "{dir}/arrivals.trace"}}
+    path = write_config(
+        base / "pfs.yaml",
+        netns,
+        root,
+        brick={"backend": "dir"},
+        link={"shape": False},
+        fuse={"mount": False},
+        port=24019,
+        server_xlators=[xlator],
+    )
     up = pfs(path, "up")
     if up.returncode == 3 and "not installed" in up.stderr:
         pytest.skip(up.stderr.strip())
