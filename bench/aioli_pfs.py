@@ -30,23 +30,22 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
-CLUSTER = ROOT / "scripts" / "netns-cluster"
-KERNEL = ROOT / "kernels" / "build" / "pfs_read"
+sys.path.insert(0, str(ROOT))
+
+from bench import _common  # noqa: E402
+
+CLUSTER = _common.CLUSTER
+KERNEL = _common.PFS_READ
 POLICIES = ["fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware"]
 STRIP = 65536
 
 
-def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+run = _common.run
 
 
 def must(res: subprocess.CompletedProcess, what: str) -> str:
-    if res.returncode != 0:
-        sys.exit(f"aioli_pfs: {what} failed: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
-    return res.stdout
+    return _common.must(res, "aioli_pfs", what)
 
 
 def counters(lay: dict, after: float) -> list[dict]:
@@ -114,23 +113,17 @@ def main() -> int:
             "netns-cluster up",
         )
         try:
-            cfg = work / "pfs.yaml"
-            cfg.write_text(
-                yaml.safe_dump(
-                    {
-                        "inventory": str(inventory),
-                        "servers": 2,
-                        "colocate_client": True,
-                        "root": str(work / "root"),
-                        "netns_state": str(state),
-                        "state_dir": str(work / "pfs-state"),
-                        "brick": {"backend": "dir"},
-                        "link": {"shape": False},
-                        "server_xlators": [{"name": "corun-aioli", "type": "corun/aioli"}],
-                    }
-                )
+            pfs = _common.pfs_command(
+                work,
+                inventory,
+                state,
+                servers=2,
+                colocate_client=True,
+                state_dir=str(work / "pfs-state"),
+                brick={"backend": "dir"},
+                link={"shape": False},
+                server_xlators=[{"name": "corun-aioli", "type": "corun/aioli"}],
             )
-            pfs = [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg)]
             sched = [sys.executable, "-m", "corun.testbed.pfs_sched"]
             must(run(pfs + ["up"]), "pfs up")
             try:
@@ -224,21 +217,16 @@ def main() -> int:
             f"{fmt(s['request_wait_mean_us']):>12s} {s['request_wait_p99_us_le']:>8d} "
             f"{s['read_bw_mean_mib_s']:>8.1f} ({s['read_bw_min_mib_s']:.1f}-{s['read_bw_max_mib_s']:.1f})"
         )
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "bench": "aioli_pfs",
-                "args": vars(a),
-                "order": order,
-                "duration_s": time.monotonic() - t0,
-                "summary": summary,
-                "runs": rows,
-            },
-            indent=1,
-        )
-        + "\n"
+    out = _common.write_figures(
+        a.out,
+        {
+            "bench": "aioli_pfs",
+            "args": vars(a),
+            "order": order,
+            "duration_s": time.monotonic() - t0,
+            "summary": summary,
+            "runs": rows,
+        },
     )
     print(f"\nwritten: {out} ({time.monotonic() - t0:.0f} s)")
     return 0

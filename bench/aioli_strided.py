@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.stats import paired_ratio_t  # noqa: E402
+from bench import _common  # noqa: E402
 from experiments.aioli import experiment as aioli  # noqa: E402
 from experiments.aioli.metrics import run_counters  # noqa: E402
 from experiments.config import profile_config, validate_config  # noqa: E402
@@ -142,9 +143,7 @@ def main() -> int:
         print(f"  {p:>9}: {q['mean_throughput_mib_s']:.1f} MiB/s, {q['mean_disk_seeks']:.0f} disk seeks per run")
     print(f"  {HEAD} / {BASE}: {ratio:.4f} (95% CI {lo:.4f}-{hi:.4f}, {len(b)} paired reps)")
     print(f"  average aggregation of {HEAD}: " + (f"{agg:.2f} requests" if not why else f"missing ({why})"))
-    path = Path(a.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
+    path = _common.write_figures(a.out, out)
     print(f"written: {path} ({out['duration_s']:.0f} s)")
     return 0
 

@@ -27,49 +27,33 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import _common  # noqa: E402
 from corun import upstream  # noqa: E402
 from corun.testbed import ior, pfs  # noqa: E402
 
-CLUSTER = ROOT / "scripts" / "netns-cluster"
-KERNEL = ROOT / "kernels" / "build" / "pfs_read"
+CLUSTER = _common.CLUSTER
+KERNEL = _common.PFS_READ
 PREFIX = "iorb"
 SUBNET = "10.77.10.0/24"
 RATE_MBIT = 1000
 
 
 def run(argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return _common.run(argv, timeout)
 
 
 def must(res: subprocess.CompletedProcess, what: str) -> str:
-    if res.returncode != 0:
-        lines = (res.stderr.strip() or res.stdout.strip()).splitlines() or ["?"]
-        sys.exit(f"ior_pfs_client: {what} failed: {lines[-1]}")
-    return res.stdout
+    return _common.must(res, "ior_pfs_client", what)
 
 
 def point(work: Path, state: Path, inventory: Path, links: int, program: str, library: str, a) -> dict:
     d = work / f"l{links}"
     d.mkdir()
-    cfg = d / "pfs.yaml"
-    cfg.write_text(
-        yaml.safe_dump(
-            {
-                "inventory": str(inventory),
-                "servers": a.servers,
-                "root": str(d / "root"),
-                "netns_state": str(state),
-                "state_dir": str(d / "state"),
-                "link": {"rate_mbit": RATE_MBIT, "client_links": links},
-            }
-        )
-    )
-    fs = [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg)]
+    link = {"rate_mbit": RATE_MBIT, "client_links": links}
+    fs = _common.pfs_command(d, inventory, state, servers=a.servers, link=link)
     must(run(fs + ["up"]), "pfs up")
     try:
         lay = json.loads((d / "state" / "layout.json").read_text())

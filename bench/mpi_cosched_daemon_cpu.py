@@ -23,7 +23,6 @@ import argparse
 import copy
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
 
+from bench import _common  # noqa: E402
 from experiments.config import profile_config, validate_config  # noqa: E402
 from experiments.mpl_sweep import experiment as ms  # noqa: E402
 
@@ -44,13 +43,7 @@ TICK_S = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 0.1
 
 
-def cluster(state: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "netns-cluster"), "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+cluster = _common.netns_cluster
 
 
 def config(jobs: int, inventory: Path, schemes: list[str], tmp: Path) -> dict:
@@ -93,11 +86,9 @@ def uptime_s() -> float:
 
 def run_one(cfg: dict, scheme: str, tmp: Path) -> dict:
     p = {"workload": "wl6", "load": "burst", "scheme": scheme, "mpl": MPL, "rep": 0}
-    spec = tmp / f"{ms.run_name(p)}.yaml"
-    spec.write_text(yaml.safe_dump(ms.make_spec(cfg, p), sort_keys=False))
-    out = tmp / "runs" / ms.run_name(p)
+    argv, out = _common.corun_run_command(tmp, ms.run_name(p), ms.make_spec(cfg, p))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "corun", "run", str(spec), "--out", str(out), "--quiet"],
+        argv,
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -177,13 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     finally:
-        down = cluster(state, "down")
-        if down.returncode != 0:
-            print(f"mpi_cosched_daemon_cpu: netns-cluster down failed: {down.stderr.strip()}", file=sys.stderr)
-        if a.keep:
-            print(f"runs kept in {tmp / 'runs'}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        _common.finish_cluster("mpi_cosched_daemon_cpu", state, tmp, a.keep)
     print("\nscheme   mean daemon CPU per node, % of one core (/proc; the daemons' own summary)")
     for r in results:
         p = [n["cpu_per_wall_pct"] for n in r["nodes"] if n["cpu_per_wall_pct"] is not None]

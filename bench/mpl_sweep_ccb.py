@@ -22,7 +22,6 @@ import copy
 import csv
 import json
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
 
 from analysis.stats import paired_ratio_t  # noqa: E402
+from bench import _common  # noqa: E402
 from experiments.config import profile_config, validate_config  # noqa: E402
 from experiments.mpl_sweep import analysis as am  # noqa: E402
 from experiments.mpl_sweep import experiment as ms  # noqa: E402
@@ -42,13 +41,7 @@ SCHEMES = ["sb", "hybrid", "cc_b"]
 PREFIX, SUBNET = "cormplb", "10.77.10.0/24"
 
 
-def cluster(state: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "netns-cluster"), "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+cluster = _common.netns_cluster
 
 
 def config(reps: int, mpl: int, jobs: int, inventory: Path) -> dict:
@@ -87,11 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             rng.shuffle(order)
             for scheme in order:
                 p = {"workload": "wl6", "load": "heavy", "scheme": scheme, "mpl": a.mpl, "rep": rep}
-                spec = tmp / f"{ms.run_name(p)}.yaml"
-                spec.write_text(yaml.safe_dump(ms.make_spec(cfg, p), sort_keys=False))
-                out = tmp / "runs" / ms.run_name(p)
+                argv, out = _common.corun_run_command(tmp, ms.run_name(p), ms.make_spec(cfg, p))
                 res = subprocess.run(
-                    [sys.executable, "-m", "corun", "run", str(spec), "--out", str(out), "--quiet"],
+                    argv,
                     cwd=ROOT,
                     capture_output=True,
                     text=True,
@@ -107,13 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(row)
                 print(f"rep {rep} {scheme:7s} mean response {row['response_s']:.3f} s", flush=True)
     finally:
-        down = cluster(state, "down")
-        if down.returncode != 0:
-            print(f"mpl_sweep_ccb: netns-cluster down failed: {down.stderr.strip()}", file=sys.stderr)
-        if a.keep:
-            print(f"runs kept in {tmp / 'runs'}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        _common.finish_cluster("mpl_sweep_ccb", state, tmp, a.keep)
     by = {s: [r for r in sorted(runs, key=lambda r: r["rep"]) if r["scheme"] == s] for s in SCHEMES}
     out = {"reps": a.reps, "mpl": a.mpl, "jobs": a.jobs, "runs": runs, "ratios": {}}
     for base in ("sb", "hybrid"):

@@ -27,43 +27,30 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
-CLUSTER = ROOT / "scripts" / "netns-cluster"
-KERNEL = ROOT / "kernels" / "build" / "pfs_read"
+sys.path.insert(0, str(ROOT))
+
+from bench import _common  # noqa: E402
+
+CLUSTER = _common.CLUSTER
+KERNEL = _common.PFS_READ
 PREFIX = "pfsb"
 SUBNET = "10.77.5.0/24"
 RATE_MBIT = 1000
 
 
-def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+run = _common.run
 
 
 def must(res: subprocess.CompletedProcess, what: str) -> str:
-    if res.returncode != 0:
-        sys.exit(f"pfs_bandwidth: {what} failed: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
-    return res.stdout
+    return _common.must(res, "pfs_bandwidth", what)
 
 
 def point(work: Path, state: Path, inventory: Path, servers: int, links: int, a) -> dict:
     d = work / f"s{servers}-l{links}"
     d.mkdir()
-    cfg = d / "pfs.yaml"
-    cfg.write_text(
-        yaml.safe_dump(
-            {
-                "inventory": str(inventory),
-                "servers": servers,
-                "root": str(d / "root"),
-                "netns_state": str(state),
-                "state_dir": str(d / "state"),
-                "link": {"rate_mbit": RATE_MBIT, "client_links": links},
-            }
-        )
-    )
-    pfs = [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg)]
+    link = {"rate_mbit": RATE_MBIT, "client_links": links}
+    pfs = _common.pfs_command(d, inventory, state, servers=servers, link=link)
     must(run(pfs + ["up"]), "pfs up")
     try:
         lay = json.loads((d / "state" / "layout.json").read_text())
@@ -151,20 +138,15 @@ def main() -> int:
             f"{r['servers']:>7} {str(r['client_links']) + ' x 1 GbE':>12} {r['cap_mib_s']:>10.1f} "
             f"{rng:>24} {r['ratio_to_cap']:>6.2f}"
         )
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "bench": "pfs_bandwidth",
-                "file_mib": a.mib,
-                "reps": a.reps,
-                "duration_s": time.monotonic() - t0,
-                "points": rows,
-            },
-            indent=2,
-        )
-        + "\n"
+    out = _common.write_figures(
+        a.out,
+        {
+            "bench": "pfs_bandwidth",
+            "file_mib": a.mib,
+            "reps": a.reps,
+            "duration_s": time.monotonic() - t0,
+            "points": rows,
+        },
     )
     print(f"\nwritten: {out}")
     return 0

@@ -45,6 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import _common  # noqa: E402
 from corun.errors import ConfigError, CorunError  # noqa: E402
 from corun.machine import rotating_disk as rd  # noqa: E402
 from corun.machine.device import device_of  # noqa: E402
@@ -53,6 +54,27 @@ from corun.util import atomic_write_json  # noqa: E402
 
 # The prototype's figures on this kind of VM (issue 11), beside ours in the table.
 PROTOTYPE_READERS_MB_S = {1: 108.0, 2: 50.0, 4: 50.0}
+
+
+def random_4k(name: str, dev: str, runtime: str, depth: int, seed: int) -> list[str]:
+    """fio's arguments for random direct 4 KiB reads of DEV at queue depth DEPTH for RUNTIME s."""
+    return [
+        f"--name={name}",
+        f"--filename={dev}",
+        "--rw=randread",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=libaio",
+        f"--iodepth={depth}",
+        "--time_based",
+        f"--runtime={runtime}",
+        f"--randseed={seed}",
+    ]
+
+
+def iops_and_latency(read: dict) -> dict:
+    """The IOPS and mean completion latency of fio's READ figures."""
+    return {"iops": read["iops"], "mean_latency_ms": read["clat_ns"]["mean"] / 1e6}
 
 
 def fio(args: list[str], timeout: float = 600) -> dict:
@@ -106,51 +128,19 @@ def measure(disk: rd.RotatingDisk | None, dev: str, mnt: Path, quick: bool, read
         disk.go_timed()
     log("qd1 random 4k ...")
     before = snapshot(disk)
-    j = fio(
-        [
-            "--name=qd1",
-            f"--filename={dev}",
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=libaio",
-            "--iodepth=1",
-            "--time_based",
-            f"--runtime={rt}",
-            "--randseed=7",
-        ]
-    )
+    j = fio(random_4k("qd1", dev, rt, 1, 7))
     r = j["jobs"][0]["read"]
     m["qd1_random_4k"] = {
-        "iops": r["iops"],
-        "mean_latency_ms": r["clat_ns"]["mean"] / 1e6,
+        **iops_and_latency(r),
         "p99_latency_ms": r["clat_ns"]["percentile"]["99.000000"] / 1e6,
         "ios": r["total_ios"],
         "daemon": phase(disk, before),
     }
     log("qd32 random 4k ...")
     before = snapshot(disk)
-    j = fio(
-        [
-            "--name=qd32",
-            f"--filename={dev}",
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=libaio",
-            "--iodepth=32",
-            "--time_based",
-            f"--runtime={rt}",
-            "--randseed=8",
-        ]
-    )
+    j = fio(random_4k("qd32", dev, rt, 32, 8))
     r = j["jobs"][0]["read"]
-    m["qd32_random_4k"] = {
-        "iops": r["iops"],
-        "mean_latency_ms": r["clat_ns"]["mean"] / 1e6,
-        "ios": r["total_ios"],
-        "daemon": phase(disk, before),
-    }
+    m["qd32_random_4k"] = {**iops_and_latency(r), "ios": r["total_ios"], "daemon": phase(disk, before)}
     log("sequential read ...")
     before = snapshot(disk)
     j = fio(
@@ -409,13 +399,7 @@ def real_disk(args: argparse.Namespace, readers: list[int]) -> int:
         "bench": "rotating_disk_calibration",
         "quick": args.quick,
         "preset": Path(rd.resolve({"preset": args.preset})["preset_file"]).stem,
-        "start_epoch_s": t0,
-        "duration_s": time.time() - t0,
-        "kernel_release": os.uname().release,
-        "host": os.uname().nodename,
-        "loadavg_before": load_before,
-        "loadavg_after": os.getloadavg(),
-        "nproc": os.cpu_count(),
+        **_common.machine(t0, load_before),
         "device": {"kind": "block", "path": args.device, "name": name, "host_settings": host, "model": model},
         "measured": m,
         "checks": rows,
@@ -542,13 +526,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": "rotating_disk_calibration",
         "quick": args.quick,
         "preset": d["preset"],
-        "start_epoch_s": t0,
-        "duration_s": time.time() - t0,
-        "kernel_release": os.uname().release,
-        "host": os.uname().nodename,
-        "loadavg_before": load_before,
-        "loadavg_after": os.getloadavg(),
-        "nproc": os.cpu_count(),
+        **_common.machine(t0, load_before),
         "device": d,
         "measured": m,
         "checks": rows,

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.stats import paired_ratio_t  # noqa: E402
+from bench import _common  # noqa: E402
 from experiments.config import profile_config, validate_config  # noqa: E402
 from experiments.sais import experiment as sais  # noqa: E402
 
@@ -134,9 +135,7 @@ def main() -> int:
             ratio, lo, hi = paired_ratio_t(b.values, h.values)
             out["ratios"][f"{head}/{base}"] = {"ratio": ratio, "ci95_low": lo, "ci95_high": hi, "pairs": len(b)}
             print(f"  {head} / {base}: {ratio:.4f} (95% CI {lo:.4f}-{hi:.4f}, {len(b)} paired reps)")
-    path = Path(a.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
+    path = _common.write_figures(a.out, out)
     print(f"written: {path} ({out['duration_s']:.0f} s)")
     return 0
 

@@ -20,17 +20,11 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <float.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define PROG "kmeans"
 #define KMEANS_VERSION "1.0.0"
@@ -81,6 +75,7 @@ struct part {
 	bool loaded;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " --data PATH --dims D --clusters K [OPTION]...\n"
 	"Cluster the float32 points of PATH (D values each) into K clusters with\n"
@@ -100,10 +95,8 @@ static const char usage_text[] =
 	"  --mode MODE         stream (default): drop the file's cached pages and\n"
 	"                      read every point again in every iteration;\n"
 	"                      load: read the points once into memory\n"
-	"  --help              print this text and exit\n"
-	"  --version           print the version and exit\n"
-	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error.\n";
+	CORUN_USAGE_TAIL("           ", "self-check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -128,8 +121,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.block_size = INT64_C(1) << 20,
 		.mode = MODE_STREAM,
 	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'd': o->data = optarg; break;
 		case 'D':
@@ -151,10 +143,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->block_size = corun_parse_int(PROG, "block-size", optarg, 1,
 							BLOCK_SIZE_MAX, true);
 			break;
-		case 'm':
-			o->mode = (enum mode)corun_parse_choice(PROG, "mode", optarg, mode_names,
-								CORUN_COUNT(mode_names));
-			break;
+		case 'm': o->mode = (enum mode)CORUN_PARSE_CHOICE(PROG, "mode", mode_names); break;
 		default: corun_default_option(PROG, KMEANS_VERSION, usage_text, c, argv);
 		}
 	}
@@ -305,8 +294,7 @@ static void print_result(const struct options *o, int64_t points, int64_t file_s
 {
 	struct corun_json j;
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, KMEANS_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, KMEANS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "data", o->data);
 	corun_json_int(&j, "dims", o->dims);
@@ -333,8 +321,7 @@ static void print_result(const struct options *o, int64_t points, int64_t file_s
 	corun_json_double(&j, "elapsed_s", elapsed_s);
 	/* MB = 10^6 bytes, as in the paper; null if too fast to time. */
 	corun_json_double(&j, "bw_mb_s", (double)bytes_read / 1e6 / elapsed_s);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 int main(int argc, char *argv[])

@@ -9,13 +9,7 @@
  */
 #include "corun_kernel.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #define PROG "llc_miss"
 #define LLC_MISS_VERSION "1.0.0"
@@ -37,6 +31,7 @@ struct options {
 	int64_t warmup_iterations;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " [OPTION]...\n"
 	"Copy b[i][0] = a[i][0] for every cache-line row i of two arrays of\n"
@@ -56,11 +51,9 @@ static const char usage_text[] =
 	"                            (default 10)\n"
 	"  --warmup-iterations N     untimed passes before them, 0 to 10^9\n"
 	"                            (default 1)\n"
-	"  --help                    print this text and exit\n"
-	"  --version                 print the version and exit\n"
-	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error,\n"
+	CORUN_USAGE_TAIL("                 ", "self-check") ",\n"
 	"4 skipped (--line-size 0 and the cache line size is unknown).\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -82,9 +75,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.iterations = 10,
 		.warmup_iterations = 1,
 	};
-	opterr = 0; /* report errors ourselves, in one line */
 	/* '+': do not permute argv, which is echoed as "cmdline". */
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'm':
 			o->mem_size =
@@ -177,8 +169,7 @@ static void print_result(const struct options *o, const struct result *r, int ar
 {
 	struct corun_json j;
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, LLC_MISS_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, LLC_MISS_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_int(&j, "mem_size", o->mem_size);
 	corun_json_int(&j, "line_size", r->line_size);
@@ -193,8 +184,7 @@ static void print_result(const struct options *o, const struct result *r, int ar
 	/* Non-finite (null) if too fast to time. */
 	corun_json_double(&j, "accesses_per_s", (double)r->accesses / r->elapsed_s);
 	corun_json_double(&j, "ns_per_access", r->elapsed_s * 1e9 / (double)r->accesses);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 static void *map_array(size_t len)
@@ -287,11 +277,4 @@ out:
 	return rc;
 }
 
-int main(int argc, char *argv[])
-{
-	double start_epoch_s = corun_epoch_s();
-	struct options o;
-
-	parse_options(argc, argv, &o);
-	return run(&o, argc, argv, start_epoch_s);
-}
+CORUN_KERNEL_MAIN(parse_options, run)

@@ -18,12 +18,9 @@
  * intensity, the mean over ranks).
  */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "corun_kernel.h"
 
@@ -82,8 +79,7 @@ int main(int argc, char *argv[])
 	memcpy(argv0, argv, ((size_t)argc + 1) * sizeof *argv0); /* getopt permutes */
 	double start_epoch = corun_epoch_s();
 	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:hV", longopts)) != -1) {
 		switch (c) {
 		case 'i':
 			o.iters = corun_parse_int(PROG, "iters", optarg, 1, 100000000, false);
@@ -206,8 +202,7 @@ int main(int argc, char *argv[])
 	int ok = rel < 1e-9;
 	if (rank == 0) {
 		struct corun_json j;
-		corun_json_begin(&j, stdout);
-		corun_json_header(&j, PROG, MPI_STENCIL_VERSION, argc, argv0, start_epoch);
+		corun_json_result_begin(&j, PROG, MPI_STENCIL_VERSION, argc, argv0, start_epoch);
 		corun_json_str(&j, "stands_in_for",
 			       "NPB (nearest-neighbour and all-to-all patterns)");
 		corun_json_int(&j, "ranks", np);

@@ -16,16 +16,10 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define PROG "paper_similar"
 #define PAPER_SIMILAR_VERSION "1.0.0"
@@ -74,6 +68,7 @@ struct work {
 	pthread_mutex_t lock;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " --paper PATH --other PATH [--other PATH]... [OPTION]...\n"
 	"Compare a paper with K other papers (K = number of --other), reading\n"
@@ -90,10 +85,8 @@ static const char usage_text[] =
 	"  --cache-mode MODE   evict (default): fdatasync + POSIX_FADV_DONTNEED on\n"
 	"                      each file before reading it, so it comes from the\n"
 	"                      device; keep: read through the page cache as is\n"
-	"  --help              print this text and exit\n"
-	"  --version           print the version and exit\n"
-	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error.\n";
+	CORUN_USAGE_TAIL("           ", "self-check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -114,8 +107,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.block_size = 65536,
 		.cache_mode = CACHE_EVICT,
 	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'p': o->paper = optarg; break;
 		case 'o':
@@ -135,9 +127,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 							BLOCK_SIZE_MAX, true);
 			break;
 		case 'm':
-			o->cache_mode = (enum cache_mode)corun_parse_choice(
-				PROG, "cache-mode", optarg, cache_mode_names,
-				CORUN_COUNT(cache_mode_names));
+			o->cache_mode = (enum cache_mode)CORUN_PARSE_CHOICE(PROG, "cache-mode",
+									    cache_mode_names);
 			break;
 		default: corun_default_option(PROG, PAPER_SIMILAR_VERSION, usage_text, c, argv);
 		}
@@ -314,8 +305,7 @@ static void print_result(const struct options *o, const struct document *docs, i
 		bytes += docs[i].bytes_read;
 		read_s += docs[i].read_s;
 	}
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, PAPER_SIMILAR_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, PAPER_SIMILAR_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "paper", o->paper);
 	corun_json_array_begin(&j, "others");
@@ -344,8 +334,7 @@ static void print_result(const struct options *o, const struct document *docs, i
 	corun_json_double(&j, "elapsed_s", elapsed_s);
 	/* MB = 10^6 bytes, as in the paper; null if too fast to time. */
 	corun_json_double(&j, "bw_mb_s", (double)bytes / 1e6 / elapsed_s);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 int main(int argc, char *argv[])

@@ -22,88 +22,11 @@
  * with its own pfs_read; --app ID tells applications apart in the data
  * pattern.  Prints one JSON object on one line.
  */
-#define _GNU_SOURCE
+#include "pfs_read/pfs_read.h"
 
-#include "corun_kernel.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <glusterfs/api/glfs.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
-#include <dirent.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <time.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define PROG "pfs_read"
-#define PFS_READ_VERSION "1.0.0"
-
-#define SERVERS_MAX 64
-#define TASKS_MAX 256
-#define RANKS_MAX 65536
-#define SIZE_MAX_OPT (INT64_C(1) << 40)
-#define XATTR_NAME "user.corun.pfs.layout"
-#define MIX_MUL UINT64_C(0x9E3779B97F4A7C15)
-
-enum phase { PHASE_WRITE, PHASE_READ };
-enum pattern { PATTERN_STRIDED, PATTERN_CONTIGUOUS };
 static const char *const pattern_names[] = { "strided", "contiguous" };
 
-struct options {
-	const char *volfiles[SERVERS_MAX];
-	int n_servers;
-	const char *file;
-	int64_t strip;
-	int64_t transfer;
-	int64_t block;
-	int64_t segments;
-	int64_t tasks;
-	int64_t rank;  /* the first task's index in the application */
-	int64_t ranks; /* tasks of the application (0: --tasks) */
-	int64_t app;
-	enum pattern pattern;
-	int64_t reps;
-	int64_t compute_passes;
-	uint64_t seed;
-	bool file_per_process;
-	bool do_write;
-	bool do_read;
-	bool check;
-	bool direct;
-	const char *barrier;
-	int64_t barrier_count;
-	const char *log;
-};
-
-/* What a task sends back after a phase. */
-struct task_result {
-	double start_s;
-	double end_s;
-	int64_t bytes;
-	int64_t requests;
-	int64_t mismatches;
-	uint64_t checksum;
-	int error; /* 0 or an errno value */
-	char what[160];
-};
-
-/* One request in flight: the per-server parts still outstanding. */
-struct inflight {
-	pthread_mutex_t lock;
-	pthread_cond_t done;
-	int pending;
-	int error;
-	ssize_t short_by;
-};
-
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: pfs_read --volfile PATH [--volfile PATH ...] [options]\n"
 	"IOR-like parallel reads (and writes) of a file striped over the data\n"
@@ -152,431 +75,8 @@ static const char usage_text[] =
 	"  --help, --version\n"
 	"\n"
 	"Sizes take a K, M or G suffix (KiB, MiB, GiB).\n"
-	"Exit status: 0 ok, 1 runtime error or failed check, 2 usage error.\n";
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-/* The 8-byte word at logical offset OFF (a multiple of 8) of file FILE_ID. */
-static uint64_t pattern_word(uint64_t seed, uint64_t file_id, uint64_t off)
-{
-	return mix64(off ^ (seed * MIX_MUL) ^ (file_id << 56));
-}
-
-static void fill_pattern(unsigned char *buf, size_t len, uint64_t seed, uint64_t file_id,
-			 uint64_t off)
-{
-	for (size_t i = 0; i + 8 <= len; i += 8) {
-		uint64_t w = pattern_word(seed, file_id, off + i);
-		memcpy(buf + i, &w, 8);
-	}
-}
-
-static int64_t count_mismatches(const unsigned char *buf, size_t len, uint64_t seed,
-				uint64_t file_id, uint64_t off)
-{
-	int64_t bad = 0;
-	for (size_t i = 0; i + 8 <= len; i += 8) {
-		uint64_t w;
-		memcpy(&w, buf + i, 8);
-		if (w != pattern_word(seed, file_id, off + i))
-			bad++;
-	}
-	return bad;
-}
-
-/* The per-request compute step: PASSES passes of a multiply-xor mix. */
-static uint64_t compute_step(const unsigned char *buf, size_t len, int64_t passes, uint64_t h)
-{
-	for (int64_t p = 0; p < passes; p++) {
-		for (size_t i = 0; i + 8 <= len; i += 8) {
-			uint64_t w;
-			memcpy(&w, buf + i, 8);
-			h = (h ^ w) * MIX_MUL;
-			h ^= h >> 29;
-		}
-	}
-	return h;
-}
-
-static void io_done(glfs_fd_t *fd, ssize_t ret, struct glfs_stat *prestat,
-		    struct glfs_stat *poststat, void *data)
-{
-	(void)fd;
-	(void)prestat;
-	(void)poststat;
-	struct inflight *fl = data;
-	int err = ret < 0 ? errno : 0;
-	pthread_mutex_lock(&fl->lock);
-	if (err && !fl->error)
-		fl->error = err ? err : EIO;
-	else if (ret >= 0)
-		fl->short_by -= ret;
-	fl->pending--;
-	if (fl->pending == 0)
-		pthread_cond_signal(&fl->done);
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Per task: one gfapi instance and one open datafile per server. */
-struct client {
-	int n;
-	glfs_t *fs[SERVERS_MAX];
-	glfs_fd_t *fd[SERVERS_MAX];
-	struct iovec *iov[SERVERS_MAX];
-	int iovcnt[SERVERS_MAX];
-	int64_t local_off[SERVERS_MAX];
-	int64_t local_len[SERVERS_MAX];
-};
-
-static void fail(struct task_result *r, int err, const char *fmt, const char *a)
-{
-	if (r->error)
-		return;
-	r->error = err ? err : EIO;
-	/* The value is cut to fit; the return value is looked at so the
-	 * compiler knows the cut is meant. */
-	if (snprintf(r->what, sizeof r->what, fmt, a) >= (int)sizeof r->what)
-		r->what[sizeof r->what - 2] = '~';
-}
-
-/* Connect to every data server: one gfapi instance each. */
-static int client_init(struct client *c, const struct options *o, struct task_result *r)
-{
-	c->n = o->n_servers;
-	size_t max_iov = (size_t)(o->transfer / o->strip + 2);
-	for (int i = 0; i < c->n; i++) {
-		c->fs[i] = glfs_new("corun-pfs");
-		if (!c->fs[i] || glfs_set_volfile(c->fs[i], o->volfiles[i]) != 0 ||
-		    glfs_set_logging(c->fs[i], o->log, 3) != 0) {
-			fail(r, errno, "cannot set up gfapi with %s", o->volfiles[i]);
-			return -1;
-		}
-		if (glfs_init(c->fs[i]) != 0) {
-			fail(r, errno, "cannot reach the data server of %s", o->volfiles[i]);
-			return -1;
-		}
-		c->iov[i] = calloc(max_iov, sizeof(struct iovec));
-		if (!c->iov[i]) {
-			fail(r, ENOMEM, "%s", "out of memory");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* Open (or create, recording the layout) the datafile NAME on every server;
- * an existing datafile must carry this layout. */
-static int client_open(struct client *c, const struct options *o, const char *name, bool create,
-		       struct task_result *r)
-{
-	for (int i = 0; i < c->n; i++) {
-		if (c->fd[i]) {
-			glfs_close(c->fd[i]);
-			c->fd[i] = NULL;
-		}
-		char layout[96];
-		snprintf(layout, sizeof layout, "strip_size=%" PRId64 " servers=%d index=%d",
-			 o->strip, c->n, i);
-		if (create) {
-			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR | (o->direct ? O_DIRECT : 0),
-					      0644);
-			if (c->fd[i] &&
-			    glfs_fsetxattr(c->fd[i], XATTR_NAME, layout, strlen(layout), 0) != 0) {
-				fail(r, errno, "cannot record the layout of %s", name);
-				return -1;
-			}
-		} else {
-			c->fd[i] = glfs_open(c->fs[i], name, O_RDONLY | (o->direct ? O_DIRECT : 0));
-		}
-		if (!c->fd[i]) {
-			fail(r, errno, "cannot open %s", name);
-			return -1;
-		}
-		if (!create) {
-			char got[96] = { 0 };
-			ssize_t n = glfs_fgetxattr(c->fd[i], XATTR_NAME, got, sizeof got - 1);
-			if (n < 0 || strcmp(got, layout) != 0) {
-				fail(r, n < 0 ? errno : EINVAL,
-				     "%s was not written with this strip size and server list",
-				     name);
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
-
-/* Close the datafiles.  glfs_fini() is not called: in GlusterFS 10 it waits
- * about 10 s for a timer per instance, and the task exits right after, which
- * closes the connections. */
-static void client_close(struct client *c)
-{
-	for (int i = 0; i < c->n; i++) {
-		if (c->fd[i])
-			glfs_close(c->fd[i]);
-		c->fd[i] = NULL;
-		free(c->iov[i]);
-		c->iov[i] = NULL;
-	}
-}
-
-/* One request of LEN bytes at logical offset OFF, all servers at once. */
-static int striped_io(struct client *c, const struct options *o, enum phase ph, unsigned char *buf,
-		      int64_t off, int64_t len)
-{
-	for (int i = 0; i < c->n; i++) {
-		c->iovcnt[i] = 0;
-		c->local_len[i] = 0;
-		c->local_off[i] = -1;
-	}
-	int64_t pos = off;
-	while (pos < off + len) {
-		int64_t k = pos / o->strip;
-		int64_t in_strip = pos % o->strip;
-		int64_t piece = o->strip - in_strip;
-		if (piece > off + len - pos)
-			piece = off + len - pos;
-		int s = (int)(k % c->n);
-		if (c->local_off[s] < 0)
-			c->local_off[s] = (k / c->n) * o->strip + in_strip;
-		struct iovec *v = &c->iov[s][c->iovcnt[s]++];
-		v->iov_base = buf + (pos - off);
-		v->iov_len = (size_t)piece;
-		c->local_len[s] += piece;
-		pos += piece;
-	}
-	struct inflight fl = { .pending = 0, .error = 0, .short_by = 0 };
-	pthread_mutex_init(&fl.lock, NULL);
-	pthread_cond_init(&fl.done, NULL);
-	pthread_mutex_lock(&fl.lock);
-	for (int s = 0; s < c->n; s++) {
-		if (!c->iovcnt[s])
-			continue;
-		fl.pending++;
-		fl.short_by += c->local_len[s];
-		int rc = ph == PHASE_READ
-				 ? glfs_preadv_async(c->fd[s], c->iov[s], c->iovcnt[s],
-						     (off_t)c->local_off[s], 0, io_done, &fl)
-				 : glfs_pwritev_async(c->fd[s], c->iov[s], c->iovcnt[s],
-						      (off_t)c->local_off[s], 0, io_done, &fl);
-		if (rc != 0) {
-			fl.pending--;
-			fl.short_by -= c->local_len[s];
-			if (!fl.error)
-				fl.error = errno ? errno : EIO;
-		}
-	}
-	while (fl.pending > 0)
-		pthread_cond_wait(&fl.done, &fl.lock);
-	pthread_mutex_unlock(&fl.lock);
-	pthread_mutex_destroy(&fl.lock);
-	pthread_cond_destroy(&fl.done);
-	if (fl.error) {
-		errno = fl.error;
-		return -1;
-	}
-	if (fl.short_by != 0) {
-		errno = ENODATA; /* a read past the end of a datafile */
-		return -1;
-	}
-	return 0;
-}
-
-static void run_phase(struct client *c, const struct options *o, enum phase ph, int64_t task,
-		      unsigned char *buf, struct task_result *r)
-{
-	int64_t g = o->rank + task; /* the task's index in the application */
-	uint64_t file_id = o->file_per_process ? (uint64_t)g : 0;
-	/* each application's data differ */
-	uint64_t seed = o->seed + ((uint64_t)o->app << 32);
-	int64_t per_block = o->block / o->transfer;
-	r->start_s = corun_monotonic_s();
-	for (int64_t seg = 0; seg < o->segments && !r->error; seg++) {
-		int64_t base;
-		if (o->file_per_process)
-			base = seg * o->block;
-		else if (o->pattern == PATTERN_STRIDED)
-			base = (seg * o->ranks + g) * o->block;
-		else
-			base = (g * o->segments + seg) * o->block;
-		for (int64_t i = 0; i < per_block; i++) {
-			int64_t off = base + i * o->transfer;
-			if (ph == PHASE_WRITE)
-				fill_pattern(buf, (size_t)o->transfer, seed, file_id,
-					     (uint64_t)off);
-			if (striped_io(c, o, ph, buf, off, o->transfer) != 0) {
-				fail(r, errno, "%s failed",
-				     ph == PHASE_READ ? "a read" : "a write");
-				break;
-			}
-			if (ph == PHASE_READ) {
-				r->checksum = compute_step(buf, (size_t)o->transfer,
-							   o->compute_passes, r->checksum);
-				if (o->check)
-					r->mismatches +=
-						count_mismatches(buf, (size_t)o->transfer, seed,
-								 file_id, (uint64_t)off);
-			}
-			r->bytes += o->transfer;
-			r->requests++;
-		}
-	}
-	r->end_s = corun_monotonic_s();
-}
-
-#define BARRIER_FRESH_S 60
-#define BARRIER_TIMEOUT_S 120
-
-/* Make DIR and its missing parents. */
-static int mkdir_p(const char *dir)
-{
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s", dir);
-	for (char *q = tmp + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = '\0';
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*q = '/';
-	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Files in DIR changed at most BARRIER_FRESH_S before SINCE (epoch s). */
-static int64_t barrier_arrived(const char *dir, double since)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	int64_t n = 0;
-	struct dirent *e;
-	char path[4400];
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		struct stat st;
-		if (stat(path, &st) == 0 && (double)st.st_mtime >= since - BARRIER_FRESH_S)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
-/* Meet the application's other clients at O->barrier; 0, or -1 with ERROR set. */
-static int barrier_wait(const struct options *o, char *error, size_t len)
-{
-	char path[4400];
-	if (mkdir_p(o->barrier) != 0) {
-		snprintf(error, len, "--barrier: cannot make %.120s: %s", o->barrier,
-			 strerror(errno));
-		return -1;
-	}
-	snprintf(path, sizeof path, "%s/app%" PRId64 "-rank%" PRId64, o->barrier, o->app, o->rank);
-	FILE *f = fopen(path, "w");
-	if (!f || fclose(f) != 0) {
-		snprintf(error, len, "--barrier: cannot write %.150s", path);
-		return -1;
-	}
-	double now = corun_epoch_s(), end = corun_monotonic_s() + BARRIER_TIMEOUT_S;
-	struct timespec nap = { .tv_sec = 0, .tv_nsec = 1000000 };
-	int64_t n;
-	while ((n = barrier_arrived(o->barrier, now)) < o->barrier_count) {
-		if (corun_monotonic_s() > end) {
-			snprintf(error, len,
-				 "--barrier: %" PRId64 " of %" PRId64
-				 " clients arrived within %d s",
-				 n, o->barrier_count, BARRIER_TIMEOUT_S);
-			return -1;
-		}
-		nanosleep(&nap, NULL);
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *q = p;
-	while (n) {
-		ssize_t w = write(fd, q, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		q += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *p, size_t n)
-{
-	char *q = p;
-	while (n) {
-		ssize_t got = read(fd, q, n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return -1;
-		q += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
-/* A task: open, then per phase: say ready, wait for go, run, send the result. */
-static int task_main(const struct options *o, int64_t task, int go_fd, int res_fd,
-		     const enum phase *phases, int n_phases)
-{
-	struct client c;
-	memset(&c, 0, sizeof c);
-	struct task_result r;
-	memset(&r, 0, sizeof r);
-	char name[4096];
-	if (o->file_per_process)
-		snprintf(name, sizeof name, "%s.%08" PRId64, o->file, o->rank + task);
-	else
-		snprintf(name, sizeof name, "%s", o->file);
-	unsigned char *buf = aligned_alloc(4096, (size_t)((o->transfer + 4095) / 4096 * 4096));
-	if (!buf)
-		fail(&r, ENOMEM, "%s", "out of memory");
-	bool opened_for_write = false;
-	if (!r.error)
-		client_init(&c, o, &r);
-	for (int p = 0; p < n_phases; p++) {
-		bool want_write = phases[p] == PHASE_WRITE;
-		if (!r.error && (p == 0 || want_write != opened_for_write)) {
-			client_open(&c, o, name, want_write, &r);
-			opened_for_write = want_write;
-		}
-		struct task_result ready = r;
-		char go;
-		if (write_all(res_fd, &ready, sizeof ready) != 0 || read_all(go_fd, &go, 1) != 0)
-			break;
-		struct task_result pr;
-		memset(&pr, 0, sizeof pr);
-		if (r.error)
-			pr = r;
-		else
-			run_phase(&c, o, phases[p], task, buf, &pr);
-		if (write_all(res_fd, &pr, sizeof pr) != 0)
-			break;
-		if (pr.error)
-			r = pr;
-	}
-	client_close(&c);
-	free(buf);
-	return r.error ? CORUN_EXIT_RUNTIME : CORUN_EXIT_OK;
-}
+	CORUN_USAGE_EXIT_STATUS("check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -618,10 +118,9 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.seed = 1,
 		.log = "/dev/null",
 	};
-	opterr = 0;
 	bool rank_given = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'v':
 			if (o->n_servers == SERVERS_MAX)
@@ -657,8 +156,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->tasks = corun_parse_int(PROG, "tasks", optarg, 1, TASKS_MAX, false);
 			break;
 		case 'P':
-			o->pattern = (enum pattern)corun_parse_choice(
-				PROG, "pattern", optarg, pattern_names, CORUN_COUNT(pattern_names));
+			o->pattern =
+				(enum pattern)CORUN_PARSE_CHOICE(PROG, "pattern", pattern_names);
 			break;
 		case 'R':
 			o->rank = corun_parse_int(PROG, "rank", optarg, 0, RANKS_MAX - 1, false);
@@ -773,6 +272,17 @@ static void json_phase(struct corun_json *j, const char *phase, const double *bw
 	corun_json_double(j, key, sops / (double)reps);
 	snprintf(key, sizeof key, "%s_time_mean_s", phase);
 	corun_json_double(j, key, st / (double)reps);
+}
+
+/* Free the per-phase figures of main(). */
+static void free_figures(double *bw[2], double *ops[2], double *tm[2], double *t0[2])
+{
+	for (int k = 0; k < 2; k++) {
+		free(bw[k]);
+		free(ops[k]);
+		free(tm[k]);
+		free(t0[k]);
+	}
 }
 
 int main(int argc, char *argv[])
@@ -901,19 +411,13 @@ int main(int argc, char *argv[])
 	}
 	if (error[0]) {
 		corun_err(PROG, "%s", error);
-		for (int k = 0; k < 2; k++) {
-			free(bw[k]);
-			free(ops[k]);
-			free(tm[k]);
-			free(t0[k]);
-		}
+		free_figures(bw, ops, tm, t0);
 		free(all);
 		return CORUN_EXIT_RUNTIME;
 	}
 
 	struct corun_json j;
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, PFS_READ_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, PFS_READ_VERSION, argc, argv, start_epoch_s);
 	corun_json_str(&j, "api", "gfapi");
 	corun_json_int(&j, "servers", o.n_servers);
 	corun_json_int(&j, "strip_size_bytes", o.strip);
@@ -942,12 +446,7 @@ int main(int argc, char *argv[])
 	corun_json_bool(&j, "checked", o.check);
 	corun_json_int(&j, "mismatched_words", mismatches);
 	corun_json_end(&j);
-	for (int k = 0; k < 2; k++) {
-		free(bw[k]);
-		free(ops[k]);
-		free(tm[k]);
-		free(t0[k]);
-	}
+	free_figures(bw, ops, tm, t0);
 	free(all);
 	if (corun_flush_result(PROG) != 0)
 		return CORUN_EXIT_RUNTIME;

@@ -18,105 +18,12 @@
  * pattern the files were written with, so the kernel checks its own data.
  * Prints one JSON object on one line.
  */
-#define _GNU_SOURCE
-
-#include "corun_kernel.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <linux/perf_event.h>
-#include <pthread.h>
-#include <sched.h>
-#include <semaphore.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define PROG "sais_inmem"
-#define SAIS_INMEM_VERSION "1.0.0"
-
-#define APPS_MAX 256
-#define FILES_MAX 256
-#define SLOTS_MAX 1024
-#define CPU_MAX 64
-#define STRIP_MIN 4096
-#define STRIP_MAX (INT64_C(16) << 20)
-#define REQUEST_MAX (INT64_C(1) << 30)
-#define FILE_SIZE_MAX (INT64_C(1) << 34)
-#define PATTERN_MUL UINT64_C(0x9e3779b97f4a7c15)
-#define PATTERN_XOR UINT64_C(0x5a1500000000c0de)
-
-enum mode { MODE_THREAD, MODE_PROCESS };
-enum pin { PIN_AUTO, PIN_SAME, PIN_NONE };
+#include "sais_inmem/sais_inmem.h"
 
 static const char *const mode_names[] = { "thread", "process" };
 static const char *const pin_names[] = { "auto", "same", "none" };
 
-struct options {
-	enum mode mode;
-	enum pin pin;
-	int64_t apps;
-	int64_t files;
-	int64_t strip;
-	int64_t request;
-	int64_t file_size;
-	int64_t slots;
-	double duration_s;
-	double warmup_s;
-	const char *dir;
-	bool keep_files;
-};
-
-/* What one worker (reader or assembler) did while the measurement ran. */
-struct worker_stats {
-	double user_s;
-	double sys_s;
-	int64_t strips;
-	int64_t on_cpu[CPU_MAX]; /* strips handled per CPU (sched_getcpu) */
-	int64_t on_cpu_other;    /* CPUs >= CPU_MAX */
-};
-
-/* One application's shared region (MAP_SHARED, so a forked reader sees it);
- * the slot data follows the header. */
-struct app {
-	sem_t empty;
-	sem_t full;
-	atomic_int stop;
-	atomic_int measuring;
-	int cpu;          /* pinned CPU, or -1 */
-	int64_t bytes;    /* assembled while measuring */
-	int64_t requests; /* assembled while measuring */
-	int64_t same_cpu; /* strips consumed on the CPU that read them */
-	double measured_s;
-	struct worker_stats reader;
-	struct worker_stats assembler;
-	int failed; /* 0 ok, else CORUN_EXIT_RUNTIME */
-	char error[256];
-	/* per slot: logical strip index and reading CPU, then data */
-};
-
-struct slot_head {
-	int64_t strip;
-	int32_t cpu;
-	int32_t pad;
-};
-
-struct ctx {
-	const struct options *o;
-	struct app *a;
-	int fds[FILES_MAX];
-	size_t slot_bytes;
-};
-
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " [OPTION]...\n"
 	"The in-memory study of paper 004 (section 6): strips read round-robin\n"
@@ -146,13 +53,13 @@ static const char usage_text[] =
 	"  --dir PATH           where the files are made; tmpfs stands in for the\n"
 	"                       RAM disk (default /dev/shm)\n"
 	"  --keep-files         leave the files (default: removed at the end)\n"
-	"  --help               print this text and exit\n"
-	"  --version            print the version and exit\n"
+	CORUN_USAGE_HELP_VERSION("            ")
 	"\n"
 	"Bandwidth is in MB (10^6 bytes) per second, as in the paper.  Cache misses\n"
 	"come from perf_event_open where the PMU exists, else they are null with\n"
 	"the reason.\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error.\n";
+	CORUN_USAGE_EXIT_STATUS("self-check") ".\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -187,8 +94,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		.dir = "/dev/shm",
 		.keep_files = false,
 	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+	while ((c = corun_getopt(argc, argv, "+:h", long_options)) != -1) {
 		switch (c) {
 		case 'm':
 			if (strcmp(optarg, "thread") == 0)
@@ -271,303 +177,6 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	}
 	if (o->pin == PIN_AUTO)
 		o->pin = o->mode == MODE_THREAD ? PIN_SAME : PIN_NONE;
-}
-
-/* The value of the 8-byte word at logical byte offset OFF. */
-static inline uint64_t pattern(uint64_t off)
-{
-	return (off * PATTERN_MUL) ^ PATTERN_XOR;
-}
-
-static void file_path(char *buf, size_t n, const char *dir, int i)
-{
-	snprintf(buf, n, "%s/" PROG ".%ld.%d", dir, (long)getpid(), i);
-}
-
-/* Write the files: logical strip s lives in file s mod F at offset
- * (s / F) * strip, as a striped file on F servers. */
-static int make_files(const struct options *o, int *fds)
-{
-	size_t strip = (size_t)o->strip;
-	uint64_t *buf = malloc(strip);
-	int64_t per_file = o->file_size / o->strip;
-	char path[4096];
-
-	if (buf == NULL) {
-		corun_err(PROG, "cannot allocate a strip buffer");
-		return -1;
-	}
-	for (int f = 0; f < (int)o->files; f++)
-		fds[f] = -1;
-	for (int f = 0; f < (int)o->files; f++) {
-		file_path(path, sizeof(path), o->dir, f);
-		fds[f] = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fds[f] < 0) {
-			corun_err(PROG, "cannot create '%s': %s", path, strerror(errno));
-			free(buf);
-			return -1;
-		}
-		for (int64_t k = 0; k < per_file; k++) {
-			uint64_t s = (uint64_t)(k * o->files + f);
-			uint64_t base = s * (uint64_t)strip;
-			ssize_t w;
-
-			for (size_t i = 0; i < strip / 8; i++)
-				buf[i] = pattern(base + 8 * i);
-			w = pwrite(fds[f], buf, strip, (off_t)(k * o->strip));
-			if (w != (ssize_t)strip) {
-				corun_err(PROG, "cannot write '%s': %s", path,
-					  w < 0 ? strerror(errno)
-						: "short write (is the file system full?)");
-				free(buf);
-				return -1;
-			}
-		}
-	}
-	free(buf);
-	return 0;
-}
-
-static void remove_files(const struct options *o, int *fds)
-{
-	char path[4096];
-
-	for (int f = 0; f < (int)o->files; f++) {
-		if (fds[f] >= 0)
-			close(fds[f]);
-		if (!o->keep_files) {
-			file_path(path, sizeof(path), o->dir, f);
-			unlink(path);
-		}
-	}
-}
-
-static struct slot_head *slot_at(const struct ctx *c, int64_t n)
-{
-	char *base = (char *)(c->a + 1);
-
-	return (struct slot_head *)(base + (size_t)(n % c->o->slots) * c->slot_bytes);
-}
-
-static void note_cpu(struct worker_stats *w, int cpu)
-{
-	if (cpu >= 0 && cpu < CPU_MAX)
-		w->on_cpu[cpu]++;
-	else
-		w->on_cpu_other++;
-}
-
-static void rusage_thread(double *user_s, double *sys_s)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_THREAD, &ru);
-	*user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
-	*sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static void pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET((size_t)cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set); /* this thread only */
-}
-
-static void sem_wait_intr(sem_t *s)
-{
-	while (sem_wait(s) != 0 && errno == EINTR)
-		;
-}
-
-static void fail(struct app *a, const char *fmt, const char *arg)
-{
-	if (!a->failed) {
-		a->failed = CORUN_EXIT_RUNTIME;
-		snprintf(a->error, sizeof(a->error), fmt, arg);
-	}
-	atomic_store(&a->stop, 1);
-}
-
-/* The reader: the servers' data arriving, strip after strip. */
-static void *reader(void *arg)
-{
-	struct ctx *c = arg;
-	const struct options *o = c->o;
-	struct app *a = c->a;
-	int64_t logical = o->files * (o->file_size / o->strip);
-	double u0 = 0, s0 = 0, u1, s1;
-	bool counting = false;
-
-	pin_self(a->cpu);
-	for (int64_t n = 0;; n++) {
-		struct slot_head *h;
-		int64_t s = n % logical;
-		ssize_t r;
-		int cpu;
-
-		sem_wait_intr(&a->empty);
-		if (atomic_load(&a->stop))
-			break;
-		if (!counting && atomic_load(&a->measuring)) {
-			counting = true;
-			rusage_thread(&u0, &s0);
-		}
-		h = slot_at(c, n);
-		r = pread(c->fds[s % o->files], h + 1, (size_t)o->strip,
-			  (off_t)((s / o->files) * o->strip));
-		if (r != (ssize_t)o->strip) {
-			fail(a, "read of a strip failed: %s",
-			     r < 0 ? strerror(errno) : "short read");
-			sem_post(&a->full);
-			break;
-		}
-		cpu = sched_getcpu();
-		h->strip = s;
-		h->cpu = cpu;
-		if (counting) {
-			a->reader.strips++;
-			note_cpu(&a->reader, cpu);
-		}
-		sem_post(&a->full);
-	}
-	rusage_thread(&u1, &s1);
-	if (counting) {
-		a->reader.user_s = u1 - u0;
-		a->reader.sys_s = s1 - s0;
-	}
-	return NULL;
-}
-
-/* Check one assembled request word by word; the first strip is FIRST. */
-static int64_t check_request(const uint64_t *req, int64_t first, int64_t per_req, int64_t logical,
-			     size_t strip)
-{
-	for (int64_t k = 0; k < per_req; k++) {
-		uint64_t s = (uint64_t)((first + k) % logical);
-		const uint64_t *w = req + (size_t)k * strip / 8;
-		uint64_t base = s * strip;
-
-		for (size_t i = 0; i < strip / 8; i++)
-			if (w[i] != pattern(base + 8 * i))
-				return (int64_t)(base + 8 * i);
-	}
-	return -1;
-}
-
-/* The assembler: the consuming application. */
-static void assembler(struct ctx *c)
-{
-	const struct options *o = c->o;
-	struct app *a = c->a;
-	int64_t per_req = o->request / o->strip;
-	int64_t logical = o->files * (o->file_size / o->strip);
-	uint64_t *req = aligned_alloc(64, (size_t)o->request);
-	double t0, t_meas = 0, u0 = 0, s0 = 0, u1, s1;
-	bool measuring = false;
-
-	pin_self(a->cpu);
-	if (req == NULL) {
-		fail(a, "%s", "cannot allocate the request buffer");
-		sem_post(&a->empty);
-		return;
-	}
-	t0 = corun_monotonic_s();
-	for (int64_t n = 0;; n++) {
-		struct slot_head *h;
-		int64_t k = n % per_req;
-		int cpu;
-
-		sem_wait_intr(&a->full);
-		if (atomic_load(&a->stop))
-			break;
-		h = slot_at(c, n);
-		memcpy((char *)req + (size_t)(k * o->strip), h + 1, (size_t)o->strip);
-		cpu = sched_getcpu();
-		if (measuring) {
-			a->assembler.strips++;
-			note_cpu(&a->assembler, cpu);
-			if (cpu == h->cpu)
-				a->same_cpu++;
-		}
-		if (h->strip != (n % logical)) {
-			fail(a, "%s", "self-check failed: a strip arrived out of order");
-			break;
-		}
-		sem_post(&a->empty);
-		if (k == per_req - 1) {
-			int64_t bad = check_request(req, n - k, per_req, logical, (size_t)o->strip);
-			double now;
-
-			if (bad >= 0) {
-				char where[64];
-
-				snprintf(where, sizeof(where), "%" PRId64, bad);
-				fail(a,
-				     "self-check failed: assembled data differs "
-				     "at logical byte %s",
-				     where);
-				break;
-			}
-			now = corun_monotonic_s();
-			if (measuring) {
-				a->requests++;
-				a->bytes += o->request;
-				if (now - t_meas >= o->duration_s) {
-					a->measured_s = now - t_meas;
-					break;
-				}
-			} else if (now - t0 >= o->warmup_s) {
-				measuring = true;
-				t_meas = now;
-				rusage_thread(&u0, &s0);
-				atomic_store(&a->measuring, 1);
-			}
-		}
-	}
-	rusage_thread(&u1, &s1);
-	a->assembler.user_s = u1 - u0;
-	a->assembler.sys_s = s1 - s0;
-	atomic_store(&a->stop, 1);
-	sem_post(&a->empty); /* wake the reader so it sees stop */
-	free(req);
-}
-
-/* One application, in its own process: returns its exit code. */
-static int run_app(struct ctx *c)
-{
-	if (c->o->mode == MODE_THREAD) {
-		pthread_t t;
-		int err = pthread_create(&t, NULL, reader, c);
-
-		if (err != 0) {
-			fail(c->a, "pthread_create: %s", strerror(err));
-			return CORUN_EXIT_RUNTIME;
-		}
-		assembler(c);
-		pthread_join(t, NULL);
-	} else {
-		pid_t pid = fork();
-		int st;
-
-		if (pid < 0) {
-			fail(c->a, "fork: %s", strerror(errno));
-			return CORUN_EXIT_RUNTIME;
-		}
-		if (pid == 0) {
-			reader(c);
-			_exit(0);
-		}
-		assembler(c);
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fail(c->a, "%s", "the reader process failed");
-	}
-	return c->a->failed ? CORUN_EXIT_RUNTIME : CORUN_EXIT_OK;
 }
 
 /* Cache misses of this process and its descendants (inherit), or -1 with
@@ -736,8 +345,7 @@ int main(int argc, char *argv[])
 			cpus_ran[c] += a->reader.on_cpu[c] + a->assembler.on_cpu[c];
 	}
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, SAIS_INMEM_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, SAIS_INMEM_VERSION, argc, argv, start_epoch_s);
 	corun_json_str(&j, "mode", mode_names[o.mode]);
 	corun_json_str(&j, "stands_for", o.mode == MODE_THREAD ? "Si-SAIs" : "Si-Irqbalance");
 	corun_json_str(&j, "pin", pin_names[o.pin]);
@@ -797,8 +405,7 @@ int main(int argc, char *argv[])
 		corun_json_object_end(&j);
 	}
 	corun_json_array_end(&j);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 	rc = corun_flush_result(PROG) == 0 ? CORUN_EXIT_OK : CORUN_EXIT_RUNTIME;
 out:
 	for (int64_t i = 0; i < o.apps; i++)

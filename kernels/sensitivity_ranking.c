@@ -11,17 +11,11 @@
 
 #include "corun_kernel.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <linux/magic.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
-#include <unistd.h>
 
 #define PROG "sensitivity_ranking"
 #define SENSITIVITY_RANKING_VERSION "1.0.0"
@@ -46,6 +40,7 @@ struct options {
 	enum cache_mode cache_mode;
 };
 
+/* clang-format off */
 static const char usage_text[] =
 	"Usage: " PROG " --file PATH [OPTION]...\n"
 	"Read PATH once, sequentially, in blocks of --block-size bytes, running\n"
@@ -60,11 +55,9 @@ static const char usage_text[] =
 	"                        direct  open with O_DIRECT, 4096-aligned buffer\n"
 	"                        evict   fdatasync + POSIX_FADV_DONTNEED on the\n"
 	"                                whole file, then buffered read()\n"
-	"  --help              print this text and exit\n"
-	"  --version           print the version and exit\n"
-	"\n"
-	"Exit status: 0 ok, 1 runtime error or failed self-check, 2 usage error,\n"
+	CORUN_USAGE_TAIL("           ", "self-check") ",\n"
 	"4 skipped (O_DIRECT not supported, or PATH on tmpfs/ramfs).\n";
+/* clang-format on */
 
 static void parse_options(int argc, char *argv[], struct options *o)
 {
@@ -99,9 +92,8 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->nops = corun_parse_int(PROG, "nops", optarg, 0, INT64_MAX, false);
 			break;
 		case 'm':
-			o->cache_mode = (enum cache_mode)corun_parse_choice(
-				PROG, "cache-mode", optarg, cache_mode_names,
-				CORUN_COUNT(cache_mode_names));
+			o->cache_mode = (enum cache_mode)CORUN_PARSE_CHOICE(PROG, "cache-mode",
+									    cache_mode_names);
 			break;
 		default:
 			corun_default_option(PROG, SENSITIVITY_RANKING_VERSION, usage_text, c,
@@ -203,8 +195,7 @@ static void print_result(const struct options *o, const struct result *r, int ar
 {
 	struct corun_json j;
 
-	corun_json_begin(&j, stdout);
-	corun_json_header(&j, PROG, SENSITIVITY_RANKING_VERSION, argc, argv, start_epoch_s);
+	corun_json_result_begin(&j, PROG, SENSITIVITY_RANKING_VERSION, argc, argv, start_epoch_s);
 	corun_json_object_begin(&j, "params");
 	corun_json_str(&j, "file", o->file);
 	corun_json_int(&j, "block_size", o->block_size);
@@ -219,8 +210,7 @@ static void print_result(const struct options *o, const struct result *r, int ar
 	/* MB = 10^6 bytes, as in the paper; null if too fast to time. */
 	corun_json_double(&j, "bw_mb_s", (double)r->bytes_read / 1e6 / r->elapsed_s);
 	corun_json_int(&j, "resident_pages_at_start", r->resident_pages_at_start);
-	corun_json_str(&j, "check", "ok");
-	corun_json_end(&j);
+	corun_json_result_end(&j);
 }
 
 static int run(const struct options *o, int argc, char *argv[], double start_epoch_s)
@@ -347,11 +337,4 @@ out_close:
 	return rc;
 }
 
-int main(int argc, char *argv[])
-{
-	double start_epoch_s = corun_epoch_s();
-	struct options o;
-
-	parse_options(argc, argv, &o);
-	return run(&o, argc, argv, start_epoch_s);
-}
+CORUN_KERNEL_MAIN(parse_options, run)

@@ -34,7 +34,7 @@
  */
 #define _GNU_SOURCE
 
-#include "stripe.h"
+#include "preload.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -49,20 +49,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
-#define FD_MAX 65536
 #define PREFIX_MAX 1024
-#define NAME_MAX_LEN 4096
 
 _Static_assert(sizeof(off_t) == 8, "64-bit off_t only");
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "struct stat is stat64");
-
-/* An open file on the prefix. */
-struct handle {
-	pthread_mutex_t lock;
-	struct pfs_file *file;
-	int64_t pos;
-};
 
 static struct {
 	pthread_once_t once;
@@ -81,36 +71,16 @@ static struct handle *handles[FD_MAX];
 
 /* ---- the C library's own functions ------------------------------------- */
 
-/* Each resolved on first use with dlsym(RTLD_NEXT). */
-#define REAL(name) static __typeof__(name) *real_##name
 REAL(open);
 REAL(openat);
 REAL(close);
-REAL(read);
-REAL(write);
-REAL(pread);
-REAL(pwrite);
-REAL(lseek);
-REAL(fsync);
-REAL(fdatasync);
-REAL(fstat);
-REAL(stat);
-REAL(lstat);
-REAL(ftruncate);
-REAL(truncate);
-REAL(access);
-REAL(unlink);
-REAL(mkdir);
-REAL(rmdir);
-REAL(rename);
-REAL(statvfs);
 /* MPI's, declared here: the library is built without MPI. */
 static int (*real_mpi_init)(int *, char ***);
 static int (*real_mpi_init_thread)(int *, char ***, int, int *);
 int MPI_Init(int *argc, char ***argv);
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
 
-static void *next(const char *name)
+void *libc_next(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 	if (!p) {
@@ -121,15 +91,6 @@ static void *next(const char *name)
 	}
 	return p;
 }
-
-/* The C library's NAME, looked up on first use (a call may come before this
- * library's constructors would run). */
-#define RESOLVE(var, name)                                 \
-	(*({                                               \
-		if (!var)                                  \
-			var = (__typeof__(var))next(name); \
-		var;                                       \
-	}))
 
 /* ---- settings and the connection --------------------------------------- */
 
@@ -217,7 +178,7 @@ static void report_once(void)
 
 /* The connection of this process, made on first use; NULL with errno set
  * (EINVAL: a wrong setting, EIO: a server out of reach). */
-static struct pfs_fs *connection(void)
+struct pfs_fs *connection(void)
 {
 	pthread_once(&g.once, read_settings);
 	pthread_mutex_lock(&g.lock);
@@ -247,7 +208,7 @@ static struct pfs_fs *connection(void)
 
 /* The name inside the file system of PATH, or NULL when PATH is not on the
  * prefix. */
-static const char *inner(const char *path, char *buf)
+const char *inner(const char *path, char *buf)
 {
 	pthread_once(&g.once, read_settings);
 	if (!g.prefix_len || !path || strncmp(path, g.prefix, g.prefix_len) != 0)
@@ -261,7 +222,7 @@ static const char *inner(const char *path, char *buf)
 	return buf;
 }
 
-static struct handle *handle_of(int fd)
+struct handle *handle_of(int fd)
 {
 	if (fd < 0 || fd >= FD_MAX)
 		return NULL;
@@ -387,244 +348,6 @@ EXPORT int close(int fd)
 	RESOLVE(real_close, "close")(fd);
 	errno = err;
 	return rc;
-}
-
-/* ---- transfers --------------------------------------------------------- */
-
-EXPORT ssize_t read(int fd, void *buf, size_t count)
-{
-	struct handle *h = handle_of(fd);
-	if (!h)
-		return RESOLVE(real_read, "read")(fd, buf, count);
-	pthread_mutex_lock(&h->lock);
-	ssize_t n = pfs_pread(h->file, buf, count, h->pos);
-	if (n > 0)
-		h->pos += n;
-	pthread_mutex_unlock(&h->lock);
-	return n;
-}
-
-EXPORT ssize_t write(int fd, const void *buf, size_t count)
-{
-	struct handle *h = handle_of(fd);
-	if (!h)
-		return RESOLVE(real_write, "write")(fd, buf, count);
-	pthread_mutex_lock(&h->lock);
-	ssize_t n = pfs_pwrite(h->file, buf, count, h->pos);
-	if (n > 0)
-		h->pos += n;
-	pthread_mutex_unlock(&h->lock);
-	return n;
-}
-
-EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off)
-{
-	struct handle *h = handle_of(fd);
-	if (!h)
-		return RESOLVE(real_pread, "pread")(fd, buf, count, off);
-	return pfs_pread(h->file, buf, count, off);
-}
-
-EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t off)
-{
-	return pread(fd, buf, count, off);
-}
-
-EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t off)
-{
-	struct handle *h = handle_of(fd);
-	if (!h)
-		return RESOLVE(real_pwrite, "pwrite")(fd, buf, count, off);
-	return pfs_pwrite(h->file, buf, count, off);
-}
-
-EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t off)
-{
-	return pwrite(fd, buf, count, off);
-}
-
-EXPORT off_t lseek(int fd, off_t off, int whence)
-{
-	struct handle *h = handle_of(fd);
-	if (!h)
-		return RESOLVE(real_lseek, "lseek")(fd, off, whence);
-	pthread_mutex_lock(&h->lock);
-	int64_t base = 0;
-	if (whence == SEEK_CUR)
-		base = h->pos;
-	else if (whence == SEEK_END)
-		base = pfs_size(h->file);
-	else if (whence != SEEK_SET)
-		base = -2;
-	off_t rc = -1;
-	if (base == -2 || (base >= 0 && base + off < 0))
-		errno = EINVAL;
-	else if (base >= 0)
-		rc = h->pos = base + off;
-	pthread_mutex_unlock(&h->lock);
-	return rc;
-}
-
-EXPORT off_t lseek64(int fd, off_t off, int whence)
-{
-	return lseek(fd, off, whence);
-}
-
-EXPORT int fsync(int fd)
-{
-	struct handle *h = handle_of(fd);
-	return h ? pfs_fsync(h->file) : RESOLVE(real_fsync, "fsync")(fd);
-}
-
-EXPORT int fdatasync(int fd)
-{
-	struct handle *h = handle_of(fd);
-	return h ? pfs_fsync(h->file) : RESOLVE(real_fdatasync, "fdatasync")(fd);
-}
-
-EXPORT int ftruncate(int fd, off_t size)
-{
-	struct handle *h = handle_of(fd);
-	return h ? pfs_ftruncate(h->file, size) : RESOLVE(real_ftruncate, "ftruncate")(fd, size);
-}
-
-EXPORT int ftruncate64(int fd, off_t size)
-{
-	return ftruncate(fd, size);
-}
-
-EXPORT int truncate(const char *path, off_t size)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	if (!name)
-		return RESOLVE(real_truncate, "truncate")(path, size);
-	int fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	int rc = ftruncate(fd, size), err = errno;
-	close(fd);
-	errno = err;
-	return rc;
-}
-
-EXPORT int truncate64(const char *path, off_t size)
-{
-	return truncate(path, size);
-}
-
-/* ---- metadata ---------------------------------------------------------- */
-
-/* The prefix itself is the file system's root folder. */
-static int serve_stat(const char *name, struct stat *st)
-{
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_stat(fs, name, st) : -1;
-}
-
-EXPORT int fstat(int fd, struct stat *st)
-{
-	struct handle *h = handle_of(fd);
-	return h ? pfs_fstat(h->file, st) : RESOLVE(real_fstat, "fstat")(fd, st);
-}
-
-EXPORT int fstat64(int fd, struct stat64 *st)
-{
-	return fstat(fd, (struct stat *)st);
-}
-
-EXPORT int stat(const char *path, struct stat *st)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	return name ? serve_stat(name, st) : RESOLVE(real_stat, "stat")(path, st);
-}
-
-EXPORT int stat64(const char *path, struct stat64 *st)
-{
-	return stat(path, (struct stat *)st);
-}
-
-EXPORT int lstat(const char *path, struct stat *st)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	return name ? serve_stat(name, st) : RESOLVE(real_lstat, "lstat")(path, st);
-}
-
-EXPORT int lstat64(const char *path, struct stat64 *st)
-{
-	return lstat(path, (struct stat *)st);
-}
-
-EXPORT int access(const char *path, int mode)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	if (!name)
-		return RESOLVE(real_access, "access")(path, mode);
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_access(fs, name, mode) : -1;
-}
-
-EXPORT int unlink(const char *path)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	if (!name)
-		return RESOLVE(real_unlink, "unlink")(path);
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_unlink(fs, name) : -1;
-}
-
-EXPORT int mkdir(const char *path, mode_t mode)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	if (!name)
-		return RESOLVE(real_mkdir, "mkdir")(path, mode);
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_mkdir(fs, name, mode) : -1;
-}
-
-EXPORT int rmdir(const char *path)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	if (!name)
-		return RESOLVE(real_rmdir, "rmdir")(path);
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_rmdir(fs, name) : -1;
-}
-
-EXPORT int rename(const char *from, const char *to)
-{
-	char a[NAME_MAX_LEN], b[NAME_MAX_LEN];
-	const char *na = inner(from, a), *nb = inner(to, b);
-	if (!na && !nb)
-		return RESOLVE(real_rename, "rename")(from, to);
-	if (!na || !nb) {
-		errno = EXDEV; /* across the prefix */
-		return -1;
-	}
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_rename(fs, na, nb) : -1;
-}
-
-EXPORT int statvfs(const char *path, struct statvfs *st)
-{
-	char buf[NAME_MAX_LEN];
-	const char *name = inner(path, buf);
-	if (!name)
-		return RESOLVE(real_statvfs, "statvfs")(path, st);
-	struct pfs_fs *fs = connection();
-	return fs ? pfs_statvfs(fs, name, st) : -1;
-}
-
-EXPORT int statvfs64(const char *path, struct statvfs64 *st)
-{
-	_Static_assert(sizeof(struct statvfs) == sizeof(struct statvfs64), "statvfs is statvfs64");
-	return statvfs(path, (struct statvfs *)st);
 }
 
 /* ---- MPI: connect while the ranks start, before any timed call --------- */

@@ -251,21 +251,37 @@ int64_t pfs_size(struct pfs_file *f)
 	return pfs_logical_size(local, f->fs->n, f->fs->strip);
 }
 
-ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
-{
+/* One transfer's parts, one per server, and their iovecs. */
+struct transfer {
 	struct part parts[PFS_SERVERS_MAX];
+	struct iovec *iov;
 	int64_t per_server;
+};
+
+/* The start of a transfer of LEN bytes at OFF: 1 with the iovecs of T allocated (see
+ * iovecs(); the caller frees T->iov), 0 when there is nothing to transfer, -1 with errno
+ * set. */
+static int transfer_start(struct pfs_file *f, size_t len, int64_t off, struct transfer *t)
+{
 	if (len == 0)
 		return 0;
 	if (off < 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	struct iovec *iov = iovecs(f->fs, (int64_t)len, &per_server);
-	if (!iov)
-		return -1;
+	t->iov = iovecs(f->fs, (int64_t)len, &t->per_server);
+	return t->iov ? 1 : -1;
+}
+
+ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
+{
+	struct transfer t;
+	int go = transfer_start(f, len, off, &t);
+	if (go <= 0)
+		return go;
+	struct part *parts = t.parts;
 	ssize_t rc = -1;
-	if (striped_io(f, false, buf, (int64_t)len, off, iov, per_server, parts) != 0)
+	if (striped_io(f, false, buf, (int64_t)len, off, t.iov, t.per_server, parts) != 0)
 		goto out;
 	bool whole = true;
 	for (int s = 0; s < f->fs->n; s++)
@@ -292,27 +308,21 @@ ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
 	}
 	rc = off >= size ? 0 : (ssize_t)((int64_t)len < size - off ? (int64_t)len : size - off);
 out:
-	free(iov);
+	free(t.iov);
 	return rc;
 }
 
 ssize_t pfs_pwrite(struct pfs_file *f, const void *buf, size_t len, int64_t off)
 {
-	struct part parts[PFS_SERVERS_MAX];
-	int64_t per_server;
-	if (len == 0)
-		return 0;
-	if (off < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	struct iovec *iov = iovecs(f->fs, (int64_t)len, &per_server);
-	if (!iov)
-		return -1;
+	struct transfer t;
+	int go = transfer_start(f, len, off, &t);
+	if (go <= 0)
+		return go;
+	struct part *parts = t.parts;
 	/* gfapi takes a non-const iovec; the buffer is only read. */
-	int rc = striped_io(f, true, (unsigned char *)(uintptr_t)buf, (int64_t)len, off, iov,
-			    per_server, parts);
-	free(iov);
+	int rc = striped_io(f, true, (unsigned char *)(uintptr_t)buf, (int64_t)len, off, t.iov,
+			    t.per_server, parts);
+	free(t.iov);
 	if (rc != 0)
 		return -1;
 	for (int s = 0; s < f->fs->n; s++) {

@@ -147,6 +147,13 @@ void corun_default_option(const char *prog, const char *version, const char *usa
 	}
 }
 
+int corun_getopt(int argc, char *const argv[], const char *optstring,
+		 const struct option *long_options)
+{
+	opterr = 0;
+	return getopt_long(argc, argv, optstring, long_options, NULL);
+}
+
 void corun_no_operands(const char *prog, int argc, char *const argv[])
 {
 	if (optind < argc)
@@ -370,4 +377,17 @@ void corun_json_header(struct corun_json *j, const char *kernel, const char *ker
 		corun_json_str(j, NULL, argv[i]);
 	corun_json_array_end(j);
 	corun_json_double(j, "start_epoch_s", start_epoch_s);
+}
+
+void corun_json_result_begin(struct corun_json *j, const char *kernel, const char *kernel_version,
+			     int argc, char *const argv[], double start_epoch_s)
+{
+	corun_json_begin(j, stdout);
+	corun_json_header(j, kernel, kernel_version, argc, argv, start_epoch_s);
+}
+
+void corun_json_result_end(struct corun_json *j)
+{
+	corun_json_str(j, "check", "ok");
+	corun_json_end(j);
 }

@@ -7,10 +7,17 @@
 #ifndef CORUN_KERNEL_H
 #define CORUN_KERNEL_H
 
+/* The C library headers every kernel uses, so that a kernel need not repeat them. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* Exit codes shared by all kernels (documented in kernels/README.md). */
 enum corun_exit {
@@ -50,6 +57,10 @@ int corun_parse_choice(const char *prog, const char *opt, const char *value,
 /* The number of elements of array A. */
 #define CORUN_COUNT(a) (sizeof(a) / sizeof *(a))
 
+/* corun_parse_choice() of optarg among the words of the array WORDS. */
+#define CORUN_PARSE_CHOICE(prog, opt, words) \
+	corun_parse_choice(prog, opt, optarg, words, CORUN_COUNT(words))
+
 /* Report the option error getopt_long() signalled by returning C (':' for a
  * missing value, anything else for an unknown option or a value given to a
  * flag) in one line, then exit CORUN_EXIT_USAGE.  Call it with opterr = 0
@@ -72,6 +83,29 @@ void corun_option_error(const char *prog, int c, char *const argv[]) __attribute
  * option error (corun_option_error()). */
 void corun_default_option(const char *prog, const char *version, const char *usage_text, int c,
 			  char *const argv[]) __attribute__((noreturn));
+
+/* getopt_long() with opterr = 0, so that corun_option_error() reports a bad option
+ * in one line.  OPTSTRING starts with "+:" ('+': argv is not permuted, it is echoed
+ * as "cmdline"). */
+int corun_getopt(int argc, char *const argv[], const char *optstring,
+		 const struct option *long_options);
+
+/* The usage text's --help and --version lines, their descriptions PAD after
+ * "--version" (as the kernel's other options are aligned).  A usage text built
+ * with these macros stands between clang-format off and on comments: clang-format
+ * 14 misreads a macro among string literals. */
+#define CORUN_USAGE_HELP_VERSION(pad)                  \
+	"  --help   " pad "print this text and exit\n" \
+	"  --version" pad "print the version and exit\n"
+
+/* The usage text's exit status line, up to the punctuation that ends it:
+ * FAILED names what fails ("self-check", "validation", ...). */
+#define CORUN_USAGE_EXIT_STATUS(failed) \
+	"Exit status: 0 ok, 1 runtime error or failed " failed ", 2 usage error"
+
+/* The usage text's last lines when nothing stands between the two above. */
+#define CORUN_USAGE_TAIL(pad, failed) \
+	CORUN_USAGE_HELP_VERSION(pad) "\n" CORUN_USAGE_EXIT_STATUS(failed)
 
 /* After the getopt_long() loop: a leftover argument (no kernel takes
  * operands) is a usage error. */
@@ -128,5 +162,26 @@ void corun_json_null(struct corun_json *j, const char *key);
  * command line (getopt_long reorders argv). */
 void corun_json_header(struct corun_json *j, const char *kernel, const char *kernel_version,
 		       int argc, char *const argv[], double start_epoch_s);
+
+/* corun_json_begin() on stdout, then corun_json_header(): the start of every
+ * kernel's result. */
+void corun_json_result_begin(struct corun_json *j, const char *kernel, const char *kernel_version,
+			     int argc, char *const argv[], double start_epoch_s);
+
+/* The end of a result whose self-check passed: "check": "ok", then
+ * corun_json_end(). */
+void corun_json_result_end(struct corun_json *j);
+
+/* The main() of a kernel made of PARSE(argc, argv, &options), which exits on a
+ * usage error, and RUN(&options, argc, argv, start_epoch_s), which returns the
+ * exit code; the start time is taken first. */
+#define CORUN_KERNEL_MAIN(parse, run)                      \
+	int main(int argc, char *argv[])                   \
+	{                                                  \
+		double start_epoch_s = corun_epoch_s();    \
+		struct options o;                          \
+		parse(argc, argv, &o);                     \
+		return run(&o, argc, argv, start_epoch_s); \
+	}
 
 #endif /* CORUN_KERNEL_H */

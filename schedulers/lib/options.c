@@ -7,7 +7,7 @@
 #include "corun_kernel.h"
 #include "sched_daemon.h"
 
-void sd_options_longopts(const struct sd_option *t, size_t n, int base, struct option *out)
+static void sd_options_longopts(const struct sd_option *t, size_t n, int base, struct option *out)
 {
 	for (size_t i = 0; i < n; i++)
 		out[i] = (struct option){ t[i].name, required_argument, NULL, base + (int)i };
@@ -22,8 +22,9 @@ static bool parse_bool(const char *prog, const char *opt, const char *v)
 	corun_usage_error(prog, "--%s: '%s' (expected 0, 1, true or false)", opt, v);
 }
 
-bool sd_option_parse(const char *prog, struct sd_option *t, size_t n, int base, int c,
-		     const char *arg)
+/* If C is one of T's values (BASE + index), parses ARG into its DEST and returns true. */
+static bool sd_option_parse(const char *prog, struct sd_option *t, size_t n, int base, int c,
+			    const char *arg)
 {
 	if (c < base || c >= base + (int)n)
 		return false;
@@ -49,6 +50,37 @@ bool sd_option_parse(const char *prog, struct sd_option *t, size_t n, int base, 
 	}
 	o->given = true;
 	return true;
+}
+
+int sd_options_next(const char *prog, struct sd_option *t, size_t n, int base,
+		    const struct option *other, size_t n_other, struct sd_modes *modes, int argc,
+		    char *argv[])
+{
+	static struct option *longopts; /* T's entries, then OTHER; kept until the end */
+	int c;
+
+	if (!longopts) {
+		longopts = calloc(n + n_other, sizeof *longopts);
+		if (!longopts) {
+			corun_err(prog, "out of memory");
+			exit(CORUN_EXIT_RUNTIME);
+		}
+		sd_options_longopts(t, n, base, longopts);
+		memcpy(longopts + n, other, n_other * sizeof *other);
+	}
+	while ((c = corun_getopt(argc, argv, "+:hV", longopts)) != -1) {
+		if (sd_option_parse(prog, t, n, base, c, optarg))
+			continue;
+		switch (c) {
+		case SD_O_CHECK: modes->check = optarg; break;
+		case SD_O_TABLE: modes->table = optarg; break;
+		case SD_O_LIMITS: modes->limits = true; break;
+		default: return c;
+		}
+	}
+	free(longopts);
+	longopts = NULL;
+	return -1;
 }
 
 struct sd_option *sd_option_named(struct sd_option *t, size_t n, const char *name)

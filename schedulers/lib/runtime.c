@@ -44,14 +44,19 @@ const char *sd_signal_read(int sfd)
 	return strsignal((int)si.ssi_signo);
 }
 
-FILE *sd_journal_open(const char *dir, const char *name)
+FILE *sd_fopen_in(const char *dir, const char *name, const char *mode)
 {
 	char path[4096];
 	if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
-	return fopen(path, "a");
+	return fopen(path, mode);
+}
+
+FILE *sd_journal_open(const char *dir, const char *name)
+{
+	return sd_fopen_in(dir, name, "a");
 }
 
 int sd_journal_line(FILE *journal, const char *fmt, ...)

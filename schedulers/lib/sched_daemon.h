@@ -71,6 +71,8 @@ const char *sd_signal_read(int sfd);
 
 /* ------------------------------------------------------------------ journal and state files */
 
+/* DIR/NAME opened with fopen()'s MODE (ENAMETOOLONG past 4095 bytes). */
+FILE *sd_fopen_in(const char *dir, const char *name, const char *mode);
 /* DIR/NAME opened for appending: one line per change, written before the change. */
 FILE *sd_journal_open(const char *dir, const char *name);
 /* One line, flushed and synced to the disk before it returns. */
@@ -113,7 +115,7 @@ struct sd_option {
 	bool min_exclusive;
 	const char *const *words;
 	size_t nwords;
-	bool given; /* set by sd_option_parse */
+	bool given; /* set by sd_options_next */
 };
 
 #define SD_OPTION_NUMBER(n, d, lo, hi, excl)                  \
@@ -141,11 +143,30 @@ struct sd_option {
 		n, SD_TEXT, d, 0, 0, false, NULL, 0, false \
 	}
 
-/* getopt_long entries for the N options of T, with values BASE + index. */
-void sd_options_longopts(const struct sd_option *t, size_t n, int base, struct option *out);
-/* If C is one of T's values (BASE + index), parses ARG into its DEST and returns true. */
-bool sd_option_parse(const char *prog, struct sd_option *t, size_t n, int base, int c,
-		     const char *arg);
+/* The modes every daemon has besides running: --check DIR (its heartbeat), --decide-table FILE
+ * (its decision function on a table of inputs) and --limits (its table's bounds). */
+struct sd_modes {
+	const char *check;
+	const char *table;
+	bool limits;
+};
+enum { SD_O_CHECK = 200, SD_O_TABLE, SD_O_LIMITS };
+/* The last entries of a daemon's other options: the modes, --help, --version, the end mark. */
+/* clang-format off */
+#define SD_COMMON_LONG_OPTIONS \
+	{ "check", required_argument, NULL, SD_O_CHECK }, \
+	{ "decide-table", required_argument, NULL, SD_O_TABLE }, \
+	{ "limits", no_argument, NULL, SD_O_LIMITS }, \
+	CORUN_COMMON_LONG_OPTIONS
+/* clang-format on */
+
+/* getopt_long() ("+:hV", errors left to the caller) over the N options of T, with values
+ * BASE + index, and the N_OTHER options of OTHER (the daemon's others, ending with
+ * SD_COMMON_LONG_OPTIONS). An option of T is parsed into its DEST here, a mode into MODES;
+ * returns the next other option (or error) for the caller's switch, or -1 at the end. */
+int sd_options_next(const char *prog, struct sd_option *t, size_t n, int base,
+		    const struct option *other, size_t n_other, struct sd_modes *modes, int argc,
+		    char *argv[]);
 /* The option of T named NAME (a program error if there is none). */
 struct sd_option *sd_option_named(struct sd_option *t, size_t n, const char *name);
 /* Each of the options of T named in NAMES (NULL-terminated) must have been given: else one line

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from corun.machine import rotating_disk as rd
+from tests.emulators.disk_helpers import loop_device
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
@@ -80,14 +81,7 @@ def test_bad_device_is_one_line_and_nothing_starts(tmp_path, device, needle):
 
 @pytest.mark.root
 def test_block_device_holding_ext4_is_refused_untouched(tmp_path):
-    img = tmp_path / "fs.img"
-    with open(img, "wb") as fh:
-        fh.truncate(64 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
-    loop = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    try:
+    with loop_device(tmp_path / "fs.img", ext4=True) as loop:
         before = subprocess.run(["blkid", "-p", "-o", "export", loop], capture_output=True, text=True).stdout
         spec = base(tmp_path, kind="block", block={"path": loop, "format": True})
         res = run(tmp_path, spec)
@@ -99,8 +93,6 @@ def test_block_device_holding_ext4_is_refused_untouched(tmp_path):
         )
         assert subprocess.run(["blkid", "-p", "-o", "export", loop], capture_output=True, text=True).stdout == before
         assert rd._mount_entry(str(tmp_path / "mnt")) is None
-    finally:
-        subprocess.run(["losetup", "-d", loop], check=True)
 
 
 @pytest.mark.root

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from corun.errors import ConfigError, CorunError
 from corun.machine import rotating_disk as rd
 from corun.machine.recovery import recover_stale
 from corun.machine.state import Journal
+from tests.emulators.disk_helpers import loop_device
 
 pytestmark = pytest.mark.root
 REPO = Path(__file__).resolve().parents[2]
@@ -97,13 +99,26 @@ def test_setup_verifies_settings_and_teardown_leaves_nothing(state, tmp_path):
     assert not j.path.exists()
 
 
-def test_daemon_killed_mid_run_fails_clearly_and_tears_down(state, tmp_path):
-    j = Journal("t-kill-daemon")
-    disk = rd.RotatingDisk(rd.resolve(SMALL), j, tmp_path / "data", "t-kill-daemon")
+@contextmanager
+def started_disk(tmp_path, name, fill):
+    """A started small disk on TMP_PATH/data holding the file f of FILL bytes; afterwards its
+    journal is unwound within 60 s and nothing of it is left."""
+    j = Journal(name)
+    disk = rd.RotatingDisk(rd.resolve(SMALL), j, tmp_path / "data", name)
     paths = (disk.target, disk.fuse_dir, disk.image)
     try:
         disk.start()
-        (tmp_path / "data" / "f").write_bytes(b"x" * 65536)
+        (tmp_path / "data" / "f").write_bytes(fill)
+        yield disk
+    finally:
+        t0 = time.monotonic()
+        j.unwind()
+        assert time.monotonic() - t0 < 60
+    assert_clean(paths)
+
+
+def test_daemon_killed_mid_run_fails_clearly_and_tears_down(state, tmp_path):
+    with started_disk(tmp_path, "t-kill-daemon", b"x" * 65536) as disk:
         os.sync()
         disk.proc.send_signal(signal.SIGKILL)
         disk.proc.wait(timeout=10)
@@ -116,26 +131,11 @@ def test_daemon_killed_mid_run_fails_clearly_and_tears_down(state, tmp_path):
             timeout=30,
         )
         assert reader.returncode != 0
-    finally:
-        t0 = time.monotonic()
-        j.unwind()
-        assert time.monotonic() - t0 < 60
-    assert_clean(paths)
 
 
 def test_stopped_daemon_does_not_hang_teardown(state, tmp_path):
-    j = Journal("t-stop-daemon")
-    disk = rd.RotatingDisk(rd.resolve(SMALL), j, tmp_path / "data", "t-stop-daemon")
-    paths = (disk.target, disk.fuse_dir, disk.image)
-    try:
-        disk.start()
-        (tmp_path / "data" / "f").write_bytes(b"y" * 65536)
+    with started_disk(tmp_path, "t-stop-daemon", b"y" * 65536) as disk:
         disk.proc.send_signal(signal.SIGSTOP)
-    finally:
-        t0 = time.monotonic()
-        j.unwind()
-        assert time.monotonic() - t0 < 60
-    assert_clean(paths)
 
 
 RUNNER = textwrap.dedent("""
@@ -178,13 +178,7 @@ def test_sigkill_of_the_runner_then_recover_leaves_nothing(state, tmp_path):
 
 def test_refuses_to_format_a_device_holding_a_file_system(tmp_path):
     img = tmp_path / "fs.img"
-    with open(img, "wb") as fh:
-        fh.truncate(64 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
-    loop = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    try:
+    with loop_device(img, ext4=True) as loop:
         before = img.read_bytes()[: 1 << 20]
         with pytest.raises(ConfigError) as exc:
             rd.check_block_device(loop, True, "s.yaml", "device.block")
@@ -193,17 +187,8 @@ def test_refuses_to_format_a_device_holding_a_file_system(tmp_path):
         assert "ext4" in msg and "\n" not in msg
         assert img.read_bytes()[: 1 << 20] == before
         assert rd.check_block_device(loop, False) == "use"
-    finally:
-        subprocess.run(["losetup", "-d", loop], check=True)
-    with open(tmp_path / "empty.img", "wb") as fh:
-        fh.truncate(64 << 20)
-    loop = subprocess.run(
-        ["losetup", "-f", "--show", str(tmp_path / "empty.img")], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    try:
+    with loop_device(tmp_path / "empty.img") as loop:
         assert rd.check_block_device(loop, True) == "format"
-    finally:
-        subprocess.run(["losetup", "-d", loop], check=True)
 
 
 def test_not_a_block_device(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
+MIB = 1 << 20
 # A sanitizer report must not pass for the kernel's own exit code 1.
 SANITIZER_EXIT = 99
 ENV = dict(
@@ -37,8 +38,10 @@ def make_builds():
 
 
 def run_kernel(binary, args, timeout):
-    """(exit code, stdout bytes, stderr text); fails on a sanitizer report."""
-    proc = subprocess.run([binary, *args], capture_output=True, env=ENV, timeout=timeout)
+    """(exit code, stdout bytes, stderr text) of BINARY with ARGS (numbers given as text); fails
+    on a sanitizer report."""
+    argv = [a if isinstance(a, str | bytes | os.PathLike) else str(a) for a in args]
+    proc = subprocess.run([binary, *argv], capture_output=True, env=ENV, timeout=timeout)
     stderr = proc.stderr.decode(errors="replace")
     assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
     return proc.returncode, proc.stdout, stderr
@@ -50,6 +53,15 @@ def skip_if_skipped(kernel, code, out, err):
         assert err.startswith(f"{kernel}: skipped: "), err
         assert out == b""
         pytest.skip(err.strip())
+
+
+def ok_result(kernel, result, quiet=False):
+    """The JSON result of RESULT, a kernel's (exit code, stdout, stderr), that succeeded (with
+    nothing on stderr where QUIET); pytest.skip() on its exit code 4."""
+    code, out, err = result
+    skip_if_skipped(kernel, code, out, err)
+    assert code == 0 and (err == "" or not quiet), err
+    return json_result(out)
 
 
 def json_result(out):
@@ -83,3 +95,27 @@ def per_test_dir(parent, request):
     path.mkdir()
     yield path
     shutil.rmtree(path)
+
+
+def assert_one_line_error(kernel, result, code, message):
+    """RESULT, a kernel's (exit code, stdout, stderr), is exit CODE with nothing on stdout and
+    one line "<kernel>: ..." on stderr that holds MESSAGE."""
+    got, out, err = result
+    assert (got, out) == (code, b""), err
+    assert err.startswith(f"{kernel}: ") and message in err and err.count("\n") == 1, err
+
+
+def assert_help_lists(result, fragments):
+    """RESULT, a kernel's --help (exit code, stdout, stderr), exits 0 and names every one of
+    FRAGMENTS (options, units, defaults)."""
+    code, out, err = result
+    assert (code, err) == (0, "")
+    text = out.decode()
+    assert [f for f in fragments if f not in text] == []
+
+
+def assert_version(kernel, result):
+    """RESULT, a kernel's --version (exit code, stdout, stderr), prints "<kernel> <version>"."""
+    code, out, err = result
+    assert (code, err) == (0, "")
+    assert out.decode().startswith(f"{kernel} ")

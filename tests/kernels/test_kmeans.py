@@ -6,13 +6,13 @@ against Lloyd's algorithm in numpy on the same file.
 
 import numpy as np
 import pytest
-from kernel_helpers import json_result, run_kernel
+from kernel_helpers import assert_help_lists, assert_one_line_error, json_result, run_kernel
 
 KERNEL = "kmeans"
 
 
 def run(binary, args, timeout=60):
-    return run_kernel(binary, [str(a) for a in args], timeout)
+    return run_kernel(binary, args, timeout)
 
 
 def points(path, n=3000, dims=4, k=3, seed=1):
@@ -70,16 +70,13 @@ CLI_CASES = [
 def test_cli_errors(binary, tmp_path, args, code, message):
     f, _ = points(tmp_path / "p.bin")
     fill = {"file": f, "missing": tmp_path / "absent"}
-    got, out, err = run(binary, [a.format(**fill) for a in args])
-    assert (got, out) == (code, b""), err
-    assert message in err and err.startswith("kmeans: ") and err.count("\n") == 1, err
+    assert_one_line_error(KERNEL, run(binary, [a.format(**fill) for a in args]), code, message)
 
 
 def test_help_lists_units_and_defaults(binary):
-    code, out, err = run(binary, ["--help"])
-    assert (code, err) == (0, "")
-    for fragment in ("--data PATH", "--dims D", "--clusters K", "default 8", "default 10", "default 1M"):
-        assert fragment in out.decode()
+    assert_help_lists(
+        run(binary, ["--help"]), ("--data PATH", "--dims D", "--clusters K", "default 8", "default 10", "default 1M")
+    )
 
 
 @pytest.mark.parametrize("mode, threads", [("stream", 8), ("stream", 1), ("load", 3)])

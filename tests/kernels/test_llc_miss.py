@@ -8,10 +8,16 @@ import subprocess
 import time
 
 import pytest
-from kernel_helpers import json_result, run_kernel, skip_if_skipped
+from kernel_helpers import (
+    MIB,
+    assert_help_lists,
+    assert_one_line_error,
+    assert_version,
+    ok_result,
+    run_kernel,
+)
 
 KERNEL = "llc_miss"
-MIB = 1 << 20
 
 
 def run(binary, args, timeout=20):
@@ -21,10 +27,7 @@ def run(binary, args, timeout=20):
 def run_ok(binary, args):
     """Run to success and return the parsed result; skip (after checking the
     skip message) where the machine does not tell its cache line size."""
-    code, out, err = run(binary, args)
-    skip_if_skipped(KERNEL, code, out, err)
-    assert (code, err) == (0, "")
-    result = json_result(out)
+    result = ok_result(KERNEL, run(binary, args), quiet=True)
     assert result["accesses"] == result["rows"] * result["params"]["iterations"]
     return result
 
@@ -75,37 +78,30 @@ CLI_CASES = [
 
 @pytest.mark.parametrize("args, code, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_errors(binary, args, code, message):
-    got_code, out, err = run(binary, args)
-    assert (got_code, out) == (code, b""), err
-    assert message in err
-    assert err.startswith("llc_miss: ")
-    assert err.count("\n") == 1, err
+    assert_one_line_error(KERNEL, run(binary, args), code, message)
 
 
 def test_help_lists_units_and_defaults(binary):
-    code, out, err = run(binary, ["--help"])
-    assert (code, err) == (0, "")
-    text = out.decode()
-    for fragment in (
-        "--mem-size BYTES",
-        "default 64M",
-        "--line-size BYTES",
-        "(default 64)",
-        "--nops N",
-        "(default 0)",
-        "--iterations N",
-        "(default 10)",
-        "--warmup-iterations N",
-        "(default 1)",
-        "--version",
-    ):
-        assert fragment in text
+    assert_help_lists(
+        run(binary, ["--help"]),
+        (
+            "--mem-size BYTES",
+            "default 64M",
+            "--line-size BYTES",
+            "(default 64)",
+            "--nops N",
+            "(default 0)",
+            "--iterations N",
+            "(default 10)",
+            "--warmup-iterations N",
+            "(default 1)",
+            "--version",
+        ),
+    )
 
 
 def test_version_option_prints_the_kernel_name(binary):
-    code, out, err = run(binary, ["--version"])
-    assert (code, err) == (0, "")
-    assert out.decode().startswith("llc_miss ")
+    assert_version(KERNEL, run(binary, ["--version"]))
 
 
 def test_result_fields(binary):

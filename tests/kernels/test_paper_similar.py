@@ -7,14 +7,14 @@ import math
 import os
 
 import pytest
-from kernel_helpers import json_result, run_kernel
+from kernel_helpers import assert_help_lists, assert_one_line_error, assert_version, json_result, run_kernel
 
 KERNEL = "paper_similar"
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 
 
 def run(binary, args, timeout=30):
-    return run_kernel(binary, [str(a) for a in args], timeout)
+    return run_kernel(binary, args, timeout)
 
 
 def text(path, seed, n_words=20000, words=WORDS):
@@ -56,9 +56,7 @@ CLI_CASES = [
 def test_cli_errors(binary, tmp_path, args, code, message):
     existing = text(tmp_path / "paper.txt", 1, 100)
     fill = {"file": existing, "dir": tmp_path, "missing": tmp_path / "absent"}
-    got, out, err = run(binary, [a.format(**fill) for a in args])
-    assert (got, out) == (code, b""), err
-    assert message in err and err.startswith("paper_similar: ") and err.count("\n") == 1, err
+    assert_one_line_error(KERNEL, run(binary, [a.format(**fill) for a in args]), code, message)
 
 
 def test_too_many_others_is_a_usage_error(binary, tmp_path):
@@ -69,15 +67,13 @@ def test_too_many_others_is_a_usage_error(binary, tmp_path):
 
 
 def test_help_lists_units_and_defaults(binary):
-    code, out, err = run(binary, ["--help"])
-    assert (code, err) == (0, "")
-    for fragment in ("--paper PATH", "--other PATH", "default 2", "default 65536", "--cache-mode MODE"):
-        assert fragment in out.decode()
+    assert_help_lists(
+        run(binary, ["--help"]), ("--paper PATH", "--other PATH", "default 2", "default 65536", "--cache-mode MODE")
+    )
 
 
 def test_version_option_prints_the_kernel_name(binary):
-    code, out, _ = run(binary, ["--version"])
-    assert code == 0 and out.decode().startswith("paper_similar ")
+    assert_version(KERNEL, run(binary, ["--version"]))
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

@@ -3,7 +3,7 @@
 import subprocess
 
 import pytest
-from kernel_helpers import ENV
+from kernel_helpers import ENV, assert_help_lists, assert_one_line_error
 
 KERNEL = "pfs_read"
 
@@ -51,28 +51,26 @@ def test_cli_errors(binary, tmp_path, args, code, message):
     vol = tmp_path / "s.vol"
     vol.write_text("volume s\n    type protocol/client\nend-volume\n")
     fill = {"vol": vol, "missing": tmp_path / "absent.vol"}
-    got, out, err = run(binary, [a.format(**fill) for a in args])
-    assert (got, out) == (code, b""), err
-    assert message in err and err.startswith("pfs_read: ") and err.count("\n") == 1, err
+    assert_one_line_error(KERNEL, run(binary, [a.format(**fill) for a in args]), code, message)
 
 
 def test_help_lists_units_and_defaults(binary):
-    code, out, err = run(binary, ["--help"])
-    assert (code, err) == (0, "")
-    for fragment in (
-        "--strip-size BYTES",
-        "default 64K",
-        "--transfer-size BYTES",
-        "default 1M",
-        "default 16M",
-        "--compute-passes N",
-        "--file-per-process",
-        "--pattern P",
-        "--rank R",
-        "--ranks N",
-        "--request-size BYTES",
-        "--app ID",
-        "--barrier DIR",
-        "--direct",
-    ):
-        assert fragment in out.decode()
+    assert_help_lists(
+        run(binary, ["--help"]),
+        (
+            "--strip-size BYTES",
+            "default 64K",
+            "--transfer-size BYTES",
+            "default 1M",
+            "default 16M",
+            "--compute-passes N",
+            "--file-per-process",
+            "--pattern P",
+            "--rank R",
+            "--ranks N",
+            "--request-size BYTES",
+            "--app ID",
+            "--barrier DIR",
+            "--direct",
+        ),
+    )

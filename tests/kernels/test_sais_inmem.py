@@ -7,14 +7,14 @@ import subprocess
 import time
 
 import pytest
-from kernel_helpers import ENV, json_result, run_kernel
+from kernel_helpers import ENV, assert_one_line_error, json_result, run_kernel
 
 KERNEL = "sais_inmem"
 SMALL = ["--file-size", "1M", "--duration-s", "0.2", "--warmup-s", "0.05"]
 
 
 def run(binary, args, timeout=60):
-    return run_kernel(binary, [str(a) for a in args], timeout)
+    return run_kernel(binary, args, timeout)
 
 
 CLI_CASES = [
@@ -39,9 +39,7 @@ CLI_CASES = [
 
 @pytest.mark.parametrize("args, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_errors(binary, args, message):
-    code, out, err = run(binary, args)
-    assert (code, out) == (2, b""), err
-    assert err.startswith("sais_inmem: ") and message in err and err.count("\n") == 1, err
+    assert_one_line_error(KERNEL, run(binary, args), 2, message)
 
 
 def test_missing_dir_is_a_runtime_error(binary, tmp_path):

@@ -12,16 +12,18 @@ import time
 import pytest
 from kernel_helpers import (
     KERNELS,
+    MIB,
+    assert_help_lists,
+    assert_one_line_error,
+    assert_version,
     builds,
     disk_backed_dir,
-    json_result,
+    ok_result,
     per_test_dir,
     run_kernel,
-    skip_if_skipped,
 )
 
 KERNEL = "sensitivity_ranking"
-MIB = 1 << 20
 
 
 def run(binary, args, timeout=10):
@@ -31,10 +33,7 @@ def run(binary, args, timeout=10):
 def run_ok(binary, args):
     """Run to success and return the parsed result; skip (after checking the
     skip message) where the file system cannot serve the measurement."""
-    code, out, err = run(binary, args)
-    skip_if_skipped(KERNEL, code, out, err)
-    assert code == 0, err
-    result = json_result(out)
+    result = ok_result(KERNEL, run(binary, args))
     assert result["bytes_read"] == result["file_size_bytes"]
     return result
 
@@ -118,34 +117,27 @@ def test_cli_errors(binary, tmp_path, args, code, message):
     existing = write_file(tmp_path / "data.bin", 8192)
     fill = {"file": existing, "dir": tmp_path, "missing": tmp_path / "does-not-exist"}
     args = [a.format(**fill) for a in args]
-    got_code, out, err = run(binary, args)
-    assert (got_code, out) == (code, b""), err
-    assert message in err
-    assert err.startswith("sensitivity_ranking: ")
-    assert err.count("\n") == 1, err
+    assert_one_line_error(KERNEL, run(binary, args), code, message)
 
 
 def test_help_lists_units_and_defaults(binary):
-    code, out, err = run(binary, ["--help"])
-    assert (code, err) == (0, "")
-    text = out.decode()
-    for fragment in (
-        "--file PATH",
-        "--block-size BYTES",
-        "default 65536",
-        "--nops N",
-        "default 5000",
-        "--cache-mode MODE",
-        "default direct",
-        "--version",
-    ):
-        assert fragment in text
+    assert_help_lists(
+        run(binary, ["--help"]),
+        (
+            "--file PATH",
+            "--block-size BYTES",
+            "default 65536",
+            "--nops N",
+            "default 5000",
+            "--cache-mode MODE",
+            "default direct",
+            "--version",
+        ),
+    )
 
 
 def test_version_option_prints_the_kernel_name(binary):
-    code, out, err = run(binary, ["--version"])
-    assert (code, err) == (0, "")
-    assert out.decode().startswith("sensitivity_ranking ")
+    assert_version(KERNEL, run(binary, ["--version"]))
 
 
 @pytest.mark.parametrize("block_arg, block_size", [("65536", 65536), ("4K", 4096), ("1M", MIB)])

@@ -9,13 +9,13 @@ import signal
 import socket
 import struct
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from corun.run import schedulers
 from tests.schedulers.manifest_argv import command
+from tests.schedulers.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 MC = ROOT / "schedulers" / "mpi_cosched"
@@ -88,16 +88,6 @@ def dump(daemon, name):
     res = run(daemon, "--dump-shm", name)
     assert res.returncode == 0, res.stderr
     return {s["rank"]: s for s in json.loads(res.stdout)["slots"]}
-
-
-def wait_for(cond, timeout=20.0, step=0.02):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return None
 
 
 def start_daemon(daemon, state, shm, scheme, *extra):

@@ -9,14 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.testbed.test_pfs import leftovers, netns_cluster, pfs, run
+from tests.schedulers.variant_process import start_variant
+from tests.testbed.test_pfs import leftovers, netns_cluster, pfs, run, write_config
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PREFIX = "cx"
@@ -35,25 +34,19 @@ def netns(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fs(netns, tmp_path_factory):
-    state, inventory = netns
     base = tmp_path_factory.mktemp("aioli-pfs")
     root = base / "root"
-    cfg = {
-        "inventory": str(inventory),
-        "servers": 2,
-        "colocate_client": True,
-        "root": str(root),
-        "netns_state": str(state),
-        "state_dir": str(base / "pfs-state"),
-        "brick": {"backend": "dir"},
-        "link": {"shape": False},
-        "port": 24019,
-        "server_xlators": [
-            {"name": "corun-aioli", "type": "corun/aioli", "options": {"trace-record": "{dir}/arrivals.trace"}}
-        ],
-    }
-    path = base / "pfs.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    xlator = {"name": "corun-aioli", "type": "corun/aioli", "options": {"trace-record": "{dir}/arrivals.trace"}}
+    path = write_config(
+        base / "pfs.yaml",
+        netns,
+        root,
+        brick={"backend": "dir"},
+        link={"shape": False},
+        fuse={"mount": False},
+        port=24019,
+        server_xlators=[xlator],
+    )
     up = pfs(path, "up")
     if up.returncode == 3 and "not installed" in up.stderr:
         pytest.skip(up.stderr.strip())
@@ -204,43 +197,14 @@ def test_unknown_param_is_one_line_and_changes_nothing(fs, tmp_path):
     assert [d["control_generation"] for d in statuses(layout)] == before
 
 
-RUNNER = textwrap.dedent("""
-    import sys, time
-    from corun.run import schedulers
-    from corun.machine.state import Journal
-    name, params, state_dir = sys.argv[1], eval(sys.argv[2]), sys.argv[3]
-    j = Journal("aioli-kill-test")
-    v = schedulers.Variant.load(name, params, need_built=False)
-    v.start(j, {"state_dir": state_dir})
-    assert v.verify()
-    print("applied", flush=True)
-    time.sleep(600)
-""")
-
-
 def test_restore_after_sigkill_via_recover(fs, tmp_path):
     _, _, pfs_state, layout = fs
     env = dict(os.environ, CORUN_STATE_DIR=str(tmp_path / "run"), PYTHONPATH=str(REPO))
     (tmp_path / "sched").mkdir()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            RUNNER,
-            "aioli_no_wait",
-            repr({"pfs_state_dir": str(pfs_state)}),
-            str(tmp_path / "sched"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=REPO,
-    )
-    line = proc.stdout.readline().strip()
-    if line != "applied":
-        proc.kill()
-        pytest.fail(proc.communicate()[1])
+    params = {"pfs_state_dir": str(pfs_state)}
+    proc, err = start_variant("aioli_no_wait", params, tmp_path / "sched", "aioli-kill-test", env, REPO)
+    if err is not None:
+        pytest.fail(err)
     assert {d["policy"] for d in statuses(layout)} == {"aioli_no_wait"}
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -18,6 +18,7 @@ import yaml
 
 from corun.util import proc_starttime
 from tests.schedulers.manifest_argv import command
+from tests.schedulers.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DIO = ROOT / "schedulers" / "dynamic_io"
@@ -285,16 +286,6 @@ def event(kind, job_id, pid, st, cmp=0):
         )
         + "\n"
     )
-
-
-def wait_for(pred, timeout=10.0, step=0.02):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
 
 
 def group_stopped(pgid):

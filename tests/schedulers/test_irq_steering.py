@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from corun.errors import ConfigError
 from corun.run import schedulers
+from tests.schedulers.variant_process import start_variant
 
 REPO = Path(__file__).resolve().parents[2]
 STEER = REPO / "schedulers" / "irq_steering" / "steer.py"
@@ -506,20 +506,6 @@ def test_veth_sais_mark_refuses_a_server_interface_without_an_address(veth, tmp_
     assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
 
 
-RUNNER = textwrap.dedent("""
-    import sys, time
-    from corun.run import schedulers
-    from corun.machine.state import Journal
-    name, params, state_dir = sys.argv[1], eval(sys.argv[2]), sys.argv[3]
-    j = Journal("sais-kill-test")
-    v = schedulers.Variant.load(name, params, need_built=False)
-    v.start(j, {"state_dir": state_dir})
-    v.verify()
-    print("applied", flush=True)
-    time.sleep(600)
-""")
-
-
 @pytest.mark.root
 @pytest.mark.parametrize(
     "name, params",
@@ -539,18 +525,8 @@ def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
     env = dict(os.environ, CORUN_STATE_DIR=str(tmp_path / "run"), PYTHONPATH=str(REPO))
     before_rps = rps_of(NS_B, IF_B)
     flows_before = Path("/proc/sys/net/core/rps_sock_flow_entries").read_text()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, name, repr(params), str(tmp_path / "sched")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=REPO,
-    )
-    line = proc.stdout.readline().strip()
-    if line != "applied":
-        proc.kill()
-        err = proc.communicate()[1]
+    proc, err = start_variant(name, params, tmp_path / "sched", "sais-kill-test", env, REPO, must_verify=False)
+    if err is not None:
         if "exit 4" in err or "skipped: feature missing" in err:
             pytest.skip(err.strip().splitlines()[-1])
         pytest.fail(err)

@@ -19,6 +19,7 @@ from synthetic_sysfs import make_sysfs  # noqa: E402
 
 from corun.util import proc_starttime  # noqa: E402
 from tests.schedulers.manifest_argv import command  # noqa: E402
+from tests.schedulers.polling import wait_for  # noqa: E402
 
 PIN = ROOT / "schedulers" / "placement" / "pin.py"
 PY = sys.executable
@@ -93,15 +94,6 @@ def affinity_of_tree(pid):
     from corun.machine.task_cpu import tree_affinity
 
     return tree_affinity(pid)
-
-
-def wait_for(cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def manifest_options(**ctx):
@@ -322,6 +314,14 @@ def test_this_machine_cannot_measure_numa(tmp_path):
     assert res.returncode == 4 and "not measurable here: one NUMA node" in res.stderr
 
 
+def corun_run(tmp_path, spec, out):
+    """`corun run` of SPEC (written to TMP_PATH/spec.yaml) into OUT."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    argv = [PY, "-m", "corun", "run", str(path), "--out", str(out)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env=ENV)
+
+
 @pytest.mark.root
 def test_not_measurable_variant_in_a_run_says_why(tmp_path):
     """On a machine without SMT, a run with smt_mixed stops at start with the reason; the later
@@ -335,17 +335,8 @@ def test_not_measurable_variant_in_a_run_says_why(tmp_path):
         "scheduler": {"name": "smt_mixed", "params": {"tasks": "cpu:a,io:b"}},
         "monitors": {"enabled": []},
     }
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
     try:
-        res = subprocess.run(
-            [PY, "-m", "corun", "run", str(path), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-            env=ENV,
-        )
+        res = corun_run(tmp_path, spec, out)
         assert res.returncode != 0
         assert "mixed: not measurable here: no SMT" in res.stderr, res.stderr
         assert not out.exists()
@@ -363,17 +354,8 @@ def test_cfs_variant_in_a_run(tmp_path):
         "scheduler": {"name": "cfs", "params": {"sample_interval_s": 0.1}},
         "monitors": {"enabled": []},
     }
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
     try:
-        res = subprocess.run(
-            [PY, "-m", "corun", "run", str(path), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-            env=ENV,
-        )
+        res = corun_run(tmp_path, spec, out)
         assert res.returncode == 0, res.stderr
         meta = json.loads((out / "metadata.json").read_text())
         assert meta["scheduler"]["name"] == "cfs" and meta["scheduler"]["verified_at_end"] is True

@@ -64,19 +64,26 @@ class CDaemon:
         return None if ": missing (expected" in lines[0] else lines[0]
 
 
-class Pin:
+class PythonProgram:
+    """A variant's Python program: its module (loaded once, for its parser) and its limits."""
+
     module = None
+    name: str
+    path: Path
+    limits_argv: list[str]
 
     def build(self):
-        if Pin.module is None:
-            Pin.module = load_module("corun_pin", SCHED / "placement" / "pin.py")
+        if type(self).module is None:
+            type(self).module = load_module(self.name, self.path)
 
     def limits(self):
-        res = subprocess.run(
-            [sys.executable, str(SCHED / "placement" / "pin.py"), "--limits"], capture_output=True, text=True
-        )
+        res = subprocess.run([sys.executable, str(self.path), *self.limits_argv], capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
         return json.loads(res.stdout)
+
+
+class Pin(PythonProgram):
+    name, path, limits_argv = "corun_pin", SCHED / "placement" / "pin.py", ["--limits"]
 
     def verdict(self, option, text):
         try:
@@ -86,19 +93,8 @@ class Pin:
         return None
 
 
-class Steer:
-    module = None
-
-    def build(self):
-        if Steer.module is None:
-            Steer.module = load_module("steer", SCHED / "irq_steering" / "steer.py")
-
-    def limits(self):
-        res = subprocess.run(
-            [sys.executable, str(SCHED / "irq_steering" / "steer.py"), "limits"], capture_output=True, text=True
-        )
-        assert res.returncode == 0, res.stderr
-        return json.loads(res.stdout)
+class Steer(PythonProgram):
+    name, path, limits_argv = "steer", SCHED / "irq_steering" / "steer.py", ["limits"]
 
     def verdict(self, option, text):
         """apply's parser and checks, with the policy that takes the option (or the value's

@@ -10,6 +10,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
+def pfs_command(cfg, command):
+    """`python -m corun.testbed.pfs --config CFG COMMAND`, from the repository root."""
+    argv = [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), command]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
 @pytest.mark.parametrize(
     "text, needle",
     [
@@ -32,13 +38,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 def test_bad_config_is_one_line_and_nothing_starts(tmp_path, text, needle):
     cfg = tmp_path / "pfs.yaml"
     cfg.write_text(text + f"state_dir: {tmp_path / 'state'}\n" if "[1" not in text else text)
-    res = subprocess.run(
-        [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "up"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    res = pfs_command(cfg, "up")
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"corun: {cfg}: ") and needle in lines[0], res.stderr
@@ -53,23 +53,11 @@ def test_more_servers_than_hosts_is_refused(tmp_path):
     )
     cfg = tmp_path / "pfs.yaml"
     cfg.write_text(f"inventory: {inv}\nservers: 2\nstate_dir: {tmp_path / 'state'}\n")
-    res = subprocess.run(
-        [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "plan"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    res = pfs_command(cfg, "plan")
     assert res.returncode == 2
     assert f"corun: {cfg}: servers: 2 (expected at most 1: the hosts of {inv} besides the client a)" in res.stderr
     cfg.write_text(f"inventory: {inv}\nservers: 2\ncolocate_client: true\nstate_dir: {tmp_path / 'state'}\n")
-    res = subprocess.run(
-        [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "plan"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    res = pfs_command(cfg, "plan")
     assert res.returncode == 0, res.stderr
     assert [s["name"] for s in __import__("json").loads(res.stdout)["servers"]] == ["a", "b"]
 

@@ -9,11 +9,10 @@
  * replies, recording how late the reply was against the model.
  */
 #define _GNU_SOURCE
-#define FUSE_USE_VERSION 34
 #include "serve.h"
+#include "server.h"
 
 #include "corun_kernel.h"
-#include "report.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -28,43 +27,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define ROOT_INO 1
-#define FILE_INO 2
-#define LATE_BIN_US 10
-#define LATE_BINS 200000 /* 10 us bins up to 2 s; beyond, the last bin */
-
-struct sreq {
-	struct rd_req r;
-	fuse_req_t freq; /* NULL for the destage of an acknowledged write */
-};
-
-struct server {
-	const struct rd_config *c;
-	struct rd_model m;
-	unsigned char *image;
-	struct fuse_session *se;
-	pthread_t dispatcher;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct sreq **pending; /* oldest first */
-	size_t npend, cap;
-	bool stop;
-	uint64_t dirty;
-	double t0_mono_s;
-	double start_epoch_s;
-	/* counters, under mu */
-	uint64_t reads, writes, bytes_read, bytes_written, seeks, hits, streamed, acked;
-	uint64_t errors;
-	double busy_ms;
-	uint64_t *late_hist;
-	uint64_t late_n;
-	double late_max_ms;
-	int rt_priority; /* in effect: 0 normal scheduling */
-	bool untimed;    /* --untimed-start, until SIGUSR2 */
-	uint64_t untimed_requests, untimed_bytes;
-	char rt_error[128]; /* why the requested priority was refused */
-};
 
 static volatile sig_atomic_t g_stop_signal;
 static volatile sig_atomic_t g_dump;
@@ -85,150 +47,6 @@ static void on_timed(int sig)
 {
 	(void)sig;
 	g_timed = 1;
-}
-
-static double now_ms(const struct server *s)
-{
-	return (corun_monotonic_s() - s->t0_mono_s) * 1e3;
-}
-
-static void sleep_until_ms(const struct server *s, double t_ms)
-{
-	double abs_s = s->t0_mono_s + t_ms / 1e3;
-	struct timespec ts;
-
-	if (abs_s <= 0)
-		return;
-	ts.tv_sec = (time_t)abs_s;
-	ts.tv_nsec = (long)((abs_s - (double)ts.tv_sec) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
-/* ---- the queue ---------------------------------------------------------- */
-
-static int enqueue(struct server *s, struct sreq *q)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->stop) {
-		pthread_mutex_unlock(&s->mu);
-		return -1;
-	}
-	if (s->npend == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct sreq **np = realloc(s->pending, cap * sizeof(*np));
-
-		if (!np) {
-			pthread_mutex_unlock(&s->mu);
-			return -1;
-		}
-		s->pending = np;
-		s->cap = cap;
-	}
-	q->r.arrival_ms = now_ms(s);
-	s->pending[s->npend++] = q;
-	pthread_cond_signal(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	return 0;
-}
-
-static void record_late(struct server *s, double late_ms)
-{
-	size_t bin;
-
-	if (late_ms < 0)
-		late_ms = 0;
-	bin = (size_t)(late_ms * 1e3 / LATE_BIN_US);
-	if (bin >= LATE_BINS)
-		bin = LATE_BINS - 1;
-	s->late_hist[bin]++;
-	s->late_n++;
-	if (late_ms > s->late_max_ms)
-		s->late_max_ms = late_ms;
-}
-
-static void reply(struct server *s, struct sreq *q)
-{
-	if (!q->freq)
-		return;
-	if (q->r.write)
-		fuse_reply_write(q->freq, q->r.length);
-	else
-		fuse_reply_buf(q->freq, (const char *)s->image + q->r.offset, q->r.length);
-}
-
-static void *dispatch(void *arg)
-{
-	struct server *s = arg;
-	struct rd_req **view = NULL;
-	size_t view_cap = 0;
-
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		struct sreq *q;
-		size_t n, i;
-		double t;
-
-		while (s->npend == 0 && !s->stop)
-			pthread_cond_wait(&s->cv, &s->mu);
-		if (s->stop)
-			break;
-		t = s->m.busy_until;
-		if (s->pending[0]->r.arrival_ms > t)
-			t = s->pending[0]->r.arrival_ms;
-		if (view_cap < s->npend) {
-			struct rd_req **nv = realloc(view, s->cap * sizeof(*nv));
-
-			if (!nv) {
-				s->errors++;
-				break;
-			}
-			view = nv;
-			view_cap = s->cap;
-		}
-		for (n = 0; n < s->npend && s->pending[n]->r.arrival_ms <= t; n++)
-			view[n] = &s->pending[n]->r;
-		i = rd_model_pick(&s->m, view, n, t);
-		q = s->pending[i];
-		memmove(&s->pending[i], &s->pending[i + 1],
-			(s->npend - i - 1) * sizeof(*s->pending));
-		s->npend--;
-		rd_model_service(&s->m, &q->r, t);
-		s->busy_ms += q->r.done_ms - q->r.start_ms;
-		s->seeks += q->r.how == RD_MECHANICAL && q->r.distance > 0;
-		s->hits += q->r.how == RD_CACHE_HIT;
-		s->streamed += q->r.how == RD_STREAM;
-		pthread_mutex_unlock(&s->mu);
-
-		/* The actuator is busy until done_ms, acknowledged or not. */
-		sleep_until_ms(s, q->r.done_ms);
-		reply(s, q);
-		{
-			double late = now_ms(s) - q->r.done_ms;
-
-			pthread_mutex_lock(&s->mu);
-			if (q->freq)
-				record_late(s, late);
-			if (q->r.acked)
-				s->dirty -= q->r.length;
-		}
-		free(q);
-	}
-	/* Stopping: whatever is still queued fails. */
-	while (s->npend) {
-		struct sreq *q = s->pending[--s->npend];
-
-		if (q->freq)
-			fuse_reply_err(q->freq, EIO);
-		free(q);
-	}
-	pthread_mutex_unlock(&s->mu);
-	free(view);
-	return NULL;
 }
 
 /* ---- FUSE operations ------------------------------------------------------ */
@@ -494,107 +312,6 @@ static const struct fuse_lowlevel_ops ops = {
 	.fsync = op_fsync,
 	.readdir = op_readdir,
 };
-
-/* ---- the state file ------------------------------------------------------ */
-
-static double late_pct(const struct server *s, double q)
-{
-	uint64_t want, seen = 0;
-
-	if (s->late_n == 0)
-		return 0;
-	want = (uint64_t)((double)s->late_n * q);
-	if (want >= s->late_n)
-		want = s->late_n - 1;
-	for (size_t i = 0; i < LATE_BINS; i++) {
-		seen += s->late_hist[i];
-		if (seen > want) {
-			double upper = (double)(i + 1) * LATE_BIN_US / 1e3;
-
-			return upper < s->late_max_ms ? upper : s->late_max_ms;
-		}
-	}
-	return s->late_max_ms;
-}
-
-static void write_state(struct server *s, const char *status, int argc, char *argv[])
-{
-	const char *path = s->c->state;
-	size_t len = strlen(path) + 32;
-	char *tmp = malloc(len);
-	struct rusage ru;
-	struct corun_json j;
-	uint64_t nreq;
-	double cpu_user, cpu_sys;
-	FILE *f;
-
-	if (!tmp)
-		return;
-	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-	f = fopen(tmp, "w");
-	if (!f) {
-		corun_err(RD_PROG, "cannot write %s: %s", tmp, strerror(errno));
-		free(tmp);
-		return;
-	}
-	getrusage(RUSAGE_SELF, &ru);
-	cpu_user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
-	cpu_sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	pthread_mutex_lock(&s->mu);
-	nreq = s->reads + s->writes;
-	corun_json_begin(&j, f);
-	corun_json_header(&j, "rotating_disk", RD_VERSION, argc, argv, s->start_epoch_s);
-	corun_json_str(&j, "status", status);
-	corun_json_int(&j, "pid", (int64_t)getpid());
-	corun_json_str(&j, "mount", s->c->mount);
-	corun_json_str(&j, "file", s->c->name);
-	corun_json_double(&j, "now_epoch_s", corun_epoch_s());
-	corun_json_double(&j, "uptime_s", now_ms(s) / 1e3);
-	corun_json_int(&j, "rt_priority", s->rt_priority);
-	corun_json_bool(&j, "timed", !s->untimed);
-	if (s->rt_error[0])
-		corun_json_str(&j, "rt_priority_error", s->rt_error);
-	rd_json_model(&j, s->c, &s->m);
-	corun_json_object_begin(&j, "counters");
-	corun_json_int(&j, "requests", (int64_t)nreq);
-	corun_json_int(&j, "reads", (int64_t)s->reads);
-	corun_json_int(&j, "writes", (int64_t)s->writes);
-	corun_json_int(&j, "writes_acknowledged_early", (int64_t)s->acked);
-	corun_json_int(&j, "bytes_read", (int64_t)s->bytes_read);
-	corun_json_int(&j, "bytes_written", (int64_t)s->bytes_written);
-	corun_json_int(&j, "seeks", (int64_t)s->seeks);
-	corun_json_int(&j, "cache_hits", (int64_t)s->hits);
-	corun_json_int(&j, "streamed", (int64_t)s->streamed);
-	corun_json_int(&j, "queued", (int64_t)s->npend);
-	corun_json_double(&j, "busy_ms", s->busy_ms);
-	corun_json_double(&j, "model_clock_ms", s->m.busy_until);
-	corun_json_int(&j, "lateness_samples", (int64_t)s->late_n);
-	corun_json_double(&j, "lateness_p50_ms", late_pct(s, 0.50));
-	corun_json_double(&j, "lateness_p99_ms", late_pct(s, 0.99));
-	corun_json_double(&j, "lateness_max_ms", s->late_max_ms);
-	corun_json_double(&j, "cpu_user_s", cpu_user);
-	corun_json_double(&j, "cpu_sys_s", cpu_sys);
-	if (nreq)
-		corun_json_double(&j, "cpu_us_per_request",
-				  (cpu_user + cpu_sys) * 1e6 / (double)nreq);
-	else
-		corun_json_null(&j, "cpu_us_per_request");
-	corun_json_int(&j, "errors", (int64_t)s->errors);
-	corun_json_int(&j, "untimed_requests", (int64_t)s->untimed_requests);
-	corun_json_int(&j, "untimed_bytes", (int64_t)s->untimed_bytes);
-	corun_json_object_end(&j);
-	pthread_mutex_unlock(&s->mu);
-	corun_json_end(&j);
-	if (fflush(f) || fsync(fileno(f))) {
-		corun_err(RD_PROG, "cannot write %s: %s", tmp, strerror(errno));
-		fclose(f);
-		unlink(tmp);
-	} else if (fclose(f) || rename(tmp, path)) {
-		corun_err(RD_PROG, "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
-}
 
 /* ---- set-up, the receive loop, teardown ---------------------------------- */
 

@@ -40,9 +40,7 @@ void write_status(double now)
 
 void write_summary(void)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/summary.json", D.o.state_dir);
-	FILE *f = fopen(path, "w");
+	FILE *f = sd_fopen_in(D.o.state_dir, "summary.json", "w");
 	if (!f)
 		return;
 	struct rusage ru;

@@ -127,36 +127,25 @@ static const char *const PSI_NEEDS[] = { "psi-target",     "psi-decrease",   "ps
 					 "bound-min-mbps", "bound-max-mbps", NULL };
 static const char *const THROTTLE_NEEDS[] = { "cgroup", "device", "throttle-floor-mbps", NULL };
 
-enum { O_CHECK = 256, O_TABLE, O_BENCH, O_ROUNDS, O_CMPS, O_LIMITS };
+enum { O_BENCH = 256, O_ROUNDS, O_CMPS };
 
 int main(int argc, char *argv[])
 {
 	static const struct option other_options[] = {
-		{ "check", required_argument, NULL, O_CHECK },
-		{ "decide-table", required_argument, NULL, O_TABLE },
 		{ "bench-decide", required_argument, NULL, O_BENCH },
 		{ "rounds", required_argument, NULL, O_ROUNDS },
 		{ "cmps", required_argument, NULL, O_CMPS },
-		{ "limits", no_argument, NULL, O_LIMITS },
-		CORUN_COMMON_LONG_OPTIONS
+		SD_COMMON_LONG_OPTIONS
 	};
-	struct option longopts[N_OPTS + CORUN_COUNT(other_options)];
-	sd_options_longopts(OPTS, N_OPTS, O_TABLE_BASE, longopts);
-	memcpy(longopts + N_OPTS, other_options, sizeof other_options);
 	struct opts *o = &D.o;
 	o->max_jobs = 65536; /* a capacity, not a parameter of any variant */
-	const char *check = NULL, *table = NULL;
+	struct sd_modes modes = { 0 };
 	long bench = 0, rounds = 1000;
 	int cmps = 8;
-	bool limits = false;
 	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
-		if (sd_option_parse(PROG, OPTS, N_OPTS, O_TABLE_BASE, c, optarg))
-			continue;
+	while ((c = sd_options_next(PROG, OPTS, N_OPTS, O_TABLE_BASE, other_options,
+				    CORUN_COUNT(other_options), &modes, argc, argv)) != -1) {
 		switch (c) {
-		case O_CHECK: check = optarg; break;
-		case O_TABLE: table = optarg; break;
 		case O_BENCH:
 			bench = (long)corun_parse_int(PROG, "bench-decide", optarg, 1, 10000000,
 						      false);
@@ -167,22 +156,21 @@ int main(int argc, char *argv[])
 		case O_CMPS:
 			cmps = (int)corun_parse_int(PROG, "cmps", optarg, 1, MAX_CMPS, false);
 			break;
-		case O_LIMITS: limits = true; break;
 		default: corun_default_option(PROG, VERSION, USAGE, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
-	if (limits)
+	if (modes.limits)
 		return sd_options_print_limits(PROG, OPTS, N_OPTS);
-	if (check) {
+	if (modes.check) {
 		if (max_age_s > 0) /* else three quanta late, plus start-up */
-			return run_check(check, max_age_s);
+			return run_check(modes.check, max_age_s);
 		sd_options_require(PROG, OPTS, N_OPTS, (const char *const[]){ "timeslice-s", NULL },
 				   "the quantum, or --max-age-s, with --check");
-		return run_check(check, 3 * o->timeslice_s + 2);
+		return run_check(modes.check, 3 * o->timeslice_s + 2);
 	}
-	if (table)
-		return run_table(table);
+	if (modes.table)
+		return run_table(modes.table);
 	if (bench)
 		return run_bench(bench, rounds, cmps);
 	sd_options_require(PROG, OPTS, N_OPTS, DAEMON_NEEDS, "a value: the manifest's");

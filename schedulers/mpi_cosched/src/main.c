@@ -136,7 +136,7 @@ static const char *const DAEMON_NEEDS[] = {
 	"bcr-min-pending", "gang-slice-ms", NULL
 };
 
-enum { O_PEER = 256, O_RESTORE, O_CHECK, O_TABLE, O_DUMP, O_LIMITS };
+enum { O_PEER = 256, O_RESTORE, O_DUMP };
 
 static void add_peer(const char *v)
 {
@@ -157,42 +157,31 @@ int main(int argc, char *argv[])
 	static const struct option other_options[] = {
 		{ "peer", required_argument, NULL, O_PEER },
 		{ "restore", required_argument, NULL, O_RESTORE },
-		{ "check", required_argument, NULL, O_CHECK },
-		{ "decide-table", required_argument, NULL, O_TABLE },
 		{ "dump-shm", required_argument, NULL, O_DUMP },
-		{ "limits", no_argument, NULL, O_LIMITS },
-		CORUN_COMMON_LONG_OPTIONS
+		SD_COMMON_LONG_OPTIONS
 	};
-	struct option longopts[N_OPTS + CORUN_COUNT(other_options)];
-	sd_options_longopts(OPTS, N_OPTS, O_TABLE_BASE, longopts);
-	memcpy(longopts + N_OPTS, other_options, sizeof other_options);
 	struct opts *o = &D.o;
-	const char *restore = NULL, *check = NULL, *table = NULL, *dump = NULL;
-	bool limits = false;
+	const char *restore = NULL, *dump = NULL;
+	struct sd_modes modes = { 0 };
 	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
-		if (sd_option_parse(PROG, OPTS, N_OPTS, O_TABLE_BASE, c, optarg))
-			continue;
+	while ((c = sd_options_next(PROG, OPTS, N_OPTS, O_TABLE_BASE, other_options,
+				    CORUN_COUNT(other_options), &modes, argc, argv)) != -1) {
 		switch (c) {
 		case O_PEER: add_peer(optarg); break;
 		case O_RESTORE: restore = optarg; break;
-		case O_CHECK: check = optarg; break;
-		case O_TABLE: table = optarg; break;
 		case O_DUMP: dump = optarg; break;
-		case O_LIMITS: limits = true; break;
 		default: corun_default_option(PROG, VERSION, USAGE, c, argv);
 		}
 	}
 	corun_no_operands(PROG, argc, argv);
-	if (limits)
+	if (modes.limits)
 		return sd_options_print_limits(PROG, OPTS, N_OPTS);
 	if (restore)
 		return run_restore(restore);
-	if (check)
-		return run_check(check, max_age);
-	if (table)
-		return run_table(table);
+	if (modes.check)
+		return run_check(modes.check, max_age);
+	if (modes.table)
+		return run_table(modes.table);
 	if (dump)
 		return run_dump(dump);
 	sd_options_require(PROG, OPTS, N_OPTS, DAEMON_NEEDS, "a value: the manifest's");

@@ -1,0 +1,63 @@
+/* What the parts of the FUSE front end share (serve.c: the FUSE operations and
+ * the receive loop; queue.c: the request queue and the dispatcher thread;
+ * state.c: the state file). */
+#ifndef RD_SERVER_H
+#define RD_SERVER_H
+
+#define FUSE_USE_VERSION 34
+
+#include "model.h"
+#include "options.h"
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ROOT_INO 1
+#define FILE_INO 2
+#define LATE_BIN_US 10
+#define LATE_BINS 200000 /* 10 us bins up to 2 s; beyond, the last bin */
+
+struct sreq {
+	struct rd_req r;
+	fuse_req_t freq; /* NULL for the destage of an acknowledged write */
+};
+
+struct server {
+	const struct rd_config *c;
+	struct rd_model m;
+	unsigned char *image;
+	struct fuse_session *se;
+	pthread_t dispatcher;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sreq **pending; /* oldest first */
+	size_t npend, cap;
+	bool stop;
+	uint64_t dirty;
+	double t0_mono_s;
+	double start_epoch_s;
+	/* counters, under mu */
+	uint64_t reads, writes, bytes_read, bytes_written, seeks, hits, streamed, acked;
+	uint64_t errors;
+	double busy_ms;
+	uint64_t *late_hist;
+	uint64_t late_n;
+	double late_max_ms;
+	int rt_priority; /* in effect: 0 normal scheduling */
+	bool untimed;    /* --untimed-start, until SIGUSR2 */
+	uint64_t untimed_requests, untimed_bytes;
+	char rt_error[128]; /* why the requested priority was refused */
+};
+
+/* Milliseconds on the virtual clock (CLOCK_MONOTONIC since start). */
+double now_ms(const struct server *s);
+/* Queue Q for the dispatcher; -1 when stopping or out of memory. */
+int enqueue(struct server *s, struct sreq *q);
+/* The dispatcher thread: serves the queued requests in the model's order. */
+void *dispatch(void *arg);
+/* Write the state file (atomically: a temporary file renamed). */
+void write_state(struct server *s, const char *status, int argc, char *argv[]);
+
+#endif /* RD_SERVER_H */
