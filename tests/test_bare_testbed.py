@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "bare-testbed"
 PY = sys.executable
 PREFIX = "corunbt"
-SUBNET = "10.78.1.0/24"
+SUBNET = "10.79.1.0/24"
 NODES = [f"{PREFIX}-n1", f"{PREFIX}-n2"]
 RECAP = re.compile(r"^(\S+)\s*:.*\bchanged=(\d+).*\bunreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 FIGURES = {}
@@ -110,10 +110,11 @@ def test_nodes_start_bare_with_only_sshd(bare):
     st = json.loads(testbed(state, "status", "--json").stdout)
     assert st["up"] and [n["name"] for n in st["nodes"]] == NODES
     for name in NODES:
-        proc = ssh(state, name, "hostname; test -e /usr/bin/gcc && echo gcc; ls /root; dpkg-query -W | wc -l")
+        probe = f"hostname; test -e /usr/bin/gcc && echo gcc; test -e {REPO} && echo corun; dpkg-query -W | wc -l"
+        proc = ssh(state, name, probe)
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.split()
-        assert lines[0] == name and "gcc" not in lines, proc.stdout
+        assert lines[0] == name and "gcc" not in lines and "corun" not in lines, proc.stdout
         assert int(lines[-1]) < 200, f"{name} holds {lines[-1]} packages, more than the minbase template"
         pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
         comms = [Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists()]
@@ -161,7 +162,7 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
     proc, recap, secs = playbook(inventory)
     FIGURES["provision_n1_s"] = secs
     lines = node_check_lines(proc.stdout)
-    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.78.1.12"), output(proc)
+    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
     assert recap[NODES[0]][0] > 0 and recap[NODES[0]][2:] == (0, 0), output(proc)
     for probe in ("command -v mpirun", "ls /opt/corun/ior-*/bin/ior", f"ls {REPO}/kernels/build | grep -q ."):
         got = ssh(state, NODES[0], probe)

@@ -30,8 +30,8 @@ bt = load()
     [
         (["up", "0"], "bare-testbed: N: 0 (expected an integer from 1 to 50)"),
         (["up", "2", "--prefix", "Bad-Name"], "bare-testbed: --prefix: 'Bad-Name' (expected 1 to 8 lower-case"),
-        (["up", "2", "--subnet", "10.78.0.0/33"], "bare-testbed: --subnet: '10.78.0.0/33' (expected an IPv4 network"),
-        (["up", "9", "--subnet", "10.78.0.0/29"], "bare-testbed: --subnet: '10.78.0.0/29' (expected room for 9"),
+        (["up", "2", "--subnet", "10.79.0.0/33"], "bare-testbed: --subnet: '10.79.0.0/33' (expected an IPv4 network"),
+        (["up", "9", "--subnet", "10.79.0.0/29"], "bare-testbed: --subnet: '10.79.0.0/29' (expected room for 9"),
         (["up", "2", "--mirror-dir", "no/such/folder"], "bare-testbed: --mirror-dir: 'no/such/folder' (expected"),
     ],
 )
@@ -56,21 +56,21 @@ def test_status_and_down_without_a_testbed(tmp_path):
 
 
 def test_the_inventory_names_the_nodes_the_proxy_side_mirror_and_the_copy_of_corun(tmp_path):
-    state = bt.plan(2, "10.78.3.0/24", "tb", tmp_path)
+    state = bt.plan(2, "10.79.3.0/24", "tb", tmp_path)
     assert [(n["name"], n["address"], n["veth"]) for n in state["nodes"]] == [
-        ("tb-n1", "10.78.3.11", "tb-v1"),
-        ("tb-n2", "10.78.3.12", "tb-v2"),
+        ("tb-n1", "10.79.3.11", "tb-v1"),
+        ("tb-n2", "10.79.3.12", "tb-v2"),
     ]
-    assert (state["gateway"], state["bridge"]) == ("10.78.3.1", "tb-br")
+    assert (state["gateway"], state["bridge"]) == ("10.79.3.1", "tb-br")
     inv = yaml.safe_load(bt.inventory_text(state, tmp_path))
     group = inv["all"]["children"]["testbed"]
-    assert group["hosts"] == {"tb-n1": {"ansible_host": "10.78.3.11"}, "tb-n2": {"ansible_host": "10.78.3.12"}}
-    assert group["vars"]["corun_mirror"] == "http://10.78.3.1:8078"
+    assert group["hosts"] == {"tb-n1": {"ansible_host": "10.79.3.11"}, "tb-n2": {"ansible_host": "10.79.3.12"}}
+    assert group["vars"]["corun_mirror"] == "http://10.79.3.1:8078"
     assert group["vars"]["corun_source_copy"] is True
-    assert group["vars"]["corun_mpi_network"] == "10.78.3.0/24"
+    assert group["vars"]["corun_mpi_network"] == "10.79.3.0/24"
     assert group["vars"]["ansible_ssh_common_args"] == f"-F {tmp_path / 'ssh_config'}"
     cfg = bt.ssh_config_text(state, tmp_path)
-    assert "Host tb-n2 10.78.3.12\n  HostName 10.78.3.12\n  HostKeyAlias tb-n2" in cfg
+    assert "Host tb-n2 10.79.3.12\n  HostName 10.79.3.12\n  HostKeyAlias tb-n2" in cfg
     assert "StrictHostKeyChecking yes" in cfg
 
 
