@@ -33,14 +33,14 @@ FIGURES = {}
 pytestmark = [pytest.mark.root, pytest.mark.bare]
 
 
-def testbed(state_dir, *args, timeout=600):
+def bare_testbed(state_dir, *args, timeout=600):
     return subprocess.run(
         [PY, str(SCRIPT), "--state-dir", str(state_dir), *args], capture_output=True, text=True, timeout=timeout
     )
 
 
 def up(state_dir, inventory):
-    return testbed(state_dir, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory))
+    return bare_testbed(state_dir, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory))
 
 
 def leftovers(state_dir) -> list[str]:
@@ -74,13 +74,13 @@ def bare(tmp_path_factory):
     proc = up(state, inventory)
     FIGURES["up_s"] = round(time.monotonic() - t0, 1)
     if proc.returncode == 4:
-        testbed(state, "down")
+        bare_testbed(state, "down")
         pytest.skip(f"no bare testbed here: {proc.stderr.strip()}")
     try:
         assert proc.returncode == 0, proc.stderr
         yield state, inventory
     finally:
-        down = testbed(state, "down")
+        down = bare_testbed(state, "down")
         assert down.returncode == 0, down.stderr
         assert not inventory.exists() and not state.exists()
         assert leftovers(state) == []
@@ -88,7 +88,7 @@ def bare(tmp_path_factory):
 
 
 def ssh(state, node, command):
-    return testbed(state, "ssh", node, command, timeout=60)
+    return bare_testbed(state, "ssh", node, command, timeout=60)
 
 
 def playbook(inventory, *args, timeout=3000):
@@ -107,7 +107,7 @@ def node_check_lines(stdout: str) -> list[str]:
 @pytest.mark.timeout(900)
 def test_nodes_start_bare_with_only_sshd(bare):
     state, _ = bare
-    st = json.loads(testbed(state, "status", "--json").stdout)
+    st = json.loads(bare_testbed(state, "status", "--json").stdout)
     assert st["up"] and [n["name"] for n in st["nodes"]] == NODES
     for name in NODES:
         probe = f"hostname; test -e /usr/bin/gcc && echo gcc; test -e {REPO} && echo corun; dpkg-query -W | wc -l"
@@ -123,7 +123,7 @@ def test_nodes_start_bare_with_only_sshd(bare):
 
 
 @pytest.mark.timeout(900)
-def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare, tmp_path):
+def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
     state, inventory = bare
     root2 = state / "nodes" / NODES[1] / "root"
     os_release = root2 / "usr" / "lib" / "os-release"
@@ -136,21 +136,25 @@ def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare, tmp_pat
     assert node_check_lines(proc.stdout) == [
         f"node_check: {NODES[1]}: debian 11 (expected debian 12: deploy the node with that release, e.g. debian12-min)"
     ], output(proc)
-    assert recap[NODES[0]][2:] == (0, 0) and recap[NODES[1]][3] == 1, output(proc)
+    assert recap[NODES[0]][1:] == (0, 0) and recap[NODES[1]][2] == 1, output(proc)
 
-    small = tmp_path / "inventory.yml"
+    # beside the other inventories, so inventory/group_vars applies to it too
+    small = inventory.with_name(inventory.stem + "-small.yml")
     small.write_text(
         inventory.read_text().replace(
             f"        {NODES[0]}:\n", f"        {NODES[0]}:\n          node_check_min_free_mib: 100000000\n"
         )
     )
-    proc, recap, _ = playbook(small, "--tags", "node_check", timeout=300)
+    try:
+        proc, recap, _ = playbook(small, "--tags", "node_check", timeout=300)
+    finally:
+        small.unlink()
     lines = node_check_lines(proc.stdout)
     assert len(lines) == 1 and re.fullmatch(
         rf"node_check: {NODES[0]}: \d+ MiB free on / \(expected at least node_check_min_free_mib 100000000 MiB\)",
         lines[0],
     ), output(proc)
-    assert recap[NODES[1]][2:] == (0, 0), output(proc)
+    assert recap[NODES[1]][1:] == (0, 0), output(proc)
 
 
 @pytest.mark.timeout(5400)
@@ -158,12 +162,12 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
     """First with node 2 down (killed): node 1 is provisioned, node 2 is one line; then node 2
     back: provisioned; then a run on both that changes nothing."""
     state, inventory = bare
-    assert testbed(state, "kill", NODES[1]).returncode == 0
+    assert bare_testbed(state, "kill", NODES[1]).returncode == 0
     proc, recap, secs = playbook(inventory)
     FIGURES["provision_n1_s"] = secs
     lines = node_check_lines(proc.stdout)
     assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
-    assert recap[NODES[0]][0] > 0 and recap[NODES[0]][2:] == (0, 0), output(proc)
+    assert recap[NODES[0]][0] > 0 and recap[NODES[0]][1:] == (0, 0), output(proc)
     for probe in ("command -v mpirun", "ls /opt/corun/ior-*/bin/ior", f"ls {REPO}/kernels/build | grep -q ."):
         got = ssh(state, NODES[0], probe)
         assert got.returncode == 0, f"{probe}: {got.stdout}{got.stderr}"
