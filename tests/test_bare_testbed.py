@@ -168,7 +168,15 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
     lines = node_check_lines(proc.stdout)
     assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
     assert recap[NODES[0]][0] > 0 and recap[NODES[0]][1:] == (0, 0), output(proc)
-    for probe in ("command -v mpirun", "ls /opt/corun/ior-*/bin/ior", f"ls {REPO}/kernels/build | grep -q ."):
+    # the upstream benchmarks built from the mirror served over HTTP, not their stand-ins
+    upstream = " ".join(f"/var/lib/corun/upstream.d/{b}.json" for b in ("graph500", "npb", "ior"))
+    probes = (
+        "command -v mpirun",
+        f'test $(cat {upstream} | grep -c \'"status": "built"\') = 3',
+        "ls /opt/corun/ior-*/bin/ior",
+        f"ls {REPO}/kernels/build | grep -q .",
+    )
+    for probe in probes:
         got = ssh(state, NODES[0], probe)
         assert got.returncode == 0, f"{probe}: {got.stdout}{got.stderr}"
 
