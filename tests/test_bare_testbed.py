@@ -107,6 +107,11 @@ def node_check_lines(stdout: str) -> list[str]:
 @pytest.mark.timeout(900)
 def test_nodes_start_bare_with_only_sshd(bare):
     state, _ = bare
+    for name in NODES:  # before any connection: each leaves an sshd of its own for a moment
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+        comms = [Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists()]
+        # unshare waits outside the node's PID namespace; inside it, sshd is PID 1 and alone
+        assert set(comms) <= {"unshare", "sshd"} and comms.count("sshd") == 1, f"{name} runs {comms}"
     st = json.loads(bare_testbed(state, "status", "--json").stdout)
     assert st["up"] and [n["name"] for n in st["nodes"]] == NODES
     for name in NODES:
@@ -116,10 +121,6 @@ def test_nodes_start_bare_with_only_sshd(bare):
         lines = proc.stdout.split()
         assert lines[0] == name and "gcc" not in lines and "corun" not in lines, proc.stdout
         assert int(lines[-1]) < 200, f"{name} holds {lines[-1]} packages, more than the minbase template"
-        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
-        comms = [Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists()]
-        # unshare waits outside the node's PID namespace; inside it, sshd is PID 1 and alone
-        assert set(comms) <= {"unshare", "sshd"} and comms.count("sshd") == 1, f"{name} runs {comms}"
 
 
 @pytest.mark.timeout(900)
