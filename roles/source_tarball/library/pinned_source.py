@@ -3,7 +3,8 @@
 
 A role names its sources in order, upstream first, then alternatives (an archive made another
 way, under its own file name and sha256). The first source whose file is in the local mirror is
-taken (a folder on the node, or an http(s) URL whose files are fetched into the download folder); when none is, the first source with a URL whose download succeeds (kept in the download
+taken (a folder on the node, or an http(s) URL whose files are fetched into the download
+folder); when none is, the first source with a URL whose download succeeds (kept in the download
 folder, reused while its sha256 matches). The taken file's sha256 must equal its pin: a mismatch
 is an error naming the role, the file and both hashes, never a fall-through to the next source.
 With no source to be had, the module fails (required) or returns source=None and the reason,
