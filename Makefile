@@ -10,7 +10,8 @@ ANSIBLE_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all setup provision run test test-fast lint bench bench-compare ci-compare clean-results help
+.PHONY: all setup provision run test test-fast lint bench bench-compare ci-compare clean-results help \
+	testbed-up testbed-down test-bare
 
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
@@ -18,6 +19,8 @@ help:
 	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root)"
 	@echo "make lint     ruff format and check, snakemake --lint, ansible-lint"
 	@echo "make bench    instrument and scheduler-daemon overhead benchmarks (print figures)"
+	@echo "make testbed-up NODES=2   emulated bare Debian 12 nodes (inventory/bare.yml); make testbed-down"
+	@echo "make provision INVENTORY=inventory/bare.yml   provision them from scratch"
 	@echo "make ci-compare BASE=linux HEAD=elevator_bfq   compare two variants here, as the testbed CI does"
 	@echo "make ci-compare VARIANT=dynamic_io BASE_REF=origin/main   compare the variant built from BASE_REF"
 	@echo "               with its build from this working tree (HEAD_REF=REF: from that commit instead)"
@@ -84,6 +87,19 @@ else
 	$(BIN)/python scripts/ci_compare.py --base $(BASE) --head $(HEAD) --out $(CI_OUT) \
 		--reps $(CI_REPS) --fail-if-worse $(CI_FAIL_IF_WORSE) $(CI_ARGS)
 endif
+
+# An emulated bare-metal testbed on this machine (docs/howto/testbed.md): NODES fresh Debian 12
+# nodes reached over ssh, inventory/bare.yml; testbed-down removes it (the template stays).
+NODES ?= 2
+testbed-up:
+	$(BIN)/python scripts/bare-testbed up $(NODES)
+
+testbed-down:
+	$(BIN)/python scripts/bare-testbed down
+
+# Provisioning from scratch on two bare nodes, and their teardown (root; many minutes).
+test-bare: setup
+	$(BIN)/python -m pytest -ra -m bare tests/test_bare_testbed.py
 
 clean-results:
 	rm -rf results/local results/smoke .snakemake

@@ -247,3 +247,62 @@ def test_shared_settings_are_one_line_naming_the_variable(key, value, expected):
     with pytest.raises(pinned.SourceError) as err:
         pinned.check_settings("ior", p)
     assert str(err.value).startswith(expected), str(err.value)
+
+
+def test_a_mirror_url_serves_the_first_source_it_holds_into_the_download_folder(tmp_path, two_sources):
+    """corun_mirror as an http(s) URL (a bare testbed's nodes reach the mirror over HTTP): its
+    file is fetched into the download folder, checked, and reused by the next run."""
+    sources, up, alt = two_sources
+    served = {"http://10.78.0.1:8078/alt.tar.gz": alt}
+    asked = []
+
+    def fetch(url, dest, timeout):
+        asked.append(url)
+        if url not in served:
+            raise OSError("HTTP Error 404: File not found")
+        with open(dest, "wb") as f:
+            f.write(served[url])
+
+    dl = tmp_path / "dl"
+    got, fetched, reason = pinned.choose("npb", sources, "http://10.78.0.1:8078/", str(dl), 5, fetch=fetch)
+    assert (got["name"], got["origin"], got["path"], fetched, reason) == (
+        "git-import",
+        "mirror",
+        str(dl / "alt.tar.gz"),
+        True,
+        "",
+    )
+    assert asked == ["http://10.78.0.1:8078/up.tar.gz", "http://10.78.0.1:8078/alt.tar.gz"]
+    again = pinned.choose("npb", sources, "http://10.78.0.1:8078", str(dl), 5, fetch=no_fetch)
+    assert (again[0]["name"], again[1]) == ("git-import", False)
+
+
+def test_a_mirror_url_serving_nothing_falls_back_to_the_upstream_url_and_says_why(tmp_path, two_sources):
+    sources, up, alt = two_sources
+
+    def fetch(url, dest, timeout):
+        if "example.org" not in url:
+            raise OSError("HTTP Error 404: File not found")
+        with open(dest, "wb") as f:
+            f.write(up)
+
+    got, fetched, _ = pinned.choose("npb", sources, "http://m.invalid", str(tmp_path / "dl"), 5, fetch=fetch)
+    assert (got["name"], got["origin"], fetched) == ("upstream", "download", True)
+
+    def refuse(url, dest, timeout):
+        raise OSError("HTTP Error 404: File not found")
+
+    got, _, reason = pinned.choose("npb", sources, "http://m.invalid", str(tmp_path / "dl2"), 5, fetch=refuse)
+    assert got is None and "corun_mirror http://m.invalid serves none of them: http://m.invalid/up.tar.gz" in reason
+
+
+def test_a_mirror_url_with_a_wrong_sha256_is_refused(tmp_path, two_sources):
+    sources, up, alt = two_sources
+
+    def fetch(url, dest, timeout):
+        with open(dest, "wb") as f:
+            f.write(b"tampered")
+
+    with pytest.raises(pinned.SourceError, match="npb: .*up.tar.gz"):
+        pinned.choose("npb", sources, "https://m.example", str(tmp_path / "dl"), 5, fetch=fetch)
+    assert not (tmp_path / "dl" / "up.tar.gz").exists()

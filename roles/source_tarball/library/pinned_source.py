@@ -3,7 +3,8 @@
 
 A role names its sources in order, upstream first, then alternatives (an archive made another
 way, under its own file name and sha256). The first source whose file is in the local mirror is
-taken; when none is, the first source with a URL whose download succeeds (kept in the download
+taken (a folder on the node, or an http(s) URL whose files are fetched into the download
+folder); when none is, the first source with a URL whose download succeeds (kept in the download
 folder, reused while its sha256 matches). The taken file's sha256 must equal its pin: a mismatch
 is an error naming the role, the file and both hashes, never a fall-through to the next source.
 With no source to be had, the module fails (required) or returns source=None and the reason,
@@ -103,6 +104,39 @@ def in_mirror(sources: list[dict], mirror: str) -> tuple[dict | None, str]:
     return None, f"corun_mirror {mirror} holds none of them"
 
 
+def is_url(mirror) -> bool:
+    return isinstance(mirror, str) and re.match(r"https?://", mirror) is not None
+
+
+def from_url_mirror(
+    role: str, sources: list[dict], mirror: str, download_dir: str, timeout: int, check_mode: bool, fetch
+) -> tuple[dict | None, str]:
+    """The first source whose file the mirror URL serves, fetched into download_dir (kept and
+    reused while its sha256 matches), with "fetched" saying whether it was downloaded now."""
+    notes = []
+    for s in sources:
+        url = mirror.rstrip("/") + "/" + s["file"]
+        dest = os.path.join(download_dir, s["file"])
+        if os.path.isfile(dest) and sha256_of(dest) == s["sha256"]:
+            return {**s, "origin": "mirror", "path": dest, "fetched": False}, ""
+        if check_mode:
+            return {**s, "origin": "mirror", "path": dest, "fetched": True}, ""
+        os.makedirs(download_dir, exist_ok=True)
+        try:
+            fetch(url, dest, timeout)
+        except Exception as exc:  # noqa: BLE001 - a file the mirror lacks: the next source
+            reason = re.sub(r"\s+", " ", str(exc)).strip() or type(exc).__name__
+            notes.append(f"{url} ({reason})")
+            continue
+        try:
+            verify(role, s, dest, f"fetched from {url}")
+        except SourceError:
+            os.unlink(dest)
+            raise
+        return {**s, "origin": "mirror", "path": dest, "fetched": True}, ""
+    return None, f"corun_mirror {mirror} serves none of them: {'; '.join(notes)}"
+
+
 def download(url: str, dest: str, timeout: int) -> None:
     """URL into DEST.part, then renamed to DEST: an interrupted download never looks whole."""
     part = dest + ".part"
@@ -128,7 +162,12 @@ def choose(
     """(the chosen source with origin and path, whether a file was downloaded, the reason when none).
 
     Raises SourceError for a file whose sha256 differs from its pin."""
-    found, mirror_note = in_mirror(sources, mirror)
+    if is_url(mirror):
+        found, mirror_note = from_url_mirror(role, sources, mirror, download_dir, timeout, check_mode, fetch)
+        if found is not None:
+            return found, found.pop("fetched"), ""
+    else:
+        found, mirror_note = in_mirror(sources, mirror)
     if found is not None:
         path = os.path.join(mirror, found["file"])
         verify(role, found, path, f"in {mirror}")
@@ -183,9 +222,10 @@ def check_settings(role: str, p: dict) -> None:
     <role>_download_dir, <role>_download_timeout, <role>_required, <role>_install_dir,
     <role>_upstream_manifest (YAML and -e give any type, so types are checked here)."""
     mirror = p["mirror"]
-    if not isinstance(mirror, str) or (mirror and not os.path.isabs(mirror)):
+    if not isinstance(mirror, str) or (mirror and not os.path.isabs(mirror) and not is_url(mirror)):
         raise SourceError(
-            f'{role}: corun_mirror: {mirror!r} (expected "" or the absolute path of a folder of archives)'
+            f'{role}: corun_mirror: {mirror!r} (expected "", the absolute path of a folder of archives '
+            "or an http(s) URL serving them)"
         )
     for key in ("download_dir", "install_dir", "upstream_manifest"):
         v = p[key]

@@ -1,0 +1,193 @@
+"""Provisioning from scratch on an emulated bare-metal testbed (scripts/bare-testbed).
+
+Two fresh Debian 12 nodes (namespaces of this machine, each with its own overlay root over the
+debootstrap template, built once per machine and reused): they start bare; node_check names a
+node without ssh, with another release or without space in one line while the other node goes
+on; site.yml provisions both from nothing over ssh (packages through the testbed's apt proxy,
+corun's tree, kernels, schedulers, MPI, the upstream benchmarks from the mirror served over
+HTTP), a run after it changes nothing, and teardown leaves no namespace, mount, loop device or
+process. Marked root and bare (select with -m bare); it takes many minutes (the figures are
+printed), the first time longer (the template, the apt proxy's cache).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_provision import ansible_env, output, run_tool
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "bare-testbed"
+PY = sys.executable
+PREFIX = "corunbt"
+SUBNET = "10.79.1.0/24"
+NODES = [f"{PREFIX}-n1", f"{PREFIX}-n2"]
+RECAP = re.compile(r"^(\S+)\s*:.*\bchanged=(\d+).*\bunreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
+FIGURES = {}
+
+pytestmark = [pytest.mark.root, pytest.mark.bare]
+
+
+def bare_testbed(state_dir, *args, timeout=600):
+    return subprocess.run(
+        [PY, str(SCRIPT), "--state-dir", str(state_dir), *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def up(state_dir, inventory):
+    return bare_testbed(state_dir, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory))
+
+
+def leftovers(state_dir) -> list[str]:
+    """What of the testbed is still there: namespaces, mounts, loop devices, processes."""
+    out = []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out += [f"netns {line.split()[0]}" for line in netns.splitlines() if line.startswith(PREFIX)]
+    mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout
+    out += [f"mount {m}" for m in mounts.split() if m.startswith(str(state_dir))]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    out += [f"loop {line}" for line in loops.splitlines() if str(state_dir) in line]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            root = os.readlink(f"/proc/{pid}/root")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if root.startswith(str(state_dir)) or str(state_dir) in cmd:
+            out.append(f"process {pid} {cmd.strip()[:80]}")
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    out += [f"link {m}" for m in re.findall(rf"\d+: ({PREFIX}-\w+)", links)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory):
+    """Two bare nodes: (state dir, inventory); torn down after the module, checked for leftovers."""
+    state = tmp_path_factory.mktemp("bare") / "state"
+    inventory = REPO / "inventory" / f"bare-test-{os.getpid()}.yml"
+    t0 = time.monotonic()
+    proc = up(state, inventory)
+    FIGURES["up_s"] = round(time.monotonic() - t0, 1)
+    if proc.returncode == 4:
+        bare_testbed(state, "down")
+        pytest.skip(f"no bare testbed here: {proc.stderr.strip()}")
+    try:
+        assert proc.returncode == 0, proc.stderr
+        yield state, inventory
+    finally:
+        down = bare_testbed(state, "down")
+        assert down.returncode == 0, down.stderr
+        assert not inventory.exists() and not state.exists()
+        assert leftovers(state) == []
+        print(f"\nbare testbed figures: {json.dumps(FIGURES)}")
+
+
+def ssh(state, node, command):
+    return bare_testbed(state, "ssh", node, command, timeout=60)
+
+
+def playbook(inventory, *args, timeout=3000):
+    t0 = time.monotonic()
+    # JSON results: each failure's message on the line of its fatal: [...] (YAML folds long ones)
+    env = ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    proc = run_tool("ansible-playbook", "-i", str(inventory), "site.yml", *args, timeout=timeout, env=env)
+    recap = {host: tuple(map(int, rest)) for host, *rest in RECAP.findall(proc.stdout)}
+    return proc, recap, round(time.monotonic() - t0, 1)
+
+
+def node_check_lines(stdout: str) -> list[str]:
+    return re.findall(r'"msg": "(node_check: [^"]*)"', stdout)
+
+
+@pytest.mark.timeout(900)
+def test_nodes_start_bare_with_only_sshd(bare):
+    state, _ = bare
+    for name in NODES:  # before any connection: each leaves an sshd of its own for a moment
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+        comms = [Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists()]
+        # unshare waits outside the node's PID namespace; inside it, sshd is PID 1 and alone
+        assert set(comms) <= {"unshare", "sshd"} and comms.count("sshd") == 1, f"{name} runs {comms}"
+    st = json.loads(bare_testbed(state, "status", "--json").stdout)
+    assert st["up"] and [n["name"] for n in st["nodes"]] == NODES
+    for name in NODES:
+        probe = f"hostname; test -e /usr/bin/gcc && echo gcc; test -e {REPO} && echo corun; dpkg-query -W | wc -l"
+        proc = ssh(state, name, probe)
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.split()
+        assert lines[0] == name and "gcc" not in lines and "corun" not in lines, proc.stdout
+        assert int(lines[-1]) < 200, f"{name} holds {lines[-1]} packages, more than the minbase template"
+
+
+@pytest.mark.timeout(900)
+def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
+    state, inventory = bare
+    root2 = state / "nodes" / NODES[1] / "root"
+    os_release = root2 / "usr" / "lib" / "os-release"
+    original = os_release.read_text()
+    os_release.write_text(original.replace('VERSION_ID="12"', 'VERSION_ID="11"'))
+    try:
+        proc, recap, _ = playbook(inventory, "--tags", "node_check", timeout=300)
+    finally:
+        os_release.write_text(original)
+    assert node_check_lines(proc.stdout) == [
+        f"node_check: {NODES[1]}: debian 11 (expected debian 12: deploy the node with that release, e.g. debian12-min)"
+    ], output(proc)
+    assert recap[NODES[0]][1:] == (0, 0) and recap[NODES[1]][2] == 1, output(proc)
+
+    # beside the other inventories, so inventory/group_vars applies to it too
+    small = inventory.with_name(inventory.stem + "-small.yml")
+    small.write_text(
+        inventory.read_text().replace(
+            f"        {NODES[0]}:\n", f"        {NODES[0]}:\n          node_check_min_free_mib: 100000000\n"
+        )
+    )
+    try:
+        proc, recap, _ = playbook(small, "--tags", "node_check", timeout=300)
+    finally:
+        small.unlink()
+    lines = node_check_lines(proc.stdout)
+    assert len(lines) == 1 and re.fullmatch(
+        rf"node_check: {NODES[0]}: \d+ MiB free on / \(expected at least node_check_min_free_mib 100000000 MiB\)",
+        lines[0],
+    ), output(proc)
+    assert recap[NODES[1]][1:] == (0, 0), output(proc)
+
+
+@pytest.mark.timeout(5400)
+def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
+    """First with node 2 down (killed): node 1 is provisioned, node 2 is one line; then node 2
+    back: provisioned; then a run on both that changes nothing."""
+    state, inventory = bare
+    assert bare_testbed(state, "kill", NODES[1]).returncode == 0
+    proc, recap, secs = playbook(inventory)
+    FIGURES["provision_n1_s"] = secs
+    lines = node_check_lines(proc.stdout)
+    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
+    assert recap[NODES[0]][0] > 0 and recap[NODES[0]][1:] == (0, 0), output(proc)
+    # the upstream benchmarks built from the mirror served over HTTP, not their stand-ins
+    upstream = " ".join(f"/var/lib/corun/upstream.d/{b}.json" for b in ("graph500", "npb", "ior"))
+    probes = (
+        "command -v mpirun",
+        f'test $(cat {upstream} | grep -c \'"status": "built"\') = 3',
+        "ls /opt/corun/ior-*/bin/ior",
+        f"ls {REPO}/kernels/build | grep -q .",
+    )
+    for probe in probes:
+        got = ssh(state, NODES[0], probe)
+        assert got.returncode == 0, f"{probe}: {got.stdout}{got.stderr}"
+
+    assert up(state, inventory).returncode == 0
+    proc, recap, secs = playbook(inventory)
+    FIGURES["provision_n2_s"] = secs
+    assert proc.returncode == 0, output(proc)
+    assert recap[NODES[0]][0] == 0 and recap[NODES[1]][0] > 0, output(proc)
+
+    proc, recap, secs = playbook(inventory)
+    FIGURES["second_run_s"] = secs
+    assert proc.returncode == 0, output(proc)
+    assert recap == {n: (0, 0, 0) for n in NODES}, f"a second run changed something:\n{output(proc)}"
