@@ -45,7 +45,7 @@ run: provision
 	@echo "report: results/$(PROFILE)/report.html"
 
 test: provision
-	$(BIN)/python -m pytest -ra
+	$(BIN)/python -m pytest -ra -m "not bare"
 
 # without provisioning; the root tests run too when make runs as root
 test-fast: setup
