@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
-	@echo "make test     provision and run every test"
+	@echo "make test     provision and run every test but the bare-node one (make test-bare)"
 	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root)"
 	@echo "make lint     ruff format and check, snakemake --lint, ansible-lint"
 	@echo "make bench    instrument and scheduler-daemon overhead benchmarks (print figures)"
