@@ -17,11 +17,13 @@ fields; no value typed in):
                    descent, in that order, twice) with the least mean absolute relative error
                    of the runs' mean response time, over every measured run.
 
-Held out: the model is calibrated and fitted on every rep but the last and checked on the last
-rep's runs, which it has not seen (with one rep there is nothing to check it on, and it is not
-checked). The fit is kept in a cache folder under the hash of what it was fitted on (the runs'
-job streams and results, the plan's settings, this module and the simulator), so an unchanged
-campaign is not fitted twice.
+Held out: the model is calibrated and fitted on the first `model.fit_reps` reps (default 2; all
+but the last when fewer ran) and checked on every later rep's runs, which it has not seen (with
+one rep there is nothing to check it on, and it is not checked). The fit is kept in a cache
+folder under the hash of what it was fitted on (the runs' job streams and results, the plan's
+settings, this module and the simulator): an unchanged campaign is not fitted twice, and the
+looks of a sequential design, which add reps only, reuse the first look's fit and check it on
+more runs. One coordinate's candidates are simulated side by side, one process per CPU.
 
 Prediction: each measured run is simulated with its own job stream (submit times, benchmarks
 and rank counts of its jobs.csv), scheme, MPL, hosts and CPUs per host; per (workload, load,
@@ -40,10 +42,14 @@ alone.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import multiprocessing
+import os
 import random
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -196,14 +202,36 @@ def fit(by_run, streams, benches, plan, startup_s, hosts, rpn, grid: dict) -> tu
         return cache[key]
 
     best_err = err(best)
-    for _ in range(2):
-        for k in FIT_ORDER:
-            for v in grid[k]:
-                cand = {**best, k: v}
-                e = err(cand)
-                if e < best_err - 1e-12:
-                    best, best_err = cand, e
+    workers = min(len(os.sched_getaffinity(0)), 4)
+    global _FIT_ARGS
+    _FIT_ARGS = (by_run, streams, benches, plan, startup_s, hosts, rpn)
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else contextlib.nullcontext() as pool:
+        for _ in range(2):
+            for k in FIT_ORDER:
+                # every candidate of one coordinate differs from `best` in that coordinate only, so
+                # they are evaluated side by side and then taken in grid order, as one by one
+                cands = [{**best, k: v} for v in grid[k]]
+                todo = [c for c in cands if tuple(c[q] for q in FIT_ORDER) not in cache]
+                errs = list(pool.map(_fit_error, todo)) if pool is not None and len(todo) > 1 else map(_fit_error, todo)
+                for c, e in zip(todo, errs):
+                    cache[tuple(c[q] for q in FIT_ORDER)] = e
+                for cand in cands:
+                    e = err(cand)
+                    if e < best_err - 1e-12:
+                        best, best_err = cand, e
+    _FIT_ARGS = None
     return best, best_err, len(cache)
+
+
+# what the fit's worker processes read (inherited by fork, not pickled per candidate)
+_FIT_ARGS: tuple | None = None
+
+
+def _fit_error(vals: dict) -> float:
+    by_run, streams, benches, plan, startup_s, hosts, rpn = _FIT_ARGS
+    model = simulate_runs(by_run, streams, benches, params_for(plan, startup_s, vals), hosts, rpn)
+    return response_error(by_run, model)
 
 
 def error_pct(model: float, measured: float) -> float:
@@ -334,8 +362,8 @@ def cached_fit(key: str, cache_dir: str | Path | None, compute) -> tuple[dict, f
 
 
 def run_model(jobs: pd.DataFrame, by_run: pd.DataFrame, plan: dict, cache_dir: str | Path | None = None) -> dict:
-    """Calibrate and fit on every rep but the last, check on the last, project when the check
-    passed. Raises ModelInputError with the reason."""
+    """Calibrate and fit on the first `fit_reps` reps (all but the last when fewer ran), check on
+    every later rep, project when the check passed. Raises ModelInputError with the reason."""
     cfg = plan.get("model")
     if not cfg:
         raise ModelInputError("plan.json has no model settings (specs written before mpl_sweep.model existed)")
@@ -347,7 +375,10 @@ def run_model(jobs: pd.DataFrame, by_run: pd.DataFrame, plan: dict, cache_dir: s
     reps = sorted(set(measured["rep"]))
     if not reps:
         raise ModelInputError("no run with a response time")
-    held = [reps[-1]] if len(reps) > 1 else []
+    # one fit per configuration: the first fit_reps reps (all but the last when fewer were run),
+    # checked on every later one; a later look adds held-out reps and reuses the cached fit
+    n_fit = min(int(cfg.get("fit_reps", 2)), len(reps) - 1) if len(reps) > 1 else 1
+    held = reps[n_fit:]
     fit_runs = measured[~measured["rep"].isin(held)]
     test_runs = measured[measured["rep"].isin(held)]
     fit_jobs = jobs[jobs["run_id"].isin(fit_runs["run_id"])]
