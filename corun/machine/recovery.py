@@ -11,6 +11,7 @@ from pathlib import Path
 from corun.machine import (
     cgroup,  # noqa: F401 - registers its undo handlers
     rotating_disk,  # noqa: F401 - registers the emulated disk's undo handlers
+    run_device,  # noqa: F401 - registers a run's block device's undo handler
 )
 from corun.machine.state import journal_alive, lock_file, run_undo, state_dir
 

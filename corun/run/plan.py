@@ -20,7 +20,7 @@ from corun.errors import ConfigError, CorunError
 from corun.machine import cgroup as cg
 from corun.machine import device as devmod
 from corun.machine import topology
-from corun.machine.rotating_disk import RunDevice
+from corun.machine.run_device import RunDevice
 from corun.monitors import Monitor, MonitorContext, make_monitors
 from corun.run import cluster as clu
 from corun.run.placement import Placer, Slot

@@ -15,6 +15,7 @@ import pytest
 
 from corun.errors import ConfigError, CorunError
 from corun.machine import rotating_disk as rd
+from corun.machine import run_device
 from corun.machine.recovery import recover_stale
 from corun.machine.state import Journal
 from tests.emulators.disk_helpers import loop_device
@@ -181,16 +182,16 @@ def test_refuses_to_format_a_device_holding_a_file_system(tmp_path):
     with loop_device(img, ext4=True) as loop:
         before = img.read_bytes()[: 1 << 20]
         with pytest.raises(ConfigError) as exc:
-            rd.check_block_device(loop, True, "s.yaml", "device.block")
+            run_device.check_block_device(loop, True, "s.yaml", "device.block")
         msg = str(exc.value)
         assert msg.startswith(f"s.yaml: device.block.path: '{loop}' (expected an empty device")
         assert "ext4" in msg and "\n" not in msg
         assert img.read_bytes()[: 1 << 20] == before
-        assert rd.check_block_device(loop, False) == "use"
+        assert run_device.check_block_device(loop, False) == "use"
     with loop_device(tmp_path / "empty.img") as loop:
-        assert rd.check_block_device(loop, True) == "format"
+        assert run_device.check_block_device(loop, True) == "format"
 
 
 def test_not_a_block_device(tmp_path):
     with pytest.raises(ConfigError, match="expected a block device"):
-        rd.check_block_device(str(tmp_path), True)
+        run_device.check_block_device(str(tmp_path), True)
