@@ -187,7 +187,7 @@ def test_striped_file_written_and_read_back_through_gfapi(netns, fs, kernels_bui
     assert out["read_bw_mean_mib_s"] > 0 and out["servers"] == 2
     # 12 MiB in 64 KiB strips, round robin: half on each data server's brick (loop-mounted in
     # the host's own mount namespace, so looked at from there).
-    sizes = [int(ssh(netns, s["name"], f"stat -c %s {s['brick']}/striped.dat").stdout) for s in layout["servers"]]
+    sizes = [(Path(s["brick"]) / "striped.dat").stat().st_size for s in layout["servers"]]
     assert sizes == [6 << 20, 6 << 20]
     fpp = pfs_read(
         netns,
@@ -250,12 +250,23 @@ def test_ranks_of_one_application_write_their_parts_of_one_file(netns, fs, kerne
 def test_fuse_mount_serves_files(netns, fs):
     _, root, layout = fs
     m = root / f"{PREFIX}-n1" / "mnt"
-    res = ssh(netns, f"{PREFIX}-n1", f"head -c 6291456 /dev/urandom | tee {m}/f | sha256sum && sha256sum < {m}/f")
+    # the FUSE mount, like the bricks, is in the host's own mount namespace (the hosts are entered
+    # by their network namespace only), not in the one of an ssh session's sshd: used from there
+    res = subprocess.run(
+        ["sh", "-c", f"head -c 6291456 /dev/urandom | tee {m}/f | sha256sum && sha256sum < {m}/f"],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     a, b = res.stdout.split("\n")[:2]
     assert a == b
     # 6 MiB in 4 MiB shards: the file's first shard and one more in .shard, on the bricks.
-    shards = "".join(ssh(netns, s["name"], f"ls {s['brick']}/.shard 2>/dev/null").stdout for s in layout["servers"])
+    shards = " ".join(
+        p.name
+        for s in layout["servers"]
+        if (Path(s["brick"]) / ".shard").is_dir()
+        for p in (Path(s["brick"]) / ".shard").iterdir()
+    )
     assert len(shards.split()) == 1, shards
 
 

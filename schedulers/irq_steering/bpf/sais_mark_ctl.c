@@ -209,7 +209,8 @@ static int map_of(__u32 prog_id, const char *name)
 
 			if (mfd < 0)
 				continue;
-			if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 && strcmp(mi.name, name) == 0)
+			if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 &&
+			    strcmp(mi.name, name) == 0)
 				found = mfd;
 			else
 				close(mfd);
