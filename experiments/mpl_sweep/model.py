@@ -191,36 +191,32 @@ def response_error(by_run: pd.DataFrame, model: pd.DataFrame) -> float:
 
 def fit(by_run, streams, benches, plan, startup_s, hosts, rpn, grid: dict) -> tuple[dict, float, int]:
     """Coordinate descent over the grid (FIT_ORDER, twice): (best values, error, evaluations)."""
-    best = {k: grid[k][len(grid[k]) // 2] for k in FIT_ORDER}
-    cache: dict[tuple, float] = {}
 
-    def err(vals: dict) -> float:
-        key = tuple(vals[k] for k in FIT_ORDER)
-        if key not in cache:
-            model = simulate_runs(by_run, streams, benches, params_for(plan, startup_s, vals), hosts, rpn)
-            cache[key] = response_error(by_run, model)
-        return cache[key]
+    def key(vals: dict) -> tuple:
+        return tuple(vals[k] for k in FIT_ORDER)
 
-    best_err = err(best)
-    workers = min(len(os.sched_getaffinity(0)), 4)
     global _FIT_ARGS
     _FIT_ARGS = (by_run, streams, benches, plan, startup_s, hosts, rpn)
+    best = {k: grid[k][len(grid[k]) // 2] for k in FIT_ORDER}
+    cache: dict[tuple, float] = {key(best): _fit_error(best)}
+    best_err = cache[key(best)]
+    workers = min(len(os.sched_getaffinity(0)), 4)
     ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else contextlib.nullcontext() as pool:
-        for _ in range(2):
-            for k in FIT_ORDER:
-                # every candidate of one coordinate differs from `best` in that coordinate only, so
-                # they are evaluated side by side and then taken in grid order, as one by one
-                cands = [{**best, k: v} for v in grid[k]]
-                todo = [c for c in cands if tuple(c[q] for q in FIT_ORDER) not in cache]
-                errs = list(pool.map(_fit_error, todo)) if pool is not None and len(todo) > 1 else map(_fit_error, todo)
-                for c, e in zip(todo, errs):
-                    cache[tuple(c[q] for q in FIT_ORDER)] = e
-                for cand in cands:
-                    e = err(cand)
-                    if e < best_err - 1e-12:
-                        best, best_err = cand, e
-    _FIT_ARGS = None
+    try:
+        with ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else contextlib.nullcontext() as pool:
+            for _ in range(2):
+                for k in FIT_ORDER:
+                    # every candidate of one coordinate differs from `best` in that coordinate only,
+                    # so they are evaluated side by side and then taken in grid order, as one by one
+                    cands = [{**best, k: v} for v in grid[k]]
+                    todo = [c for c in cands if key(c) not in cache]
+                    evaluate = pool.map if pool is not None and len(todo) > 1 else map
+                    cache.update(zip(map(key, todo), evaluate(_fit_error, todo)))
+                    for cand in cands:
+                        if cache[key(cand)] < best_err - 1e-12:
+                            best, best_err = cand, cache[key(cand)]
+    finally:
+        _FIT_ARGS = None
     return best, best_err, len(cache)
 
 
