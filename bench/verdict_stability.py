@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from analysis import campaign_verdicts  # noqa: E402
 
 
-def _make_run(repo: Path, ref: str, scratch: Path, i: int, profile: str) -> tuple[Path | None, float, int]:
+def _make_run(repo: Path, ref: str, scratch: Path, i: int, profile: str) -> Path | None:
     clone = scratch / f"clone{i}"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
     subprocess.run(["git", "-C", str(clone), "checkout", "-q", ref], check=True)
@@ -43,7 +43,7 @@ def _make_run(repo: Path, ref: str, scratch: Path, i: int, profile: str) -> tupl
     wall = time.monotonic() - t0
     print(f"clone {i}: make run exit {rc} in {wall / 60:.1f} min (log {log})", flush=True)
     results = clone / "results" / profile
-    return (results if results.is_dir() else None), wall, rc
+    return results if results.is_dir() else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"commit {ref[:12]}, {a.clones} fresh clones in {scratch}", flush=True)
         campaigns = []
         for i in range(1, a.clones + 1):
-            results, _, _ = _make_run(REPO, ref, scratch, i, a.profile)
+            results = _make_run(REPO, ref, scratch, i, a.profile)
             if results is not None:
                 campaigns.append(str(results))
         if len(campaigns) < 2:
