@@ -94,19 +94,21 @@ def test_matrix_and_run_order_interleave_reps():
     assert est["runs"] == len(names) and est["seconds"] > len(names) * 3
 
 
+# a small matrix: both policies, both patterns and operations, one size, 3 clients of 2 apps
+SMALL = {
+    "policies": ["pfs_fifo", "aioli"],
+    "patterns": ["strided", "contiguous"],
+    "operations": ["read", "write"],
+    "request_sizes_bytes": [65536],
+    "clients": [3],
+    "apps": [2],
+    "client_mib": 1,
+    "reps": 1,
+}
+
+
 def test_specs_without_the_translator(tmp_path):
-    cfg = cfg_with(
-        {
-            "policies": ["pfs_fifo", "aioli"],
-            "patterns": ["strided", "contiguous"],
-            "operations": ["read", "write"],
-            "request_sizes_bytes": [65536],
-            "clients": [3],
-            "apps": [2],
-            "client_mib": 1,
-            "reps": 1,
-        }
-    )
+    cfg = cfg_with(SMALL)
     n = aioli.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
     assert n == 2 * 2 * 2
     spec = yaml.safe_load((tmp_path / "specs" / "s2_aioli_strided_read_t64k_c3_a2_r0.yaml").read_text())

@@ -7,19 +7,9 @@ import json
 import yaml
 
 from experiments.aioli import experiment as aioli
-from experiments.aioli.tests.test_experiment import cfg_with
+from experiments.aioli.tests.test_experiment import SMALL, cfg_with
 
 PIN = {"name": "upstream", "file": "ior-4.0.0.tar.gz", "sha256": "cb17f6b0"}
-SECTION = {
-    "policies": ["pfs_fifo", "aioli"],
-    "patterns": ["strided", "contiguous"],
-    "operations": ["read", "write"],
-    "request_sizes_bytes": [65536],
-    "clients": [3],
-    "apps": [2],
-    "client_mib": 1,
-    "reps": 1,
-}
 
 
 def ior_part(cmd: list[str]) -> list[str]:
@@ -31,7 +21,7 @@ def test_one_ior_per_application_in_iors_own_options(tmp_path, upstream_manifest
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     upstream_manifest({"ior": {"status": "built", "version": "4.0.0", "source": PIN, "programs": {"ior": str(exe)}}})
-    aioli.EXPERIMENT.specs(cfg_with(SECTION), {}, tmp_path / "data", tmp_path / "specs")
+    aioli.EXPERIMENT.specs(cfg_with(SMALL), {}, tmp_path / "data", tmp_path / "specs")
     spec = yaml.safe_load((tmp_path / "specs" / "s2_aioli_strided_read_t64k_c3_a2_r0.yaml").read_text())
     assert [j["name"] for j in spec["jobs"]] == ["app0-ior", "app1-ior"]
     job = spec["jobs"][1]
@@ -55,7 +45,7 @@ def test_one_ior_per_application_in_iors_own_options(tmp_path, upstream_manifest
 
 
 def test_pfs_read_stands_in_when_ior_is_absent_or_not_chosen(tmp_path, upstream_manifest):
-    aioli.EXPERIMENT.specs(cfg_with(SECTION), {}, tmp_path / "data", tmp_path / "specs")
+    aioli.EXPERIMENT.specs(cfg_with(SMALL), {}, tmp_path / "data", tmp_path / "specs")
     spec = yaml.safe_load((tmp_path / "specs" / "s2_aioli_strided_read_t64k_c3_a2_r0.yaml").read_text())
     labels = spec["jobs"][0]["labels"]
     assert labels["binary"] == "corun pfs_read" and labels["stands_in_for"].startswith("IOR 4.0.0")
@@ -64,6 +54,6 @@ def test_pfs_read_stands_in_when_ior_is_absent_or_not_chosen(tmp_path, upstream_
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     upstream_manifest({"ior": {"status": "built", "version": "4.0.0", "source": PIN, "programs": {"ior": str(exe)}}})
-    aioli.EXPERIMENT.specs(cfg_with({**SECTION, "reader": "pfs_read"}), {}, tmp_path / "d2", tmp_path / "s2")
+    aioli.EXPERIMENT.specs(cfg_with({**SMALL, "reader": "pfs_read"}), {}, tmp_path / "d2", tmp_path / "s2")
     spec = yaml.safe_load((tmp_path / "s2" / "s2_aioli_strided_read_t64k_c3_a2_r0.yaml").read_text())
     assert spec["jobs"][0]["labels"]["stand_in_reason"] == "reader: pfs_read (the configuration's choice)"
