@@ -148,7 +148,11 @@ def test_builds_compared_end_to_end(clone, repo_root, kernels_built, disk_tmp):
         "900%",
         out=out,
     )
-    assert res.returncode == 0, res.stderr
+    # two reps decide little: the gate passes (0) or says it cannot decide (5), never fails (1) at +900 %
+    result = json.loads((out / "compare" / "comparison.json").read_text())
+    gates = {r["gate"] for r in result["rows"] if r.get("gate")}
+    assert res.returncode == (5 if "undecided" in gates else 0), res.stderr
+    assert gates <= {"passed", "undecided"}
     assert "building dynamic_io at HEAD~1" in res.stderr and "building dynamic_io at HEAD" in res.stderr
     assert (clone / "schedulers" / "dynamic_io" / "build" / "corun-dynamic-io").is_file()  # the head build
     assert len(worktrees(clone)) == 1  # the base worktree is removed
@@ -164,9 +168,8 @@ def test_builds_compared_end_to_end(clone, repo_root, kernels_built, disk_tmp):
     assert ids["base"] != ids["head"]  # the recorded build ids differ
     assert commits["base"] == ("HEAD~1", git(clone, "rev-parse", "HEAD~1").strip())
     assert commits["head"] == ("HEAD", git(clone, "rev-parse", "HEAD").strip())
-    result = json.loads((out / "compare" / "comparison.json").read_text())
     assert [s["runs"] for s in result["sets"]] == [2, 2]
-    assert result["gate"]["status"] == "passed"
+    assert result["gate"]["status"] == ("undecided" if "undecided" in gates else "passed")
     assert (out / "compare" / "comparison.md").is_file()
 
 
