@@ -2,12 +2,12 @@
 #define _GNU_SOURCE
 
 #include "stripe.h"
+#include "striped_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glusterfs/api/glfs.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,23 +23,6 @@ struct pfs_fs {
 struct pfs_file {
 	struct pfs_fs *fs;
 	glfs_fd_t *fd[PFS_SERVERS_MAX];
-};
-
-/* One request in flight: the per-server parts still outstanding. */
-struct inflight {
-	pthread_mutex_t lock;
-	pthread_cond_t done;
-	int pending;
-	int error;
-};
-
-struct part {
-	struct inflight *fl;
-	struct iovec *iov;
-	int iovcnt;
-	int64_t local_off;
-	int64_t want;
-	ssize_t got;
 };
 
 struct pfs_fs *pfs_connect(const struct pfs_conf *conf, char *err, size_t err_len)
@@ -133,24 +116,6 @@ fail:;
 	return NULL;
 }
 
-static void io_done(glfs_fd_t *fd, ssize_t ret, struct glfs_stat *prestat,
-		    struct glfs_stat *poststat, void *data)
-{
-	(void)fd;
-	(void)prestat;
-	(void)poststat;
-	struct part *p = data;
-	struct inflight *fl = p->fl;
-	int err = ret < 0 ? (errno ? errno : EIO) : 0;
-	pthread_mutex_lock(&fl->lock);
-	if (err && !fl->error)
-		fl->error = err;
-	p->got = ret < 0 ? 0 : ret;
-	if (--fl->pending == 0)
-		pthread_cond_signal(&fl->done);
-	pthread_mutex_unlock(&fl->lock);
-}
-
 /* The iovecs of a transfer of LEN bytes: at most LEN / (strip * N) + 2 per
  * server; the caller frees them. */
 static struct iovec *iovecs(const struct pfs_fs *fs, int64_t len, int64_t *per_server)
@@ -160,58 +125,6 @@ static struct iovec *iovecs(const struct pfs_fs *fs, int64_t len, int64_t *per_s
 	if (!iov)
 		errno = ENOMEM;
 	return iov;
-}
-
-/* One transfer of LEN bytes at logical offset OFF, every server's part at
- * once, in the iovecs IOV (PER_SERVER of them for each server); PARTS[s] says
- * what server s was asked for and returned. */
-static int striped_io(struct pfs_file *f, bool write, unsigned char *buf, int64_t len, int64_t off,
-		      struct iovec *iov, int64_t per_server, struct part *parts)
-{
-	struct pfs_fs *fs = f->fs;
-	struct inflight fl = { .pending = 0, .error = 0 };
-	for (int s = 0; s < fs->n; s++)
-		parts[s] = (struct part){ .fl = &fl, .iov = iov + s * per_server, .local_off = -1 };
-	for (int64_t pos = off; pos < off + len;) {
-		int64_t k = pos / fs->strip, in_strip = pos % fs->strip;
-		int64_t piece = fs->strip - in_strip;
-		if (piece > off + len - pos)
-			piece = off + len - pos;
-		struct part *p = &parts[k % fs->n];
-		if (p->local_off < 0)
-			p->local_off = (k / fs->n) * fs->strip + in_strip;
-		p->iov[p->iovcnt++] = (struct iovec){ buf + (pos - off), (size_t)piece };
-		p->want += piece;
-		pos += piece;
-	}
-	pthread_mutex_init(&fl.lock, NULL);
-	pthread_cond_init(&fl.done, NULL);
-	pthread_mutex_lock(&fl.lock);
-	for (int s = 0; s < fs->n; s++) {
-		struct part *p = &parts[s];
-		if (!p->iovcnt)
-			continue;
-		fl.pending++;
-		int rc = write ? glfs_pwritev_async(f->fd[s], p->iov, p->iovcnt,
-						    (off_t)p->local_off, 0, io_done, p)
-			       : glfs_preadv_async(f->fd[s], p->iov, p->iovcnt, (off_t)p->local_off,
-						   0, io_done, p);
-		if (rc != 0) {
-			fl.pending--;
-			if (!fl.error)
-				fl.error = errno ? errno : EIO;
-		}
-	}
-	while (fl.pending > 0)
-		pthread_cond_wait(&fl.done, &fl.lock);
-	pthread_mutex_unlock(&fl.lock);
-	pthread_mutex_destroy(&fl.lock);
-	pthread_cond_destroy(&fl.done);
-	if (fl.error) {
-		errno = fl.error;
-		return -1;
-	}
-	return 0;
 }
 
 int64_t pfs_logical_size(const int64_t *local, int n, int64_t strip)
@@ -253,14 +166,14 @@ int64_t pfs_size(struct pfs_file *f)
 
 /* One transfer's parts, one per server, and their iovecs. */
 struct transfer {
-	struct part parts[PFS_SERVERS_MAX];
+	struct pfs_part parts[PFS_SERVERS_MAX];
 	struct iovec *iov;
 	int64_t per_server;
 };
 
 /* The start of a transfer of LEN bytes at OFF: 1 with the iovecs of T allocated (see
- * iovecs(); the caller frees T->iov), 0 when there is nothing to transfer, -1 with errno
- * set. */
+ * iovecs(); the caller frees T->iov) and handed out to its parts, 0 when there is nothing
+ * to transfer, -1 with errno set. */
 static int transfer_start(struct pfs_file *f, size_t len, int64_t off, struct transfer *t)
 {
 	if (len == 0)
@@ -270,7 +183,11 @@ static int transfer_start(struct pfs_file *f, size_t len, int64_t off, struct tr
 		return -1;
 	}
 	t->iov = iovecs(f->fs, (int64_t)len, &t->per_server);
-	return t->iov ? 1 : -1;
+	if (!t->iov)
+		return -1;
+	for (int s = 0; s < f->fs->n; s++)
+		t->parts[s].iov = t->iov + s * t->per_server;
+	return 1;
 }
 
 ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
@@ -279,14 +196,11 @@ ssize_t pfs_pread(struct pfs_file *f, void *buf, size_t len, int64_t off)
 	int go = transfer_start(f, len, off, &t);
 	if (go <= 0)
 		return go;
-	struct part *parts = t.parts;
+	struct pfs_part *parts = t.parts;
 	ssize_t rc = -1;
-	if (striped_io(f, false, buf, (int64_t)len, off, t.iov, t.per_server, parts) != 0)
+	if (pfs_striped_io(f->fd, f->fs->n, f->fs->strip, false, buf, (int64_t)len, off, parts))
 		goto out;
-	bool whole = true;
-	for (int s = 0; s < f->fs->n; s++)
-		whole = whole && parts[s].got == parts[s].want;
-	if (whole) {
+	if (pfs_striped_whole(parts, f->fs->n)) {
 		rc = (ssize_t)len;
 		goto out;
 	}
@@ -318,18 +232,15 @@ ssize_t pfs_pwrite(struct pfs_file *f, const void *buf, size_t len, int64_t off)
 	int go = transfer_start(f, len, off, &t);
 	if (go <= 0)
 		return go;
-	struct part *parts = t.parts;
 	/* gfapi takes a non-const iovec; the buffer is only read. */
-	int rc = striped_io(f, true, (unsigned char *)(uintptr_t)buf, (int64_t)len, off, t.iov,
-			    t.per_server, parts);
+	int rc = pfs_striped_io(f->fd, f->fs->n, f->fs->strip, true,
+				(unsigned char *)(uintptr_t)buf, (int64_t)len, off, t.parts);
 	free(t.iov);
 	if (rc != 0)
 		return -1;
-	for (int s = 0; s < f->fs->n; s++) {
-		if (parts[s].got != parts[s].want) {
-			errno = EIO; /* a data server took part of its share only */
-			return -1;
-		}
+	if (!pfs_striped_whole(t.parts, f->fs->n)) {
+		errno = EIO; /* a data server took part of its share only */
+		return -1;
 	}
 	return (ssize_t)len;
 }

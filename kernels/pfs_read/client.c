@@ -2,15 +2,6 @@
  * with its striped requests. */
 #include "pfs_read.h"
 
-/* One request in flight: the per-server parts still outstanding. */
-struct inflight {
-	pthread_mutex_t lock;
-	pthread_cond_t done;
-	int pending;
-	int error;
-	ssize_t short_by;
-};
-
 static uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -63,25 +54,6 @@ static uint64_t compute_step(const unsigned char *buf, size_t len, int64_t passe
 	return h;
 }
 
-static void io_done(glfs_fd_t *fd, ssize_t ret, struct glfs_stat *prestat,
-		    struct glfs_stat *poststat, void *data)
-{
-	(void)fd;
-	(void)prestat;
-	(void)poststat;
-	struct inflight *fl = data;
-	int err = ret < 0 ? errno : 0;
-	pthread_mutex_lock(&fl->lock);
-	if (err && !fl->error)
-		fl->error = err ? err : EIO;
-	else if (ret >= 0)
-		fl->short_by -= ret;
-	fl->pending--;
-	if (fl->pending == 0)
-		pthread_cond_signal(&fl->done);
-	pthread_mutex_unlock(&fl->lock);
-}
-
 void fail(struct task_result *r, int err, const char *fmt, const char *a)
 {
 	if (r->error)
@@ -109,8 +81,8 @@ int client_init(struct client *c, const struct options *o, struct task_result *r
 			fail(r, errno, "cannot reach the data server of %s", o->volfiles[i]);
 			return -1;
 		}
-		c->iov[i] = calloc(max_iov, sizeof(struct iovec));
-		if (!c->iov[i]) {
+		c->part[i].iov = calloc(max_iov, sizeof(struct iovec));
+		if (!c->part[i].iov) {
 			fail(r, ENOMEM, "%s", "out of memory");
 			return -1;
 		}
@@ -169,8 +141,8 @@ void client_close(struct client *c)
 		if (c->fd[i])
 			glfs_close(c->fd[i]);
 		c->fd[i] = NULL;
-		free(c->iov[i]);
-		c->iov[i] = NULL;
+		free(c->part[i].iov);
+		c->part[i].iov = NULL;
 	}
 }
 
@@ -178,58 +150,9 @@ void client_close(struct client *c)
 static int striped_io(struct client *c, const struct options *o, enum phase ph, unsigned char *buf,
 		      int64_t off, int64_t len)
 {
-	for (int i = 0; i < c->n; i++) {
-		c->iovcnt[i] = 0;
-		c->local_len[i] = 0;
-		c->local_off[i] = -1;
-	}
-	int64_t pos = off;
-	while (pos < off + len) {
-		int64_t k = pos / o->strip;
-		int64_t in_strip = pos % o->strip;
-		int64_t piece = o->strip - in_strip;
-		if (piece > off + len - pos)
-			piece = off + len - pos;
-		int s = (int)(k % c->n);
-		if (c->local_off[s] < 0)
-			c->local_off[s] = (k / c->n) * o->strip + in_strip;
-		struct iovec *v = &c->iov[s][c->iovcnt[s]++];
-		v->iov_base = buf + (pos - off);
-		v->iov_len = (size_t)piece;
-		c->local_len[s] += piece;
-		pos += piece;
-	}
-	struct inflight fl = { .pending = 0, .error = 0, .short_by = 0 };
-	pthread_mutex_init(&fl.lock, NULL);
-	pthread_cond_init(&fl.done, NULL);
-	pthread_mutex_lock(&fl.lock);
-	for (int s = 0; s < c->n; s++) {
-		if (!c->iovcnt[s])
-			continue;
-		fl.pending++;
-		fl.short_by += c->local_len[s];
-		int rc = ph == PHASE_READ
-				 ? glfs_preadv_async(c->fd[s], c->iov[s], c->iovcnt[s],
-						     (off_t)c->local_off[s], 0, io_done, &fl)
-				 : glfs_pwritev_async(c->fd[s], c->iov[s], c->iovcnt[s],
-						      (off_t)c->local_off[s], 0, io_done, &fl);
-		if (rc != 0) {
-			fl.pending--;
-			fl.short_by -= c->local_len[s];
-			if (!fl.error)
-				fl.error = errno ? errno : EIO;
-		}
-	}
-	while (fl.pending > 0)
-		pthread_cond_wait(&fl.done, &fl.lock);
-	pthread_mutex_unlock(&fl.lock);
-	pthread_mutex_destroy(&fl.lock);
-	pthread_cond_destroy(&fl.done);
-	if (fl.error) {
-		errno = fl.error;
+	if (pfs_striped_io(c->fd, c->n, o->strip, ph == PHASE_WRITE, buf, len, off, c->part) != 0)
 		return -1;
-	}
-	if (fl.short_by != 0) {
+	if (!pfs_striped_whole(c->part, c->n)) {
 		errno = ENODATA; /* a read past the end of a datafile */
 		return -1;
 	}

@@ -1,12 +1,14 @@
 /* pfs_read's parts (kernels/pfs_read.c is the driver, with the options and the
- * result): one task's gfapi client and its striped requests (client.c), the
- * tasks' pipes, the barrier and a task's life (task.c). */
+ * result): one task's gfapi client and its striped requests (client.c, with the
+ * striped transfer of pfs_client/striped_io.c), the tasks' pipes, the barrier
+ * and a task's life (task.c). */
 #ifndef PFS_READ_H
 #define PFS_READ_H
 
 #define _GNU_SOURCE
 
 #include "corun_kernel.h"
+#include "striped_io.h"
 
 #include <fcntl.h>
 #include <glusterfs/api/glfs.h>
@@ -70,15 +72,13 @@ struct task_result {
 	char what[160];
 };
 
-/* Per task: one gfapi instance and one open datafile per server. */
+/* Per task: one gfapi instance, one open datafile and one request's part (with
+ * its iovecs) per server. */
 struct client {
 	int n;
 	glfs_t *fs[SERVERS_MAX];
 	glfs_fd_t *fd[SERVERS_MAX];
-	struct iovec *iov[SERVERS_MAX];
-	int iovcnt[SERVERS_MAX];
-	int64_t local_off[SERVERS_MAX];
-	int64_t local_len[SERVERS_MAX];
+	struct pfs_part part[SERVERS_MAX];
 };
 
 /* client.c */
