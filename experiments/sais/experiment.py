@@ -29,12 +29,14 @@ from corun.plan.pfs_clients import (
     check_cluster,
     client_name,
     client_names,
+    cluster_hosts,
     in_client,
     ior_job,
     ior_labels,
     ior_program,
     pfs_read,
     pfs_root,
+    policy_variant_params,
     volfiles,
 )
 from corun.util import atomic_write_json, atomic_write_text, repo_root
@@ -270,7 +272,7 @@ def work_dir(specs_dir: Path, servers: int, links: int, hosts: int = 1) -> Path:
 def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, hosts: int = 1) -> dict:
     """corun.testbed.pfs's configuration for one group."""
     c = sec["cluster"]
-    out = {
+    return {
         "servers": servers,
         "client_hosts": hosts,
         "strip_size_bytes": sec["strip_size_bytes"],
@@ -278,13 +280,8 @@ def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, 
         "port": c["port"],
         "state_dir": str((work / "pfs").resolve()),
         "link": {"shape": sec["shape_links"], "rate_mbit": sec["link_rate_mbit"], "client_links": links},
+        **cluster_hosts(sec, work),
     }
-    if c["kind"] == "netns":
-        out["inventory"] = str((work / "cluster" / "inventory.yml").resolve())
-        out["netns_state"] = str((work / "cluster" / "state").resolve())
-    else:
-        out.update(inventory=str(Path(c["inventory"]).resolve()), group=c["group"], client=c["client"])
-    return out
 
 
 class Sais(Experiment):
@@ -319,13 +316,7 @@ class Sais(Experiment):
         check_cluster(sec, NAME, source)
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
-        sec = section(cfg)
-        out: list[tuple[str, str, str | None, object]] = []
-        for i, p in enumerate(sec["policies"]):
-            out.append((f"{NAME}.policies[{i}]", p, None, None))
-            for k, v in (sec["policy_params"].get(p) or {}).items():
-                out.append((f"{NAME}.policy_params.{p}.{k}", p, k, v))
-        return out
+        return policy_variant_params(section(cfg), NAME)
 
     def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
         sec = section(cfg)
