@@ -39,7 +39,7 @@ from corun.plan.pfs_clients import (
     policy_variant_params,
     volfiles,
 )
-from corun.util import atomic_write_json, atomic_write_text, repo_root
+from corun.util import atomic_write_json, atomic_write_text, cli_options, repo_root
 
 NAME = "sais"
 GROUPS_FILE = "groups.json"
@@ -180,19 +180,13 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) 
             opts = ["-a", "POSIX", "-t", str(p["transfer_size_bytes"]), "-b", str(file_bytes(sec)), "-s", "1"]
             opts += ["-r", "-k", "-i", str(sec["read_repetitions"])]
             return ior_cmd(sec, data_dir, p["servers"], program, opts, host)
-        return [
-            pfs_read(),
-            *pfs_args(sec, data_dir, p["servers"], host),
-            "--block-size",
-            str(file_bytes(sec)),
-            "--read",
-            "--transfer-size",
-            str(p["transfer_size_bytes"]),
-            "--compute-passes",
-            str(sec["compute_passes"]),
-            "--repetitions",
-            str(sec["read_repetitions"]),
-        ]
+        reads = {
+            "--transfer-size": p["transfer_size_bytes"],
+            "--compute-passes": sec["compute_passes"],
+            "--repetitions": sec["read_repetitions"],
+        }
+        pfs = pfs_args(sec, data_dir, p["servers"], host)
+        return [pfs_read(), *pfs, "--block-size", str(file_bytes(sec)), "--read", *cli_options(reads)]
 
     reader = ior_labels(entry) if program is not None else {
         "reader": "pfs_read",
@@ -238,23 +232,16 @@ def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
     """One sais_inmem run at one application: the thread pair gives P, the process pair M."""
     sec = section(cfg)
     pm = sec["pm"]
-    argv = [
-        str(repo_root() / "kernels" / "build" / "sais_inmem"),
-        "--mode",
-        mode,
-        "--apps",
-        "1",
-        "--files",
-        str(pm["files"]),
-        "--strip-size",
-        str(sec["strip_size_bytes"]),
-        "--request-size",
-        str(pm["request_size_bytes"]),
-        "--duration-s",
-        str(pm["duration_s"]),
-        "--dir",
-        pm["dir"],
-    ]
+    options = {
+        "--mode": mode,
+        "--apps": 1,
+        "--files": pm["files"],
+        "--strip-size": sec["strip_size_bytes"],
+        "--request-size": pm["request_size_bytes"],
+        "--duration-s": pm["duration_s"],
+        "--dir": pm["dir"],
+    }
+    argv = [str(repo_root() / "kernels" / "build" / "sais_inmem"), *cli_options(options)]
     return {
         "name": f"{NAME}-pm_{mode}_r{rep}",
         "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "rep": rep},
