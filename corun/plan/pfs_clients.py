@@ -1,6 +1,7 @@
 """The client side of corun's parallel file system (corun/testbed/pfs.py), as the experiments
 that run on it (sais, aioli) name it: the client host, the file system's root, the client
-volfiles `scripts/pfs up` writes there, the striped reader, and a command run on the client."""
+volfiles `scripts/pfs up` writes there, the striped reader, a command run on the client, the hosts
+of the file system's configuration, and the policies' variant parameters."""
 
 from __future__ import annotations
 
