@@ -136,5 +136,11 @@ def tool_version(argv: list[str], pattern_line: int = 0) -> str | None:
     return text[pattern_line].strip() if len(text) > pattern_line else None
 
 
+def cli_options(options: dict[str, object]) -> list[str]:
+    """A command line's `--name value` pairs, in the mapping's order: {"--size": 4096} gives
+    ["--size", "4096"]."""
+    return [arg for name, value in options.items() for arg in (name, str(value))]
+
+
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent

@@ -48,7 +48,7 @@ from corun.machine.disk_mounts import (
     abort_fuse,
 )
 from corun.machine.state import Journal, state_dir, undo_handler
-from corun.util import proc_starttime
+from corun.util import cli_options, proc_starttime
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_DIR = REPO / "emulators" / "rotating_disk"
@@ -243,19 +243,14 @@ class RotatingDisk:
     # ------------------------------------------------------------ set-up
     def argv(self) -> list[str]:
         c = self.cfg
-        argv = [
-            str(BINARY),
-            "--preset",
-            c["preset_file"],
-            "--size",
-            str(c["size_bytes"]),
-            "--stroke",
-            str(c["stroke"]),
-            "--seed",
-            str(c["seed"]),
-            "--rt-priority",
-            str(c["rt_priority"]),
-        ]
+        options = {
+            "--preset": c["preset_file"],
+            "--size": c["size_bytes"],
+            "--stroke": c["stroke"],
+            "--seed": c["seed"],
+            "--rt-priority": c["rt_priority"],
+        }
+        argv = [str(BINARY), *cli_options(options)]
         if c["queue_window"] is not None:
             argv += ["--queue-window", str(c["queue_window"])]
         for k, v in c["model"].items():

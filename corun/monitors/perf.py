@@ -59,17 +59,6 @@ MIN_INTERVAL_MS = 10  # perf stat -I refuses less
 
 COLUMNS = ["time_epoch_s", "t_s", "event", "value", "unit", "running_pct", "interval_s"]
 
-RATE_COLUMNS = [
-    "time_epoch_s",
-    "t_s",
-    "interval_s",
-    "llc_misses_per_s",
-    "cycles_per_s",
-    "instructions_per_s",
-    "llc_misses_per_cycle",
-    "instructions_per_cycle",
-]
-
 DERIVED_COLUMNS = {
     "llc_misses_per_s": "(LLC-load-misses + LLC-store-misses) / interval_s; NaN unless both counted",
     "cycles_per_s": "cycles / interval_s",
@@ -77,6 +66,9 @@ DERIVED_COLUMNS = {
     "llc_misses_per_cycle": "(LLC-load-misses + LLC-store-misses) / cycles",
     "instructions_per_cycle": "instructions / cycles",
 }
+
+# derive_perf_rates' table: the interval, then every derived column
+RATE_COLUMNS = ["time_epoch_s", "t_s", "interval_s", *DERIVED_COLUMNS]
 
 
 class PerfMonitor(ProcessMonitor):

@@ -1,6 +1,7 @@
 """The client side of corun's parallel file system (corun/testbed/pfs.py), as the experiments
 that run on it (sais, aioli) name it: the client host, the file system's root, the client
-volfiles `scripts/pfs up` writes there, the striped reader, and a command run on the client."""
+volfiles `scripts/pfs up` writes there, the striped reader, a command run on the client, the hosts
+of the file system's configuration, and the policies' variant parameters."""
 
 from __future__ import annotations
 
@@ -79,6 +80,29 @@ def check_cluster(sec: dict, experiment: str, source: str) -> None:
             raise ConfigError(
                 source, f"{experiment}.cluster.pfs_root", None, "an absolute path on every host when kind is inventory"
             )
+
+
+def cluster_hosts(sec: dict, work: Path) -> dict:
+    """corun.testbed.pfs's keys naming the hosts of a group whose state is under `work`: the
+    netns cluster's inventory and state there, or the configured inventory, group and client."""
+    c = sec["cluster"]
+    if c["kind"] == "netns":
+        return {
+            "inventory": str((work / "cluster" / "inventory.yml").resolve()),
+            "netns_state": str((work / "cluster" / "state").resolve()),
+        }
+    return {"inventory": str(Path(c["inventory"]).resolve()), "group": c["group"], "client": c["client"]}
+
+
+def policy_variant_params(sec: dict, experiment: str) -> list[tuple[str, str, str | None, object]]:
+    """Experiment.variant_params of a section with `policies` (each a variant) and
+    `policy_params` (per policy, its parameters), the form sais and aioli share."""
+    out: list[tuple[str, str, str | None, object]] = []
+    for i, p in enumerate(sec["policies"]):
+        out.append((f"{experiment}.policies[{i}]", p, None, None))
+        for k, v in (sec["policy_params"].get(p) or {}).items():
+            out.append((f"{experiment}.policy_params.{p}.{k}", p, k, v))
+    return out
 
 
 # IOR on the striped file system (sais, aioli): the ior role's IOR through pfs_client's

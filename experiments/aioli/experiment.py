@@ -29,12 +29,14 @@ from corun.plan.pfs_clients import (
     IOR_PREFIX,
     check_cluster,
     client_name,
+    cluster_hosts,
     in_client,
     ior_job,
     ior_labels,
     ior_program,
     pfs_read,
     pfs_root,
+    policy_variant_params,
     volfiles,
 )
 from corun.util import atomic_write_json, atomic_write_text
@@ -249,7 +251,7 @@ def pfs_config(sec: dict, data_dir: Path, work: Path) -> dict:
             "queue_window": d["queue_window"],
             "host": {"elevator": d["elevator"]},
         }
-    out = {
+    return {
         "servers": sec["servers"],
         "strip_size_bytes": sec["strip_size_bytes"],
         "root": pfs_root(sec, data_dir),
@@ -258,13 +260,8 @@ def pfs_config(sec: dict, data_dir: Path, work: Path) -> dict:
         "brick": brick,
         "server_xlators": server_xlators(sec),
         "link": {"shape": sec["shape_links"], "rate_mbit": sec["link_rate_mbit"], "client_links": 1},
+        **cluster_hosts(sec, work),
     }
-    if c["kind"] == "netns":
-        out["inventory"] = str((work / "cluster" / "inventory.yml").resolve())
-        out["netns_state"] = str((work / "cluster" / "state").resolve())
-    else:
-        out.update(inventory=str(Path(c["inventory"]).resolve()), group=c["group"], client=c["client"])
-    return out
 
 
 def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
@@ -360,14 +357,7 @@ class Aioli(Experiment):
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
         """The policies are checked against their manifests only when they are applied."""
         sec = section(cfg)
-        if not sec["translator"]["enabled"]:
-            return []
-        out: list[tuple[str, str, str | None, object]] = []
-        for i, p in enumerate(sec["policies"]):
-            out.append((f"{NAME}.policies[{i}]", p, None, None))
-            for k, v in (sec["policy_params"].get(p) or {}).items():
-                out.append((f"{NAME}.policy_params.{p}.{k}", p, k, v))
-        return out
+        return policy_variant_params(sec, NAME) if sec["translator"]["enabled"] else []
 
     def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
         sec = section(cfg)

@@ -1,12 +1,10 @@
 """The evaluation of paper 000 section 4: the dynamic I/O-aware scheduler against Linux on the
 15 workloads of Table 3 (Figs. 16-24).
 
-A campaign runs every selected workload under every selected scheduler variant, `reps` times.
-Repetitions are interleaved: rep 0 of every workload and variant, then rep 1, ...; within a rep
-the variants of a workload run in a seeded random order (seed in the spec labels), so a drift
-of the machine over time lands on every variant alike. T_alone (eq. 4) comes from runs of each
-distinct job type alone on the machine, `alone_reps` of them, placed at the start of the first
-reps. `campaign(cfg)` is that order; the workflow gives each run a priority from it.
+A campaign runs every selected workload under every selected scheduler variant, `reps` times,
+in the interleaved order `campaign(cfg)` gives (experiments/dynamic_io/plan.py says how it is
+drawn, and where the runs of T_alone, eq. 4, stand in it); the workflow gives each run a priority
+from that order.
 
 Workloads (`dynamic_io.table3`, defaults in experiments/dynamic_io/config.schema.json) name their
 applications (`dynamic_io.apps`). A D-TYPE workload duplicates one application; an M-TYPE one

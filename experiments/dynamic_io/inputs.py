@@ -18,7 +18,7 @@ from corun.plan.base import machine_cmps
 from corun.plan.calibration import calibrate_reader, nops_for, write_calibration_files
 from corun.run import workloads
 from corun.run.inputs import PRESETS, fits, make_y4m, unpack_tar, write_random, y4m_bytes
-from corun.util import atomic_file, atomic_write_json
+from corun.util import atomic_file, atomic_write_json, cli_options
 from experiments.dynamic_io.plan import NAME, job_types, scaled_app, workload_apps
 
 CALIBRATION_BYTES = 32 << 20
@@ -245,23 +245,16 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         cmd += ["--threads", str(app["threads"]), "--block-size", str(e["block_size"])]
         t = workloads.JobTemplate(cmd, {"binary": "corun paper_similar"}, result="json")
     elif app["kind"] == "kmeans":
-        cmd = [
-            workloads.kernel("kmeans"),
-            "--data",
-            files[0],
-            "--dims",
-            str(app["dims"]),
-            "--clusters",
-            str(app["clusters"]),
-            "--iterations",
-            str(app["iterations"]),
-            "--threads",
-            str(app["threads"]),
-            "--block-size",
-            str(e["block_size"]),
-            "--mode",
-            "stream",
-        ]
+        options = {
+            "--data": files[0],
+            "--dims": app["dims"],
+            "--clusters": app["clusters"],
+            "--iterations": app["iterations"],
+            "--threads": app["threads"],
+            "--block-size": e["block_size"],
+            "--mode": "stream",
+        }
+        cmd = [workloads.kernel("kmeans"), *cli_options(options)]
         t = workloads.JobTemplate(cmd, {"binary": "corun kmeans"}, result="json")
     elif (prog := parsec_of(app)) is not None:
         t = prog.template
@@ -271,17 +264,8 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         size = _reader_bytes(e, app)
         rate = app["input_bytes"] / 1e6 / app["alone_s"]
         nops, ok = nops_for(rate, {**cal, "block_size": e["block_size"]}, app["alone_s"])
-        cmd = [
-            workloads.kernel("sensitivity_ranking"),
-            "--file",
-            files[0],
-            "--block-size",
-            str(e["block_size"]),
-            "--nops",
-            str(nops),
-            "--cache-mode",
-            "evict",
-        ]
+        options = {"--file": files[0], "--block-size": e["block_size"], "--nops": nops, "--cache-mode": "evict"}
+        cmd = [workloads.kernel("sensitivity_ranking"), *cli_options(options)]
         t = workloads.JobTemplate(cmd, {"binary": "corun sensitivity_ranking (file reader)"}, result="json")
         labels.update(target_mb_s=round(rate, 6), target_attainable=ok, file_bytes=size)
     labels.update(t.labels)

@@ -52,6 +52,8 @@ PERF_EVENTS = ("LLC-load-misses", "LLC-store-misses", "cycles")
 FAR_BELOW = 0.5  # "far below": under half the I/O degradation
 TIME = "result_elapsed_s"
 
+# a run's access and LLC miss rates with the perf intervals behind them: in the per-run and the k = 1 tables
+RATE_COLUMNS = [ACCESS, "n_perf_intervals", "llc_misses_per_s", "cycles_per_s", MISS]
 RUN_COLUMNS = [
     "run_id",
     "nops",
@@ -61,11 +63,7 @@ RUN_COLUMNS = [
     "n_jobs",
     "n_failed",
     "time_s",
-    ACCESS,
-    "n_perf_intervals",
-    "llc_misses_per_s",
-    "cycles_per_s",
-    MISS,
+    *RATE_COLUMNS,
     "failed",
     "failed_reason",
     "miss_reason",
@@ -191,19 +189,7 @@ def per_run(
 
 def k1_table(by_run: pd.DataFrame) -> pd.DataFrame:
     """The k = 1 runs: access rate and LLC miss rate per group and rep (evidence `k1`)."""
-    cols = [
-        "nops",
-        "rep",
-        "run_id",
-        "jobs_per_cmp",
-        ACCESS,
-        "n_perf_intervals",
-        "llc_misses_per_s",
-        "cycles_per_s",
-        MISS,
-        "failed",
-        "failed_reason",
-    ]
+    cols = ["nops", "rep", "run_id", "jobs_per_cmp", *RATE_COLUMNS, "failed", "failed_reason"]
     return by_run[by_run["k"] == 1][cols].reset_index(drop=True)
 
 

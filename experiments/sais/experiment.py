@@ -29,15 +29,17 @@ from corun.plan.pfs_clients import (
     check_cluster,
     client_name,
     client_names,
+    cluster_hosts,
     in_client,
     ior_job,
     ior_labels,
     ior_program,
     pfs_read,
     pfs_root,
+    policy_variant_params,
     volfiles,
 )
-from corun.util import atomic_write_json, atomic_write_text, repo_root
+from corun.util import atomic_write_json, atomic_write_text, cli_options, repo_root
 
 NAME = "sais"
 GROUPS_FILE = "groups.json"
@@ -178,19 +180,13 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) 
             opts = ["-a", "POSIX", "-t", str(p["transfer_size_bytes"]), "-b", str(file_bytes(sec)), "-s", "1"]
             opts += ["-r", "-k", "-i", str(sec["read_repetitions"])]
             return ior_cmd(sec, data_dir, p["servers"], program, opts, host)
-        return [
-            pfs_read(),
-            *pfs_args(sec, data_dir, p["servers"], host),
-            "--block-size",
-            str(file_bytes(sec)),
-            "--read",
-            "--transfer-size",
-            str(p["transfer_size_bytes"]),
-            "--compute-passes",
-            str(sec["compute_passes"]),
-            "--repetitions",
-            str(sec["read_repetitions"]),
-        ]
+        reads = {
+            "--transfer-size": p["transfer_size_bytes"],
+            "--compute-passes": sec["compute_passes"],
+            "--repetitions": sec["read_repetitions"],
+        }
+        pfs = pfs_args(sec, data_dir, p["servers"], host)
+        return [pfs_read(), *pfs, "--block-size", str(file_bytes(sec)), "--read", *cli_options(reads)]
 
     reader = ior_labels(entry) if program is not None else {
         "reader": "pfs_read",
@@ -236,23 +232,16 @@ def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
     """One sais_inmem run at one application: the thread pair gives P, the process pair M."""
     sec = section(cfg)
     pm = sec["pm"]
-    argv = [
-        str(repo_root() / "kernels" / "build" / "sais_inmem"),
-        "--mode",
-        mode,
-        "--apps",
-        "1",
-        "--files",
-        str(pm["files"]),
-        "--strip-size",
-        str(sec["strip_size_bytes"]),
-        "--request-size",
-        str(pm["request_size_bytes"]),
-        "--duration-s",
-        str(pm["duration_s"]),
-        "--dir",
-        pm["dir"],
-    ]
+    options = {
+        "--mode": mode,
+        "--apps": 1,
+        "--files": pm["files"],
+        "--strip-size": sec["strip_size_bytes"],
+        "--request-size": pm["request_size_bytes"],
+        "--duration-s": pm["duration_s"],
+        "--dir": pm["dir"],
+    }
+    argv = [str(repo_root() / "kernels" / "build" / "sais_inmem"), *cli_options(options)]
     return {
         "name": f"{NAME}-pm_{mode}_r{rep}",
         "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "rep": rep},
@@ -270,7 +259,7 @@ def work_dir(specs_dir: Path, servers: int, links: int, hosts: int = 1) -> Path:
 def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, hosts: int = 1) -> dict:
     """corun.testbed.pfs's configuration for one group."""
     c = sec["cluster"]
-    out = {
+    return {
         "servers": servers,
         "client_hosts": hosts,
         "strip_size_bytes": sec["strip_size_bytes"],
@@ -278,13 +267,8 @@ def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, 
         "port": c["port"],
         "state_dir": str((work / "pfs").resolve()),
         "link": {"shape": sec["shape_links"], "rate_mbit": sec["link_rate_mbit"], "client_links": links},
+        **cluster_hosts(sec, work),
     }
-    if c["kind"] == "netns":
-        out["inventory"] = str((work / "cluster" / "inventory.yml").resolve())
-        out["netns_state"] = str((work / "cluster" / "state").resolve())
-    else:
-        out.update(inventory=str(Path(c["inventory"]).resolve()), group=c["group"], client=c["client"])
-    return out
 
 
 class Sais(Experiment):
@@ -319,13 +303,7 @@ class Sais(Experiment):
         check_cluster(sec, NAME, source)
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
-        sec = section(cfg)
-        out: list[tuple[str, str, str | None, object]] = []
-        for i, p in enumerate(sec["policies"]):
-            out.append((f"{NAME}.policies[{i}]", p, None, None))
-            for k, v in (sec["policy_params"].get(p) or {}).items():
-                out.append((f"{NAME}.policy_params.{p}.{k}", p, k, v))
-        return out
+        return policy_variant_params(section(cfg), NAME)
 
     def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
         sec = section(cfg)

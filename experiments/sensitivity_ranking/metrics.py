@@ -87,6 +87,15 @@ JOB_COLUMNS = [
     "result_check",
 ]
 RUN_COLUMNS = ["run_id", "group", "k", "rep", "variant", "throttle_read_bps", "metadata_path"]
+# degradation.csv's columns of the excess over the control group, empty without one
+EXCESS_COLUMNS = [
+    "control_degradation_pct",
+    "excess_degradation_pct",
+    "excess_ci95_low_pct",
+    "excess_ci95_high_pct",
+    "excess_ci_method",
+    "degraded_excess",
+]
 TABLE_COLUMNS = [
     "group",
     "k",
@@ -102,12 +111,7 @@ TABLE_COLUMNS = [
     "ci95_low_pct",
     "ci95_high_pct",
     "degraded",
-    "control_degradation_pct",
-    "excess_degradation_pct",
-    "excess_ci95_low_pct",
-    "excess_ci95_high_pct",
-    "excess_ci_method",
-    "degraded_excess",
+    *EXCESS_COLUMNS,
     "reason",
 ]
 SLOWDOWN_COLUMNS = [

@@ -12,18 +12,11 @@ from analysis.common import AnalysisInputError
 from analysis.experiment import read_inputs, write
 from experiments import PAPERS_DIR
 from experiments.sensitivity_ranking import analysis as sensitivity
+from experiments.sensitivity_ranking import metrics
 
 FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sensitivity"
 CONTROL_FIXTURES = FIXTURES.parent / "sensitivity_control"
-EXCESS_COLUMNS = [
-    "control_degradation_pct",
-    "excess_degradation_pct",
-    "excess_ci95_low_pct",
-    "excess_ci95_high_pct",
-    "excess_ci_method",
-    "degraded_excess",
-]
 
 
 def analyse_dir(fixtures: Path, out: Path, runs_csv: Path | None = None, config: dict | None = None):
@@ -48,7 +41,7 @@ def test_fixture_analysis_matches_golden(tmp_path):
     # no compute-only control: raw basis, the control and excess columns stay empty
     assert (thr["basis"], thr["control_group"], thr["control"]) == ("raw degradation", None, None)
     lines = (out / "degradation.csv").read_text().splitlines()
-    assert lines[0].split(",")[-7:-1] == EXCESS_COLUMNS
+    assert lines[0].split(",")[-7:-1] == metrics.EXCESS_COLUMNS
     assert all(line.split(",")[-7:-1] == [""] * 6 for line in lines[1:3])
 
     loaded = report.load_section(out / "section.json")  # valid against the schema
