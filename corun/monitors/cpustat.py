@@ -33,14 +33,14 @@ from corun.monitors.base import (
     MonitorContext,
     SampledMonitor,
     Table,
-    as_frame,
     diff,
     div,
     finish_table,
     isnan,
     nan_last,
-    read_csv_rows,
-    read_meta,
+    os_error_text,
+    read_sampled,
+    sampling_stopped,
     to_float,
 )
 
@@ -123,7 +123,6 @@ def parse_softnet(text: str) -> dict[int, dict[str, int]]:
 
 class CpustatMonitor(SampledMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
     raw_csv = RAW_FILE
     purpose = "CPU utilisation, softirq time and receive processing per CPU"
 
@@ -142,7 +141,7 @@ class CpustatMonitor(SampledMonitor):
         try:
             return parse((self.proc / rel).read_text())
         except (OSError, ValueError, IndexError) as exc:
-            self._meta["unreadable"][rel] = f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
+            self._meta["unreadable"][rel] = os_error_text(exc)
             return {}
 
     def sample(self) -> None:
@@ -156,33 +155,20 @@ class CpustatMonitor(SampledMonitor):
             row.update(soft.get(cpu, {}))
             row.update(net.get(cpu, {}))
             self._writer.writerow(row)
-        self._file.flush()
 
     @classmethod
     def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
         return tidy_cpustat(raw_dir, t0_epoch)
 
 
-def parse_cpustat(raw_dir: Path, t0_epoch: float):
-    """tidy_cpustat as a pandas DataFrame."""
-    return as_frame(*tidy_cpustat(raw_dir, t0_epoch))
-
-
 def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-CPU table from cpustat.csv (+ meta); see COLUMNS."""
-    raw_dir = Path(raw_dir)
-    meta = read_meta(raw_dir, NAME)
-    empty = finish_table([], COLUMNS, t0_epoch)
-    if meta.get("unavailable"):
-        return empty, [missing(NAME, meta["unavailable"], NAME)]
-    try:
-        header, raw = read_csv_rows(raw_dir / RAW_FILE)
-    except (OSError, ValueError) as exc:
-        return empty, [missing(NAME, f"cpustat: no readable {RAW_FILE} ({type(exc).__name__})", NAME)]
+    meta, header, raw, why = read_sampled(raw_dir, NAME, RAW_FILE)
+    if why:
+        return finish_table([], COLUMNS, t0_epoch), [missing(NAME, why, NAME)]
     unreadable = meta.get("unreadable", {})
     records = [missing(f"cpustat_{k.replace('/', '_')}", f"cpustat: {k}: {v}", NAME) for k, v in unreadable.items()]
-    if meta.get("sampling_error"):
-        records.append(missing(NAME, f"cpustat: sampling stopped early ({meta['sampling_error']})", NAME))
+    records += sampling_stopped(meta, NAME)
     by_cpu: dict[float, list[dict]] = {}
     for r in raw:
         cpu = to_float(r.get("cpu"))
@@ -215,3 +201,6 @@ def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
                 }
             )
     return finish_table(out, COLUMNS, t0_epoch), records
+
+
+parse_cpustat = CpustatMonitor.parse_raw  # tidy_cpustat as a pandas DataFrame

@@ -57,13 +57,13 @@ from corun.monitors.base import (
     MonitorContext,
     SampledMonitor,
     Table,
-    as_frame,
     diff,
     div,
     finish_table,
     isnan,
-    read_csv_rows,
-    read_meta,
+    os_error_text,
+    read_sampled,
+    sampling_stopped,
     to_number,
 )
 
@@ -215,13 +215,8 @@ def limit_bytes(text: object, version: str) -> float:
     return float(value)
 
 
-def _err(exc: OSError) -> str:
-    return f"{type(exc).__name__}: {exc.strerror or exc}"
-
-
 class MemoryMonitor(SampledMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
     raw_csv = RAW_FILE
     purpose = "memory use, paging and reclaim"
 
@@ -243,7 +238,7 @@ class MemoryMonitor(SampledMonitor):
             meminfo = parse_meminfo((self.proc / "meminfo").read_text())
             vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
         except OSError as exc:
-            self._meta["unavailable"] = f"memory: {self.proc}/meminfo or vmstat unreadable ({_err(exc)})"
+            self._meta["unavailable"] = f"memory: {self.proc}/meminfo or vmstat unreadable ({os_error_text(exc)})"
             return None
         self._meminfo_keys = [k for k in MEMINFO_KEYS if k in meminfo]
         reclaim = sorted(k for k in vmstat if k.startswith(RECLAIM_PREFIXES))
@@ -279,7 +274,7 @@ class MemoryMonitor(SampledMonitor):
                 (path / f).read_text()
             stat = parse_flat_keyed((path / "memory.stat").read_text())
         except OSError as exc:
-            self._meta["cgroup_unavailable"] = f"memory: cgroup {path} unreadable ({_err(exc)})"
+            self._meta["cgroup_unavailable"] = f"memory: cgroup {path} unreadable ({os_error_text(exc)})"
             self.cg_version = None
             return []
         self.cg_version = version
@@ -302,7 +297,7 @@ class MemoryMonitor(SampledMonitor):
                 self._cg_gone = True
                 self._meta["cgroup_gone_epoch_s"] = time.time()
             else:
-                errors.append(f"cgroup: {_err(exc)}")
+                errors.append(f"cgroup: {os_error_text(exc)}")
             return
         for k in self._cg_stat_keys:
             row[f"cg_stat_{k}"] = stat.get(k, "")
@@ -311,24 +306,22 @@ class MemoryMonitor(SampledMonitor):
         row = {f: "" for f in self._fields}
         errors: list[str] = []
         epoch, mono = time.time(), time.monotonic()
-        try:
-            meminfo = parse_meminfo((self.proc / "meminfo").read_text())
-            for k in self._meminfo_keys:
-                row[f"meminfo_{k}"] = meminfo.get(k, "")
-        except OSError as exc:
-            errors.append(f"meminfo: {_err(exc)}")
-        try:
-            vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
-            for k in self._vmstat_keys:
-                row[f"vmstat_{k}"] = vmstat.get(k, "")
-        except OSError as exc:
-            errors.append(f"vmstat: {_err(exc)}")
+        for source, parse, keys in (
+            ("meminfo", parse_meminfo, self._meminfo_keys),
+            ("vmstat", parse_flat_keyed, self._vmstat_keys),
+        ):
+            try:
+                values = parse((self.proc / source).read_text())
+            except OSError as exc:
+                errors.append(f"{source}: {os_error_text(exc)}")
+                continue
+            for k in keys:
+                row[f"{source}_{k}"] = values.get(k, "")
         self._sample_cgroup(row, errors)
         row["epoch_s"] = repr(epoch)
         row["monotonic_s"] = repr(mono)
         row["error"] = "; ".join(errors)
         self._writer.writerow(row)
-        self._file.flush()
 
     @classmethod
     def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
@@ -340,32 +333,16 @@ def _rate(counter: list, dt: list) -> list[float]:
     return [div(d, t) if d >= 0 else NAN for d, t in zip(diff(counter), dt)]
 
 
-def parse_memory(raw_dir: Path, t0_epoch: float):
-    """tidy_memory as a pandas DataFrame."""
-    return as_frame(*tidy_memory(raw_dir, t0_epoch))
-
-
 def tidy_memory(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-interval table from memory.csv (+ meta); see COLUMNS and CG_COLUMNS."""
-    raw_dir = Path(raw_dir)
-    meta = read_meta(raw_dir, NAME)
+    meta, header, raw, why = read_sampled(raw_dir, NAME, RAW_FILE)
     with_cg = bool(meta.get("cgroup"))
     columns = COLUMNS + (CG_COLUMNS if with_cg else [])
-    empty = finish_table([], columns, t0_epoch)
-    if meta.get("unavailable"):
-        return empty, [missing("memory", meta["unavailable"], NAME)]
-    try:
-        header, raw = read_csv_rows(raw_dir / RAW_FILE)
-    except (OSError, ValueError) as exc:
-        reason = f"memory: no readable {RAW_FILE} ({type(exc).__name__})"
-        return empty, [missing("memory", reason, NAME)]
+    if why:
+        return finish_table([], columns, t0_epoch), [missing(NAME, why, NAME)]
     present = set(header)
     n = len(raw)
-
-    records: list[dict] = []
-    if meta.get("sampling_error"):
-        reason = f"memory: sampling stopped early ({meta['sampling_error']})"
-        records.append(missing("memory", reason, NAME))
+    records = sampling_stopped(meta, NAME)
 
     def num(col: str | None) -> list:
         if col not in present:
@@ -470,3 +447,6 @@ def _cgroup_columns(cols: dict, raw: list[dict], present: set, meta: dict, num, 
                 continue
             cols[tidy] = _rate(num(col), dt) if as_rate else num(col)
     return records
+
+
+parse_memory = MemoryMonitor.parse_raw  # tidy_memory as a pandas DataFrame

@@ -31,14 +31,14 @@ from corun.monitors.base import (
     MonitorContext,
     SampledMonitor,
     Table,
-    as_frame,
     diff,
     div,
     finish_table,
     isnan,
     nan_last,
-    read_csv_rows,
-    read_meta,
+    os_error_text,
+    read_sampled,
+    sampling_stopped,
     to_float,
 )
 
@@ -113,7 +113,6 @@ def pressure_row(resource: str, text: str | None, error: str = "") -> dict:
 
 class PsiMonitor(SampledMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
     raw_csv = RAW_FILE
     purpose = "pressure stall information"
 
@@ -138,42 +137,26 @@ class PsiMonitor(SampledMonitor):
                 text = (self.root / resource).read_text()
                 error = ""
             except OSError as exc:
-                text, error = None, f"{type(exc).__name__}: {exc.strerror or exc}"
+                text, error = None, os_error_text(exc)
             row = pressure_row(resource, text, error)
             row["epoch_s"] = repr(time.time())
             row["monotonic_s"] = repr(time.monotonic())
             self._writer.writerow(row)
-        self._file.flush()
 
     @classmethod
     def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
         return tidy_psi(raw_dir, t0_epoch)
 
 
-def parse_psi(raw_dir: Path, t0_epoch: float):
-    """tidy_psi as a pandas DataFrame."""
-    return as_frame(*tidy_psi(raw_dir, t0_epoch))
-
-
 def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-resource table from psi.csv (+ meta); see COLUMNS."""
-    raw_dir = Path(raw_dir)
-    meta = read_meta(raw_dir, NAME)
+    meta, _, raw, why = read_sampled(raw_dir, NAME, RAW_FILE)
     resources = meta.get("resources", list(RESOURCES))
-    empty = finish_table([], COLUMNS, t0_epoch)
-    if meta.get("unavailable"):
-        return empty, [missing(f"psi_{r}", meta["unavailable"], NAME) for r in resources]
-    try:
-        _, raw = read_csv_rows(raw_dir / RAW_FILE)
-    except (OSError, ValueError) as exc:
-        reason = f"psi: no readable {RAW_FILE} ({type(exc).__name__})"
-        return empty, [missing(f"psi_{r}", reason, NAME) for r in resources]
+    if why:
+        return finish_table([], COLUMNS, t0_epoch), [missing(f"psi_{r}", why, NAME) for r in resources]
 
     system = meta.get("scope", "system") == "system"
-    records: list[dict] = []
-    if meta.get("sampling_error"):
-        reason = f"psi: sampling stopped early ({meta['sampling_error']})"
-        records.append(missing("psi", reason, NAME))
+    records = sampling_stopped(meta, NAME)
     out: list[dict] = []
     for resource in resources:
         rows = [r for r in raw if r.get("resource") == resource]
@@ -218,3 +201,6 @@ def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
         elif ok and all(isnan(to_float(r.get("full_total_us"))) for r in ok):
             records.append(missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME))
     return finish_table(out, COLUMNS, t0_epoch), records
+
+
+parse_psi = PsiMonitor.parse_raw  # tidy_psi as a pandas DataFrame
