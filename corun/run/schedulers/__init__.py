@@ -141,6 +141,24 @@ def start_daemon(
     return process, action
 
 
+def terminate(process: subprocess.Popen) -> None:
+    """SIGTERM to a running daemon's session (start_daemon starts it in one of its own)."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def reap(process: subprocess.Popen, timeout_s: float) -> None:
+    """Wait for a daemon to exit; SIGKILL its session if it has not within `timeout_s`."""
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @dataclass
 class Variant:
     name: str
@@ -262,19 +280,9 @@ class Variant:
     def stop(self, journal: Journal) -> list[str]:
         errors = []
         if self.process is not None:
-            if self.process.poll() is None:
-                try:
-                    os.killpg(self.process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                    self.process.wait()
-            if self._daemon_action in journal.actions:
-                journal.actions.remove(self._daemon_action)
-                journal.update(self._daemon_action)
+            terminate(self.process)
+            reap(self.process, timeout_s=10)
+            journal.forget(self._daemon_action)
             self._daemon_action = None
         if self._journal_action is not None:
             err = journal.undo(self._journal_action)
