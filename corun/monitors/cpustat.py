@@ -29,20 +29,8 @@ from pathlib import Path
 
 from corun.errors import missing
 from corun.machine.host import CPU_FIELDS
-from corun.monitors.base import (
-    MonitorContext,
-    SampledMonitor,
-    Table,
-    diff,
-    div,
-    finish_table,
-    isnan,
-    nan_last,
-    os_error_text,
-    read_sampled,
-    sampling_stopped,
-    to_float,
-)
+from corun.monitors import base
+from corun.monitors.base import diff, div, isnan, nan_last, to_float
 
 NAME = "cpustat"
 RAW_FILE = "cpustat.csv"
@@ -121,12 +109,12 @@ def parse_softnet(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
-class CpustatMonitor(SampledMonitor):
+class CpustatMonitor(base.SampledMonitor):
     name = NAME
     raw_csv = RAW_FILE
     purpose = "CPU utilisation, softirq time and receive processing per CPU"
 
-    def __init__(self, ctx: MonitorContext, proc: Path = Path("/proc")):
+    def __init__(self, ctx: base.MonitorContext, proc: Path = Path("/proc")):
         super().__init__(ctx)
         self.proc = Path(proc)
 
@@ -141,7 +129,7 @@ class CpustatMonitor(SampledMonitor):
         try:
             return parse((self.proc / rel).read_text())
         except (OSError, ValueError, IndexError) as exc:
-            self._meta["unreadable"][rel] = os_error_text(exc)
+            self._meta["unreadable"][rel] = base.os_error_text(exc)
             return {}
 
     def sample(self) -> None:
@@ -157,18 +145,18 @@ class CpustatMonitor(SampledMonitor):
             self._writer.writerow(row)
 
     @classmethod
-    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
         return tidy_cpustat(raw_dir, t0_epoch)
 
 
-def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
     """Tidy per-CPU table from cpustat.csv (+ meta); see COLUMNS."""
-    meta, header, raw, why = read_sampled(raw_dir, NAME, RAW_FILE)
+    meta, header, raw, why = base.read_sampled(raw_dir, NAME, RAW_FILE)
     if why:
-        return finish_table([], COLUMNS, t0_epoch), [missing(NAME, why, NAME)]
+        return base.finish_table([], COLUMNS, t0_epoch), [missing(NAME, why, NAME)]
     unreadable = meta.get("unreadable", {})
     records = [missing(f"cpustat_{k.replace('/', '_')}", f"cpustat: {k}: {v}", NAME) for k, v in unreadable.items()]
-    records += sampling_stopped(meta, NAME)
+    records += base.sampling_stopped(meta, NAME)
     by_cpu: dict[float, list[dict]] = {}
     for r in raw:
         cpu = to_float(r.get("cpu"))
@@ -200,7 +188,7 @@ def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
                     "interval_s": dt,
                 }
             )
-    return finish_table(out, COLUMNS, t0_epoch), records
+    return base.finish_table(out, COLUMNS, t0_epoch), records
 
 
 parse_cpustat = CpustatMonitor.parse_raw  # tidy_cpustat as a pandas DataFrame

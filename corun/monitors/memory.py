@@ -52,20 +52,8 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import (
-    NAN,
-    MonitorContext,
-    SampledMonitor,
-    Table,
-    diff,
-    div,
-    finish_table,
-    isnan,
-    os_error_text,
-    read_sampled,
-    sampling_stopped,
-    to_number,
-)
+from corun.monitors import base
+from corun.monitors.base import NAN, diff, div, isnan, to_number
 
 NAME = "memory"
 RAW_FILE = "memory.csv"
@@ -215,12 +203,12 @@ def limit_bytes(text: object, version: str) -> float:
     return float(value)
 
 
-class MemoryMonitor(SampledMonitor):
+class MemoryMonitor(base.SampledMonitor):
     name = NAME
     raw_csv = RAW_FILE
     purpose = "memory use, paging and reclaim"
 
-    def __init__(self, ctx: MonitorContext, proc: Path = PROC):
+    def __init__(self, ctx: base.MonitorContext, proc: Path = PROC):
         super().__init__(ctx)
         self.proc = Path(proc)
         self.cgroup: Path | None = None  # read from ctx at start(): the runner sets it late
@@ -238,7 +226,7 @@ class MemoryMonitor(SampledMonitor):
             meminfo = parse_meminfo((self.proc / "meminfo").read_text())
             vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
         except OSError as exc:
-            self._meta["unavailable"] = f"memory: {self.proc}/meminfo or vmstat unreadable ({os_error_text(exc)})"
+            self._meta["unavailable"] = f"memory: {self.proc}/meminfo or vmstat unreadable ({base.os_error_text(exc)})"
             return None
         self._meminfo_keys = [k for k in MEMINFO_KEYS if k in meminfo]
         reclaim = sorted(k for k in vmstat if k.startswith(RECLAIM_PREFIXES))
@@ -274,7 +262,7 @@ class MemoryMonitor(SampledMonitor):
                 (path / f).read_text()
             stat = parse_flat_keyed((path / "memory.stat").read_text())
         except OSError as exc:
-            self._meta["cgroup_unavailable"] = f"memory: cgroup {path} unreadable ({os_error_text(exc)})"
+            self._meta["cgroup_unavailable"] = f"memory: cgroup {path} unreadable ({base.os_error_text(exc)})"
             self.cg_version = None
             return []
         self.cg_version = version
@@ -297,7 +285,7 @@ class MemoryMonitor(SampledMonitor):
                 self._cg_gone = True
                 self._meta["cgroup_gone_epoch_s"] = time.time()
             else:
-                errors.append(f"cgroup: {os_error_text(exc)}")
+                errors.append(f"cgroup: {base.os_error_text(exc)}")
             return
         for k in self._cg_stat_keys:
             row[f"cg_stat_{k}"] = stat.get(k, "")
@@ -313,7 +301,7 @@ class MemoryMonitor(SampledMonitor):
             try:
                 values = parse((self.proc / source).read_text())
             except OSError as exc:
-                errors.append(f"{source}: {os_error_text(exc)}")
+                errors.append(f"{source}: {base.os_error_text(exc)}")
                 continue
             for k in keys:
                 row[f"{source}_{k}"] = values.get(k, "")
@@ -324,7 +312,7 @@ class MemoryMonitor(SampledMonitor):
         self._writer.writerow(row)
 
     @classmethod
-    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
         return tidy_memory(raw_dir, t0_epoch)
 
 
@@ -333,16 +321,16 @@ def _rate(counter: list, dt: list) -> list[float]:
     return [div(d, t) if d >= 0 else NAN for d, t in zip(diff(counter), dt)]
 
 
-def tidy_memory(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+def tidy_memory(raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
     """Tidy per-interval table from memory.csv (+ meta); see COLUMNS and CG_COLUMNS."""
-    meta, header, raw, why = read_sampled(raw_dir, NAME, RAW_FILE)
+    meta, header, raw, why = base.read_sampled(raw_dir, NAME, RAW_FILE)
     with_cg = bool(meta.get("cgroup"))
     columns = COLUMNS + (CG_COLUMNS if with_cg else [])
     if why:
-        return finish_table([], columns, t0_epoch), [missing(NAME, why, NAME)]
+        return base.finish_table([], columns, t0_epoch), [missing(NAME, why, NAME)]
     present = set(header)
     n = len(raw)
-    records = sampling_stopped(meta, NAME)
+    records = base.sampling_stopped(meta, NAME)
 
     def num(col: str | None) -> list:
         if col not in present:
@@ -420,7 +408,7 @@ def tidy_memory(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     if with_cg:
         records += _cgroup_columns(cols, raw, present, meta, num, dt)
     rows = [{c: v[i] for c, v in cols.items()} for i in range(1, n)]
-    return finish_table(rows, columns, t0_epoch), records
+    return base.finish_table(rows, columns, t0_epoch), records
 
 
 def _cgroup_columns(cols: dict, raw: list[dict], present: set, meta: dict, num, dt: list) -> list[dict]:

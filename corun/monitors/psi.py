@@ -26,21 +26,8 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import (
-    NAN,
-    MonitorContext,
-    SampledMonitor,
-    Table,
-    diff,
-    div,
-    finish_table,
-    isnan,
-    nan_last,
-    os_error_text,
-    read_sampled,
-    sampling_stopped,
-    to_float,
-)
+from corun.monitors import base
+from corun.monitors.base import NAN, diff, div, isnan, nan_last, to_float
 
 NAME = "psi"
 RAW_FILE = "psi.csv"
@@ -111,12 +98,12 @@ def pressure_row(resource: str, text: str | None, error: str = "") -> dict:
     return row
 
 
-class PsiMonitor(SampledMonitor):
+class PsiMonitor(base.SampledMonitor):
     name = NAME
     raw_csv = RAW_FILE
     purpose = "pressure stall information"
 
-    def __init__(self, ctx: MonitorContext, root: Path = PROC_PRESSURE):
+    def __init__(self, ctx: base.MonitorContext, root: Path = PROC_PRESSURE):
         super().__init__(ctx)
         self.root = Path(root)
 
@@ -137,26 +124,26 @@ class PsiMonitor(SampledMonitor):
                 text = (self.root / resource).read_text()
                 error = ""
             except OSError as exc:
-                text, error = None, os_error_text(exc)
+                text, error = None, base.os_error_text(exc)
             row = pressure_row(resource, text, error)
             row["epoch_s"] = repr(time.time())
             row["monotonic_s"] = repr(time.monotonic())
             self._writer.writerow(row)
 
     @classmethod
-    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
         return tidy_psi(raw_dir, t0_epoch)
 
 
-def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
+def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
     """Tidy per-resource table from psi.csv (+ meta); see COLUMNS."""
-    meta, _, raw, why = read_sampled(raw_dir, NAME, RAW_FILE)
+    meta, _, raw, why = base.read_sampled(raw_dir, NAME, RAW_FILE)
     resources = meta.get("resources", list(RESOURCES))
     if why:
-        return finish_table([], COLUMNS, t0_epoch), [missing(f"psi_{r}", why, NAME) for r in resources]
+        return base.finish_table([], COLUMNS, t0_epoch), [missing(f"psi_{r}", why, NAME) for r in resources]
 
     system = meta.get("scope", "system") == "system"
-    records = sampling_stopped(meta, NAME)
+    records = base.sampling_stopped(meta, NAME)
     out: list[dict] = []
     for resource in resources:
         rows = [r for r in raw if r.get("resource") == resource]
@@ -200,7 +187,7 @@ def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
             records.append(missing("psi_cpu_full", CPU_FULL_REASON, NAME))
         elif ok and all(isnan(to_float(r.get("full_total_us"))) for r in ok):
             records.append(missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME))
-    return finish_table(out, COLUMNS, t0_epoch), records
+    return base.finish_table(out, COLUMNS, t0_epoch), records
 
 
 parse_psi = PsiMonitor.parse_raw  # tidy_psi as a pandas DataFrame
