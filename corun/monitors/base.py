@@ -240,18 +240,21 @@ class SampledMonitor(Monitor):
     one last sample, so the table covers the run up to the stop. A sample that raises ends the
     sampling (the meta records ``sampling_error``) and keeps what was written.
 
-    Subclasses set `raw_csv` (which with the meta file makes `raw_files`), and implement
-    `begin()` and `sample()`.
+    Subclasses set `raw_csv` (which with the meta file makes `raw_files`) and `default_root`
+    (the folder of kernel files it reads, `root`: another one in tests), and implement `begin()`
+    and `sample()`.
     """
 
     raw_csv: ClassVar[str] = ""
+    default_root: ClassVar[Path] = Path("/proc")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.raw_files = [cls.raw_csv, f"{cls.name}.meta.json"]
 
-    def __init__(self, ctx: MonitorContext):
+    def __init__(self, ctx: MonitorContext, root: Path | None = None):
         super().__init__(ctx)
+        self.root = Path(root) if root is not None else self.default_root
         self.interval_s = max(0.01, float(ctx.interval_s))
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
@@ -266,9 +269,13 @@ class SampledMonitor(Monitor):
         or return None after setting ``self._meta["unavailable"]`` (then nothing is sampled)."""
         raise NotImplementedError
 
-    def sample(self) -> None:
-        """Append one sample (one or more rows) to ``self._writer`` (the caller flushes it)."""
+    def sample(self) -> list[dict]:
+        """One sample: its rows (one or more) for the raw CSV."""
         raise NotImplementedError
+
+    def _take_sample(self) -> None:
+        self._writer.writerows(self.sample())
+        self._file.flush()
 
     def start(self) -> None:
         if self._meta:
@@ -299,8 +306,7 @@ class SampledMonitor(Monitor):
         k = 0
         while True:
             try:
-                self.sample()
-                self._file.flush()
+                self._take_sample()
             except Exception as exc:  # e.g. the raw file system is full: keep what was written
                 self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
                 return
@@ -321,7 +327,7 @@ class SampledMonitor(Monitor):
             if self._thread is not None:
                 self._thread.join(timeout=10.0)
                 if not self._thread.is_alive() and "sampling_error" not in self._meta:
-                    self.sample()  # close the last interval at the stop time
+                    self._take_sample()  # close the last interval at the stop time
             if self._file is not None:
                 self._file.close()
             self._meta["stop_epoch_s"] = time.time()
