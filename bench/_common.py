@@ -29,8 +29,8 @@ PFS_READ = ROOT / "kernels" / "build" / "pfs_read"
 LINK_MBIT = 1000  # a link of the netns cluster as the pfs benchmarks shape it (tc TBF): 1 GbE
 
 
-def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    """ARGV run from the repository root, its output captured as text."""
+def run(argv: list[str], timeout: float | None = 600) -> subprocess.CompletedProcess:
+    """ARGV run from the repository root, its output captured as text (TIMEOUT None: no limit)."""
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
