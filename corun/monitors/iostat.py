@@ -78,27 +78,8 @@ DERIVED_COLUMNS = {
     "wait_ms": "await_ms - svc_ms; derived time spent queued, NaN when no I/O",
 }
 
-COLUMNS = [
-    "time_epoch_s",
-    "t_s",
-    "device",
-    "r_per_s",
-    "w_per_s",
-    "d_per_s",
-    "f_per_s",
-    "rmib_s",
-    "wmib_s",
-    "dmib_s",
-    "r_await_ms",
-    "w_await_ms",
-    "d_await_ms",
-    "f_await_ms",
-    "aqu_sz",
-    "util_pct",
-    "await_ms",
-    "svc_ms",
-    "wait_ms",
-]
+# the tidy table: time, device, the columns of the JSON keys, then the derived ones
+COLUMNS = ["time_epoch_s", "t_s", "device", *KEYS.values(), *DERIVED_COLUMNS]
 
 
 class IostatMonitor(SysstatMonitor):
