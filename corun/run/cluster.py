@@ -33,7 +33,7 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.machine.state import Journal
-from corun.run.schedulers import Variant, push_stop, reap, start_daemon, terminate
+from corun.run.schedulers import Variant, push_stop, reap, start_daemon, terminate, undo_now
 from corun.testbed.hosts import ssh_agent
 from corun.testbed.inventory import Host
 
@@ -297,16 +297,12 @@ class NodeDaemons:
         """Run every node's restore at once (a daemon died: no rank may stay boosted or stopped)."""
         errors = []
         for nd in self.nodes:
-            if nd.restore_action is not None:
-                err = journal.undo(nd.restore_action)
-                if err:
-                    errors.append(err)
-                nd.restore_action = None
+            errors += undo_now(journal, nd.restore_action)
+            nd.restore_action = None
         return errors
 
     def stop(self, journal: Journal) -> list[str]:
         """End every daemon (SIGTERM: it restores its ranks and writes its summary), then restore."""
-        errors = []
         for nd in self.nodes:
             if nd.process is not None:
                 terminate(nd.process)  # the ssh client: the session ends
@@ -319,8 +315,7 @@ class NodeDaemons:
         for nd in self.nodes:
             if nd.process is not None:
                 self._fetch_summary(nd)
-        errors += self.restore_now(journal)
-        return errors
+        return self.restore_now(journal)
 
     def _fetch_summary(self, nd: NodeDaemon, timeout_s: float = 10.0) -> None:
         """Wait for the node's summary.json (the daemon writes it in its teardown)."""

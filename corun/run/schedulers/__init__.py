@@ -150,6 +150,12 @@ def terminate(process: subprocess.Popen) -> None:
             pass
 
 
+def undo_now(journal: Journal, action: dict | None) -> list[str]:
+    """Undo a journalled action now, if there is one: its error, or none."""
+    err = journal.undo(action) if action is not None else None
+    return [err] if err else []
+
+
 def reap(process: subprocess.Popen, timeout_s: float) -> None:
     """Wait for a daemon to exit; SIGKILL its session if it has not within `timeout_s`."""
     try:
@@ -278,17 +284,13 @@ class Variant:
         return self.process is None or self.process.poll() is None
 
     def stop(self, journal: Journal) -> list[str]:
-        errors = []
         if self.process is not None:
             terminate(self.process)
             reap(self.process, timeout_s=10)
             journal.forget(self._daemon_action)
             self._daemon_action = None
-        if self._journal_action is not None:
-            err = journal.undo(self._journal_action)
-            if err:
-                errors.append(err)
-            self._journal_action = None
+        errors = undo_now(journal, self._journal_action)
+        self._journal_action = None
         return errors
 
 
