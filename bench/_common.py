@@ -7,12 +7,16 @@ A benchmark puts the repository root on sys.path and imports this as `bench._com
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -22,10 +26,11 @@ from corun.testbed.cluster_run import cluster as netns_cluster  # scripts/netns-
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "scripts" / "netns-cluster"
 PFS_READ = ROOT / "kernels" / "build" / "pfs_read"
+LINK_MBIT = 1000  # a link of the netns cluster as the pfs benchmarks shape it (tc TBF): 1 GbE
 
 
-def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    """ARGV run from the repository root, its output captured as text."""
+def run(argv: list[str], timeout: float | None = 600) -> subprocess.CompletedProcess:
+    """ARGV run from the repository root, its output captured as text (TIMEOUT None: no limit)."""
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
@@ -48,6 +53,42 @@ def finish_cluster(prog: str, state: Path, work: Path, keep: bool) -> None:
         print(f"runs kept in {work / 'runs'}", file=sys.stderr)
     else:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def netns_up(
+    prog: str, hosts: int, tmp_prefix: str, *, prefix: str, subnet: str, timeout: float = 600
+) -> Iterator[tuple[Path, Path, Path]]:
+    """A netns cluster of HOSTS hosts (PREFIX-n1 ...) on SUBNET, its state in a temporary folder
+    WORK: yields (WORK, the state folder, the inventory); taken down and WORK removed at the end.
+    TIMEOUT: seconds each netns-cluster command may take."""
+    with tempfile.TemporaryDirectory(prefix=tmp_prefix) as tmp:
+        work = Path(tmp)
+        state, inventory = work / "netns", work / "inventory.yml"
+        cluster = [sys.executable, str(CLUSTER), "--state-dir", str(state)]
+        up = ["up", str(hosts), "--prefix", prefix, "--subnet", subnet, "--inventory", str(inventory)]
+        must(run(cluster + up, timeout), prog, "netns-cluster up")
+        try:
+            yield work, state, inventory
+        finally:
+            run(cluster + ["down"], timeout)
+
+
+def need_pfs_read(prog: str) -> None:
+    """Exit with a one-line reason when kernels/build/pfs_read is not built."""
+    if not PFS_READ.exists():
+        sys.exit(f"{prog}: kernels/build/pfs_read is missing: make -C kernels (needs the glusterfs role)")
+
+
+def pfs_read_options(ap: argparse.ArgumentParser, prog: str, reps: int, reps_help: str) -> None:
+    """The options of a benchmark that reads one file through pfs_read on the netns cluster:
+    client links, file size, repetitions, request size, reading processes, figures file."""
+    ap.add_argument("--links", default="1,3", help="client link counts of 1 GbE each (default 1,3)")
+    ap.add_argument("--mib", type=int, default=256, help="file size in MiB (default 256)")
+    ap.add_argument("--reps", type=int, default=reps, help=f"{reps_help} (default {reps})")
+    ap.add_argument("--transfer-size", default="1M", help="bytes per request (default 1M)")
+    ap.add_argument("--tasks", type=int, default=1, help="reading processes (default 1)")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / f"{prog}.json"))
 
 
 def pfs_command(d: Path, inventory: Path, state: Path, **settings) -> list[str]:

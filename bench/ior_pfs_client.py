@@ -23,7 +23,6 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,11 +33,8 @@ from bench import _common  # noqa: E402
 from corun import upstream  # noqa: E402
 from corun.testbed import ior, pfs  # noqa: E402
 
-CLUSTER = _common.CLUSTER
-KERNEL = _common.PFS_READ
-PREFIX = "iorb"
-SUBNET = "10.77.10.0/24"
-RATE_MBIT = 1000
+PROG = "ior_pfs_client"
+NETNS = {"prefix": "iorb", "subnet": "10.77.10.0/24"}  # this benchmark's netns cluster (hosts iorb-n1 ...)
 
 
 def run(argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
@@ -46,13 +42,13 @@ def run(argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def must(res: subprocess.CompletedProcess, what: str) -> str:
-    return _common.must(res, "ior_pfs_client", what)
+    return _common.must(res, PROG, what)
 
 
 def point(work: Path, state: Path, inventory: Path, links: int, program: str, library: str, a) -> dict:
     d = work / f"l{links}"
     d.mkdir()
-    link = {"rate_mbit": RATE_MBIT, "client_links": links}
+    link = {"rate_mbit": _common.LINK_MBIT, "client_links": links}
     fs = _common.pfs_command(d, inventory, state, servers=a.servers, link=link)
     must(run(fs + ["up"]), "pfs up")
     try:
@@ -61,7 +57,7 @@ def point(work: Path, state: Path, inventory: Path, links: int, program: str, li
         block = f"{a.mib // a.tasks}M"
         shape = ["--file", "/bench.dat", "--transfer-size", a.transfer_size, "--block-size", block]
         shape += ["--tasks", str(a.tasks)]
-        kernel = [str(KERNEL), *pfs.kernel_args(lay), *shape]
+        kernel = [str(_common.PFS_READ), *pfs.kernel_args(lay), *shape]
         must(run(ssh + [shlex.join(kernel + ["--write"])]), "the write")
         env = ior.mpirun_exports(ior.client_env(lay, library))
         bws: dict[str, list[float]] = {"pfs_read": [], "ior": []}
@@ -83,7 +79,7 @@ def point(work: Path, state: Path, inventory: Path, links: int, program: str, li
             print(f"    rep {rep}: pfs_read {bws['pfs_read'][-1]:.1f}, IOR {bws['ior'][-1]:.1f} MiB/s", flush=True)
     finally:
         must(run(fs + ["down"]), "pfs down")
-    cap_mbit = min(RATE_MBIT * links, a.servers * RATE_MBIT)
+    cap_mbit = min(_common.LINK_MBIT * links, a.servers * _common.LINK_MBIT)
     row = {
         "servers": a.servers,
         "client_links": links,
@@ -102,34 +98,20 @@ def point(work: Path, state: Path, inventory: Path, links: int, program: str, li
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--servers", type=int, default=2, help="data servers (default 2)")
-    ap.add_argument("--links", default="1,3", help="client link counts of 1 GbE each (default 1,3)")
-    ap.add_argument("--mib", type=int, default=256, help="file size in MiB (default 256)")
-    ap.add_argument("--reps", type=int, default=5, help="reads per reader and link (default 5)")
-    ap.add_argument("--transfer-size", default="1M", help="bytes per request (default 1M)")
-    ap.add_argument("--tasks", type=int, default=1, help="reading processes (default 1)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "ior_pfs_client.json"))
+    _common.pfs_read_options(ap, PROG, 5, "reads per reader and link")
     a = ap.parse_args()
     links = [int(x) for x in a.links.split(",")]
-    if not KERNEL.exists():
-        sys.exit("ior_pfs_client: kernels/build/pfs_read is missing: make -C kernels (needs the glusterfs role)")
+    _common.need_pfs_read(PROG)
     program = upstream.programs("ior").get("ior")
     if not program:
         sys.exit("ior_pfs_client: IOR is not provisioned here (the ior role's manifest lists no program)")
     library = ior.client_library()
-    with tempfile.TemporaryDirectory(prefix="ior-bench-") as tmp:
-        work = Path(tmp)
-        state, inventory = work / "netns", work / "inventory.yml"
-        cluster = [sys.executable, str(CLUSTER), "--state-dir", str(state)]
-        t0 = time.monotonic()
-        up = ["up", str(a.servers + 1), "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory)]
-        must(run(cluster + up), "netns-cluster up")
-        rows = []
-        try:
-            for ln in links:
-                print(f"  {a.servers} servers, client {ln} x 1 GbE:", flush=True)
-                rows.append(point(work, state, inventory, ln, program, library, a))
-        finally:
-            run(cluster + ["down"])
+    t0 = time.monotonic()
+    rows = []
+    with _common.netns_up(PROG, a.servers + 1, "ior-bench-", **NETNS, timeout=900) as (work, state, inventory):
+        for ln in links:
+            print(f"  {a.servers} servers, client {ln} x 1 GbE:", flush=True)
+            rows.append(point(work, state, inventory, ln, program, library, a))
     print()
     head = ("client link", "cap MiB/s", "pfs_read MiB/s (min-max)", "IOR MiB/s (min-max)", "IOR/pfs_read")
     print(f"{head[0]:>12} {head[1]:>10} {head[2]:>26} {head[3]:>22} {head[4]:>13}")
@@ -142,10 +124,8 @@ def main() -> int:
             f"{str(r['client_links']) + ' x 1 GbE':>12} {r['cap_mib_s']:>10.1f} {cells[0]:>26} {cells[1]:>22} "
             f"{r['ior_over_pfs_read']:>13.3f}"
         )
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"bench": "ior_pfs_client", "reps": a.reps, "duration_s": time.monotonic() - t0, "points": rows}
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    doc = {"bench": PROG, "reps": a.reps, "duration_s": time.monotonic() - t0, "points": rows}
+    out = _common.write_figures(a.out, doc)
     print(f"\nwritten: {out}")
     return 0
 

@@ -22,7 +22,6 @@ import copy
 import csv
 import json
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -81,13 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             for scheme in order:
                 p = {"workload": "wl6", "load": "heavy", "scheme": scheme, "mpl": a.mpl, "rep": rep}
                 argv, out = _common.corun_run_command(tmp, ms.run_name(p), ms.make_spec(cfg, p))
-                res = subprocess.run(
-                    argv,
-                    cwd=ROOT,
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
+                res = _common.run(argv, timeout=None)
                 if res.returncode != 0:
                     print(f"mpl_sweep_ccb: {ms.run_name(p)} failed: {res.stderr.strip()[-500:]}", file=sys.stderr)
                     return 1

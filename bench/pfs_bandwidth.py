@@ -23,7 +23,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,31 +31,28 @@ sys.path.insert(0, str(ROOT))
 
 from bench import _common  # noqa: E402
 
-CLUSTER = _common.CLUSTER
-KERNEL = _common.PFS_READ
-PREFIX = "pfsb"
-SUBNET = "10.77.5.0/24"
-RATE_MBIT = 1000
+PROG = "pfs_bandwidth"
+NETNS = {"prefix": "pfsb", "subnet": "10.77.5.0/24"}  # this benchmark's netns cluster (hosts pfsb-n1 ...)
 
 
 run = _common.run
 
 
 def must(res: subprocess.CompletedProcess, what: str) -> str:
-    return _common.must(res, "pfs_bandwidth", what)
+    return _common.must(res, PROG, what)
 
 
 def point(work: Path, state: Path, inventory: Path, servers: int, links: int, a) -> dict:
     d = work / f"s{servers}-l{links}"
     d.mkdir()
-    link = {"rate_mbit": RATE_MBIT, "client_links": links}
+    link = {"rate_mbit": _common.LINK_MBIT, "client_links": links}
     pfs = _common.pfs_command(d, inventory, state, servers=servers, link=link)
     must(run(pfs + ["up"]), "pfs up")
     try:
         lay = json.loads((d / "state" / "layout.json").read_text())
         vol = [x for v in lay["volfiles"] for x in ("--volfile", v)]
         common = [
-            str(KERNEL),
+            str(_common.PFS_READ),
             *vol,
             "--file",
             "/bench.dat",
@@ -67,21 +63,21 @@ def point(work: Path, state: Path, inventory: Path, servers: int, links: int, a)
             "--block-size",
             f"{a.mib // a.tasks}M",
         ]
-        ssh = ["ssh", "-F", str(state / "ssh_config"), f"{PREFIX}-n1"]
+        ssh = ["ssh", "-F", str(state / "ssh_config"), f"{NETNS['prefix']}-n1"]
         must(run(ssh + [" ".join(common + ["--write"])]), "the write")
         out = json.loads(must(run(ssh + [" ".join(common + ["--read", "--repetitions", str(a.reps)])]), "the reads"))
     finally:
         must(run(pfs + ["down"]), "pfs down")
     bws = out["read_bw_mib_s"]
-    client_cap = RATE_MBIT * links
-    cap_mbit = min(client_cap, servers * RATE_MBIT)
+    client_cap = _common.LINK_MBIT * links
+    cap_mbit = min(client_cap, servers * _common.LINK_MBIT)
     cap_mib_s = cap_mbit * 1e6 / 8 / 2**20
     mean = statistics.fmean(bws)
     return {
         "servers": servers,
         "client_links": links,
         "client_cap_mbit": client_cap,
-        "server_cap_mbit": RATE_MBIT,
+        "server_cap_mbit": _common.LINK_MBIT,
         "cap_mib_s": cap_mib_s,
         "read_bw_mib_s": bws,
         "read_bw_mean_mib_s": mean,
@@ -98,38 +94,19 @@ def point(work: Path, state: Path, inventory: Path, servers: int, links: int, a)
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--servers", default="1,2,4", help="server counts (default 1,2,4)")
-    ap.add_argument("--links", default="1,3", help="client link counts of 1 GbE each (default 1,3)")
-    ap.add_argument("--mib", type=int, default=256, help="file size in MiB (default 256)")
-    ap.add_argument("--reps", type=int, default=3, help="reads per point (default 3)")
-    ap.add_argument("--transfer-size", default="1M", help="bytes per request (default 1M)")
-    ap.add_argument("--tasks", type=int, default=1, help="reading processes (default 1)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "pfs_bandwidth.json"))
+    _common.pfs_read_options(ap, PROG, 3, "reads per point")
     a = ap.parse_args()
     servers = [int(x) for x in a.servers.split(",")]
     links = [int(x) for x in a.links.split(",")]
-    if not KERNEL.exists():
-        sys.exit("pfs_bandwidth: kernels/build/pfs_read is missing: make -C kernels (needs the glusterfs role)")
-    with tempfile.TemporaryDirectory(prefix="pfs-bench-") as tmp:
-        work = Path(tmp)
-        state, inventory = work / "netns", work / "inventory.yml"
-        cluster = [sys.executable, str(CLUSTER), "--state-dir", str(state)]
-        t0 = time.monotonic()
-        must(
-            run(
-                cluster
-                + ["up", str(max(servers) + 1), "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory)]
-            ),
-            "netns-cluster up",
-        )
-        rows = []
-        try:
-            for ln in links:
-                for n in servers:
-                    rows.append(point(work, state, inventory, n, ln, a))
-                    r = rows[-1]
-                    print(f"  servers {n} client {ln} x 1 GbE: {r['read_bw_mean_mib_s']:.1f} MiB/s", flush=True)
-        finally:
-            run(cluster + ["down"])
+    _common.need_pfs_read(PROG)
+    t0 = time.monotonic()
+    rows = []
+    with _common.netns_up(PROG, max(servers) + 1, "pfs-bench-", **NETNS) as (work, state, inventory):
+        for ln in links:
+            for n in servers:
+                rows.append(point(work, state, inventory, n, ln, a))
+                r = rows[-1]
+                print(f"  servers {n} client {ln} x 1 GbE: {r['read_bw_mean_mib_s']:.1f} MiB/s", flush=True)
     print()
     print(f"{'servers':>7} {'client link':>12} {'cap MiB/s':>10} {'read MiB/s (min-max)':>24} {'/cap':>6}")
     for r in rows:
@@ -141,7 +118,7 @@ def main() -> int:
     out = _common.write_figures(
         a.out,
         {
-            "bench": "pfs_bandwidth",
+            "bench": PROG,
             "file_mib": a.mib,
             "reps": a.reps,
             "duration_s": time.monotonic() - t0,

@@ -37,6 +37,11 @@ def finding(check: str, status: str, value=None, advice: str | None = None) -> d
     return {"check": check, "status": status, "value": value, "advice": advice}
 
 
+def flagged(bad: bool, check: str, value, advice: str, status: str = "warn") -> dict:
+    """`status` with `advice` where the setting is `bad`, else ok (and no advice)."""
+    return finding(check, status if bad else "ok", value, advice if bad else None)
+
+
 def tool_findings(tools: dict) -> list[dict]:
     out = []
     for tool, role in REQUIRED_TOOLS.items():
@@ -89,14 +94,7 @@ def state_findings(host: dict) -> list[dict]:
     if turbo is None:
         out.append(finding("turbo", "missing", None, "no intel_pstate/no_turbo or cpufreq/boost visible"))
     else:
-        out.append(
-            finding(
-                "turbo",
-                "warn" if turbo == "on" else "ok",
-                turbo,
-                "disable it (intel_pstate/no_turbo=1 or cpufreq/boost=0)" if turbo == "on" else None,
-            )
-        )
+        out.append(flagged(turbo == "on", "turbo", turbo, "disable it (intel_pstate/no_turbo=1 or cpufreq/boost=0)"))
     thp = host.get("thp")
     always = bool(thp) and "[always]" in thp
     out.append(
@@ -109,31 +107,14 @@ def state_findings(host: dict) -> list[dict]:
     )
     swap = bool(host.get("swap_active"))
     out.append(
-        finding(
-            "swap",
-            "warn" if swap else "ok",
-            "active" if swap else "off",
-            "turn it off (swapoff -a): memory-pressure runs would page to it" if swap else None,
+        flagged(
+            swap, "swap", "active" if swap else "off", "turn it off (swapoff -a): memory-pressure runs would page to it"
         )
     )
     load = (host.get("loadavg") or [0.0])[0]
-    out.append(
-        finding(
-            "load",
-            "warn" if load > 0.5 else "ok",
-            round(load, 2),
-            "other work is running: wait for it or stop it" if load > 0.5 else None,
-        )
-    )
+    out.append(flagged(load > 0.5, "load", round(load, 2), "other work is running: wait for it or stop it"))
     irq = host.get("irqbalance")
-    out.append(
-        finding(
-            "irqbalance",
-            "warn" if irq == "running" else "ok",
-            irq,
-            "stop it during measurements (or ban the measured CPUs)" if irq == "running" else None,
-        )
-    )
+    out.append(flagged(irq == "running", "irqbalance", irq, "stop it during measurements (or ban the measured CPUs)"))
     paranoid = host.get("perf_event_paranoid")
     try:
         level = int(paranoid) if paranoid is not None else None
@@ -169,28 +150,13 @@ def device_findings(data_dir: Path | None, device: dict | None, min_free_gib: fl
         avail = device.get("elevators_available") or []
         lacking = [e for e in REQUIRED_ELEVATORS if e not in avail]
         value = f"{device.get('name')}: {device.get('elevator')} (available: {' '.join(avail) or 'none'})"
-        out.append(
-            finding(
-                "elevator",
-                "fail" if lacking else "ok",
-                value,
-                f"the experiments need {', '.join(lacking)}: ansible-playbook site.yml --tags corun_schedulers"
-                if lacking
-                else None,
-            )
-        )
+        advice = f"the experiments need {', '.join(lacking)}: ansible-playbook site.yml --tags corun_schedulers"
+        out.append(flagged(bool(lacking), "elevator", value, advice, "fail"))
     if data_dir is not None:
         st = os.statvfs(data_dir)
         free = st.f_bavail * st.f_frsize / 2**30
-        low = free < min_free_gib
-        out.append(
-            finding(
-                "free disk",
-                "fail" if low else "ok",
-                f"{free:.1f} GiB at {data_dir}",
-                f"free space or move data_dir (need >= {min_free_gib:g} GiB)" if low else None,
-            )
-        )
+        advice = f"free space or move data_dir (need >= {min_free_gib:g} GiB)"
+        out.append(flagged(free < min_free_gib, "free disk", f"{free:.1f} GiB at {data_dir}", advice, "fail"))
     return out
 
 

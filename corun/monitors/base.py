@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from corun.errors import missing
 from corun.util import atomic_write_json, lazy_module
 
 pd = lazy_module("pandas")  # only Table.to_frame() needs it: the run path writes CSV without it
@@ -210,6 +211,26 @@ class ProcessMonitor(Monitor):
         self._files = []
 
 
+class SysstatMonitor(ProcessMonitor):
+    """A sysstat program (iostat, pidstat), named as the monitor: its stdout is the raw file
+    (`stdout_file`, which with its stderr and meta files makes `raw_files`), its interval whole
+    seconds >= 1 (rounded up; the meta file records both the requested and the used value)."""
+
+    role = "sysstat"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.tool = cls.name
+        cls.raw_files = [cls.stdout_file, f"{cls.name}.stderr", f"{cls.name}.meta.json"]
+
+    def __init__(self, ctx: MonitorContext):
+        super().__init__(ctx)
+        self.interval_s = whole_seconds_interval(ctx.interval_s)
+
+    def meta_extra(self) -> dict:
+        return {"interval_s": self.interval_s, "interval_s_requested": self.ctx.interval_s}
+
+
 class SampledMonitor(Monitor):
     """A monitor without an external program: a thread appends one sample to a raw CSV file
     every interval.
@@ -219,13 +240,21 @@ class SampledMonitor(Monitor):
     one last sample, so the table covers the run up to the stop. A sample that raises ends the
     sampling (the meta records ``sampling_error``) and keeps what was written.
 
-    Subclasses set `raw_csv`, and implement `begin()` and `sample()`.
+    Subclasses set `raw_csv` (which with the meta file makes `raw_files`) and `default_root`
+    (the folder of kernel files it reads, `root`: another one in tests), and implement `begin()`
+    and `sample()`.
     """
 
     raw_csv: ClassVar[str] = ""
+    default_root: ClassVar[Path] = Path("/proc")
 
-    def __init__(self, ctx: MonitorContext):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.raw_files = [cls.raw_csv, f"{cls.name}.meta.json"]
+
+    def __init__(self, ctx: MonitorContext, root: Path | None = None):
         super().__init__(ctx)
+        self.root = Path(root) if root is not None else self.default_root
         self.interval_s = max(0.01, float(ctx.interval_s))
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
@@ -240,9 +269,13 @@ class SampledMonitor(Monitor):
         or return None after setting ``self._meta["unavailable"]`` (then nothing is sampled)."""
         raise NotImplementedError
 
-    def sample(self) -> None:
-        """Append one sample (one or more rows) to ``self._writer`` and flush ``self._file``."""
+    def sample(self) -> list[dict]:
+        """One sample: its rows (one or more) for the raw CSV."""
         raise NotImplementedError
+
+    def _take_sample(self) -> None:
+        self._writer.writerows(self.sample())
+        self._file.flush()
 
     def start(self) -> None:
         if self._meta:
@@ -273,7 +306,7 @@ class SampledMonitor(Monitor):
         k = 0
         while True:
             try:
-                self.sample()
+                self._take_sample()
             except Exception as exc:  # e.g. the raw file system is full: keep what was written
                 self._meta["sampling_error"] = f"{type(exc).__name__}: {exc}"
                 return
@@ -294,7 +327,7 @@ class SampledMonitor(Monitor):
             if self._thread is not None:
                 self._thread.join(timeout=10.0)
                 if not self._thread.is_alive() and "sampling_error" not in self._meta:
-                    self.sample()  # close the last interval at the stop time
+                    self._take_sample()  # close the last interval at the stop time
             if self._file is not None:
                 self._file.close()
             self._meta["stop_epoch_s"] = time.time()
@@ -498,6 +531,38 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[dict]]:
                 raise ValueError(f"{path}: a row with {len(rec)} fields under {len(header)} columns")
             rows.append(dict(zip(header, rec + [""] * (len(header) - len(rec)))))
     return header, rows
+
+
+def read_sampled(raw_dir: Path, name: str, raw_file: str) -> tuple[dict, list[str], list[dict], str]:
+    """A sampled monitor's meta, its raw CSV's header and rows, and why there is no table:
+    the monitor was unavailable, or the CSV is unreadable ("" when the rows are there)."""
+    meta = read_meta(raw_dir, name)
+    if meta.get("unavailable"):
+        return meta, [], [], meta["unavailable"]
+    try:
+        header, rows = read_csv_rows(Path(raw_dir) / raw_file)
+    except (OSError, ValueError) as exc:
+        return meta, [], [], f"{name}: no readable {raw_file} ({type(exc).__name__})"
+    return meta, header, rows, ""
+
+
+def sampling_stopped(meta: dict, name: str) -> list[dict]:
+    """The missing record of a sampling thread that ended early, or none."""
+    if not meta.get("sampling_error"):
+        return []
+    return [missing(name, f"{name}: sampling stopped early ({meta['sampling_error']})", name)]
+
+
+def os_error_text(exc: Exception) -> str:
+    """``<type>: <strerror>`` of a failed read, for the raw file's error column or the meta."""
+    return f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
+
+
+def no_report_reason(raw_dir: Path, name: str, meta: dict) -> str:
+    """Why a program monitor wrote no report: its launch error or the first line it printed on
+    stderr, if any."""
+    why = meta.get("launch_error") or first_line(read_text(Path(raw_dir) / f"{name}.stderr"))
+    return f"{name} wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
 
 
 def first_line(text: str | None) -> str:

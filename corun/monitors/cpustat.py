@@ -29,20 +29,8 @@ from pathlib import Path
 
 from corun.errors import missing
 from corun.machine.host import CPU_FIELDS
-from corun.monitors.base import (
-    MonitorContext,
-    SampledMonitor,
-    Table,
-    as_frame,
-    diff,
-    div,
-    finish_table,
-    isnan,
-    nan_last,
-    read_csv_rows,
-    read_meta,
-    to_float,
-)
+from corun.monitors import base
+from corun.monitors.base import diff, div, isnan, nan_last, to_float
 
 NAME = "cpustat"
 RAW_FILE = "cpustat.csv"
@@ -121,97 +109,83 @@ def parse_softnet(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
-class CpustatMonitor(SampledMonitor):
+class CpustatMonitor(base.SampledMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
     raw_csv = RAW_FILE
     purpose = "CPU utilisation, softirq time and receive processing per CPU"
 
-    def __init__(self, ctx: MonitorContext, proc: Path = Path("/proc")):
-        super().__init__(ctx)
-        self.proc = Path(proc)
-
     def begin(self) -> list[str] | None:
-        self._meta.update(proc=str(self.proc), user_hz=os.sysconf("SC_CLK_TCK"), unreadable={})
-        if not (self.proc / "stat").is_file():
-            self._meta["unavailable"] = f"cpustat: no {self.proc / 'stat'}"
+        self._meta.update(proc=str(self.root), user_hz=os.sysconf("SC_CLK_TCK"), unreadable={})
+        if not (self.root / "stat").is_file():
+            self._meta["unavailable"] = f"cpustat: no {self.root / 'stat'}"
             return None
         return RAW_FIELDS
 
     def _read(self, rel: str, parse) -> dict[int, dict[str, int]]:
         try:
-            return parse((self.proc / rel).read_text())
+            return parse((self.root / rel).read_text())
         except (OSError, ValueError, IndexError) as exc:
-            self._meta["unreadable"][rel] = f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
+            self._meta["unreadable"][rel] = base.os_error_text(exc)
             return {}
 
-    def sample(self) -> None:
+    def sample(self) -> list[dict]:
         now, mono = time.time(), time.monotonic()
         stat = self._read("stat", parse_stat)
         soft = self._read("softirqs", parse_softirqs)
         net = self._read("net/softnet_stat", parse_softnet)
-        for cpu in sorted(stat):
-            row = {"epoch_s": repr(now), "monotonic_s": repr(mono), "cpu": cpu}
-            row.update({f"{k}_ticks": v for k, v in stat[cpu].items()})
-            row.update(soft.get(cpu, {}))
-            row.update(net.get(cpu, {}))
-            self._writer.writerow(row)
-        self._file.flush()
+        return [
+            {
+                "epoch_s": repr(now),
+                "monotonic_s": repr(mono),
+                "cpu": cpu,
+                **{f"{k}_ticks": v for k, v in stat[cpu].items()},
+                **soft.get(cpu, {}),
+                **net.get(cpu, {}),
+            }
+            for cpu in sorted(stat)
+        ]
 
     @classmethod
-    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
-        return tidy_cpustat(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
+        """Tidy per-CPU table from cpustat.csv (+ meta); see COLUMNS."""
+        meta, header, raw, why = base.read_sampled(raw_dir, NAME, RAW_FILE)
+        if why:
+            return base.finish_table([], COLUMNS, t0_epoch), [missing(NAME, why, NAME)]
+        unreadable = meta.get("unreadable", {})
+        records = [missing(f"cpustat_{k.replace('/', '_')}", f"cpustat: {k}: {v}", NAME) for k, v in unreadable.items()]
+        records += base.sampling_stopped(meta, NAME)
+        by_cpu: dict[float, list[dict]] = {}
+        for r in raw:
+            cpu = to_float(r.get("cpu"))
+            if not isnan(cpu):
+                by_cpu.setdefault(cpu, []).append({k: to_float(r.get(k)) for k in header})
+        out: list[dict] = []
+        for cpu in sorted(by_cpu):
+            rows = sorted(by_cpu[cpu], key=lambda r: nan_last(r["monotonic_s"]))
+            d = {k: diff([r.get(k, float("nan")) for r in rows]) for k in (*RAW_FIELDS[1:], *header)}
+            for i in range(1, len(rows)):
+                di = {k: v[i] for k, v in d.items()}
+                ticks = sum(di[f"{f}_ticks"] for f in STAT_FIELDS)
+                dt = di["monotonic_s"]
+                out.append(
+                    {
+                        "time_epoch_s": rows[i]["epoch_s"],
+                        "cpu": int(cpu),
+                        "user_pct": div(100 * (di["user_ticks"] + di["nice_ticks"]), ticks),
+                        "system_pct": div(100 * di["system_ticks"], ticks),
+                        "irq_pct": div(100 * di["irq_ticks"], ticks),
+                        "softirq_pct": div(100 * di["softirq_ticks"], ticks),
+                        "iowait_pct": div(100 * di["iowait_ticks"], ticks),
+                        "idle_pct": div(100 * di["idle_ticks"], ticks),
+                        "busy_pct": div(100 * (ticks - di["idle_ticks"] - di["iowait_ticks"]), ticks),
+                        "net_rx_per_s": div(di["net_rx"], dt),
+                        "net_tx_per_s": div(di["net_tx"], dt),
+                        "softnet_processed_per_s": div(di["softnet_processed"], dt),
+                        "softnet_dropped_per_s": div(di["softnet_dropped"], dt),
+                        "interval_s": dt,
+                    }
+                )
+        return base.finish_table(out, COLUMNS, t0_epoch), records
 
 
-def parse_cpustat(raw_dir: Path, t0_epoch: float):
-    """tidy_cpustat as a pandas DataFrame."""
-    return as_frame(*tidy_cpustat(raw_dir, t0_epoch))
-
-
-def tidy_cpustat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
-    """Tidy per-CPU table from cpustat.csv (+ meta); see COLUMNS."""
-    raw_dir = Path(raw_dir)
-    meta = read_meta(raw_dir, NAME)
-    empty = finish_table([], COLUMNS, t0_epoch)
-    if meta.get("unavailable"):
-        return empty, [missing(NAME, meta["unavailable"], NAME)]
-    try:
-        header, raw = read_csv_rows(raw_dir / RAW_FILE)
-    except (OSError, ValueError) as exc:
-        return empty, [missing(NAME, f"cpustat: no readable {RAW_FILE} ({type(exc).__name__})", NAME)]
-    unreadable = meta.get("unreadable", {})
-    records = [missing(f"cpustat_{k.replace('/', '_')}", f"cpustat: {k}: {v}", NAME) for k, v in unreadable.items()]
-    if meta.get("sampling_error"):
-        records.append(missing(NAME, f"cpustat: sampling stopped early ({meta['sampling_error']})", NAME))
-    by_cpu: dict[float, list[dict]] = {}
-    for r in raw:
-        cpu = to_float(r.get("cpu"))
-        if not isnan(cpu):
-            by_cpu.setdefault(cpu, []).append({k: to_float(r.get(k)) for k in header})
-    out: list[dict] = []
-    for cpu in sorted(by_cpu):
-        rows = sorted(by_cpu[cpu], key=lambda r: nan_last(r["monotonic_s"]))
-        d = {k: diff([r.get(k, float("nan")) for r in rows]) for k in (*RAW_FIELDS[1:], *header)}
-        for i in range(1, len(rows)):
-            di = {k: v[i] for k, v in d.items()}
-            ticks = sum(di[f"{f}_ticks"] for f in STAT_FIELDS)
-            dt = di["monotonic_s"]
-            out.append(
-                {
-                    "time_epoch_s": rows[i]["epoch_s"],
-                    "cpu": int(cpu),
-                    "user_pct": div(100 * (di["user_ticks"] + di["nice_ticks"]), ticks),
-                    "system_pct": div(100 * di["system_ticks"], ticks),
-                    "irq_pct": div(100 * di["irq_ticks"], ticks),
-                    "softirq_pct": div(100 * di["softirq_ticks"], ticks),
-                    "iowait_pct": div(100 * di["iowait_ticks"], ticks),
-                    "idle_pct": div(100 * di["idle_ticks"], ticks),
-                    "busy_pct": div(100 * (ticks - di["idle_ticks"] - di["iowait_ticks"]), ticks),
-                    "net_rx_per_s": div(di["net_rx"], dt),
-                    "net_tx_per_s": div(di["net_tx"], dt),
-                    "softnet_processed_per_s": div(di["softnet_processed"], dt),
-                    "softnet_dropped_per_s": div(di["softnet_dropped"], dt),
-                    "interval_s": dt,
-                }
-            )
-    return finish_table(out, COLUMNS, t0_epoch), records
+parse_cpustat = CpustatMonitor.parse_raw  # tidy_raw as a pandas DataFrame

@@ -35,17 +35,14 @@ from pathlib import Path
 from corun.errors import missing
 from corun.monitors.base import (
     NAN,
-    MonitorContext,
-    ProcessMonitor,
+    SysstatMonitor,
     Table,
-    as_frame,
     finish_table,
-    first_line,
     isnan,
+    no_report_reason,
     read_meta,
     read_text,
     refine_whole_seconds,
-    whole_seconds_interval,
 )
 
 NAME = "iostat"
@@ -81,40 +78,14 @@ DERIVED_COLUMNS = {
     "wait_ms": "await_ms - svc_ms; derived time spent queued, NaN when no I/O",
 }
 
-COLUMNS = [
-    "time_epoch_s",
-    "t_s",
-    "device",
-    "r_per_s",
-    "w_per_s",
-    "d_per_s",
-    "f_per_s",
-    "rmib_s",
-    "wmib_s",
-    "dmib_s",
-    "r_await_ms",
-    "w_await_ms",
-    "d_await_ms",
-    "f_await_ms",
-    "aqu_sz",
-    "util_pct",
-    "await_ms",
-    "svc_ms",
-    "wait_ms",
-]
+# the tidy table: time, device, the columns of the JSON keys, then the derived ones
+COLUMNS = ["time_epoch_s", "t_s", "device", *KEYS.values(), *DERIVED_COLUMNS]
 
 
-class IostatMonitor(ProcessMonitor):
+class IostatMonitor(SysstatMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.stderr", f"{NAME}.meta.json"]
-    tool = "iostat"
-    role = "sysstat"
     purpose = "per-device I/O statistics"
     stdout_file = RAW_FILE
-
-    def __init__(self, ctx: MonitorContext):
-        super().__init__(ctx)
-        self.interval_s = whole_seconds_interval(ctx.interval_s)
 
     def command(self) -> list[str]:
         return ["iostat", "-dxmt", "-y", "-o", "JSON", str(self.interval_s), str(COUNT)] + list(self.ctx.devices)
@@ -125,11 +96,7 @@ class IostatMonitor(ProcessMonitor):
         return env
 
     def meta_extra(self) -> dict:
-        return {
-            "interval_s": self.interval_s,
-            "interval_s_requested": self.ctx.interval_s,
-            "devices": list(self.ctx.devices),
-        }
+        return {**super().meta_extra(), "devices": list(self.ctx.devices)}
 
     @classmethod
     def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
@@ -189,23 +156,14 @@ def derive(row: dict) -> dict:
     return row
 
 
-def parse_iostat(raw_dir: Path, t0_epoch: float):
-    """tidy_iostat as a pandas DataFrame."""
-    return as_frame(*tidy_iostat(raw_dir, t0_epoch))
-
-
 def tidy_iostat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-device table from iostat.json (+ meta); see COLUMNS and DERIVED_COLUMNS."""
     raw_dir = Path(raw_dir)
     meta = read_meta(raw_dir, NAME)
-    text = read_text(raw_dir / RAW_FILE)
-    records: list[dict] = []
-    reports, _complete = read_reports(text or "")
+    reports, _complete = read_reports(read_text(raw_dir / RAW_FILE) or "")
     if not reports:
-        why = meta.get("launch_error") or first_line(read_text(raw_dir / f"{NAME}.stderr"))
-        reason = "iostat wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
-        records.append(missing("iostat", reason, NAME))
-        return finish_table([], COLUMNS, t0_epoch), records
+        return finish_table([], COLUMNS, t0_epoch), [missing(NAME, no_report_reason(raw_dir, NAME, meta), NAME)]
+    records: list[dict] = []
 
     rows = []
     bad_stamps = 0
@@ -242,3 +200,6 @@ def tidy_iostat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
         if dev.removeprefix("/dev/") not in seen:
             records.append(missing(f"iostat_{dev}", f"iostat: device {dev} not reported", NAME))
     return finish_table(rows, COLUMNS, t0_epoch), records
+
+
+parse_iostat = IostatMonitor.parse_raw  # tidy_iostat as a pandas DataFrame

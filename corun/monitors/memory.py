@@ -52,24 +52,11 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import (
-    NAN,
-    MonitorContext,
-    SampledMonitor,
-    Table,
-    as_frame,
-    diff,
-    div,
-    finish_table,
-    isnan,
-    read_csv_rows,
-    read_meta,
-    to_number,
-)
+from corun.monitors import base
+from corun.monitors.base import NAN, diff, div, isnan, to_number
 
 NAME = "memory"
 RAW_FILE = "memory.csv"
-PROC = Path("/proc")
 
 MEMINFO_KEYS = [
     "MemTotal",
@@ -215,19 +202,13 @@ def limit_bytes(text: object, version: str) -> float:
     return float(value)
 
 
-def _err(exc: OSError) -> str:
-    return f"{type(exc).__name__}: {exc.strerror or exc}"
-
-
-class MemoryMonitor(SampledMonitor):
+class MemoryMonitor(base.SampledMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
     raw_csv = RAW_FILE
     purpose = "memory use, paging and reclaim"
 
-    def __init__(self, ctx: MonitorContext, proc: Path = PROC):
-        super().__init__(ctx)
-        self.proc = Path(proc)
+    def __init__(self, ctx: base.MonitorContext, root: Path | None = None):
+        super().__init__(ctx, root)
         self.cgroup: Path | None = None  # read from ctx at start(): the runner sets it late
         self.cg_version: str | None = None
         self._cg_gone = False
@@ -238,12 +219,12 @@ class MemoryMonitor(SampledMonitor):
 
     def begin(self) -> list[str] | None:
         self.cgroup = Path(self.ctx.memory_cgroup) if self.ctx.memory_cgroup else None
-        self._meta.update(proc=str(self.proc), cgroup=str(self.cgroup) if self.cgroup else None)
+        self._meta.update(proc=str(self.root), cgroup=str(self.cgroup) if self.cgroup else None)
         try:
-            meminfo = parse_meminfo((self.proc / "meminfo").read_text())
-            vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
+            meminfo = parse_meminfo((self.root / "meminfo").read_text())
+            vmstat = parse_flat_keyed((self.root / "vmstat").read_text())
         except OSError as exc:
-            self._meta["unavailable"] = f"memory: {self.proc}/meminfo or vmstat unreadable ({_err(exc)})"
+            self._meta["unavailable"] = f"memory: {self.root}/meminfo or vmstat unreadable ({base.os_error_text(exc)})"
             return None
         self._meminfo_keys = [k for k in MEMINFO_KEYS if k in meminfo]
         reclaim = sorted(k for k in vmstat if k.startswith(RECLAIM_PREFIXES))
@@ -279,7 +260,7 @@ class MemoryMonitor(SampledMonitor):
                 (path / f).read_text()
             stat = parse_flat_keyed((path / "memory.stat").read_text())
         except OSError as exc:
-            self._meta["cgroup_unavailable"] = f"memory: cgroup {path} unreadable ({_err(exc)})"
+            self._meta["cgroup_unavailable"] = f"memory: cgroup {path} unreadable ({base.os_error_text(exc)})"
             self.cg_version = None
             return []
         self.cg_version = version
@@ -302,148 +283,126 @@ class MemoryMonitor(SampledMonitor):
                 self._cg_gone = True
                 self._meta["cgroup_gone_epoch_s"] = time.time()
             else:
-                errors.append(f"cgroup: {_err(exc)}")
+                errors.append(f"cgroup: {base.os_error_text(exc)}")
             return
         for k in self._cg_stat_keys:
             row[f"cg_stat_{k}"] = stat.get(k, "")
 
-    def sample(self) -> None:
+    def sample(self) -> list[dict]:
         row = {f: "" for f in self._fields}
         errors: list[str] = []
         epoch, mono = time.time(), time.monotonic()
-        try:
-            meminfo = parse_meminfo((self.proc / "meminfo").read_text())
-            for k in self._meminfo_keys:
-                row[f"meminfo_{k}"] = meminfo.get(k, "")
-        except OSError as exc:
-            errors.append(f"meminfo: {_err(exc)}")
-        try:
-            vmstat = parse_flat_keyed((self.proc / "vmstat").read_text())
-            for k in self._vmstat_keys:
-                row[f"vmstat_{k}"] = vmstat.get(k, "")
-        except OSError as exc:
-            errors.append(f"vmstat: {_err(exc)}")
+        for source, parse, keys in (
+            ("meminfo", parse_meminfo, self._meminfo_keys),
+            ("vmstat", parse_flat_keyed, self._vmstat_keys),
+        ):
+            try:
+                values = parse((self.root / source).read_text())
+            except OSError as exc:
+                errors.append(f"{source}: {base.os_error_text(exc)}")
+                continue
+            for k in keys:
+                row[f"{source}_{k}"] = values.get(k, "")
         self._sample_cgroup(row, errors)
         row["epoch_s"] = repr(epoch)
         row["monotonic_s"] = repr(mono)
         row["error"] = "; ".join(errors)
-        self._writer.writerow(row)
-        self._file.flush()
+        return [row]
 
     @classmethod
-    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
-        return tidy_memory(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
+        """Tidy per-interval table from memory.csv (+ meta); see COLUMNS and CG_COLUMNS."""
+        meta, header, raw, why = base.read_sampled(raw_dir, NAME, RAW_FILE)
+        with_cg = bool(meta.get("cgroup"))
+        columns = COLUMNS + (CG_COLUMNS if with_cg else [])
+        if why:
+            return base.finish_table([], columns, t0_epoch), [missing(NAME, why, NAME)]
+        present = set(header)
+        n = len(raw)
+        records = base.sampling_stopped(meta, NAME)
+
+        def num(col: str | None) -> list:
+            if col not in present:
+                return [NAN] * n
+            return [to_number(r[col]) for r in raw]
+
+        # what the kernel did not print
+        for k in MEMINFO_KEYS:
+            if f"meminfo_{k}" not in present:
+                records.append(missing(f"meminfo_{k}", f"memory: no {k} in /proc/meminfo", NAME))
+        for k in VMSTAT_KEYS:
+            if f"vmstat_{k}" not in present:
+                records.append(missing(f"vmstat_{k}", f"memory: no {k} in /proc/vmstat", NAME))
+        vm_cols = [c for c in header if c.startswith("vmstat_")]
+        sums = {}
+        for prefix in RECLAIM_PREFIXES:
+            by_type = [f"vmstat_{prefix}{t}" for t in RECLAIM_BY_TYPE]
+            if all(c in present for c in by_type):
+                cols = by_type
+            else:  # older kernels: by reclaimer (kswapd, direct, ...), or by zone before 4.8
+                cols = [c for c in vm_cols if c[len("vmstat_") :].startswith(prefix)
+                        and c[len("vmstat_") :] not in RECLAIM_NOT_PAGES]  # fmt: skip
+            name = prefix.rstrip("_")
+            if cols:
+                total = [0.0] * n
+                for c in cols:
+                    total = [a + b for a, b in zip(total, num(c))]
+                sums[name] = total
+            else:
+                sums[name] = [NAN] * n
+                reason = f"memory: no {prefix}* counters in /proc/vmstat"
+                records.append(missing(f"vmstat_{name}", reason, NAME))
+        refault_col = next((f"vmstat_{k}" for k in REFAULT_KEYS if f"vmstat_{k}" in present), None)
+        if refault_col is None:
+            reason = "memory: no workingset_refault_file (or workingset_refault) in /proc/vmstat"
+            records.append(missing("vmstat_workingset_refault_file", reason, NAME))
+
+        # per-sample read errors
+        errors = [r.get("error", "") for r in raw]
+        for source in ("meminfo", "vmstat", "cgroup"):
+            bad = [e for e in errors if f"{source}: " in e]
+            if bad:
+                metric = "cgroup_memory" if source == "cgroup" else source
+                first = next(e for e in bad[0].split("; ") if e.startswith(f"{source}: "))
+                reason = f"memory: {source} unreadable in {len(bad)} of {n} samples ({first})"
+                records.append(missing(metric, reason, NAME))
+
+        mono = num("monotonic_s")
+        clock = mono if not any(isnan(x) for x in mono) else num("epoch_s")
+        dt = diff(clock)
+        total, avail = num("meminfo_MemTotal"), num("meminfo_MemAvailable")
+        cols = {
+            "time_epoch_s": num("epoch_s"),
+            "interval_s": dt,
+            "mem_total_kb": total,
+            "mem_available_kb": avail,
+            "mem_used_pct": [div(100.0 * (t - a), t) if t > 0 else NAN for t, a in zip(total, avail)],
+            "mem_free_kb": num("meminfo_MemFree"),
+            "cached_kb": num("meminfo_Cached"),
+            "dirty_kb": num("meminfo_Dirty"),
+            "writeback_kb": num("meminfo_Writeback"),
+            "mapped_kb": num("meminfo_Mapped"),
+            "shmem_kb": num("meminfo_Shmem"),
+            "swap_used_kb": [a - b for a, b in zip(num("meminfo_SwapTotal"), num("meminfo_SwapFree"))],
+            "pgpgin_kb_s": _rate(num("vmstat_pgpgin"), dt),
+            "pgpgout_kb_s": _rate(num("vmstat_pgpgout"), dt),
+            "pswpin_per_s": _rate(num("vmstat_pswpin"), dt),
+            "pswpout_per_s": _rate(num("vmstat_pswpout"), dt),
+            "pgmajfault_per_s": _rate(num("vmstat_pgmajfault"), dt),
+            "pgfault_per_s": _rate(num("vmstat_pgfault"), dt),
+            "pgsteal_per_s": _rate(sums["pgsteal"], dt),
+            "pgscan_per_s": _rate(sums["pgscan"], dt),
+            "refault_per_s": _rate(num(refault_col), dt) if refault_col else [NAN] * n,
+        }
+        if with_cg:
+            records += _cgroup_columns(cols, raw, present, meta, num, dt)
+        rows = [{c: v[i] for c, v in cols.items()} for i in range(1, n)]
+        return base.finish_table(rows, columns, t0_epoch), records
 
 
 def _rate(counter: list, dt: list) -> list[float]:
     """Per-second rate of a cumulative counter; NaN across a gap or a (impossible) decrease."""
     return [div(d, t) if d >= 0 else NAN for d, t in zip(diff(counter), dt)]
-
-
-def parse_memory(raw_dir: Path, t0_epoch: float):
-    """tidy_memory as a pandas DataFrame."""
-    return as_frame(*tidy_memory(raw_dir, t0_epoch))
-
-
-def tidy_memory(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
-    """Tidy per-interval table from memory.csv (+ meta); see COLUMNS and CG_COLUMNS."""
-    raw_dir = Path(raw_dir)
-    meta = read_meta(raw_dir, NAME)
-    with_cg = bool(meta.get("cgroup"))
-    columns = COLUMNS + (CG_COLUMNS if with_cg else [])
-    empty = finish_table([], columns, t0_epoch)
-    if meta.get("unavailable"):
-        return empty, [missing("memory", meta["unavailable"], NAME)]
-    try:
-        header, raw = read_csv_rows(raw_dir / RAW_FILE)
-    except (OSError, ValueError) as exc:
-        reason = f"memory: no readable {RAW_FILE} ({type(exc).__name__})"
-        return empty, [missing("memory", reason, NAME)]
-    present = set(header)
-    n = len(raw)
-
-    records: list[dict] = []
-    if meta.get("sampling_error"):
-        reason = f"memory: sampling stopped early ({meta['sampling_error']})"
-        records.append(missing("memory", reason, NAME))
-
-    def num(col: str | None) -> list:
-        if col not in present:
-            return [NAN] * n
-        return [to_number(r[col]) for r in raw]
-
-    # what the kernel did not print
-    for k in MEMINFO_KEYS:
-        if f"meminfo_{k}" not in present:
-            records.append(missing(f"meminfo_{k}", f"memory: no {k} in /proc/meminfo", NAME))
-    for k in VMSTAT_KEYS:
-        if f"vmstat_{k}" not in present:
-            records.append(missing(f"vmstat_{k}", f"memory: no {k} in /proc/vmstat", NAME))
-    vm_cols = [c for c in header if c.startswith("vmstat_")]
-    sums = {}
-    for prefix in RECLAIM_PREFIXES:
-        by_type = [f"vmstat_{prefix}{t}" for t in RECLAIM_BY_TYPE]
-        if all(c in present for c in by_type):
-            cols = by_type
-        else:  # older kernels: by reclaimer (kswapd, direct, ...), or by zone before 4.8
-            cols = [c for c in vm_cols if c[len("vmstat_") :].startswith(prefix)
-                    and c[len("vmstat_") :] not in RECLAIM_NOT_PAGES]  # fmt: skip
-        name = prefix.rstrip("_")
-        if cols:
-            total = [0.0] * n
-            for c in cols:
-                total = [a + b for a, b in zip(total, num(c))]
-            sums[name] = total
-        else:
-            sums[name] = [NAN] * n
-            reason = f"memory: no {prefix}* counters in /proc/vmstat"
-            records.append(missing(f"vmstat_{name}", reason, NAME))
-    refault_col = next((f"vmstat_{k}" for k in REFAULT_KEYS if f"vmstat_{k}" in present), None)
-    if refault_col is None:
-        reason = "memory: no workingset_refault_file (or workingset_refault) in /proc/vmstat"
-        records.append(missing("vmstat_workingset_refault_file", reason, NAME))
-
-    # per-sample read errors
-    errors = [r.get("error", "") for r in raw]
-    for source in ("meminfo", "vmstat", "cgroup"):
-        bad = [e for e in errors if f"{source}: " in e]
-        if bad:
-            metric = "cgroup_memory" if source == "cgroup" else source
-            first = next(e for e in bad[0].split("; ") if e.startswith(f"{source}: "))
-            reason = f"memory: {source} unreadable in {len(bad)} of {n} samples ({first})"
-            records.append(missing(metric, reason, NAME))
-
-    mono = num("monotonic_s")
-    clock = mono if not any(isnan(x) for x in mono) else num("epoch_s")
-    dt = diff(clock)
-    total, avail = num("meminfo_MemTotal"), num("meminfo_MemAvailable")
-    cols = {
-        "time_epoch_s": num("epoch_s"),
-        "interval_s": dt,
-        "mem_total_kb": total,
-        "mem_available_kb": avail,
-        "mem_used_pct": [div(100.0 * (t - a), t) if t > 0 else NAN for t, a in zip(total, avail)],
-        "mem_free_kb": num("meminfo_MemFree"),
-        "cached_kb": num("meminfo_Cached"),
-        "dirty_kb": num("meminfo_Dirty"),
-        "writeback_kb": num("meminfo_Writeback"),
-        "mapped_kb": num("meminfo_Mapped"),
-        "shmem_kb": num("meminfo_Shmem"),
-        "swap_used_kb": [a - b for a, b in zip(num("meminfo_SwapTotal"), num("meminfo_SwapFree"))],
-        "pgpgin_kb_s": _rate(num("vmstat_pgpgin"), dt),
-        "pgpgout_kb_s": _rate(num("vmstat_pgpgout"), dt),
-        "pswpin_per_s": _rate(num("vmstat_pswpin"), dt),
-        "pswpout_per_s": _rate(num("vmstat_pswpout"), dt),
-        "pgmajfault_per_s": _rate(num("vmstat_pgmajfault"), dt),
-        "pgfault_per_s": _rate(num("vmstat_pgfault"), dt),
-        "pgsteal_per_s": _rate(sums["pgsteal"], dt),
-        "pgscan_per_s": _rate(sums["pgscan"], dt),
-        "refault_per_s": _rate(num(refault_col), dt) if refault_col else [NAN] * n,
-    }
-    if with_cg:
-        records += _cgroup_columns(cols, raw, present, meta, num, dt)
-    rows = [{c: v[i] for c, v in cols.items()} for i in range(1, n)]
-    return finish_table(rows, columns, t0_epoch), records
 
 
 def _cgroup_columns(cols: dict, raw: list[dict], present: set, meta: dict, num, dt: list) -> list[dict]:
@@ -470,3 +429,6 @@ def _cgroup_columns(cols: dict, raw: list[dict], present: set, meta: dict, num, 
                 continue
             cols[tidy] = _rate(num(col), dt) if as_rate else num(col)
     return records
+
+
+parse_memory = MemoryMonitor.parse_raw  # tidy_raw as a pandas DataFrame

@@ -23,17 +23,14 @@ from pathlib import Path
 from corun.errors import missing
 from corun.monitors.base import (
     NAN,
-    MonitorContext,
-    ProcessMonitor,
+    SysstatMonitor,
     Table,
-    as_frame,
     finish_table,
-    first_line,
+    no_report_reason,
     read_meta,
     read_text,
     refine_whole_seconds,
     to_number,
-    whole_seconds_interval,
 )
 
 NAME = "pidstat"
@@ -78,23 +75,13 @@ COLUMNS = [
 ]
 
 
-class PidstatMonitor(ProcessMonitor):
+class PidstatMonitor(SysstatMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.stderr", f"{NAME}.meta.json"]
-    tool = "pidstat"
-    role = "sysstat"
     purpose = "per-process CPU and I/O statistics"
     stdout_file = RAW_FILE
 
-    def __init__(self, ctx: MonitorContext):
-        super().__init__(ctx)
-        self.interval_s = whole_seconds_interval(ctx.interval_s)
-
     def command(self) -> list[str]:
         return ["pidstat", "-d", "-u", "-h", "-H", str(self.interval_s)]
-
-    def meta_extra(self) -> dict:
-        return {"interval_s": self.interval_s, "interval_s_requested": self.ctx.interval_s}
 
     @classmethod
     def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
@@ -137,11 +124,6 @@ def read_rows(text: str) -> list[dict]:
     return rows
 
 
-def parse_pidstat(raw_dir: Path, t0_epoch: float):
-    """tidy_pidstat as a pandas DataFrame."""
-    return as_frame(*tidy_pidstat(raw_dir, t0_epoch))
-
-
 def tidy_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     """Tidy per-process table from pidstat.txt (+ meta); see COLUMNS."""
     raw_dir = Path(raw_dir)
@@ -152,9 +134,7 @@ def tidy_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
     if not rows:
         headers = sum(1 for line in text.splitlines() if line.lstrip().startswith("#"))
         if headers == 0:
-            why = meta.get("launch_error") or first_line(read_text(raw_dir / f"{NAME}.stderr"))
-            reason = "pidstat wrote no report" + (f": {why}" if why else " (run shorter than one interval?)")
-            records.append(missing("pidstat", reason, NAME))
+            records.append(missing(NAME, no_report_reason(raw_dir, NAME, meta), NAME))
         return finish_table([], COLUMNS, t0_epoch), records
 
     seen: dict[str, None] = {}  # every column, in the order the rows first name them
@@ -192,3 +172,6 @@ def tidy_pidstat(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
             for r, v in zip(out.rows, values):
                 r[col] = int(v)
     return out, records
+
+
+parse_pidstat = PidstatMonitor.parse_raw  # tidy_pidstat as a pandas DataFrame

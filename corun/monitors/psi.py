@@ -26,21 +26,8 @@ import time
 from pathlib import Path
 
 from corun.errors import missing
-from corun.monitors.base import (
-    NAN,
-    MonitorContext,
-    SampledMonitor,
-    Table,
-    as_frame,
-    diff,
-    div,
-    finish_table,
-    isnan,
-    nan_last,
-    read_csv_rows,
-    read_meta,
-    to_float,
-)
+from corun.monitors import base
+from corun.monitors.base import NAN, diff, div, isnan, nan_last, to_float
 
 NAME = "psi"
 RAW_FILE = "psi.csv"
@@ -111,15 +98,11 @@ def pressure_row(resource: str, text: str | None, error: str = "") -> dict:
     return row
 
 
-class PsiMonitor(SampledMonitor):
+class PsiMonitor(base.SampledMonitor):
     name = NAME
-    raw_files = [RAW_FILE, f"{NAME}.meta.json"]
     raw_csv = RAW_FILE
     purpose = "pressure stall information"
-
-    def __init__(self, ctx: MonitorContext, root: Path = PROC_PRESSURE):
-        super().__init__(ctx)
-        self.root = Path(root)
+    default_root = PROC_PRESSURE
 
     def begin(self) -> list[str] | None:
         self._meta.update(
@@ -132,89 +115,74 @@ class PsiMonitor(SampledMonitor):
             return None
         return RAW_FIELDS
 
-    def sample(self) -> None:
+    def sample(self) -> list[dict]:
+        rows = []
         for resource in RESOURCES:
             try:
                 text = (self.root / resource).read_text()
                 error = ""
             except OSError as exc:
-                text, error = None, f"{type(exc).__name__}: {exc.strerror or exc}"
+                text, error = None, base.os_error_text(exc)
             row = pressure_row(resource, text, error)
             row["epoch_s"] = repr(time.time())
             row["monotonic_s"] = repr(time.monotonic())
-            self._writer.writerow(row)
-        self._file.flush()
+            rows.append(row)
+        return rows
 
     @classmethod
-    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
-        return tidy_psi(raw_dir, t0_epoch)
+    def tidy_raw(cls, raw_dir: Path, t0_epoch: float) -> tuple[base.Table, list[dict]]:
+        """Tidy per-resource table from psi.csv (+ meta); see COLUMNS."""
+        meta, _, raw, why = base.read_sampled(raw_dir, NAME, RAW_FILE)
+        resources = meta.get("resources", list(RESOURCES))
+        if why:
+            return base.finish_table([], COLUMNS, t0_epoch), [missing(f"psi_{r}", why, NAME) for r in resources]
 
-
-def parse_psi(raw_dir: Path, t0_epoch: float):
-    """tidy_psi as a pandas DataFrame."""
-    return as_frame(*tidy_psi(raw_dir, t0_epoch))
-
-
-def tidy_psi(raw_dir: Path, t0_epoch: float) -> tuple[Table, list[dict]]:
-    """Tidy per-resource table from psi.csv (+ meta); see COLUMNS."""
-    raw_dir = Path(raw_dir)
-    meta = read_meta(raw_dir, NAME)
-    resources = meta.get("resources", list(RESOURCES))
-    empty = finish_table([], COLUMNS, t0_epoch)
-    if meta.get("unavailable"):
-        return empty, [missing(f"psi_{r}", meta["unavailable"], NAME) for r in resources]
-    try:
-        _, raw = read_csv_rows(raw_dir / RAW_FILE)
-    except (OSError, ValueError) as exc:
-        reason = f"psi: no readable {RAW_FILE} ({type(exc).__name__})"
-        return empty, [missing(f"psi_{r}", reason, NAME) for r in resources]
-
-    system = meta.get("scope", "system") == "system"
-    records: list[dict] = []
-    if meta.get("sampling_error"):
-        reason = f"psi: sampling stopped early ({meta['sampling_error']})"
-        records.append(missing("psi", reason, NAME))
-    out: list[dict] = []
-    for resource in resources:
-        rows = [r for r in raw if r.get("resource") == resource]
-        bad = [r for r in rows if r.get("error")]
-        ok = [r for r in rows if not r.get("error")]
-        ok.sort(key=lambda r: nan_last(to_float(r.get("monotonic_s"))))
-        if bad:
-            records.append(
-                missing(
-                    f"psi_{resource}",
-                    f"psi: /proc/pressure/{resource} unreadable in {len(bad)} of {len(rows)} "
-                    f"samples ({bad[0]['error']})",
-                    NAME,
+        system = meta.get("scope", "system") == "system"
+        records = base.sampling_stopped(meta, NAME)
+        out: list[dict] = []
+        for resource in resources:
+            rows = [r for r in raw if r.get("resource") == resource]
+            bad = [r for r in rows if r.get("error")]
+            ok = [r for r in rows if not r.get("error")]
+            ok.sort(key=lambda r: nan_last(to_float(r.get("monotonic_s"))))
+            if bad:
+                records.append(
+                    missing(
+                        f"psi_{resource}",
+                        f"psi: /proc/pressure/{resource} unreadable in {len(bad)} of {len(rows)} "
+                        f"samples ({bad[0]['error']})",
+                        NAME,
+                    )
                 )
+            if not rows:
+                records.append(missing(f"psi_{resource}", "psi: no samples recorded", NAME))
+                continue
+            mono = [to_float(r.get("monotonic_s")) for r in ok]
+            clock = mono if not any(isnan(x) for x in mono) else [to_float(r.get("epoch_s")) for r in ok]
+            dt = diff(clock)
+            some, full = (
+                diff([to_float(r.get("some_total_us")) for r in ok]),
+                diff([to_float(r.get("full_total_us")) for r in ok]),
             )
-        if not rows:
-            records.append(missing(f"psi_{resource}", "psi: no samples recorded", NAME))
-            continue
-        mono = [to_float(r.get("monotonic_s")) for r in ok]
-        clock = mono if not any(isnan(x) for x in mono) else [to_float(r.get("epoch_s")) for r in ok]
-        dt = diff(clock)
-        some, full = (
-            diff([to_float(r.get("some_total_us")) for r in ok]),
-            diff([to_float(r.get("full_total_us")) for r in ok]),
-        )
-        cpu_full_undefined = resource == "cpu" and system
-        for i in range(1, len(ok)):
-            r = ok[i]
-            out.append(
-                {
-                    "time_epoch_s": to_float(r.get("epoch_s")),
-                    "resource": resource,
-                    "some_pct": div(100.0 * some[i], dt[i] * 1e6),
-                    "full_pct": NAN if cpu_full_undefined else div(100.0 * full[i], dt[i] * 1e6),
-                    "some_avg10_pct": to_float(r.get("some_avg10")),
-                    "full_avg10_pct": NAN if cpu_full_undefined else to_float(r.get("full_avg10")),
-                    "interval_s": dt[i],
-                }
-            )
-        if cpu_full_undefined:
-            records.append(missing("psi_cpu_full", CPU_FULL_REASON, NAME))
-        elif ok and all(isnan(to_float(r.get("full_total_us"))) for r in ok):
-            records.append(missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME))
-    return finish_table(out, COLUMNS, t0_epoch), records
+            cpu_full_undefined = resource == "cpu" and system
+            for i in range(1, len(ok)):
+                r = ok[i]
+                out.append(
+                    {
+                        "time_epoch_s": to_float(r.get("epoch_s")),
+                        "resource": resource,
+                        "some_pct": div(100.0 * some[i], dt[i] * 1e6),
+                        "full_pct": NAN if cpu_full_undefined else div(100.0 * full[i], dt[i] * 1e6),
+                        "some_avg10_pct": to_float(r.get("some_avg10")),
+                        "full_avg10_pct": NAN if cpu_full_undefined else to_float(r.get("full_avg10")),
+                        "interval_s": dt[i],
+                    }
+                )
+            if cpu_full_undefined:
+                records.append(missing("psi_cpu_full", CPU_FULL_REASON, NAME))
+            elif ok and all(isnan(to_float(r.get("full_total_us"))) for r in ok):
+                records.append(missing(f"psi_{resource}_full", f"psi: no 'full' line for {resource}", NAME))
+        return base.finish_table(out, COLUMNS, t0_epoch), records
+
+
+parse_psi = PsiMonitor.parse_raw  # tidy_raw as a pandas DataFrame

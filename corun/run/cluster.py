@@ -25,7 +25,6 @@ import json
 import math
 import os
 import shlex
-import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,8 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.machine.state import Journal
-from corun.run.schedulers import Variant, push_stop, start_daemon
+from corun.run.schedulers import Variant, push_stop, reap, start_daemon, terminate, undo_now
+from corun.testbed.hosts import ssh_agent
 from corun.testbed.inventory import Host
 
 
@@ -132,31 +132,18 @@ def mpirun_argv(hosts: list[Host], appfile: str, network: str | None, session_di
     """mpirun over the hosts' ssh settings, TCP only (the daemons watch the ranks' sockets);
     `session_dir`: the base of this mpirun's session files (Open MPI's orte_tmpdir_base), made
     by Open MPI where missing; on other hosts than the launching one its empty folders stay."""
-    remote = [h for h in hosts if not h.local]
-    agents = {shlex.join(h.ssh_base()) for h in remote}
-    if len(agents) > 1:
-        raise CorunError(
-            "mpirun: the hosts are reached with different ssh settings; mpirun takes one "
-            "(set ansible_user, ansible_port, ansible_ssh_* for the whole group)"
-        )
+    agent = ssh_agent(hosts)
     argv = ["mpirun"]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
-    if agents:
-        argv += ["--mca", "plm_rsh_agent", agents.pop()]
+    if agent:
+        argv += ["--mca", "plm_rsh_agent", agent]
     argv += ["--mca", "btl", "tcp,self", "--bind-to", "none"]
     if session_dir:
         argv += ["--mca", "orte_tmpdir_base", session_dir]
     if network:
         argv += ["--mca", "btl_tcp_if_include", network, "--mca", "oob_tcp_if_include", network]
     return argv + ["--app", appfile]
-
-
-def network_of(hosts: list[Host]) -> str | None:
-    nets = {str(h.vars["corun_mpi_network"]) for h in hosts if h.vars.get("corun_mpi_network")}
-    if len(nets) > 1:
-        raise CorunError(f"mpirun: the hosts name different corun_mpi_network values ({', '.join(sorted(nets))})")
-    return nets.pop() if nets else None
 
 
 # ------------------------------------------------------------------------------ daemons
@@ -310,39 +297,25 @@ class NodeDaemons:
         """Run every node's restore at once (a daemon died: no rank may stay boosted or stopped)."""
         errors = []
         for nd in self.nodes:
-            if nd.restore_action is not None:
-                err = journal.undo(nd.restore_action)
-                if err:
-                    errors.append(err)
-                nd.restore_action = None
+            errors += undo_now(journal, nd.restore_action)
+            nd.restore_action = None
         return errors
 
     def stop(self, journal: Journal) -> list[str]:
         """End every daemon (SIGTERM: it restores its ranks and writes its summary), then restore."""
-        errors = []
         for nd in self.nodes:
-            if nd.process is not None and nd.process.poll() is None:
-                try:
-                    os.killpg(nd.process.pid, signal.SIGTERM)  # the ssh client: the session ends
-                except ProcessLookupError:
-                    pass
+            if nd.process is not None:
+                terminate(nd.process)  # the ssh client: the session ends
         for nd in self.nodes:
             if nd.process is None:
                 continue
-            try:
-                nd.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(nd.process.pid, signal.SIGKILL)
-                nd.process.wait()
-            if nd.process_action in journal.actions:
-                journal.actions.remove(nd.process_action)
-                journal.update(nd.process_action)
+            reap(nd.process, timeout_s=15)
+            journal.forget(nd.process_action)
             nd.process_action = None
         for nd in self.nodes:
             if nd.process is not None:
                 self._fetch_summary(nd)
-        errors += self.restore_now(journal)
-        return errors
+        return self.restore_now(journal)
 
     def _fetch_summary(self, nd: NodeDaemon, timeout_s: float = 10.0) -> None:
         """Wait for the node's summary.json (the daemon writes it in its teardown)."""

@@ -25,6 +25,7 @@ from corun.monitors import Monitor, MonitorContext, make_monitors
 from corun.run import cluster as clu
 from corun.run.placement import Placer, Slot
 from corun.run.schedulers import Variant
+from corun.testbed import hosts as testbed_hosts
 from corun.testbed import inventory as inv
 
 
@@ -166,7 +167,7 @@ class RunPlan:
         hosts = inv.load(cs["inventory"], cs["group"], f"{src}: cluster.inventory")
         self.hosts = inv.pick(hosts, cs["hosts"], f"{src}: cluster.hosts") if cs["hosts"] else hosts
         self.cluster_placer = clu.ClusterPlacer(len(self.hosts), cs["mpl"], cs["ranks_per_node"])
-        self.mpi_network = clu.network_of(self.hosts)
+        self.mpi_network = testbed_hosts.network_of(self.hosts)
         for i, js in enumerate(spec["jobs"]):
             if js["kind"] != "mpi":
                 raise ConfigError(src, f"jobs[{i}].kind", js["kind"], "mpi (a run with a cluster runs MPI jobs only)")

@@ -114,27 +114,37 @@ def hostfile_text(hosts: list[Host], slots: int) -> str:
     return "".join(f"{h.address} slots={slots}\n" for h in hosts)
 
 
-def mpirun_argv(hosts: list[Host], hostfile: str, np: int, program: list[str]) -> list[str]:
-    """Open MPI's mpirun across the hosts, with their ssh settings and network."""
-    remote = [h for h in hosts if not h.local]
-    agents = {shlex.join(h.ssh_base()) for h in remote}
+def ssh_agent(hosts: list[Host]) -> str | None:
+    """The one ssh command mpirun reaches the remote hosts with (its plm_rsh_agent), or None
+    when every host is local."""
+    agents = {shlex.join(h.ssh_base()) for h in hosts if not h.local}
     if len(agents) > 1:
         raise CorunError(
             "mpirun: the hosts are reached with different ssh settings; mpirun takes one "
             "(set ansible_user, ansible_port, ansible_ssh_* for the whole group)"
         )
-    networks = {str(h.vars.get("corun_mpi_network")) for h in hosts if h.vars.get("corun_mpi_network")}
-    if len(networks) > 1:
-        raise CorunError(f"mpirun: the hosts name different corun_mpi_network values ({', '.join(sorted(networks))})")
+    return agents.pop() if agents else None
+
+
+def network_of(hosts: list[Host]) -> str | None:
+    """The hosts' one `corun_mpi_network`, or None when none names one."""
+    nets = {str(h.vars["corun_mpi_network"]) for h in hosts if h.vars.get("corun_mpi_network")}
+    if len(nets) > 1:
+        raise CorunError(f"mpirun: the hosts name different corun_mpi_network values ({', '.join(sorted(nets))})")
+    return nets.pop() if nets else None
+
+
+def mpirun_argv(hosts: list[Host], hostfile: str, np: int, program: list[str]) -> list[str]:
+    """Open MPI's mpirun across the hosts, with their ssh settings and network."""
+    agent, net = ssh_agent(hosts), network_of(hosts)
     argv = ["mpirun"]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
     argv += ["-np", str(np), "--hostfile", hostfile, "--map-by", "node"]
-    if agents:
-        argv += ["--mca", "plm_rsh_agent", agents.pop()]
+    if agent:
+        argv += ["--mca", "plm_rsh_agent", agent]
     argv += ["--mca", "btl", "tcp,self"]
-    if networks:
-        net = networks.pop()
+    if net:
         argv += ["--mca", "btl_tcp_if_include", net, "--mca", "oob_tcp_if_include", net]
     return argv + list(program)
 

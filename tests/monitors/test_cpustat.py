@@ -46,7 +46,7 @@ def write_proc(root, stat, softirqs, softnet):
 def test_sample_pair_by_hand(tmp_path):
     proc, raw = tmp_path / "proc", tmp_path / "raw"
     write_proc(proc, STAT, SOFTIRQS, SOFTNET)
-    mon = CpustatMonitor(MonitorContext(raw, interval_s=3600), proc=proc)
+    mon = CpustatMonitor(MonitorContext(raw, interval_s=3600), root=proc)
     mon.start()
     assert mon.started()
     # CPU 1 over the interval: 20 ticks, 10 of them softirq, 5 system, 5 idle; 400 NET_RX.
@@ -73,7 +73,7 @@ def test_unreadable_softnet_is_missing(tmp_path):
     proc, raw = tmp_path / "proc", tmp_path / "raw"
     write_proc(proc, STAT, SOFTIRQS, SOFTNET)
     (proc / "net" / "softnet_stat").unlink()
-    mon = CpustatMonitor(MonitorContext(raw, interval_s=3600), proc=proc)
+    mon = CpustatMonitor(MonitorContext(raw, interval_s=3600), root=proc)
     mon.start()
     mon.stop()
     df, records = parse_cpustat(raw, 0)

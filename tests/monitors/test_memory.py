@@ -184,7 +184,7 @@ def test_missing_fields_and_absent_cgroup(tmp_path):
     (proc / "vmstat").write_text("pgpgin 10\npgpgout 20\npswpin 0\npswpout 0\npgfault 5\n")
     raw = tmp_path / "raw"
     ctx = MonitorContext(raw, interval_s=0.05, memory_cgroup=str(tmp_path / "no-such-group"))
-    mon = MemoryMonitor(ctx, proc=proc)
+    mon = MemoryMonitor(ctx, root=proc)
     mon.start()
     time.sleep(0.12)
     mon.stop()
@@ -208,7 +208,7 @@ def test_missing_fields_and_absent_cgroup(tmp_path):
 
 
 def test_no_proc_files(tmp_path):
-    mon = MemoryMonitor(MonitorContext(tmp_path), proc=tmp_path / "no-proc")
+    mon = MemoryMonitor(MonitorContext(tmp_path), root=tmp_path / "no-proc")
     mon.start()
     mon.stop()
     df, records = mon.parse(time.time())

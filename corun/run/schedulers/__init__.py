@@ -141,6 +141,30 @@ def start_daemon(
     return process, action
 
 
+def terminate(process: subprocess.Popen) -> None:
+    """SIGTERM to a running daemon's session (start_daemon starts it in one of its own)."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def undo_now(journal: Journal, action: dict | None) -> list[str]:
+    """Undo a journalled action now, if there is one: its error, or none."""
+    err = journal.undo(action) if action is not None else None
+    return [err] if err else []
+
+
+def reap(process: subprocess.Popen, timeout_s: float) -> None:
+    """Wait for a daemon to exit; SIGKILL its session if it has not within `timeout_s`."""
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @dataclass
 class Variant:
     name: str
@@ -260,27 +284,13 @@ class Variant:
         return self.process is None or self.process.poll() is None
 
     def stop(self, journal: Journal) -> list[str]:
-        errors = []
         if self.process is not None:
-            if self.process.poll() is None:
-                try:
-                    os.killpg(self.process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                    self.process.wait()
-            if self._daemon_action in journal.actions:
-                journal.actions.remove(self._daemon_action)
-                journal.update(self._daemon_action)
+            terminate(self.process)
+            reap(self.process, timeout_s=10)
+            journal.forget(self._daemon_action)
             self._daemon_action = None
-        if self._journal_action is not None:
-            err = journal.undo(self._journal_action)
-            if err:
-                errors.append(err)
-            self._journal_action = None
+        errors = undo_now(journal, self._journal_action)
+        self._journal_action = None
         return errors
 
 

@@ -92,6 +92,22 @@ def verify(role: str, source: dict, path: str, where: str) -> None:
         )
 
 
+def fetch_verified(role: str, source: dict, url: str, download_dir: str, dest: str, timeout: int, fetch) -> str:
+    """URL into DEST (in download_dir), checked against the source's pin: "" when done, else
+    why it could not be fetched. Raises SourceError, and removes DEST, when its sha256 differs."""
+    os.makedirs(download_dir, exist_ok=True)
+    try:
+        fetch(url, dest, timeout)
+    except Exception as exc:  # noqa: BLE001 - any failure to fetch is reported, with its reason
+        return re.sub(r"\s+", " ", str(exc)).strip() or type(exc).__name__
+    try:
+        verify(role, source, dest, f"fetched from {url}")
+    except SourceError:
+        os.unlink(dest)
+        raise
+    return ""
+
+
 def in_mirror(sources: list[dict], mirror: str) -> tuple[dict | None, str]:
     """The first source whose file is in the mirror, and a note on the mirror for the reason."""
     if not mirror:
@@ -121,18 +137,10 @@ def from_url_mirror(
             return {**s, "origin": "mirror", "path": dest, "fetched": False}, ""
         if check_mode:
             return {**s, "origin": "mirror", "path": dest, "fetched": True}, ""
-        os.makedirs(download_dir, exist_ok=True)
-        try:
-            fetch(url, dest, timeout)
-        except Exception as exc:  # noqa: BLE001 - a file the mirror lacks: the next source
-            reason = re.sub(r"\s+", " ", str(exc)).strip() or type(exc).__name__
+        reason = fetch_verified(role, s, url, download_dir, dest, timeout, fetch)
+        if reason:  # a file the mirror lacks: the next source
             notes.append(f"{url} ({reason})")
             continue
-        try:
-            verify(role, s, dest, f"fetched from {url}")
-        except SourceError:
-            os.unlink(dest)
-            raise
         return {**s, "origin": "mirror", "path": dest, "fetched": True}, ""
     return None, f"corun_mirror {mirror} serves none of them: {'; '.join(notes)}"
 
@@ -183,18 +191,10 @@ def choose(
             os.unlink(dest)  # the download folder is ours: fetch it again, and check that
         if check_mode:
             return {**s, "origin": "download", "path": dest}, True, ""
-        os.makedirs(download_dir, exist_ok=True)
-        try:
-            fetch(s["url"], dest, timeout)
-        except Exception as exc:  # noqa: BLE001 - any failure to fetch is reported, with its reason
-            reason = re.sub(r"\s+", " ", str(exc)).strip() or type(exc).__name__
+        reason = fetch_verified(role, s, s["url"], download_dir, dest, timeout, fetch)
+        if reason:
             failures.append(f"{s['url']} cannot be fetched ({reason})")
             continue
-        try:
-            verify(role, s, dest, f"fetched from {s['url']}")
-        except SourceError:
-            os.unlink(dest)
-            raise
         return {**s, "origin": "download", "path": dest}, True, ""
     files = " or ".join(f"{s['file']} (sha256 {s['sha256']})" for s in sources)
     why = "; ".join([mirror_note] + (failures or ["no source has a URL"]))
