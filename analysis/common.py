@@ -1,5 +1,5 @@
 """Helpers shared by the analysis modules: schema validation with one-line errors, atomic writes,
-input tables read with one-line errors, the runs' checks and the setup table (the paper's setup
+input tables and JSON files read with one-line errors, the runs' checks and the setup table (the paper's setup
 beside ours, compared and never judged: verdicts are analysis.verdicts' alone)."""
 
 from __future__ import annotations
@@ -50,6 +50,18 @@ def validate(instance: object, schema_name: str, source: str) -> None:
     if error is not None:
         key, value, expected = describe_error(error)
         raise AnalysisInputError(f"{source}: {key or '(top level)'}: {_shown(value)} (expected {expected})")
+
+
+def read_json(path: str | os.PathLike, not_found: str) -> object:
+    """A JSON file's content; a missing file is the one-line error `<path>: <not_found>`, an
+    unreadable one `<path>: not readable JSON (...)`."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AnalysisInputError(f"{path}: {not_found}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AnalysisInputError(f"{path}: not readable JSON ({exc})") from None
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:

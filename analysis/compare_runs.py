@@ -95,20 +95,15 @@ def exclusion(rec: runindex.RunRecord, include_alone: bool = False) -> str | Non
         return "warm-up run"
     if not include_alone and str(rec.keys.get("labels.kind")) == "alone":
         return "a T_alone run (labels.kind alone), not a run of the variant under load"
-    start = rec.keys.get("variant_verified_at_start", rec.keys.get("scheduler.verified"))
-    if start is not True:
-        return (
-            "variant not verified in effect at the start"
-            if start is False
-            else "variant verification at the start not recorded"
-        )
-    end = rec.keys.get("variant_verified_at_end", rec.keys.get("scheduler.verified_at_end"))
-    if end is not True:
-        return (
-            "variant not verified in effect at the end"
-            if end is False
-            else "variant verification at the end not recorded"
-        )
+    for when, key, alt_key in (
+        ("start", "variant_verified_at_start", "scheduler.verified"),
+        ("end", "variant_verified_at_end", "scheduler.verified_at_end"),
+    ):
+        verified = rec.keys.get(key, rec.keys.get(alt_key))
+        if verified is not True:
+            if verified is False:
+                return f"variant not verified in effect at the {when}"
+            return f"variant verification at the {when} not recorded"
     status = rec.keys.get("status")
     if status not in (None, "ok"):
         return f"status {status}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -13,7 +14,7 @@ from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from corun.util import atomic_path  # noqa: E402
 
-__all__ = ["plt", "save_png", "no_data", "log2_k_axis"]
+__all__ = ["plt", "save_png", "no_data", "log2_k_axis", "ci_errorbar"]
 
 
 def log2_k_axis(ax, ks: list[int]) -> None:
@@ -27,6 +28,15 @@ def log2_k_axis(ax, ks: list[int]) -> None:
         ax.set_xlim(ks[0] / 1.5, ks[0] * 1.5)
     else:
         ax.set_xlim(ks[0] / 1.2, ks[-1] * 1.2)
+
+
+def ci_errorbar(ax, x, y, low, high, **style) -> None:
+    """Points y at x with error bars from low to high (a confidence interval; a NaN bound draws no
+    bar, a bound on the wrong side of y a zero one), drawn alike in every figure that has them."""
+    y = np.asarray(y, float)
+    below = np.clip(y - np.asarray(low, float), 0, None)
+    above = np.clip(np.asarray(high, float) - y, 0, None)
+    ax.errorbar(x, y, yerr=np.nan_to_num(np.vstack([below, above])), marker="o", ms=4, capsize=3, lw=1.5, **style)
 
 
 def no_data(ax, text: str) -> None:

@@ -29,7 +29,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from analysis.common import AnalysisInputError, fmt_num, validate, write_atomic
+from analysis.common import AnalysisInputError, fmt_num, read_json, validate, write_atomic
 from corun import __version__ as CORUN_VERSION
 from corun.errors import one_line_errors
 
@@ -83,12 +83,7 @@ nav ul{columns:2}
 def load_section(path: str | os.PathLike) -> dict:
     """Read and validate one section.json; one-line errors name the file and the key."""
     path = Path(path)
-    try:
-        section = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AnalysisInputError(f"{path}: not found (expected a section.json)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnalysisInputError(f"{path}: not readable JSON ({exc})") from None
+    section = read_json(path, "not found (expected a section.json)")
     validate(section, "section.schema.json", str(path))
     base = path.parent
     for i, fig in enumerate(section["figures"]):

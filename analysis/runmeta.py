@@ -7,24 +7,18 @@ A key the runner did not record stays None (the report shows "not recorded"); no
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from analysis.common import AnalysisInputError
+from analysis.common import AnalysisInputError, read_json
 
 
 def load_metadata(path: str | os.PathLike) -> dict:
     """Read one metadata.json; a missing or malformed file is a one-line error naming it."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AnalysisInputError(f"{path}: run metadata not found (expected a metadata.json)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnalysisInputError(f"{path}: not readable JSON ({exc})") from None
+    data = read_json(path, "run metadata not found (expected a metadata.json)")
     if not isinstance(data, dict):
         raise AnalysisInputError(f"{path}: (top level): {type(data).__name__} (expected an object)")
     return data

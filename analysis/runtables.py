@@ -42,6 +42,7 @@ from analysis.common import (
     check_columns,
     check_ints,
     dumps_json,
+    fmt_num,
     read_csv,
     resolve_run_paths,
     table_to_csv,
@@ -323,6 +324,14 @@ def throttle_values(runs: pd.DataFrame) -> list[float]:
     """Distinct read caps (B/s) of the runs; empty when no run was throttled."""
     values = pd.to_numeric(runs["throttle_read_bps"], errors="coerce")
     return sorted(float(v) for v in values.dropna().unique() if v > 0)
+
+
+def throttle_note(caps: list[float], consequence: str, lead: str = "Runs throttled to a read cap of") -> list[str]:
+    """The report note on the runs' read caps (throttle_values, B/s): `<lead> <caps in MB/s><consequence>`;
+    no note when no run was throttled."""
+    if not caps:
+        return []
+    return [f"{lead} " + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps) + consequence]
 
 
 def device_note(metadata_paths: list) -> str:

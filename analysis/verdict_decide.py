@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -55,29 +56,23 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
         + (f" [{fmt_num(s_lo)}, {fmt_num(s_hi)}]" if math.isfinite(lo) else "")
         + f", n = {n}"
     )
-    base = dict(estimate=s_est, ci_low=s_lo, ci_high=s_hi, n=n, measured=measured, runs=runs)
+    row = partial(
+        make_row, cid, claim, looks, estimate=s_est, ci_low=s_lo, ci_high=s_hi, n=n, measured=measured, runs=runs
+    )
     if n < claim["min_reps"]:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             reps_needed=claim["min_reps"],
             why=f"n = {n}{at}: the claim needs at least {claim['min_reps']} pairs.{note}",
         )
     if attainable is not None and attainable >= alpha:
         need = next((k for k in range(n + 1, 64) if stats.signed_rank_attainable_p(k) < alpha), None)
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             reps_needed=need,
             why=f"with n = {n} the signed-rank test's smallest p is {fmt_num(attainable)}, not below "
             f"{fmt_num(alpha)}: no data could decide.{note}",
         )
     if not math.isfinite(lo):
-        return make_row(cid, claim, looks, **base, reps_needed=None, why=f"no interval from n = {n}{at}.{note}")
+        return row(reps_needed=None, why=f"no interval from n = {n}{at}.{note}")
     mag = None
     paper = None if fallback else paper_on_effect_scale(claim)
     if paper is not None:
@@ -89,22 +84,14 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
         lo2, hi2 = _interval(effects, claim["test"], 1 - 2 * alpha)[1:3]
         band_text = f"[{fmt_num(shown(-band))}, {fmt_num(shown(band))}]"
         if math.isfinite(lo2) and -band < lo2 and hi2 < band:
-            return make_row(
-                cid,
-                claim,
-                looks,
-                **base,
+            return row(
                 outcome=REPRODUCED,
                 in_magnitude=None,
                 why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval [{fmt_num(shown(lo2))}, "
                 f"{fmt_num(shown(hi2))}] lies inside the margin {band_text}{at}.{note}",
             )
         if lo > band or hi < -band:
-            return make_row(
-                cid,
-                claim,
-                looks,
-                **base,
+            return row(
                 outcome=CONTRADICTED,
                 why=f"the interval lies wholly outside the margin {band_text}{at}: a change.{note}",
             )
@@ -119,22 +106,14 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
                 if need
                 else "; the change measured sits at the margin: no number of reps would decide"
             )
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             reps_needed=need,
             why=f"the interval is not inside the margin {band_text}{at}{said}.{note}",
         )
     on_paper_side = hi < null if expect == "less" else lo > null
     on_other_side = lo > null if expect == "less" else hi < null
     if on_paper_side:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             outcome=REPRODUCED,
             in_magnitude=mag,
             why=f"the interval lies {side_text} {fmt_num(shown_null)}{at}"
@@ -148,11 +127,7 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
             + f".{note}",
         )
     if on_other_side:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             outcome=CONTRADICTED,
             in_magnitude=False if mag is not None else None,
             why=f"the interval lies {'above' if expect == 'less' else 'below'} {fmt_num(shown_null)}{at}, "
@@ -161,11 +136,7 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
     need = stats.reps_to_exclude(effects, 0.0, 1 - alpha)
     if claim["test"] == "wilcoxon" and need is not None:
         need = max(need, next((k for k in range(2, 64) if stats.signed_rank_attainable_p(k) < alpha), need))
-    return make_row(
-        cid,
-        claim,
-        looks,
-        **base,
+    return row(
         reps_needed=need,
         why=f"the interval contains {fmt_num(shown_null)}{at}"
         + (
@@ -201,13 +172,20 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
         + (f" [{fmt_num(shown(lo))}, {fmt_num(shown(hi))}]" if math.isfinite(lo) else "")
         + f", n = {len(hv)} + {len(bv)}"
     )
-    base = dict(estimate=shown(est), ci_low=shown(lo), ci_high=shown(hi), n=n, measured=measured, runs=runs)
+    row = partial(
+        make_row,
+        cid,
+        claim,
+        looks,
+        estimate=shown(est),
+        ci_low=shown(lo),
+        ci_high=shown(hi),
+        n=n,
+        measured=measured,
+        runs=runs,
+    )
     if n < claim["min_reps"] or not math.isfinite(lo):
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             reps_needed=max(claim["min_reps"], n + 1),
             why=f"n = {len(hv)} and {len(bv)}{at}: each set needs at least {claim['min_reps']} runs.{note}",
         )
@@ -217,29 +195,17 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
         lo2, hi2 = lo2 - shift, hi2 - shift
         band_text = f"[{fmt_num(shown(-band))}, {fmt_num(shown(band))}]"
         if -band < lo2 and hi2 < band:
-            return make_row(
-                cid,
-                claim,
-                looks,
-                **base,
+            return row(
                 outcome=REPRODUCED,
                 why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval lies inside the margin {band_text}{at}.{note}",
             )
         if lo > band or hi < -band:
-            return make_row(
-                cid,
-                claim,
-                looks,
-                **base,
+            return row(
                 outcome=CONTRADICTED,
                 why=f"the interval lies wholly outside the margin {band_text}{at}: a change.{note}",
             )
         need = stats.reps_unpaired(b - shift, h, 1 - alpha, margin=band)
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             reps_needed=need,
             why=f"the interval is not inside the margin {band_text}{at}"
             + (f"; about {need} runs per set would show it" if need else "")
@@ -249,30 +215,18 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
     on_other_side = lo > 0 if expect == "less" else hi < 0
     side = "below" if expect == "less" else "above"
     if on_paper_side:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             outcome=REPRODUCED,
             why=f"the interval lies {side} {fmt_num(null_shown)}{at}.{note}",
         )
     if on_other_side:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             outcome=CONTRADICTED,
             why=f"the interval lies {'above' if expect == 'less' else 'below'} {fmt_num(null_shown)}{at}, "
             f"against the expected direction.{note}",
         )
     need = stats.reps_unpaired(b, h - shift, 1 - alpha) if not log else stats.reps_unpaired(b + shift, h, 1 - alpha)
-    return make_row(
-        cid,
-        claim,
-        looks,
-        **base,
+    return row(
         reps_needed=need,
         why=f"the interval contains {fmt_num(null_shown)}{at}"
         + (
@@ -294,60 +248,40 @@ def decide_trend(cid, claim, looks, info, runs, at, alpha) -> dict:
     alt = "greater" if claim["expect"] == "increasing" else "less"
     other = "less" if alt == "greater" else "greater"
     t = stats.rank_trend(list(x), list(y), alt)
-    base = dict(n=n, runs=runs)
+    row = partial(make_row, cid, claim, looks, n=n, runs=runs)
     if t["rho"] is None:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             measured=f"no spread over {n} points",
             why=f"{n} points{at} with no spread in {x_col} or {claim['metric']}.",
         )
     rho = t["rho"]
     lo, hi = stats.rho_interval(rho, n, 1 - alpha)
     measured = f"rho {fmt_num(rho)}" + (f" [{fmt_num(lo)}, {fmt_num(hi)}]" if math.isfinite(lo) else "") + f", n = {n}"
-    base.update(estimate=rho, ci_low=lo, ci_high=hi, measured=measured)
+    row = partial(row, estimate=rho, ci_low=lo, ci_high=hi, measured=measured)
     if t["attainable_p"] >= alpha:
         per_rep = _points_per_rep(frame, claim)
         # as many points as a perfect ranking needs to reach the level, or the power estimate's
         need = max(stats.points_for_trend(rho, alpha) or 0, stats.points_to_reach(alpha, n, t["attainable_p"]))
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             reps_needed=math.ceil(need / per_rep) if need and per_rep else None,
             why=f"with these {n} points even a perfect ranking gives p = {fmt_num(t['attainable_p'])}, "
             f"not below {fmt_num(alpha)}.",
         )
     if t["p"] < alpha:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             outcome=REPRODUCED,
             why=f"one-sided permutation p = {fmt_num(t['p'])} < {fmt_num(alpha)}{at}.",
         )
     t2 = stats.rank_trend(list(x), list(y), other)
     if t2["p"] is not None and t2["p"] < alpha:
-        return make_row(
-            cid,
-            claim,
-            looks,
-            **base,
+        return row(
             outcome=CONTRADICTED,
             why=f"the trend goes the other way: one-sided p = {fmt_num(t2['p'])} < {fmt_num(alpha)}{at}.",
         )
     per_rep = _points_per_rep(frame, claim)
     need = stats.points_for_trend(rho, alpha)
     reps = math.ceil(need / per_rep) if need and per_rep else None
-    return make_row(
-        cid,
-        claim,
-        looks,
-        **base,
+    return row(
         reps_needed=reps,
         why=f"one-sided p = {fmt_num(t['p'])}, not below {fmt_num(alpha)}{at}"
         + (

@@ -101,13 +101,11 @@ def summary_and_notes(
         parts = [p for p in parts if p]
         if parts:
             notes.append(f"Workload {_name(w)} " + "; ".join(parts) + ".")
-    caps = rt.throttle_values(runs)
-    if caps:
-        notes.append(
-            "Runs throttled to a read cap of "
-            + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps)
-            + " (an emulated slower device): the absolute slowdown depends on the cap."
+    notes.extend(
+        rt.throttle_note(
+            rt.throttle_values(runs), " (an emulated slower device): the absolute slowdown depends on the cap."
         )
+    )
     notes.append("Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().astype(str).unique())) + ".")
     notes.append(rt.device_note(inputs.metadata_paths))
     notes.extend(run_checks(inputs.jobs, runs))

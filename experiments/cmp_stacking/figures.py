@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.common import fmt_num
-from analysis.figures import log2_k_axis, no_data, plt, save_png
+from analysis.figures import ci_errorbar, log2_k_axis, no_data, plt, save_png
 
 FIG_NAME = "fig1_normalized_runtime.png"
 
@@ -25,18 +25,13 @@ def plot_fig1(table: pd.DataFrame, path: str | os.PathLike, tol_pct: float | Non
         if g.empty:
             continue
         drawn += 1
-        y = g["normalized_runtime"].to_numpy()
-        low = np.clip(y - g["ci95_low"].to_numpy(), 0, None)
-        high = np.clip(g["ci95_high"].to_numpy() - y, 0, None)
-        ax.errorbar(
+        ci_errorbar(
+            ax,
             g["k"].to_numpy() * 2.0**dx,
-            y,
-            yerr=np.nan_to_num(np.vstack([low, high])),
+            g["normalized_runtime"],
+            g["ci95_low"],
+            g["ci95_high"],
             color=color,
-            marker="o",
-            ms=4,
-            capsize=3,
-            lw=1.5,
             label=f"#{wid} {workload}" if pd.notna(wid) else workload,
         )
     if not drawn:

@@ -218,14 +218,13 @@ def analyse(inputs: Inputs) -> Result:
         "Variants other than the two compared appear in improvement.csv and the figures, without claims: the "
         "paper has no numbers for them.",
         *run_checks(jobs, runs),
+        *rt.throttle_note(
+            caps,
+            ": requests over the cap wait in the cgroup's throttle before the device queue, where iostat "
+            "cannot see them.",
+            lead="The runs share a cgroup read cap of",
+        ),
     ]
-    if caps:
-        notes.append(
-            "The runs share a cgroup read cap of "
-            + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps)
-            + ": requests over the cap wait in the cgroup's throttle before the device queue, where iostat "
-            "cannot see them."
-        )
 
     figures = [
         Figure(

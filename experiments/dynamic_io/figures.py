@@ -24,6 +24,14 @@ def workload_name(w: str | None) -> str:
     return f"#{int(w[1:])}" if w and w[1:].isdigit() else str(w)
 
 
+def legend_or_note(ax, drawn: bool, note: str, fontsize: int = 8) -> None:
+    """The legend of what was drawn, or the note saying why nothing was."""
+    if drawn:
+        ax.legend(fontsize=fontsize)
+    else:
+        no_data(ax, note)
+
+
 def plot_improvement(improvement: pd.DataFrame, baseline: str, variants: list[str], path: Path) -> None:
     """Figs. 16, 17, 20: improvement over the baseline per workload, one bar per variant."""
     t = improvement
@@ -90,10 +98,7 @@ def plot_latency(
             mean = weighted(s[col], s["req"])
             ax.plot(s["t_s"], s[col], marker=".", lw=1.2, color=color, label=f"{who} (mean {fmt_num(mean)} ms)")
             drawn = True
-        if drawn:
-            ax.legend(fontsize=8)
-        else:
-            no_data(ax, "no paired runs with iostat intervals")
+        legend_or_note(ax, drawn, "no paired runs with iostat intervals")
         ax.set_xlabel("time since the run start (s)")
         ax.set_ylabel("ms per request")
         ax.set_title(title, fontsize=9)
@@ -114,10 +119,7 @@ def plot_per_job(means: pd.DataFrame, w: str, baseline: str, variant: str, path:
         if len(g):
             ax.plot(g["job_index"], g["runtime_s"], marker=marker, ls="", color=color, label=who, ms=4)
             drawn = True
-    if drawn:
-        ax.legend(fontsize=8)
-    else:
-        no_data(ax, "no runs of this workload")
+    legend_or_note(ax, drawn, "no runs of this workload")
     ax.set_xlabel("job (submit order)")
     ax.set_ylabel("runtime T_k-c (s), mean over reps")
     ax.set_title(f"Per-job runtimes, workload {workload_name(w)}. Compare {fig_name}", fontsize=10)
@@ -147,10 +149,7 @@ def plot_suspended(by_run: pd.DataFrame, decisions: dict, variants: list[str], p
                 ax.step(dec["t_s"], y, where="post", color=col[v], label=v)
                 drawn = True
                 break
-        if drawn:
-            ax.legend(fontsize=7)
-        else:
-            no_data(ax, "no decision log (sched/state/decisions.jsonl) of a scheduler daemon")
+        legend_or_note(ax, drawn, "no decision log (sched/state/decisions.jsonl) of a scheduler daemon", fontsize=7)
         ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]))
         ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_ylabel("jobs suspended\nor throttled")

@@ -119,14 +119,12 @@ def analyse(inputs: Inputs) -> Result:
         notes.append("The page cache was dropped before each run with caches_dropped set.")
     if cal is not None and cal.get("skipped"):
         notes.append(f"The emulated disk was not calibrated: {cal['skipped']}.")
-    caps = rt.throttle_values(inputs.runs)
-    if caps:
-        notes.append(
-            "Runs throttled to a read cap of "
-            + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps)
-            + ": paging I/O waits in the cgroup before the device queue, which PSI io sees and iostat "
-            "does not."
+    notes.extend(
+        rt.throttle_note(
+            rt.throttle_values(inputs.runs),
+            ": paging I/O waits in the cgroup before the device queue, which PSI io sees and iostat does not.",
         )
+    )
     return Result(
         summary=summary,
         evidence={"runs": by_run},

@@ -96,15 +96,13 @@ def summary_and_notes(table: pd.DataFrame, evidence: dict, inputs: Inputs, workl
         "saturates, so svc underestimates and waiting (await - svc) overestimates the true split.",
         "PSI io some/full: share of wall time in which some/all non-idle tasks stalled on I/O, "
         "mean over the run's PSI intervals weighted by their length, reps pooled.",
-    ]
-    if caps:
-        notes.append(
-            "Runs throttled to a read cap of "
-            + ", ".join(f"{fmt_num(c / 1e6)} MB/s" for c in caps)
-            + ": a request over the cap waits in the cgroup's blk-throttle queue BEFORE it "
+        *rt.throttle_note(
+            caps,
+            ": a request over the cap waits in the cgroup's blk-throttle queue BEFORE it "
             "reaches the device queue. iostat measures only the device side (await, %util), so "
-            "that wait is not in the waiting time above; PSI io and the runtimes include it."
-        )
+            "that wait is not in the waiting time above; PSI io and the runtimes include it.",
+        ),
+    ]
     notes.append("Scheduler variant: " + ", ".join(sorted(runs["variant"].dropna().astype(str).unique())) + ".")
     notes.append(rt.device_note(inputs.metadata_paths))
     if "jobs_per_cmp" in inputs.jobs.columns:

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from analysis.figures import no_data, plt, save_png
+from analysis.figures import ci_errorbar, no_data, plt, save_png
 from experiments.llc_miss.metrics import ACCESS, MISS
 
 
@@ -43,19 +43,7 @@ def plot_fig2(points: pd.DataFrame, path: str | os.PathLike) -> None:
         if g.empty:
             continue
         y = g["cc_cost_pct"].to_numpy(float)
-        low = np.clip(y - g["ci95_low_pct"].to_numpy(float), 0, None)
-        high = np.clip(g["ci95_high_pct"].to_numpy(float) - y, 0, None)
-        ax.errorbar(
-            g[axis],
-            y,
-            yerr=np.nan_to_num(np.vstack([low, high])),
-            color=color,
-            marker="o",
-            ms=4,
-            capsize=3,
-            lw=1.5,
-            label=f"k = {k}",
-        )
+        ci_errorbar(ax, g[axis], y, g["ci95_low_pct"], g["ci95_high_pct"], color=color, label=f"k = {k}")
         for x, v, nops in zip(g[axis], y, g["nops"]):
             ax.annotate(f"nops {nops}", (x, v), textcoords="offset points", xytext=(4, 4), fontsize=7)
         xs.extend(g[axis].tolist())

@@ -68,6 +68,19 @@ PMU_REASON_DEFAULT = "no perf table for the run (perf monitor disabled)"
 # sais_mark's counters (schedulers/irq_steering/bpf/sais_mark.bpf.c, sais_stats), as the run records them
 MARK_COUNTERS_FILE = Path("sched") / "state" / "sais_mark_counters.json"
 MARK_COUNTERS = ("stamped", "recorded", "reflected", "steered", "foreign")
+# the model's values (sais_model.evaluate) in model.csv, in this order
+MODEL_COLUMNS = (
+    "alpha",
+    "eq3_balance_lower_s",
+    "eq4_source_aware_s",
+    "eq5_source_aware_s",
+    "eq6_balance_lower_s",
+    "eq7_max_requests_per_s",
+    "eq8_source_aware_lower_s",
+    "eq8_source_aware_upper_s",
+    "eq9_difference_lower_s",
+    "m_over_p",
+)
 
 
 # ----------------------------------------------------------------------------- per run
@@ -368,16 +381,7 @@ def model_table(
             p_s=p_s,
             m_s=m_s,
             n_r=n_r,
-            alpha=ev["alpha"],
-            eq3_balance_lower_s=ev["eq3_balance_lower_s"],
-            eq4_source_aware_s=ev["eq4_source_aware_s"],
-            eq5_source_aware_s=ev["eq5_source_aware_s"],
-            eq6_balance_lower_s=ev["eq6_balance_lower_s"],
-            eq7_max_requests_per_s=ev["eq7_max_requests_per_s"],
-            eq8_source_aware_lower_s=ev["eq8_source_aware_lower_s"],
-            eq8_source_aware_upper_s=ev["eq8_source_aware_upper_s"],
-            eq9_difference_lower_s=ev["eq9_difference_lower_s"],
-            m_over_p=ev["m_over_p"],
+            **{c: ev[c] for c in MODEL_COLUMNS},
             model_note="; ".join(f"{a}: {b}" for a, b in ev["missing"].items()),
         )
         rows.append(row)

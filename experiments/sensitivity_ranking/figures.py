@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.common import fmt_num
-from analysis.figures import plt, save_png
+from analysis.figures import ci_errorbar, plt, save_png
 from experiments.sensitivity_ranking.metrics import CONTROL_LABEL, control_group
 
 FIG_NAME = "fig14_degradation.png"
@@ -28,15 +28,11 @@ def plot_fig14(table: pd.DataFrame, path: str | os.PathLike, tol_pct: float | No
     for dx, (group, demand) in zip(dodge, order.items()):
         g = known[known["group"] == group].sort_values("k")
         g = g[g["degradation_pct"].notna()]
-        y = g["degradation_pct"].to_numpy()
-        low = np.clip(y - g["ci95_low_pct"].to_numpy(), 0, None)
-        high = np.clip(g["ci95_high_pct"].to_numpy() - y, 0, None)
-        yerr = np.nan_to_num(np.vstack([low, high]))
         if group == control:
             style = {"color": "black", "ls": "--", "zorder": 3, "label": CONTROL_LABEL}
         else:
             style = {"color": next(colors), "label": f"{fmt_num(demand)}"}
-        ax.errorbar(g["k"] + dx, y, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, **style)
+        ci_errorbar(ax, g["k"] + dx, g["degradation_pct"], g["ci95_low_pct"], g["ci95_high_pct"], **style)
     if tol_pct is not None:
         ax.axhline(tol_pct, color="grey", ls="--", lw=1, label=f"tolerance {fmt_num(tol_pct)} %")
     ax.axhline(0, color="black", lw=0.6)
