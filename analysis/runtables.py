@@ -425,6 +425,24 @@ def run_status(jobs: pd.DataFrame, runs: pd.DataFrame, valid: pd.Series) -> pd.D
     return pd.DataFrame(rows, columns=["run_id", "n_jobs", "n_failed", "failed", "failed_reason"])
 
 
+def run_means(jobs: pd.DataFrame, runs: pd.DataFrame, valid: pd.Series, column: str = "runtime_s") -> dict:
+    """Per run of runs.csv, by run_id: n_jobs, n_failed, mean_<column> over its valid jobs (NaN
+    when none), failed, failed_reason (run_status: a failed run is never a point of a claim)."""
+    ok = jobs[valid]
+    means = ok.groupby(ok["run_id"].astype(str))[column].mean()
+    out = {}
+    for s in run_status(jobs, runs, valid).to_dict("records"):
+        rid = s["run_id"]
+        out[rid] = {
+            "n_jobs": int(s["n_jobs"]),
+            "n_failed": int(s["n_failed"]),
+            f"mean_{column}": float(means.get(rid, math.nan)),
+            "failed": bool(s["failed"]),
+            "failed_reason": s["failed_reason"],
+        }
+    return out
+
+
 def ratio_to_k1(per_run: pd.DataFrame, by: list[str], metrics: dict[str, str]) -> pd.DataFrame:
     """Each run at k > 1 over the k = 1 run of the same group (the columns `by`) and rep: the
     ratio paired by rep, one row per run at k > 1.

@@ -201,30 +201,13 @@ def workload_summary(table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
 
 def per_run(jobs: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run: its labels, the mean runtime of its valid jobs, whether it failed."""
-    valid = rt.valid_jobs_mask(jobs, check_required=False)
-    status = rt.run_status(jobs, runs, valid).set_index("run_id")
-    ids = jobs["run_id"].astype(str)
-    ok = jobs[valid]
-    means = ok.groupby(ok["run_id"].astype(str))["runtime_s"].mean()
-    wid = jobs.groupby(ids)["workload_id"].first()
+    means = rt.run_means(jobs, runs, rt.valid_jobs_mask(jobs, check_required=False))
+    wid = jobs.groupby(jobs["run_id"].astype(str))["workload_id"].first()
     rows = []
     for _, r in runs.iterrows():
         rid = str(r["run_id"])
-        s = status.loc[rid]
-        rows.append(
-            {
-                "run_id": rid,
-                "workload_id": wid.get(rid, pd.NA),
-                "workload": r["workload"],
-                "k": int(r["k"]),
-                "rep": int(r["rep"]),
-                "n_jobs": int(s["n_jobs"]),
-                "n_failed": int(s["n_failed"]),
-                "mean_runtime_s": float(means.get(rid, math.nan)),
-                "failed": bool(s["failed"]),
-                "failed_reason": s["failed_reason"],
-            }
-        )
+        labels = {"workload_id": wid.get(rid, pd.NA), "workload": r["workload"], "k": int(r["k"]), "rep": int(r["rep"])}
+        rows.append({"run_id": rid, **labels, **means[rid]})
     out = pd.DataFrame(rows, columns=RUN_TABLE_COLUMNS)
     out["workload_id"] = out["workload_id"].astype("Int64")
     out["failed"] = out["failed"].astype(bool)

@@ -419,28 +419,13 @@ def threshold(table: pd.DataFrame, tol_pct: float, throttle_read_bps: float | No
 
 def per_run(jobs: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run: group, k, rep, the mean runtime of its valid jobs, whether it failed."""
-    status = rt.run_status(jobs, runs, valid_jobs_mask(jobs)).set_index("run_id")
-    ok = jobs[valid_jobs_mask(jobs)]
-    means = ok.groupby(ok["run_id"].astype(str))["runtime_s"].mean()
+    means = rt.run_means(jobs, runs, valid_jobs_mask(jobs))
     target = jobs.groupby("group")["demand_target_mb_s"].first()
     rows = []
     for _, r in runs.iterrows():
-        rid = str(r["run_id"])
-        s = status.loc[rid]
-        rows.append(
-            {
-                "run_id": rid,
-                "group": int(r["group"]),
-                "k": int(r["k"]),
-                "rep": int(r["rep"]),
-                "demand_target_mb_s": float(target.get(int(r["group"]), math.nan)),
-                "n_jobs": int(s["n_jobs"]),
-                "n_failed": int(s["n_failed"]),
-                "mean_runtime_s": float(means.get(rid, math.nan)),
-                "failed": bool(s["failed"]),
-                "failed_reason": s["failed_reason"],
-            }
-        )
+        rid, group = str(r["run_id"]), int(r["group"])
+        labels = {"group": group, "k": int(r["k"]), "rep": int(r["rep"])}
+        rows.append({"run_id": rid, **labels, "demand_target_mb_s": float(target.get(group, math.nan)), **means[rid]})
     out = pd.DataFrame(rows)
     return out.sort_values(["group", "k", "rep"], kind="stable").reset_index(drop=True)
 
