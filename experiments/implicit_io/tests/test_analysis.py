@@ -19,6 +19,7 @@ from analysis.verdicts import judge
 from experiments import PAPERS_DIR, registry
 from experiments.implicit_io import analysis as imp
 from experiments.implicit_io import metrics as m
+from tests.emulators.disk_helpers import calibration_check, qd1_latency_pass
 
 FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "implicit_io"
@@ -287,22 +288,8 @@ def calibration(tmp_path, verdict: str) -> Path:
     cal = {
         "preset": "sata_7200_2010",
         "checks": [
-            {
-                "check": "qd1 random 4k latency",
-                "measured": 13.1,
-                "expected": 12.67,
-                "unit": "ms",
-                "tolerance": "+-10 %",
-                "verdict": "PASS",
-            },
-            {
-                "check": "completion lateness p99",
-                "measured": 5.63,
-                "expected": "< 2",
-                "unit": "ms",
-                "tolerance": "p99 < 2 ms",
-                "verdict": verdict,
-            },
+            qd1_latency_pass(),
+            calibration_check("completion lateness p99", 5.63, "< 2", "ms", "p99 < 2 ms", verdict),
         ],
     }
     path = tmp_path / f"calibration_{verdict}.json"
