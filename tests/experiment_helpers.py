@@ -1,0 +1,36 @@
+"""What the experiments' own tests (experiments/<name>/tests/) share: a configuration of the smoke
+profile with one experiment's section changed, and the profiles validated."""
+
+import pytest
+
+from corun.errors import ConfigError
+from corun.util import repo_root
+from experiments.config import profile_config, validate_config
+
+CONFIGS = repo_root() / "workflows" / "config"
+
+
+def cfg_with(experiment: str, section: dict) -> dict:
+    """The smoke profile with EXPERIMENT's section replaced by SECTION, validated (as test.yaml)."""
+    raw = profile_config(CONFIGS / "smoke.yaml")
+    raw[experiment] = section
+    return validate_config(raw, "test.yaml")
+
+
+def config_error(experiment: str, section: dict) -> str:
+    """The message of the ConfigError that cfg_with(EXPERIMENT, SECTION) raises."""
+    with pytest.raises(ConfigError) as e:
+        cfg_with(experiment, section)
+    return str(e.value)
+
+
+def validated_profiles(experiment: str):
+    """(name, validated configuration) of the smoke, local and paper profiles, each running
+    EXPERIMENT; the paper profile's cluster is a netns one (the testbed's inventory is not here)."""
+    for name in ("smoke", "local", "paper"):
+        raw = profile_config(CONFIGS / f"{name}.yaml")
+        if name == "paper":
+            raw[experiment]["cluster"] = {"kind": "netns"}
+        cfg = validate_config(raw, f"{name}.yaml")
+        assert experiment in cfg["experiments"]
+        yield name, cfg
