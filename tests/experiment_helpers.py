@@ -1,10 +1,16 @@
 """What the experiments' own tests (experiments/<name>/tests/) share: a configuration of the smoke
-profile with one experiment's section changed, and the profiles validated."""
+profile with one experiment's section changed, the profiles validated, and the analysis inputs
+read from a folder's tables."""
+
+import importlib
+from pathlib import Path
 
 import pytest
 
+from analysis.experiment import Inputs, read_inputs
 from corun.errors import ConfigError
 from corun.util import repo_root
+from experiments import PAPERS_DIR
 from experiments.config import profile_config, validate_config
 
 CONFIGS = repo_root() / "workflows" / "config"
@@ -34,3 +40,14 @@ def validated_profiles(experiment: str):
         cfg = validate_config(raw, f"{name}.yaml")
         assert experiment in cfg["experiments"]
         yield name, cfg
+
+
+def read_tables(experiment: str, tables: Path, **kw) -> Inputs:
+    """EXPERIMENT's analysis inputs from TABLES/jobs.csv and TABLES/runs.csv, read with its
+    analysis's column types; KW (files, config) as read_inputs takes them."""
+    analysis = importlib.import_module(f"experiments.{experiment}.analysis")
+    folder = repo_root() / "experiments" / experiment
+    jobs, runs = tables / "jobs.csv", tables / "runs.csv"
+    return read_inputs(
+        experiment, folder, PAPERS_DIR, jobs, runs, job_text=analysis.JOB_TEXT, run_text=analysis.RUN_TEXT, **kw
+    )

@@ -13,13 +13,14 @@ import pytest
 from analysis import report
 from analysis.claims import load_claims
 from analysis.common import AnalysisInputError
-from analysis.experiment import read_inputs, write
+from analysis.experiment import write
 from analysis.machine import here
 from analysis.verdicts import judge
 from experiments import PAPERS_DIR, registry
 from experiments.implicit_io import analysis as imp
 from experiments.implicit_io import metrics as m
 from tests.emulators.disk_helpers import calibration_check, qd1_latency_pass
+from tests.experiment_helpers import read_tables
 
 FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "implicit_io"
@@ -27,17 +28,7 @@ CLAIMS = load_claims(FOLDER / "claims.yaml", "implicit_io", PAPERS_DIR).claims
 
 
 def inputs_of(fixtures=FIXTURES, criterion=m.DEFAULT_CRITERION, files=None):
-    return read_inputs(
-        "implicit_io",
-        FOLDER,
-        PAPERS_DIR,
-        fixtures / "jobs.csv",
-        fixtures / "runs.csv",
-        job_text=imp.JOB_TEXT,
-        run_text=imp.RUN_TEXT,
-        files=files or {},
-        config={"implicit_io": {"criterion": criterion}},
-    )
+    return read_tables("implicit_io", fixtures, files=files or {}, config={"implicit_io": {"criterion": criterion}})
 
 
 def analysed(tmp_path, **kw):
