@@ -1,6 +1,6 @@
 """What the experiments' own tests (experiments/<name>/tests/) share: a configuration of the smoke
-profile with one experiment's section changed, the profiles validated, and the analysis inputs
-read from a folder's tables."""
+profile with one experiment's section changed, the profiles validated, the analysis inputs read
+from a folder's tables, and the columns every CMP stacking job row carries."""
 
 import importlib
 from pathlib import Path
@@ -51,3 +51,9 @@ def read_tables(experiment: str, tables: Path, **kw) -> Inputs:
     return read_inputs(
         experiment, folder, PAPERS_DIR, jobs, runs, job_text=analysis.JOB_TEXT, run_text=analysis.RUN_TEXT, **kw
     )
+
+
+def cmp_job_fields(i: int, k: int, rep: int, cmp: int, runtime_s: float, exit_code: int) -> dict:
+    """The columns of a CMP stacking job row that say where and how job I ran: K jobs stacked per
+    CMP, repetition REP, on CMP, its runtime and exit code."""
+    return {"k": k, "rep": rep, "cmp": cmp, "job_id": f"j{i}", "runtime_s": runtime_s, "exit_code": exit_code}

@@ -11,6 +11,7 @@ from analysis.common import AnalysisInputError, read_csv
 from experiments.sensitivity_ranking import analysis as sens
 from experiments.sensitivity_ranking import figures
 from experiments.sensitivity_ranking import metrics as m
+from tests.experiment_helpers import cmp_job_fields
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sensitivity"
 COLUMNS = m.JOB_COLUMNS
@@ -35,12 +36,7 @@ def make_jobs(rows):
             {
                 "run_id": f"g{group}-k{k}-r{rep}",
                 "group": group,
-                "k": k,
-                "rep": rep,
-                "cmp": cmp,
-                "job_id": f"j{i}",
-                "runtime_s": runtime,
-                "exit_code": exit_code,
+                **cmp_job_fields(i, k, rep, cmp, runtime, exit_code),
                 "demand_target_mb_s": 1.0 + group,
                 "jobs_per_cmp": 1,
                 "result_bw_mb_s": bw,
