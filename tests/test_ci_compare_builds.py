@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from corun.results import campaign
+from tests.ci_compare_checks import TINY_RUN_OPTIONS, gates_of_tiny_run
 
 PY = sys.executable
 GIT_ID = ["-c", "user.name=corun tests", "-c", "user.email=tests@corun.invalid", "-c", "commit.gpgsign=false"]
@@ -100,17 +101,11 @@ def test_arms_set_variant_env_and_labels(tmp_path):
         "base": {"variant": "v", "env": {"CORUN_SCHEDULERS_PATH": "elsewhere"}, "labels": {"build": "base"}},
         "head": {"variant": "v", "labels": {"build": "head"}},
     }
-    state = campaign.run_campaign(
-        spec,
-        ["base", "head"],
-        tmp_path / "camp",
-        reps=2,
-        warmup=1,
-        seed=3,
-        arms=arms,
-        runner=runner,
-        log=lambda s: None,
-    )
+
+    def run_campaign(folder, **kw):
+        return campaign.run_campaign(spec, ["base", "head"], tmp_path / folder, runner=runner, **kw)
+
+    state = run_campaign("camp", reps=2, warmup=1, seed=3, arms=arms, log=lambda s: None)
     assert len(calls) == 6 and all(s["scheduler"]["name"] == "v" for s, _ in calls)
     for s, env in calls:
         assert s["labels"]["variant"] == "v" and s["labels"]["build"] == s["labels"]["arm"]
@@ -118,9 +113,9 @@ def test_arms_set_variant_env_and_labels(tmp_path):
     assert state["arms"]["base"] == {"variant": "v", "labels": {"build": "base"}}  # no environment recorded
     arms["head"]["labels"]["build"] = "other"
     with pytest.raises(campaign.ConfigError, match="arms"):  # a resumed campaign keeps its arms
-        campaign.run_campaign(spec, ["base", "head"], tmp_path / "camp", reps=2, arms=arms, runner=runner)
+        run_campaign("camp", reps=2, arms=arms)
     with pytest.raises(campaign.ConfigError, match="arms.head"):
-        campaign.run_campaign(spec, ["base", "head"], tmp_path / "c2", arms={"base": arms["base"]}, runner=runner)
+        run_campaign("c2", arms={"base": arms["base"]})
 
 
 @pytest.mark.root
@@ -138,21 +133,10 @@ def test_builds_compared_end_to_end(clone, repo_root, kernels_built, disk_tmp):
         "2",
         "--warmup",
         "0",
-        "--size-mib",
-        "2",
-        "--read-bps",
-        "8000000",
-        "--seed",
-        "1",
-        "--fail-if-worse",
-        "900%",
+        *TINY_RUN_OPTIONS,
         out=out,
     )
-    # two reps decide little: the gate passes (0) or says it cannot decide (5), never fails (1) at +900 %
-    result = json.loads((out / "compare" / "comparison.json").read_text())
-    gates = {r["gate"] for r in result["rows"] if r.get("gate")}
-    assert res.returncode == (5 if "undecided" in gates else 0), res.stderr
-    assert gates <= {"passed", "undecided"}
+    result, gates = gates_of_tiny_run(res, out)
     assert "building dynamic_io at HEAD~1" in res.stderr and "building dynamic_io at HEAD" in res.stderr
     assert (clone / "schedulers" / "dynamic_io" / "build" / "corun-dynamic-io").is_file()  # the head build
     assert len(worktrees(clone)) == 1  # the base worktree is removed

@@ -5,6 +5,8 @@ import re
 import pytest
 import yaml
 
+from tests.ci_compare_checks import TINY_RUN_OPTIONS, gates_of_tiny_run
+
 
 def test_testbed_workflow(repo_root):
     wf = yaml.safe_load((repo_root / ".github" / "workflows" / "testbed.yml").read_text())
@@ -81,25 +83,13 @@ def test_ci_compare_real_runs(repo_root, disk_tmp, kernels_built):
             str(out),
             "--reps",
             "2",
-            "--size-mib",
-            "2",
-            "--read-bps",
-            "8000000",
-            "--seed",
-            "1",
-            "--fail-if-worse",
-            "900%",
+            *TINY_RUN_OPTIONS,
         ],
         capture_output=True,
         text=True,
         cwd=repo_root,
     )
-    # two reps decide little: the gate passes (0) only when every interval lies on the better side
-    # of +900 %, and says it cannot decide (5) otherwise; it never fails (1) at that threshold
-    result = json.loads((out / "compare" / "comparison.json").read_text())
-    gates = {r["gate"] for r in result["rows"] if r.get("gate")}
-    assert res.returncode == (5 if "undecided" in gates else 0), res.stderr
-    assert gates <= {"passed", "undecided"}
+    result, _ = gates_of_tiny_run(res, out)
     assert [s["runs"] for s in result["sets"]] == [2, 2]
     assert {e["reason"] for e in result["excluded"]} == {"warm-up run"}
     state = json.loads((out / "campaign" / "campaign.json").read_text())

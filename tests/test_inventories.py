@@ -41,24 +41,21 @@ def listed(inventory_file):
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("source", [("--nodefile", "oar_nodefile"), ("--oarstat-json", "oarstat_job.json")])
-def test_grid5000_inventory_from_oar(tmp_path, source):
-    out = tmp_path / "g5k.yml"
-    proc = generate(
-        "grid5000/oar_inventory.py",
-        source[0],
-        str(FIXTURES / source[1]),
-        "--corun-dir",
-        "/root/corun",
-        "--jump",
-        "alice@access.grid5000.fr",
-        "--out",
-        str(out),
-    )
+def generated(out, script, *args):
+    """(the hosts of group testbed, every host's variables) of the inventory SCRIPT writes to OUT
+    from ARGS, as Ansible reads it."""
+    proc = generate(script, *args, "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     inv = listed(out)
-    assert inv["testbed"]["hosts"] == ["dahu-3", "dahu-7"]
-    hv = inv["_meta"]["hostvars"]["dahu-7"]
+    return inv["testbed"]["hosts"], inv["_meta"]["hostvars"]
+
+
+@pytest.mark.parametrize("source", [("--nodefile", "oar_nodefile"), ("--oarstat-json", "oarstat_job.json")])
+def test_grid5000_inventory_from_oar(tmp_path, source):
+    options = [source[0], str(FIXTURES / source[1]), "--corun-dir", "/root/corun", "--jump", "alice@access.grid5000.fr"]
+    hosts, hostvars = generated(tmp_path / "g5k.yml", "grid5000/oar_inventory.py", *options)
+    assert hosts == ["dahu-3", "dahu-7"]
+    hv = hostvars["dahu-7"]
     assert hv["ansible_host"] == "dahu-7.grenoble.grid5000.fr"
     assert hv["ansible_user"] == "root"
     assert hv["ansible_ssh_common_args"] == "-J alice@access.grid5000.fr"
@@ -77,21 +74,10 @@ def test_grid5000_job_not_running_is_one_line(tmp_path):
 
 
 def test_cloudlab_inventory_from_manifest(tmp_path):
-    out = tmp_path / "cl.yml"
-    proc = generate(
-        "cloudlab/manifest_inventory.py",
-        str(FIXTURES / "cloudlab_manifest.xml"),
-        "--user",
-        "bob",
-        "--corun-dir",
-        "/users/bob/corun",
-        "--out",
-        str(out),
-    )
-    assert proc.returncode == 0, proc.stderr
-    inv = listed(out)
-    assert inv["testbed"]["hosts"] == ["node0", "node1"]
-    hv = inv["_meta"]["hostvars"]["node1"]
+    options = [str(FIXTURES / "cloudlab_manifest.xml"), "--user", "bob", "--corun-dir", "/users/bob/corun"]
+    hosts, hostvars = generated(tmp_path / "cl.yml", "cloudlab/manifest_inventory.py", *options)
+    assert hosts == ["node0", "node1"]
+    hv = hostvars["node1"]
     assert (hv["ansible_host"], hv["ansible_user"], hv["corun_lan_address"]) == (
         "pc102.utah.cloudlab.us",
         "bob",

@@ -82,6 +82,17 @@ def final_failure(proc):
     return messages[-1]
 
 
+def role_failure(tmp_path, role, variables, *args):
+    """The message that stopped a play of ROLE with VARIABLES (written to TMP_PATH/play.yml), run
+    with ARGS."""
+    return final_failure(run_playbook(role_play(tmp_path / "play.yml", role, variables), *args))
+
+
+def parsec_failure(tmp_path, **extra):
+    """role_failure of the parsec role with its source variables and EXTRA."""
+    return role_failure(tmp_path, "parsec", source_vars(tmp_path, "parsec", **extra))
+
+
 def source_vars(tmp_path, role, **extra):
     variables = {name: str(tmp_path / name) for name in DIR_VARIABLES[role]}
     # Never the machine's own manifest: corun would run the stand-in builds.
@@ -109,10 +120,7 @@ def fake_tarball(path, top="fake-1.0"):
 
 @pytest.mark.timeout(120)
 def test_parsec_unreachable_source_names_the_mirror(tmp_path):
-    playbook = role_play(
-        tmp_path / "play.yml", "parsec", source_vars(tmp_path, "parsec", parsec_source_url=UNREACHABLE)
-    )
-    message = final_failure(run_playbook(playbook))
+    message = parsec_failure(tmp_path, parsec_source_url=UNREACHABLE)
     assert "\n" not in message
     assert message.startswith(f"parsec: cannot fetch {UNREACHABLE} ("), message
     assert message.endswith("; set corun_mirror to a folder holding x.tar.gz"), message
@@ -122,12 +130,7 @@ def test_parsec_unreachable_source_names_the_mirror(tmp_path):
 def test_parsec_mirror_without_the_tarball_downloads_it(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        source_vars(tmp_path, "parsec", corun_mirror=str(mirror), parsec_source_url=UNREACHABLE),
-    )
-    message = final_failure(run_playbook(playbook))
+    message = parsec_failure(tmp_path, corun_mirror=str(mirror), parsec_source_url=UNREACHABLE)
     assert message.startswith(f"parsec: cannot fetch {UNREACHABLE} ("), message
 
 
@@ -137,12 +140,7 @@ def test_parsec_mirror_with_a_wrong_sha256_names_the_checksum_variable(tmp_path)
     mirror.mkdir()
     actual = fake_tarball(mirror / "parsec-3.0-core.tar.gz")
     wrong = hashlib.sha256(b"something else").hexdigest()
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        source_vars(tmp_path, "parsec", corun_mirror=str(mirror), parsec_source_sha256=wrong),
-    )
-    message = final_failure(run_playbook(playbook))
+    message = parsec_failure(tmp_path, corun_mirror=str(mirror), parsec_source_sha256=wrong)
     assert message.startswith(f"parsec: parsec_source_sha256: {wrong} does not match"), message
     assert actual in message
 
@@ -152,8 +150,7 @@ def test_parsec_mirror_without_a_sha256_names_the_checksum_variable(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     actual = fake_tarball(mirror / "parsec-3.0-core.tar.gz")
-    playbook = role_play(tmp_path / "play.yml", "parsec", source_vars(tmp_path, "parsec", corun_mirror=str(mirror)))
-    message = final_failure(run_playbook(playbook))
+    message = parsec_failure(tmp_path, corun_mirror=str(mirror))
     assert message.startswith("parsec: parsec_source_sha256 is empty"), message
     assert f"has sha256 {actual}" in message
 
@@ -203,12 +200,7 @@ def test_parsec_download_with_a_wrong_sha256_names_the_checksum_variable(tmp_pat
     fake_tarball(root / "parsec-3.0-core.tar.gz")
     wrong = hashlib.sha256(b"something else").hexdigest()
     url = f"{base}/parsec-3.0-core.tar.gz"
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        source_vars(tmp_path, "parsec", parsec_source_url=url, parsec_source_sha256=wrong),
-    )
-    message = final_failure(run_playbook(playbook))
+    message = parsec_failure(tmp_path, parsec_source_url=url, parsec_source_sha256=wrong)
     assert message.startswith(f"parsec: parsec_source_sha256: {wrong} does not match the file fetched from {url} ("), (
         message
     )
@@ -219,17 +211,7 @@ def test_parsec_download_with_the_right_sha256_reaches_the_unpack_check(tmp_path
     root, base = web_root
     digest = fake_tarball(root / "parsec-3.0-core.tar.gz")
     downloads = tmp_path / "parsec_download_dir"
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        source_vars(
-            tmp_path,
-            "parsec",
-            parsec_source_url=f"{base}/parsec-3.0-core.tar.gz",
-            parsec_source_sha256=digest,
-        ),
-    )
-    message = final_failure(run_playbook(playbook))
+    message = parsec_failure(tmp_path, parsec_source_url=f"{base}/parsec-3.0-core.tar.gz", parsec_source_sha256=digest)
     assert message.startswith(f"parsec: {downloads / 'parsec-3.0-core.tar.gz'} did not unpack"), message
 
 
@@ -246,20 +228,14 @@ def test_parsec_joins_the_native_parts_before_checking_them(tmp_path, web_root):
         part = root / f"parsec-3.0-input-native.tar.gz.{index}"
         part.write_bytes(data[cuts[index] : cuts[index + 1]])
         urls.append(f"{base}/{part.name}")
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        source_vars(
-            tmp_path,
-            "parsec",
-            parsec_inputs=["native"],
-            parsec_source_url=f"{base}/parsec-3.0-core.tar.gz",
-            parsec_source_sha256=core_digest,
-            parsec_input_native_urls=urls,
-            parsec_input_native_sha256=native_digest,
-        ),
+    message = parsec_failure(
+        tmp_path,
+        parsec_inputs=["native"],
+        parsec_source_url=f"{base}/parsec-3.0-core.tar.gz",
+        parsec_source_sha256=core_digest,
+        parsec_input_native_urls=urls,
+        parsec_input_native_sha256=native_digest,
     )
-    message = final_failure(run_playbook(playbook))
     joined = tmp_path / "parsec_download_dir" / "parsec-3.0-input-native.tar.gz"
     assert joined.read_bytes() == data
     assert message.startswith("parsec: "), message
@@ -375,8 +351,7 @@ def test_parsec_build_stage_is_idempotent(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_parsec_failed_build_names_the_package_and_the_error(tmp_path):
-    playbook = role_play(tmp_path / "play.yml", "parsec", stub_parsec_vars(tmp_path, ["bodytrack"]))
-    message = final_failure(run_playbook(playbook))
+    message = role_failure(tmp_path, "parsec", stub_parsec_vars(tmp_path, ["bodytrack"]))
     assert message == (
         "parsec: parsecmgmt -a build -p bodytrack -c gcc-pthreads failed (Thread.h:62:24: "
         "error: ISO C++17 does not allow dynamic exception specifications); see the build "
@@ -388,8 +363,7 @@ def test_parsec_failed_build_names_the_package_and_the_error(tmp_path):
 def test_parsec_package_without_the_configuration_names_parsec_config(tmp_path):
     variables = stub_parsec_vars(tmp_path, ["freqmine"])
     variables["parsec_package_configs"] = {}
-    playbook = role_play(tmp_path / "play.yml", "parsec", variables)
-    message = final_failure(run_playbook(playbook))
+    message = role_failure(tmp_path, "parsec", variables)
     assert message.startswith("parsec: parsec_config: pkgs/apps/freqmine/parsec/gcc-pthreads.bldconf does not exist"), (
         message
     )
@@ -421,8 +395,8 @@ def test_npb_process_counts_are_checked_by_name(tmp_path, benchmarks, nprocs, ne
 @pytest.mark.timeout(120)
 def test_npb_accepts_valid_process_counts_before_fetching(tmp_path):
     unreachable = {"name": "upstream", "file": "x.tar.gz", "sha256": "0" * 64, "url": UNREACHABLE}
-    playbook = role_play(
-        tmp_path / "play.yml",
+    message = role_failure(
+        tmp_path,
         "npb",
         source_vars(
             tmp_path,
@@ -433,18 +407,17 @@ def test_npb_accepts_valid_process_counts_before_fetching(tmp_path):
             npb_required=True,
         ),
     )
-    message = final_failure(run_playbook(playbook))
     assert message.startswith("npb: no source archive: x.tar.gz"), message
 
 
 @pytest.mark.timeout(120)
 def test_graph500_hugepages_only_with_2_1_4(tmp_path):
-    playbook = role_play(
-        tmp_path / "play.yml",
+    message = role_failure(
+        tmp_path,
         "graph500",
         source_vars(tmp_path, "graph500", graph500_version="3.0.0", graph500_hugepages=True),
+        "--check",
     )
-    message = final_failure(run_playbook(playbook, "--check"))
     assert message.startswith("graph500: graph500_hugepages: true ("), message
 
 
@@ -552,10 +525,10 @@ def test_kernel_build_reboot_ok_must_be_a_boolean(tmp_path, value):
 
 @pytest.mark.timeout(120)
 def test_kernel_build_enabled_needs_a_ref(tmp_path):
-    playbook = role_play(
-        tmp_path / "play.yml",
+    message = role_failure(
+        tmp_path,
         "kernel_build",
         {"kernel_build_enabled": True, "kernel_build_src_dir": str(tmp_path / "linux")},
+        "--check",
     )
-    message = final_failure(run_playbook(playbook, "--check"))
     assert message.startswith('kernel_build: kernel_build_ref: "" ('), message

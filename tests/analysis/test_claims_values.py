@@ -36,20 +36,23 @@ def test_a_claims_value_is_what_its_claim_shows():
     assert c["paper_value"] == 23.57 and "48 servers" in c["paper_unit"] and "23.57%" in c["quote"]
 
 
-def test_unknown_paper_is_one_line_error(tmp_path):
+def claims_error(tmp_path, text):
+    """The error load_claims raises on a claims file holding TEXT (shown as experiments/e/claims.yaml)."""
     p = tmp_path / "claims.yaml"
-    p.write_text('paper: "999"\ntitle: t\nfigure: f\n')
+    p.write_text(text)
     with pytest.raises(AnalysisInputError) as err:
         load_claims(p, "e", PAPERS, shown="experiments/e/claims.yaml")
-    msg = str(err.value)
+    return str(err.value)
+
+
+def test_unknown_paper_is_one_line_error(tmp_path):
+    msg = claims_error(tmp_path, 'paper: "999"\ntitle: t\nfigure: f\n')
     assert "\n" not in msg and msg.startswith("experiments/e/claims.yaml: paper: '999' (expected a paper of _papers/")
     assert "000" in msg and "004" in msg
 
 
 def test_value_without_quote_names_the_key(tmp_path):
-    p = tmp_path / "claims.yaml"
-    p.write_text('paper: "000"\ntitle: T\nfigure: F\nvalues:\n  v:\n    value: 1\n    unit: s\n    source: Sec. 1\n')
-    with pytest.raises(AnalysisInputError) as err:
-        load_claims(p, "e", PAPERS, shown="experiments/e/claims.yaml")
-    msg = str(err.value)
+    msg = claims_error(
+        tmp_path, 'paper: "000"\ntitle: T\nfigure: F\nvalues:\n  v:\n    value: 1\n    unit: s\n    source: Sec. 1\n'
+    )
     assert "\n" not in msg and msg.startswith("experiments/e/claims.yaml: values.v") and "quote" in msg

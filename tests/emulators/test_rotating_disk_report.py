@@ -11,44 +11,17 @@ import yaml
 from analysis import rotating_disk as sec
 from analysis.common import validate
 from analysis.experiment import Result, mark_disk_failures
+from tests.emulators.disk_helpers import calibration_check, qd1_latency_pass
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def calibration() -> dict:
     checks = [
-        {
-            "check": "qd1 random 4k latency",
-            "measured": 13.1,
-            "expected": 12.67,
-            "unit": "ms",
-            "tolerance": "+-10 %",
-            "verdict": "PASS",
-        },
-        {
-            "check": "completion lateness max",
-            "measured": 5.0,
-            "expected": None,
-            "unit": "ms",
-            "tolerance": "",
-            "verdict": "info",
-        },
-        {
-            "check": "4 readers aggregate",
-            "measured": 49.0,
-            "expected": 50.0,
-            "unit": "MB/s",
-            "tolerance": "below 1 reader",
-            "verdict": "PASS",
-        },
-        {
-            "check": "qd32 / qd1 random IOPS",
-            "measured": 2.7,
-            "expected": "1.5-2.5",
-            "unit": "x",
-            "tolerance": "1.5-2.5",
-            "verdict": "FAIL",
-        },
+        qd1_latency_pass(),
+        calibration_check("completion lateness max", 5.0, None, "ms", "", "info"),
+        calibration_check("4 readers aggregate", 49.0, 50.0, "MB/s", "below 1 reader", "PASS"),
+        calibration_check("qd32 / qd1 random IOPS", 2.7, "1.5-2.5", "x", "1.5-2.5", "FAIL"),
     ]
     return {
         "preset": "sata_7200_2010",

@@ -1,6 +1,7 @@
 """bench/workflow_times.py: wall time per rule read from a Snakemake log."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -8,30 +9,16 @@ spec = importlib.util.spec_from_file_location("workflow_times", ROOT / "bench" /
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
-LOG = """\
-Select jobs to execute...
-[Tue Nov 24 08:12:02 2026]
-localrule make_x_data:
-    output: results/local/data/x/layout.json
-    jobid: 5
-Shell command: python -m experiments data x
-[Tue Nov 24 08:12:03 2026]
-Finished jobid: 5 (Rule: make_x_data)
-[Tue Nov 24 08:12:04 2026]
-rule run_x:
-    jobid: 7
-    wildcards: run=a
-[Tue Nov 24 08:12:14 2026]
-Finished jobid: 7 (Rule: run_x)
-[Tue Nov 24 08:12:15 2026]
-rule run_x:
-    jobid: 8
-[Tue Nov 24 08:12:20 2026]
-rule never_finished:
-    jobid: 9
-[Tue Nov 24 08:12:40 2026]
-Finished jobid: 8 (Rule: run_x)
-"""
+FIXTURES = ROOT / "tests" / "fixtures" / "snakemake"
+# jobs 5 and 7 one after another, job 8 overlapping job 9, which never finishes
+LOG = (FIXTURES / "interleaved.snakemake.log").read_text()
+
+
+def write_metadata(results, exp, name, meta):
+    """RESULTS/EXP/runs/NAME/metadata.json holding META."""
+    run = results / exp / "runs" / name
+    run.mkdir(parents=True)
+    (run / "metadata.json").write_text(json.dumps(meta))
 
 
 def test_jobs_are_timed_from_their_start_to_their_finish():
@@ -57,13 +44,8 @@ def test_the_table_lists_rules_by_time(tmp_path, capsys):
 
 
 def test_run_phases_are_summed_per_experiment_and_runs_without_them_are_counted(tmp_path, capsys):
-    import json
-
     def run(exp, name, phases):
-        d = tmp_path / exp / "runs" / name
-        d.mkdir(parents=True)
-        meta = {"phases_s": phases} if phases else {}
-        (d / "metadata.json").write_text(json.dumps(meta))
+        write_metadata(tmp_path, exp, name, {"phases_s": phases} if phases else {})
 
     p = {"process_start_s": 0.3, "prepare_s": 0.1, "setup_s": 1.0, "jobs_s": 4.0, "teardown_s": 0.5, "tables_s": 0.1}
     run("a", "r1", p)
@@ -86,32 +68,8 @@ def test_a_results_folder_without_runs_is_an_error(tmp_path, capsys):
     assert "no run" in capsys.readouterr().err
 
 
-SHARE_LOG = """\
-[Tue Nov 24 08:00:00 2026]
-rule run_mpl_sweep:
-    jobid: 1
-    wildcards: run=r1
-[Tue Nov 24 08:00:10 2026]
-Finished jobid: 1 (Rule: run_mpl_sweep)
-rule analyze_mpl_sweep:
-    jobid: 2
-[Tue Nov 24 08:00:20 2026]
-Finished jobid: 2 (Rule: analyze_mpl_sweep)
-checkpoint decide_looks:
-    jobid: 3
-    wildcards: exp=sais, look=1
-[Tue Nov 24 08:00:22 2026]
-Finished jobid: 3 (Rule: decide_looks)
-rule run_sais_group:
-    jobid: 4
-    wildcards: group=s4_l1
-[Tue Nov 24 08:00:40 2026]
-Finished jobid: 4 (Rule: run_sais_group)
-localrule report:
-    jobid: 5
-[Tue Nov 24 08:00:50 2026]
-Finished jobid: 5 (Rule: report)
-"""
+# a run, its analysis, a look of the sequential design, a group of runs and the report
+SHARE_LOG = (FIXTURES / "harness_share.snakemake.log").read_text()
 
 
 def test_jobs_carry_their_wildcards_and_belong_to_their_experiment():
@@ -123,12 +81,8 @@ def test_jobs_carry_their_wildcards_and_belong_to_their_experiment():
 
 
 def test_harness_share_per_experiment_and_in_total(tmp_path, capsys):
-    import json
-
     for exp, name, jobs_s in (("mpl_sweep", "r1", 8.0), ("sais", "a", 5.0), ("sais", "b", 5.0)):
-        d = tmp_path / exp / "runs" / name
-        d.mkdir(parents=True)
-        (d / "metadata.json").write_text(json.dumps({"phases_s": {"jobs_s": jobs_s}}))
+        write_metadata(tmp_path, exp, name, {"phases_s": {"jobs_s": jobs_s}})
     jobs, span = bench.parse_jobs(SHARE_LOG.splitlines())
     rows = bench.harness_share(jobs, span, bench.run_phases(tmp_path))
     by = {r[0]: r for r in rows}

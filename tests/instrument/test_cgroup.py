@@ -22,6 +22,14 @@ def v2_tree(tmp_path):
     return tmp_path
 
 
+def created(tree, tmp_path, name):
+    """A run's cgroup NAME created in a fake TREE (v1_tree or v2_tree) made under TMP_PATH/r:
+    (the group, the tree's root, the group's folder)."""
+    root = tree(tmp_path / "r")
+    g = cg.RunCgroup(name, root)
+    return g, root, g.create()
+
+
 def test_detect_cgroup_version_from_the_tree(tmp_path):
     assert cg.detect(v1_tree(tmp_path / "a"))[0] == "v1"
     assert cg.detect(v2_tree(tmp_path / "b"))[0] == "v2"
@@ -30,11 +38,7 @@ def test_detect_cgroup_version_from_the_tree(tmp_path):
 
 
 def test_v1_throttle_written_per_device(tmp_path):
-    tmp_path = tmp_path / "r"
-    tmp_path.mkdir()
-    root = v1_tree(tmp_path)
-    g = cg.RunCgroup("run-1", root)
-    path = g.create()
+    g, root, path = created(v1_tree, tmp_path, "run-1")
     assert path == root / "blkio" / "corun" / "run-1"
     g.throttle("253:0", {"read_bps": 16_000_000, "write_iops": 50})
     assert (path / "blkio.throttle.read_bps_device").read_text() == "253:0 16000000"
@@ -43,11 +47,7 @@ def test_v1_throttle_written_per_device(tmp_path):
 
 
 def test_v2_io_max(tmp_path):
-    tmp_path = tmp_path / "r"
-    tmp_path.mkdir()
-    root = v2_tree(tmp_path)
-    g = cg.RunCgroup("run-2", root)
-    path = g.create()
+    g, root, path = created(v2_tree, tmp_path, "run-2")
     assert (root / "cgroup.subtree_control").read_text() == "+io"
     g.throttle("8:0", {"read_bps": 1000})
     assert (path / "io.max").read_text() == "8:0 rbps=1000"
@@ -55,10 +55,7 @@ def test_v2_io_max(tmp_path):
 
 
 def test_cap_not_in_effect_is_an_error(tmp_path, monkeypatch):
-    tmp_path = tmp_path / "r"
-    tmp_path.mkdir()
-    g = cg.RunCgroup("run-3", v1_tree(tmp_path))
-    g.create()
+    g, _, _ = created(v1_tree, tmp_path, "run-3")
     monkeypatch.setattr(g, "read_limits", lambda: {})
     with pytest.raises(CorunError, match="not in effect"):
         g.throttle("253:0", {"read_bps": 5})

@@ -14,6 +14,7 @@ import yaml
 
 from corun.machine import device as devmod
 from corun.machine.cgroup import CGROUP_ROOT
+from tests.run_process import start_run
 
 pytestmark = pytest.mark.root
 
@@ -253,12 +254,7 @@ def interrupted_run(disk_tmp, scheduler):
         },
     )
     out = disk_tmp / "run"
-    proc = subprocess.Popen(
-        [PY, "-m", "corun", "run", str(spec), "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_run(spec, out)
     starts = started_jobs(disk_tmp / "run.incomplete", 2)
     return proc, out, starts
 

@@ -64,6 +64,23 @@ def ok_result(kernel, result, quiet=False):
     return json_result(out)
 
 
+def kernel_runs(kernel, timeout, check, quiet=False):
+    """(run, run_ok) for KERNEL's tests: run(binary, args) is run_kernel with TIMEOUT seconds;
+    run_ok(binary, args) the JSON result of a run that must succeed (with nothing on stderr where
+    QUIET), on which CHECK, the kernel's own invariant, must pass; pytest.skip() (after checking
+    the skip message) where the kernel exits 4."""
+
+    def run(binary, args):
+        return run_kernel(binary, args, timeout)
+
+    def run_ok(binary, args):
+        result = ok_result(kernel, run(binary, args), quiet)
+        check(result)
+        return result
+
+    return run, run_ok
+
+
 def json_result(out):
     """The one JSON line on stdout, with a passed self-check."""
     text = out.decode("utf-8")  # strict: the escaper must emit valid UTF-8
@@ -103,6 +120,17 @@ def assert_one_line_error(kernel, result, code, message):
     got, out, err = result
     assert (got, out) == (code, b""), err
     assert err.startswith(f"{kernel}: ") and message in err and err.count("\n") == 1, err
+
+
+def assert_run_recorded(kernel, result, binary, args, before, after):
+    """RESULT names KERNEL and its version, this host and its kernel release, the command line
+    (BINARY with ARGS) and a start time between BEFORE and AFTER (epoch seconds, 1 s slack)."""
+    assert result["kernel"] == kernel
+    assert isinstance(result["kernel_version"], str) and result["kernel_version"]
+    assert result["host"] == os.uname().nodename
+    assert result["kernel_release"] == os.uname().release
+    assert result["cmdline"] == [str(binary), *args]
+    assert before - 1 <= result["start_epoch_s"] <= after + 1
 
 
 def assert_help_lists(result, fragments):

@@ -3,7 +3,6 @@
 Every test runs against the normal build and the ASan/UBSan build.
 """
 
-import os
 import subprocess
 import time
 
@@ -12,24 +11,21 @@ from kernel_helpers import (
     MIB,
     assert_help_lists,
     assert_one_line_error,
+    assert_run_recorded,
     assert_version,
-    ok_result,
-    run_kernel,
+    kernel_runs,
 )
 
 KERNEL = "llc_miss"
 
 
-def run(binary, args, timeout=20):
-    return run_kernel(binary, args, timeout)
-
-
-def run_ok(binary, args):
-    """Run to success and return the parsed result; skip (after checking the
-    skip message) where the machine does not tell its cache line size."""
-    result = ok_result(KERNEL, run(binary, args), quiet=True)
+def check_accesses(result):
+    """Every row is read once per iteration."""
     assert result["accesses"] == result["rows"] * result["params"]["iterations"]
-    return result
+
+
+# run_ok skips where the machine does not tell its cache line size
+run, run_ok = kernel_runs(KERNEL, 20, check_accesses, quiet=True)
 
 
 # (id, args, exit code, stderr substring)
@@ -75,6 +71,16 @@ CLI_CASES = [
     ),
 ]
 
+# what --help must name: every option, its unit and its default
+HELP = (
+    "--mem-size BYTES", "default 64M",
+    "--line-size BYTES", "(default 64)",
+    "--nops N", "(default 0)",
+    "--iterations N", "(default 10)",
+    "--warmup-iterations N", "(default 1)",
+    "--version",
+)  # fmt: skip
+
 
 @pytest.mark.parametrize("args, code, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_errors(binary, args, code, message):
@@ -82,22 +88,7 @@ def test_cli_errors(binary, args, code, message):
 
 
 def test_help_lists_units_and_defaults(binary):
-    assert_help_lists(
-        run(binary, ["--help"]),
-        (
-            "--mem-size BYTES",
-            "default 64M",
-            "--line-size BYTES",
-            "(default 64)",
-            "--nops N",
-            "(default 0)",
-            "--iterations N",
-            "(default 10)",
-            "--warmup-iterations N",
-            "(default 1)",
-            "--version",
-        ),
-    )
+    assert_help_lists(run(binary, ["--help"]), HELP)
 
 
 def test_version_option_prints_the_kernel_name(binary):
@@ -118,12 +109,7 @@ def test_result_fields(binary):
     assert result["accesses_per_s"] == pytest.approx(result["accesses"] / result["elapsed_s"])
     assert result["ns_per_access"] == pytest.approx(result["elapsed_s"] * 1e9 / result["accesses"])
 
-    assert result["kernel"] == "llc_miss"
-    assert isinstance(result["kernel_version"], str) and result["kernel_version"]
-    assert result["host"] == os.uname().nodename
-    assert result["kernel_release"] == os.uname().release
-    assert result["cmdline"] == [str(binary), *args]
-    assert before - 1 <= result["start_epoch_s"] <= after + 1
+    assert_run_recorded(KERNEL, result, binary, args, before, after)
 
 
 def test_defaults_without_options(binary):

@@ -15,27 +15,24 @@ from kernel_helpers import (
     MIB,
     assert_help_lists,
     assert_one_line_error,
+    assert_run_recorded,
     assert_version,
     builds,
     disk_backed_dir,
-    ok_result,
+    kernel_runs,
     per_test_dir,
-    run_kernel,
 )
 
 KERNEL = "sensitivity_ranking"
 
 
-def run(binary, args, timeout=10):
-    return run_kernel(binary, args, timeout)
-
-
-def run_ok(binary, args):
-    """Run to success and return the parsed result; skip (after checking the
-    skip message) where the file system cannot serve the measurement."""
-    result = ok_result(KERNEL, run(binary, args))
+def check_whole_file_read(result):
+    """The kernel read the whole file."""
     assert result["bytes_read"] == result["file_size_bytes"]
-    return result
+
+
+# run_ok skips where the file system cannot serve the measurement
+run, run_ok = kernel_runs(KERNEL, 10, check_whole_file_read)
 
 
 def write_file(path, size):
@@ -111,6 +108,15 @@ CLI_CASES = [
     ("directory-direct", ["--file", "{dir}"], 1, "not a regular file"),
 ]
 
+# what --help must name: every option, its unit and its default
+HELP = (
+    "--file PATH",
+    "--block-size BYTES", "default 65536",
+    "--nops N", "default 5000",
+    "--cache-mode MODE", "default direct",
+    "--version",
+)  # fmt: skip
+
 
 @pytest.mark.parametrize("args, code, message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_errors(binary, tmp_path, args, code, message):
@@ -121,19 +127,7 @@ def test_cli_errors(binary, tmp_path, args, code, message):
 
 
 def test_help_lists_units_and_defaults(binary):
-    assert_help_lists(
-        run(binary, ["--help"]),
-        (
-            "--file PATH",
-            "--block-size BYTES",
-            "default 65536",
-            "--nops N",
-            "default 5000",
-            "--cache-mode MODE",
-            "default direct",
-            "--version",
-        ),
-    )
+    assert_help_lists(run(binary, ["--help"]), HELP)
 
 
 def test_version_option_prints_the_kernel_name(binary):
@@ -158,12 +152,7 @@ def test_direct_reads_file_once(binary, data_dir, block_arg, block_size):
     assert result["bw_mb_s"] == pytest.approx(size / 1e6 / result["elapsed_s"])
     assert result["bw_mb_s"] > 0
 
-    assert result["kernel"] == "sensitivity_ranking"
-    assert isinstance(result["kernel_version"], str) and result["kernel_version"]
-    assert result["host"] == os.uname().nodename
-    assert result["kernel_release"] == os.uname().release
-    assert result["cmdline"] == [str(binary), *args]
-    assert before - 1 <= result["start_epoch_s"] <= after + 1
+    assert_run_recorded(KERNEL, result, binary, args, before, after)
 
 
 def test_defaults_without_options(binary, data_dir):

@@ -1,4 +1,5 @@
-"""Helpers for the live monitor tests: a small disk-I/O load around a running monitor."""
+"""Helpers for the monitor tests: a small disk-I/O load around a running monitor, and the check of
+a parse that found nothing."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import threading
 import time
 from pathlib import Path
+
+from corun.monitors import MonitorContext
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "monitors"
 LIVE_S = 2.5
@@ -46,3 +49,21 @@ def run_live(monitor, workdir: Path, seconds: float = LIVE_S) -> tuple[float, fl
     t_stop = time.time()
     monitor.stop()  # idempotent
     return t0, t_stop
+
+
+def run_live_in(tmp_path: Path, monitor_class, interval_s: float = 1.0):
+    """A MONITOR_CLASS writing into TMP_PATH/raw, run as run_live does; returns (the raw folder,
+    the monitor, t0, t_stop)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    mon = monitor_class(MonitorContext(raw, interval_s=interval_s))
+    t0, t_stop = run_live(mon, tmp_path)
+    return raw, mon, t0, t_stop
+
+
+def assert_nothing_parsed(df, records, columns: list[str], metric: str, reason: str) -> None:
+    """A parse that found nothing: an empty table with the monitor's COLUMNS, and a first record
+    of METRIC missing whose reason holds REASON (the tool's own message)."""
+    assert df.empty and list(df.columns) == columns
+    assert records[0]["metric"] == metric
+    assert reason in records[0]["reason"]

@@ -8,7 +8,7 @@ import shutil
 from datetime import UTC, datetime
 
 import pytest
-from monitor_helpers import run_live
+from monitor_helpers import assert_nothing_parsed, run_live_in
 
 from corun.monitors import MonitorContext, parse_iostat
 from corun.monitors.iostat import COLUMNS, DERIVED_COLUMNS, IostatMonitor, read_reports
@@ -96,9 +96,7 @@ def test_nothing_written(tmp_path):
     (tmp_path / "iostat.json").write_text('{"sysstat": {\n\t"hosts": [\n')
     (tmp_path / "iostat.stderr").write_text("Cannot open /proc/diskstats\n")
     df, records = parse_iostat(tmp_path, t0_epoch=0.0)
-    assert df.empty and list(df.columns) == COLUMNS
-    assert records[0]["metric"] == "iostat"
-    assert "Cannot open /proc/diskstats" in records[0]["reason"]
+    assert_nothing_parsed(df, records, COLUMNS, "iostat", "Cannot open /proc/diskstats")
 
 
 def test_interval_rounded_up(tmp_path):
@@ -109,10 +107,7 @@ def test_interval_rounded_up(tmp_path):
 
 @pytest.mark.skipif(shutil.which("iostat") is None, reason="sysstat not installed")
 def test_live_run_writes_raw_file_and_meta(tmp_path):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    mon = IostatMonitor(MonitorContext(raw, interval_s=1.0))
-    t0, t_stop = run_live(mon, tmp_path)
+    raw, mon, t0, t_stop = run_live_in(tmp_path, IostatMonitor)
     meta = json.loads((raw / "iostat.meta.json").read_text())
     assert meta["returncode"] == 0  # SIGINT: iostat ends cleanly ...
     _, complete = read_reports((raw / "iostat.json").read_text())

@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from monitor_helpers import run_live
+from monitor_helpers import assert_nothing_parsed, run_live_in
 
 from corun.monitors import MonitorContext, parse_pidstat
 from corun.monitors.pidstat import COLUMNS, PidstatMonitor
@@ -80,9 +80,7 @@ def test_headers_blank_lines_spaces_and_unavailable_io(tmp_path):
 def test_no_output(tmp_path):
     (tmp_path / "pidstat.stderr").write_text("Requested activities not available\n")
     df, records = parse_pidstat(tmp_path, t0_epoch=0.0)
-    assert df.empty and list(df.columns) == COLUMNS
-    assert records[0]["metric"] == "pidstat"
-    assert "Requested activities not available" in records[0]["reason"]
+    assert_nothing_parsed(df, records, COLUMNS, "pidstat", "Requested activities not available")
 
 
 def test_command_line_and_c_locale(tmp_path):
@@ -94,10 +92,7 @@ def test_command_line_and_c_locale(tmp_path):
 
 @pytest.mark.skipif(shutil.which("pidstat") is None, reason="sysstat not installed")
 def test_live_run_writes_raw_file_and_meta(tmp_path):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    mon = PidstatMonitor(MonitorContext(raw, interval_s=1.0))
-    t0, t_stop = run_live(mon, tmp_path)
+    raw, mon, t0, t_stop = run_live_in(tmp_path, PidstatMonitor)
     assert json.loads((raw / "pidstat.meta.json").read_text())["returncode"] == 0
     df, records = mon.parse(t0)
     assert not df.empty

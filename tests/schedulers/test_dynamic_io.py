@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from corun.util import proc_starttime
+from tests.run_process import start_run
 from tests.schedulers.manifest_argv import command
 from tests.schedulers.polling import wait_for
 
@@ -555,13 +556,7 @@ def test_kill_9_of_the_daemon_leaves_no_job_stopped(daemon, disk_tmp):
         disk_tmp, "dynamic_io", {"timeslice_s": timeslice, "io_bound_mbps": 0.5, "cmp_share": False}, throttle=2_000_000
     )
     out = disk_tmp / "run"
-    runner = subprocess.Popen(
-        [PY, "-m", "corun", "run", str(spec), "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+    runner = start_run(spec, out)
     inc = disk_tmp / "run.incomplete"
     try:
 

@@ -1,23 +1,16 @@
 """The aioli experiment plugin: config checks (one line each), its run order and specs, the
 translator's wiring switched on and off."""
 
+import functools
 import json
 
 import pytest
 import yaml
 
-from corun.errors import ConfigError
-from corun.util import repo_root
 from experiments.aioli import experiment as aioli
-from experiments.config import profile_config, validate_config
+from tests import experiment_helpers
 
-SMOKE = repo_root() / "workflows" / "config" / "smoke.yaml"
-
-
-def cfg_with(section: dict) -> dict:
-    raw = profile_config(SMOKE)
-    raw["aioli"] = section
-    return validate_config(raw, "test.yaml")
+cfg_with = functools.partial(experiment_helpers.cfg_with, "aioli")
 
 
 @pytest.mark.parametrize(
@@ -53,9 +46,7 @@ def cfg_with(section: dict) -> dict:
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
-    with pytest.raises(ConfigError) as e:
-        cfg_with(section)
-    msg = str(e.value)
+    msg = experiment_helpers.config_error("aioli", section)
     assert "\n" not in msg and msg.startswith("test.yaml: ") and line in msg, msg
 
 
@@ -173,12 +164,7 @@ def test_specs_with_the_translator_apply_the_policy_and_read_its_counters(tmp_pa
 
 
 def test_the_configs_validate():
-    for name in ("smoke", "local", "paper"):
-        raw = profile_config(repo_root() / "workflows" / "config" / f"{name}.yaml")
-        if name == "paper":
-            raw["aioli"]["cluster"] = {"kind": "netns"}  # the testbed's inventory is not here
-        cfg = validate_config(raw, f"{name}.yaml")
-        assert "aioli" in cfg["experiments"]
+    for name, cfg in experiment_helpers.validated_profiles("aioli"):
         est = aioli.EXPERIMENT.estimate(cfg)
         if name == "smoke":
             assert est["seconds"] < 70

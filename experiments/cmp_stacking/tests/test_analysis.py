@@ -16,6 +16,7 @@ from analysis.verdicts import Machine, judge
 from experiments import PAPERS_DIR
 from experiments.cmp_stacking import analysis as cs
 from experiments.cmp_stacking import metrics as m
+from tests.experiment_helpers import cmp_job_fields
 
 FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cmp_stacking"
@@ -35,12 +36,7 @@ def make_jobs(rows, jobs_per_cmp=1):
                 "run_id": f"w{wid}_k{k}_r{rep}",
                 "workload": NAMES[wid],
                 "workload_id": wid,
-                "k": k,
-                "rep": rep,
-                "cmp": cmp,
-                "job_id": f"j{i}",
-                "runtime_s": runtime,
-                "exit_code": exit_code,
+                **cmp_job_fields(i, k, rep, cmp, runtime, exit_code),
                 "jobs_per_cmp": jobs_per_cmp,
                 "result_check": check,
             }

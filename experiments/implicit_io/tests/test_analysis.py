@@ -13,12 +13,14 @@ import pytest
 from analysis import report
 from analysis.claims import load_claims
 from analysis.common import AnalysisInputError
-from analysis.experiment import read_inputs, write
+from analysis.experiment import write
 from analysis.machine import here
 from analysis.verdicts import judge
 from experiments import PAPERS_DIR, registry
 from experiments.implicit_io import analysis as imp
 from experiments.implicit_io import metrics as m
+from tests.emulators.disk_helpers import calibration_check, qd1_latency_pass
+from tests.experiment_helpers import read_tables
 
 FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "implicit_io"
@@ -26,17 +28,7 @@ CLAIMS = load_claims(FOLDER / "claims.yaml", "implicit_io", PAPERS_DIR).claims
 
 
 def inputs_of(fixtures=FIXTURES, criterion=m.DEFAULT_CRITERION, files=None):
-    return read_inputs(
-        "implicit_io",
-        FOLDER,
-        PAPERS_DIR,
-        fixtures / "jobs.csv",
-        fixtures / "runs.csv",
-        job_text=imp.JOB_TEXT,
-        run_text=imp.RUN_TEXT,
-        files=files or {},
-        config={"implicit_io": {"criterion": criterion}},
-    )
+    return read_tables("implicit_io", fixtures, files=files or {}, config={"implicit_io": {"criterion": criterion}})
 
 
 def analysed(tmp_path, **kw):
@@ -287,22 +279,8 @@ def calibration(tmp_path, verdict: str) -> Path:
     cal = {
         "preset": "sata_7200_2010",
         "checks": [
-            {
-                "check": "qd1 random 4k latency",
-                "measured": 13.1,
-                "expected": 12.67,
-                "unit": "ms",
-                "tolerance": "+-10 %",
-                "verdict": "PASS",
-            },
-            {
-                "check": "completion lateness p99",
-                "measured": 5.63,
-                "expected": "< 2",
-                "unit": "ms",
-                "tolerance": "p99 < 2 ms",
-                "verdict": verdict,
-            },
+            qd1_latency_pass(),
+            calibration_check("completion lateness p99", 5.63, "< 2", "ms", "p99 < 2 ms", verdict),
         ],
     }
     path = tmp_path / f"calibration_{verdict}.json"

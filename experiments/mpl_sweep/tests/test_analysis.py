@@ -9,11 +9,12 @@ import pytest
 
 from analysis import collect
 from analysis.claims import load_claims
-from analysis.experiment import read_inputs, write
+from analysis.experiment import write
 from analysis.machine import here
 from analysis.verdicts import judge
 from experiments import PAPERS_DIR
 from experiments.mpl_sweep import analysis as ms
+from tests.experiment_helpers import read_tables
 
 FOLDER = Path(__file__).resolve().parents[1]
 
@@ -101,16 +102,7 @@ def analyse_dirs(tmp_path, dirs):
     runs.to_csv(tmp_path / "runs.csv", index=False)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"npb": False, "bcr_min_pending": 2}))
-    inputs = read_inputs(
-        "mpl_sweep",
-        FOLDER,
-        PAPERS_DIR,
-        tmp_path / "jobs.csv",
-        tmp_path / "runs.csv",
-        job_text=ms.JOB_TEXT,
-        run_text=ms.RUN_TEXT,
-        files={"plan": str(plan)},
-    )
+    inputs = read_tables("mpl_sweep", tmp_path, files={"plan": str(plan)})
     out = tmp_path / "out"
     result = ms.analyse(inputs)
     section = write(out, inputs, result)

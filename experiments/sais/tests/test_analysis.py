@@ -12,10 +12,11 @@ import pytest
 from scipy import stats
 
 from analysis.claims import load_claims
-from analysis.experiment import read_inputs, write
+from analysis.experiment import write
 from analysis.verdicts import Machine, judge
 from experiments import PAPERS_DIR
 from experiments.sais import analysis as an
+from tests.experiment_helpers import read_tables
 
 FOLDER = Path(__file__).resolve().parents[1]
 CLAIMS = load_claims(FOLDER / "claims.yaml", "sais", PAPERS_DIR).claims
@@ -103,16 +104,7 @@ CONFIG = {"sais": {"link_rate_mbit": 1000, "strip_size_bytes": 65536, "perf_even
 
 
 def analyse(tmp_path):
-    inputs = read_inputs(
-        "sais",
-        FOLDER,
-        PAPERS_DIR,
-        tmp_path / "jobs.csv",
-        tmp_path / "runs.csv",
-        job_text=an.JOB_TEXT,
-        run_text=an.RUN_TEXT,
-        config=CONFIG,
-    )
+    inputs = read_tables("sais", tmp_path, config=CONFIG)
     result = an.analyse(inputs)
     section = write(tmp_path / "out", inputs, result)
     return result, section, {c["claim"]: c for c in section["claims"]}

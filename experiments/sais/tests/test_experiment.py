@@ -1,22 +1,17 @@
 """The sais experiment plugin: config checks (one line each), its groups, run order and specs."""
 
+import functools
 import json
 
 import pytest
 import yaml
 
-from corun.errors import ConfigError
 from corun.util import repo_root
 from experiments.config import profile_config, validate_config
 from experiments.sais import experiment as sais
+from tests import experiment_helpers
 
-SMOKE = repo_root() / "workflows" / "config" / "smoke.yaml"
-
-
-def cfg_with(section: dict) -> dict:
-    raw = profile_config(SMOKE)
-    raw["sais"] = section
-    return validate_config(raw, "test.yaml")
+cfg_with = functools.partial(experiment_helpers.cfg_with, "sais")
 
 
 @pytest.mark.parametrize(
@@ -39,9 +34,7 @@ def cfg_with(section: dict) -> dict:
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
-    with pytest.raises(ConfigError) as e:
-        cfg_with(section)
-    msg = str(e.value)
+    msg = experiment_helpers.config_error("sais", section)
     assert "\n" not in msg and msg.startswith("test.yaml: ") and line in msg
 
 
@@ -167,10 +160,5 @@ def test_specs_on_an_inventory_need_no_netns(tmp_path):
 
 
 def test_the_configs_validate():
-    for name in ("smoke", "local", "paper"):
-        raw = profile_config(repo_root() / "workflows" / "config" / f"{name}.yaml")
-        if name == "paper":
-            raw["sais"]["cluster"] = {"kind": "netns"}  # the testbed's inventory is not here
-        cfg = validate_config(raw, f"{name}.yaml")
-        assert "sais" in cfg["experiments"]
+    cfg = dict(experiment_helpers.validated_profiles("sais"))["paper"]
     assert cfg["sais"]["servers"] == [8, 16, 32, 48] and cfg["sais"]["client_links"] == [1, 3]

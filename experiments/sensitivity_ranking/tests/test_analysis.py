@@ -11,6 +11,7 @@ from analysis.common import AnalysisInputError, read_csv
 from experiments.sensitivity_ranking import analysis as sens
 from experiments.sensitivity_ranking import figures
 from experiments.sensitivity_ranking import metrics as m
+from tests.experiment_helpers import cmp_job_fields
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sensitivity"
 COLUMNS = m.JOB_COLUMNS
@@ -35,12 +36,7 @@ def make_jobs(rows):
             {
                 "run_id": f"g{group}-k{k}-r{rep}",
                 "group": group,
-                "k": k,
-                "rep": rep,
-                "cmp": cmp,
-                "job_id": f"j{i}",
-                "runtime_s": runtime,
-                "exit_code": exit_code,
+                **cmp_job_fields(i, k, rep, cmp, runtime, exit_code),
                 "demand_target_mb_s": 1.0 + group,
                 "jobs_per_cmp": 1,
                 "result_bw_mb_s": bw,
@@ -49,6 +45,12 @@ def make_jobs(rows):
             }
         )
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def one_rep(group, bw, alone, stacked):
+    """make_jobs rows of GROUP's rep 0 at bandwidth BW: a k=1 job on CMP 0 per runtime in ALONE,
+    then a k=2 job per runtime in STACKED, on CMPs 0, 1, ..."""
+    return [(group, 1, 0, 0, t, bw) for t in alone] + [(group, 2, 0, cmp, t, bw) for cmp, t in enumerate(stacked)]
 
 
 def row(table, group, k):
@@ -64,17 +66,7 @@ def fixture_table():
 
 def test_brief_example_one_rep():
     # group 0: k=1 10, 10 -> T_1-c 10; k=2 10.2, 9.8 -> 0 %. group 1: k=1 10; k=2 15, 15 -> 50 %.
-    jobs = make_jobs(
-        [
-            (0, 1, 0, 0, 10.0, 1.0),
-            (0, 1, 0, 0, 10.0, 1.0),
-            (0, 2, 0, 0, 10.2, 1.0),
-            (0, 2, 0, 1, 9.8, 1.0),
-            (1, 1, 0, 0, 10.0, 5.0),
-            (1, 2, 0, 0, 15.0, 5.0),
-            (1, 2, 0, 1, 15.0, 5.0),
-        ]
-    )
+    jobs = make_jobs(one_rep(0, 1.0, [10.0, 10.0], [10.2, 9.8]) + one_rep(1, 5.0, [10.0], [15.0, 15.0]))
     table = m.degradation_table(jobs, 5.0)
     assert row(table, 0, 2)["t1c_s"] == pytest.approx(10.0)
     assert row(table, 0, 2)["degradation_pct"] == pytest.approx(0.0, abs=1e-9)
@@ -366,16 +358,7 @@ def test_excess_falls_back_to_welch_when_reps_do_not_pair(control_jobs):
 
 
 def test_excess_with_one_rep_is_decided_on_the_point_estimate():
-    jobs = make_jobs(
-        [
-            (0, 1, 0, 0, 10.0, 0.01),
-            (0, 2, 0, 0, 13.0, 0.01),
-            (0, 2, 0, 1, 13.0, 0.01),
-            (1, 1, 0, 0, 10.0, 5.0),
-            (1, 2, 0, 0, 18.0, 5.0),
-            (1, 2, 0, 1, 18.0, 5.0),
-        ]
-    )
+    jobs = make_jobs(one_rep(0, 0.01, [10.0], [13.0, 13.0]) + one_rep(1, 5.0, [10.0], [18.0, 18.0]))
     jobs.loc[jobs["group"] == 0, "demand_target_mb_s"] = 0.0
     r = row(m.degradation_table(jobs, 5.0), 1, 2)
     assert r["control_degradation_pct"] == pytest.approx(30.0)
