@@ -117,9 +117,12 @@ def run_group(
     if left:
         raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
     cfg = dict(group["pfs"])
-    if shared is not None:  # the file system on the cluster of the group before
-        cfg["inventory"] = str((shared / "cluster" / "inventory.yml").resolve())
-        cfg["netns_state"] = str((shared / "cluster" / "state").resolve())
+    if netns:  # the cluster this process brings up in WORK, or the group's before it (SHARED):
+        # its inventory and state are there whatever folder the plan named (a later look's
+        # group is planned with its first look's folder)
+        home = (shared or work) / "cluster"
+        cfg["inventory"] = str((home / "inventory.yml").resolve())
+        cfg["netns_state"] = str((home / "state").resolve())
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     done = []
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
