@@ -8,7 +8,10 @@ WHAT is `calls` (open, write, read, lseek, pread, pwrite, fstat, stat, ftruncate
 unlink, mkdir, rename, rmdir, statvfs and their errors, each checked here; prints the sizes it
 expects the datafiles to have) or `pattern NAME SIZE` (writes kernels/pfs_read's data pattern,
 seed 1, into NAME, for `pfs_read --read --check` to verify) or `check-pattern NAME SIZE`
-(reads NAME, written by `pfs_read --write`, and compares every word). Prints one JSON object;
+(reads NAME, written by `pfs_read --write`, and compares every word) or `create-race NAME COUNT
+START` (opens NAME-0 .. NAME-<COUNT-1> with O_CREAT, the k-th at the epoch time START + k / 4 s,
+as every process started with the same arguments does: IOR's ranks opening their shared file).
+Prints one JSON object;
 any mismatch is an AssertionError and exit status 1.
 """
 
@@ -115,12 +118,24 @@ def check_pattern(prefix, name, size):
     return {"checked": size}
 
 
+def create_race(prefix, name, count, start):
+    import time
+
+    for k in range(count):
+        time.sleep(max(0.0, start + k / 4 - time.time()))
+        fd = os.open(f"{prefix}{name}-{k}", os.O_CREAT | os.O_RDWR, 0o644)
+        os.close(fd)
+    return {"opened": count}
+
+
 def main(argv):
     prefix, what = argv[1], argv[2]
     if what == "calls":
         out = calls(prefix)
     elif what == "pattern":
         out = write_pattern(prefix, argv[3], int(argv[4]))
+    elif what == "create-race":
+        out = create_race(prefix, argv[3], int(argv[4]), float(argv[5]))
     else:
         out = check_pattern(prefix, argv[3], int(argv[4]))
     print(json.dumps(out))

@@ -148,6 +148,18 @@ def test_pfs_read_and_the_library_read_each_others_files(cluster):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def test_processes_creating_one_file_at_once_all_open_it(cluster):
+    """IOR's ranks open their shared file with O_CREAT together: a create that loses the race to
+    another client's is an open of the file that client made, never EEXIST without O_EXCL."""
+    procs, count = 12, 40
+    start = float(on_client(cluster, "date +%s.%N").stdout) + 3  # past every process's connect
+    one = f"{client_env(cluster)} {PYTHON} {CALLS} {MOUNT} create-race /race {count} {start}"
+    every = f"for i in $(seq {procs}); do ({one}) & done; fail=0"
+    res = on_client(cluster, f"{every}; for j in $(jobs -p); do wait $j || fail=1; done; exit $fail")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count(f'"opened": {count}') == procs, res.stdout
+
+
 def ior_program():
     progs = upstream.programs("ior")
     if not progs:
