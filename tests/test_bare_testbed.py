@@ -201,7 +201,7 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
 # The testbed profile (workflows/config/testbed.yaml) on the two provisioned nodes, run from this
 # machine as on Grid'5000: only the inventory differs, and the sizes two nodes hold (jobs of 2
 # ranks). mpl_sweep's runs span the nodes: corun run here, its ranks and node daemons there.
-def testbed_config(base: Path, inventory: Path, schemes: list[str]) -> Path:
+def profile_config(base: Path, inventory: Path, schemes: list[str]) -> Path:
     cfg = {
         "results_dir": str(base / "results"),
         "data_dir": str(base / "data"),
@@ -270,7 +270,7 @@ def scratch():
 @pytest.mark.timeout(1800)
 def test_the_testbed_profile_runs_mpl_sweep_across_the_nodes_and_gathers_the_results_here(bare, scratch):
     state, inventory = bare
-    proc, FIGURES["mpl_sweep_run_s"] = snakemake(testbed_config(scratch, inventory, ["sb", "cc_b"]))
+    proc, FIGURES["mpl_sweep_run_s"] = snakemake(profile_config(scratch, inventory, ["sb", "cc_b"]))
     results = scratch / "results"
     assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
     runs = sorted((results / "mpl_sweep" / "runs").iterdir())
@@ -301,7 +301,7 @@ def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_mea
     node 1 is left with nothing running, boosted or stopped; after `up` the next call measures
     only the runs that failed."""
     state, inventory = bare
-    config = testbed_config(scratch, inventory, ["batch", "sb", "cc_b"])
+    config = profile_config(scratch, inventory, ["batch", "sb", "cc_b"])
     runs = scratch / "results" / "mpl_sweep" / "runs"
     t0 = time.monotonic()
     campaign = subprocess.Popen(
