@@ -5,16 +5,21 @@ debootstrap template, built once per machine and reused): they start bare; node_
 node without ssh, with another release or without space in one line while the other node goes
 on; site.yml provisions both from nothing over ssh (packages through the testbed's apt proxy,
 corun's tree, kernels, schedulers, MPI, the upstream benchmarks from the mirror served over
-HTTP), a run after it changes nothing, and teardown leaves no namespace, mount, loop device or
-process. Marked root and bare (select with -m bare); it takes many minutes (the figures are
-printed), the first time longer (the template, the apt proxy's cache).
+HTTP), a run after it changes nothing; the testbed profile then runs mpl_sweep across both nodes
+from here (results, report and archive made here) and survives node 2 killed mid-campaign (only
+its runs fail, naming it; the next call measures only those), and teardown leaves no namespace,
+mount, loop device or process. Marked root and bare (select with -m bare); it takes many minutes
+(the figures are printed), the first time longer (the template, the apt proxy's cache).
 """
 
+import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -191,3 +196,144 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
     FIGURES["second_run_s"] = secs
     assert proc.returncode == 0, output(proc)
     assert recap == {n: (0, 0, 0) for n in NODES}, f"a second run changed something:\n{output(proc)}"
+
+
+# The testbed profile (workflows/config/testbed.yaml) on the two provisioned nodes, run from this
+# machine as on Grid'5000: only the inventory differs, and the sizes two nodes hold (jobs of 2
+# ranks). mpl_sweep's runs span the nodes: corun run here, its ranks and node daemons there.
+def profile_config(base: Path, inventory: Path, schemes: list[str]) -> Path:
+    cfg = {
+        "results_dir": str(base / "results"),
+        "data_dir": str(base / "data"),
+        "experiments": ["mpl_sweep"],
+        "mpl_sweep": {
+            "schemes": schemes,
+            "workloads": {"wl6": {"ranks": [2], "jobs": 6}},
+            "model": {"projection": {"nodes": [2, 4], "ranks": [2]}},
+            "cluster": {"inventory": str(inventory)},
+        },
+    }
+    path = base / "testbed.yaml"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def snakemake_argv(config: Path) -> list[str]:
+    return [
+        str(Path(PY).parent / "snakemake"),
+        "all",
+        "--keep-going",
+        "--profile",
+        "workflows/profiles/testbed",
+        "--configfile",
+        "workflows/config/testbed.yaml",
+        str(config),
+    ]
+
+
+def snakemake(config: Path, timeout=1800) -> tuple[subprocess.CompletedProcess, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run(snakemake_argv(config), capture_output=True, text=True, cwd=REPO, timeout=timeout)
+    return proc, round(time.monotonic() - t0, 1)
+
+
+def node_state(state, nodes=NODES) -> dict[str, list[str]]:
+    """What a run may leave on each node: a process besides sshd (a rank, a node daemon), one
+    stopped or in a real-time class (boosted), a mount of corun's or a loop device."""
+    probe = (
+        # the probe's own shell ($$) and its children (ps, awk) aside
+        "ps -eo pid=,ppid=,stat=,cls=,comm= | awk -v me=$$ "
+        '\'$1 != me && $2 != me && ($5 != "sshd" || $3 ~ /T/ || $4 != "TS")\'; '
+        "findmnt -rn -o TARGET | grep -e corun -e pfs; losetup -a"
+    )
+    out = {}
+    for name in nodes:
+        proc = ssh(state, name, probe)
+        assert proc.returncode in (0, 1), f"{name}: {proc.stderr}"
+        out[name] = proc.stdout.splitlines()
+    return out
+
+
+def run_logs(results: Path) -> str:
+    return "".join(f"{f}: {f.read_text()[-1500:]}\n" for f in sorted(results.glob("**/logs/run_*.log")))
+
+
+@pytest.fixture
+def scratch():
+    scratch = REPO / "results" / "test-scratch"  # on a real disk, like conftest's disk_tmp
+    scratch.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(dir=scratch))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.timeout(1800)
+def test_the_testbed_profile_runs_mpl_sweep_across_the_nodes_and_gathers_the_results_here(bare, scratch):
+    state, inventory = bare
+    proc, FIGURES["mpl_sweep_run_s"] = snakemake(profile_config(scratch, inventory, ["sb", "cc_b"]))
+    results = scratch / "results"
+    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
+    runs = sorted((results / "mpl_sweep" / "runs").iterdir())
+    assert [r.name for r in runs] == ["wl6_heavy_cc_b_mpl2_r0", "wl6_heavy_sb_mpl2_r0"]
+    for run in runs:
+        meta = json.loads((run / "metadata.json").read_text())
+        assert sorted(d["host"] for d in meta["cluster"]["daemons"]) == NODES, run
+        with (run / "jobs.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        assert rows and all(r["exit_code"] == "0" for r in rows), run
+        # every job's 2 ranks on the 2 nodes, one each
+        assert {r["hosts"] for r in rows} == {f"{NODES[0]}:1 {NODES[1]}:1"}, run
+    assert (results / "mpl_sweep" / "jobs.csv").exists() and (results / "report.html").exists()
+    archive = subprocess.run(
+        [PY, "-m", "corun", "archive", str(results), "--out", str(scratch / "results.tar.gz")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert archive.returncode == 0, archive.stderr
+    assert node_state(state) == {n: [] for n in NODES}
+
+
+@pytest.mark.timeout(1800)
+def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
+    """Node 2 SIGKILLed once the first of three runs finished: the others fail naming the node,
+    node 1 is left with nothing running, boosted or stopped; after `up` the next call measures
+    only the runs that failed."""
+    state, inventory = bare
+    config = profile_config(scratch, inventory, ["batch", "sb", "cc_b"])
+    runs = scratch / "results" / "mpl_sweep" / "runs"
+    t0 = time.monotonic()
+    campaign = subprocess.Popen(
+        snakemake_argv(config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
+    )
+    try:
+        while not any(runs.glob("*/metadata.json")) and campaign.poll() is None:
+            time.sleep(0.2)
+        assert campaign.poll() is None, campaign.stdout.read()
+        assert bare_testbed(state, "kill", NODES[1]).returncode == 0
+        out, _ = campaign.communicate(timeout=1200)
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+            campaign.wait()
+    FIGURES["node_kill_run_s"] = round(time.monotonic() - t0, 1)
+    assert campaign.returncode != 0, out[-3000:]
+    finished = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+    assert len(finished) == 1, sorted(p.name for p in runs.iterdir())
+    logs = scratch / "results" / "mpl_sweep" / "logs"
+    failed = [f for f in sorted(logs.glob("run_mpl_sweep_*.log")) if f.name[len("run_mpl_sweep_") : -4] not in finished]
+    assert len(failed) == 2, [f.name for f in failed]
+    for log in failed:  # the run's own error, its last line from corun, names the node
+        errors = [line for line in log.read_text().splitlines() if line.startswith("corun: ")]
+        assert errors and NODES[1] in errors[-1], log.read_text()[-2000:]
+    assert node_state(state, NODES[:1]) == {NODES[0]: []}
+
+    assert up(state, inventory).returncode == 0
+    proc, FIGURES["node_kill_rerun_s"] = snakemake(config)
+    assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
+    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
+    assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]
+    assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
+    assert len(list(runs.glob("*/metadata.json"))) == 3
+    assert node_state(state) == {n: [] for n in NODES}
