@@ -85,12 +85,23 @@ def log(msg: str) -> None:
     print(f"pfs_runs: {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
+def fs_state(cfg_file: Path) -> Path:
+    """The file system's state folder that CFG_FILE names (its journal is there): a later look's
+    group keeps its first look's, not a folder of its own work folder."""
+    try:
+        cfg = yaml.safe_load(cfg_file.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        cfg = {}
+    state = Path(cfg.get("state_dir") or cfg_file.parent / "pfs")
+    return state if state.is_absolute() else repo_root() / state
+
+
 def teardown(work: Path, cfg_file: Path, netns: bool, cluster_work: Path | None = None) -> list[str]:
     """File system down, then the cluster (in CLUSTER_WORK, else WORK); each step tried even if
     the one before failed."""
     errors = []
-    work_fs, work = work, cluster_work or work
-    if (work_fs / "pfs" / "journal.json").exists() and cfg_file.exists():
+    work = cluster_work or work
+    if cfg_file.exists() and (fs_state(cfg_file) / "journal.json").exists():
         try:
             _run(pfs_argv(cfg_file, "down"), "pfs down")
             log("file system down")

@@ -33,6 +33,9 @@ def calls(monkeypatch):
         seen.append((what, list(argv)))
         if what == "pfs up":  # stop there: the configuration is written
             raise CorunError("stop")
+        if what == "pfs down":  # as the real one: the journal goes once all is down
+            cfg = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
+            (Path(cfg["state_dir"]) / "journal.json").unlink(missing_ok=True)
         return ""
 
     monkeypatch.setattr(pfs_runs, "_run", fake_run)
@@ -61,3 +64,22 @@ def test_shared_cluster_paths_are_the_first_groups(tmp_path, calls):
     assert cfg["netns_state"] == str((first / "cluster" / "state").resolve())
     assert "netns-cluster up" not in dict(calls)  # the first group's cluster is used, not another
     assert cfg["state_dir"] == g["pfs"]["state_dir"]  # the file system's own state stays planned
+
+
+def test_teardown_takes_down_the_file_system_whose_journal_the_configuration_names(tmp_path, calls):
+    """A later look's group keeps its first look's file system state: its journal is there, and
+    the teardown (of the group, of every group, of `corun recover`) finds it and takes it down."""
+    work = tmp_path / "work" / "s2_l1-look2"
+    with pytest.raises(CorunError, match="stop"):
+        pfs_runs.run_group(group(tmp_path / "work" / "s2_l1"), tmp_path, tmp_path / "runs", work)
+    journal = tmp_path / "work" / "s2_l1" / "pfs" / "journal.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text("{}")  # the servers the look's `pfs up` started
+    calls.clear()
+    assert pfs_runs.teardown_all(tmp_path / "work") == []
+    assert [what for what, _ in calls] == ["pfs down"]
+    journal.write_text("{}")
+    assert pfs_runs.teardown(work, work / "pfs.yaml", netns=False) == []
+    assert [what for what, _ in calls] == ["pfs down", "pfs down"] and not journal.exists()
+    calls.clear()
+    assert pfs_runs.teardown_all(tmp_path / "work") == [] and calls == []  # nothing up: nothing done
