@@ -83,16 +83,19 @@ def test_jobs_carry_their_wildcards_and_belong_to_their_experiment():
 def test_harness_share_per_experiment_and_in_total(tmp_path, capsys):
     for exp, name, jobs_s in (("mpl_sweep", "r1", 8.0), ("sais", "a", 5.0), ("sais", "b", 5.0)):
         write_metadata(tmp_path, exp, name, {"phases_s": {"jobs_s": jobs_s}})
+    # an attempt measured again for steal counts as measuring, not as the harness's cost
+    again = {"earlier": [{"attempt": 1, "duration_s": 4.0}]}
+    write_metadata(tmp_path, "mpl_sweep", "r2", {"phases_s": {"jobs_s": 2.0}, "remeasured": again})
     jobs, span = bench.parse_jobs(SHARE_LOG.splitlines())
     rows = bench.harness_share(jobs, span, bench.run_phases(tmp_path))
     by = {r[0]: r for r in rows}
-    assert by["mpl_sweep"][1:4] == (20.0, 1, 8.0) and abs(by["mpl_sweep"][4] - 0.6) < 1e-9
-    assert by["sais"][1:4] == (20.0, 2, 10.0) and abs(by["sais"][4] - 0.5) < 1e-9
+    assert by["mpl_sweep"][1:5] == (20.0, 2, 10.0, 4.0) and abs(by["mpl_sweep"][5] - 0.3) < 1e-9
+    assert by["sais"][1:5] == (20.0, 2, 10.0, 0.0) and abs(by["sais"][5] - 0.5) < 1e-9
     assert by["(other rules)"][1] == 10.0
-    assert by["total"][1:4] == (50.0, 3, 18.0) and abs(by["total"][4] - 32 / 50) < 1e-9
+    assert by["total"][1:5] == (50.0, 4, 20.0, 4.0) and abs(by["total"][5] - 26 / 50) < 1e-9
     log = tmp_path / "x.snakemake.log"
     log.write_text(SHARE_LOG)
     assert bench.main([str(log), "--runs", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "the harness's share" in out
-    assert out.splitlines()[-1].split() == ["total", "50.0", "3", "18.0", "64.0"]
+    assert out.splitlines()[-1].split() == ["total", "50.0", "4", "20.0", "4.0", "52.0"]
