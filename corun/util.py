@@ -144,3 +144,9 @@ def cli_options(options: dict[str, object]) -> list[str]:
 
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+def repo_path(path: str | Path) -> Path:
+    """PATH as given when absolute, else taken from the repository (how configs name folders)."""
+    path = Path(path)
+    return path if path.is_absolute() else repo_root() / path

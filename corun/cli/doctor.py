@@ -13,14 +13,13 @@ import json
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 from corun.errors import ConfigError
 from corun.machine.doctor import DEFAULT_MIN_FREE_GIB, finding, local_findings, summary
 from corun.run import schedulers
 from corun.testbed import inventory as inv
 from corun.testbed.hosts import remote_python
-from corun.util import repo_root
+from corun.util import repo_path, repo_root
 
 
 def remote_report(host, data_dir: str, min_free_gib: float, timeout: float = 120) -> dict:
@@ -70,8 +69,7 @@ def check_hosts(names: list[str], inventory: str | None, group: str, data_dir: s
     out = []
     for h in hosts:
         if h.local:
-            path = Path(data_dir)
-            path = path if path.is_absolute() else repo_root() / path
+            path = repo_path(data_dir)
             if not path.exists():
                 out.append(
                     summary(

@@ -11,7 +11,7 @@ from pathlib import Path
 from corun import config as cfgmod
 from corun.errors import ConfigError, CorunError
 from corun.testbed import inventory
-from corun.util import repo_root
+from corun.util import repo_path
 
 SCHEMA = Path(__file__).resolve().with_name("pfs.schema.json")
 BRICK_NAME = "corun-brick"
@@ -73,11 +73,6 @@ def load_config(path: str | Path | None) -> tuple[dict, str]:
     if path is None:
         return cfgmod.validate({}, cfgmod.load_schema(SCHEMA), "pfs defaults"), "pfs defaults"
     return cfgmod.load(path, cfgmod.load_schema(SCHEMA)), str(path)
-
-
-def _abs(p: str) -> Path:
-    path = Path(p)
-    return path if path.is_absolute() else repo_root() / path
 
 
 @dataclass
@@ -162,7 +157,7 @@ def _in_netns(cfg: dict, hosts: list[inventory.Host]) -> list[inventory.Host]:
 
 
 def make_plan(cfg: dict, source: str) -> Plan:
-    inv = _abs(cfg["inventory"])
+    inv = repo_path(cfg["inventory"])
     if not inv.exists():
         raise ConfigError(
             source,
@@ -238,14 +233,14 @@ def make_plan(cfg: dict, source: str) -> Plan:
         source=source,
         clients=clients,
         servers=servers,
-        state_dir=_abs(cfg["state_dir"]),
+        state_dir=repo_path(cfg["state_dir"]),
         links=_netns_links(cfg, clients + [h for h in others[:n] if h.name not in taken]),
     )
 
 
 def _netns_links(cfg: dict, hosts: list[inventory.Host]) -> dict | None:
     """On a scripts/netns-cluster cluster: each host's namespace and bridge-side veth."""
-    state = _abs(cfg["netns_state"]) / "state.json"
+    state = repo_path(cfg["netns_state"]) / "state.json"
     try:
         data = json.loads(state.read_text())
     except (OSError, ValueError):

@@ -50,7 +50,7 @@ from corun.errors import CorunError, one_line_errors
 from corun.testbed import hosts as hostmod
 from corun.testbed import inventory, pfs
 from corun.testbed.guard import Guard
-from corun.util import atomic_write_json, repo_root
+from corun.util import atomic_write_json, repo_path, repo_root
 
 CLUSTER = "scripts/netns-cluster"
 
@@ -92,8 +92,7 @@ def fs_state(cfg_file: Path) -> Path:
         cfg = yaml.safe_load(cfg_file.read_text()) or {}
     except (OSError, yaml.YAMLError):
         cfg = {}
-    state = Path(cfg.get("state_dir") or cfg_file.parent / "pfs")
-    return state if state.is_absolute() else repo_root() / state
+    return repo_path(cfg.get("state_dir") or cfg_file.parent / "pfs")
 
 
 def teardown(work: Path, cfg_file: Path, netns: bool, cluster_work: Path | None = None) -> list[str]:

@@ -32,7 +32,7 @@ from corun.errors import CorunError, one_line_errors
 from corun.testbed import inventory
 from corun.testbed.pfs import AIOLI_TYPE, remote
 from corun.testbed.pfs_plan import NetnsHost
-from corun.util import atomic_write_text, repo_root
+from corun.util import atomic_write_text, repo_path
 
 POLICIES = ("fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware")
 # The translator's numeric keys and their bounds (src/policy.c, aioli_params_set).
@@ -89,14 +89,9 @@ def parse_sets(sets: list[str]) -> dict:
     return out
 
 
-def _abs(p: str) -> Path:
-    path = Path(p)
-    return path if path.is_absolute() else repo_root() / path
-
-
 def targets(pfs_state: str) -> list[dict]:
     """Every corun/aioli translator of the running file system: host, control and status files."""
-    lay_path = _abs(pfs_state) / "layout.json"
+    lay_path = repo_path(pfs_state) / "layout.json"
     try:
         lay = json.loads(lay_path.read_text())
     except FileNotFoundError:
