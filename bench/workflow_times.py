@@ -19,8 +19,10 @@ then prints the harness's share per experiment and in total: the experiment's Sn
 (the summed wall time of its jobs: data, specs, runs, collect, analyse; one job at a time under
 `make run`), its runs' summed job time (`phases_s.jobs_s`), the summed duration of the attempts
 measured again because the host took too much CPU time (`remeasured.earlier`: repetitions the
-evidence needs, not the harness's cost), and (time - job time - remeasured) / time; the total
-row takes the workflow's span against every run's job time.
+evidence needs, not the harness's cost), the measurements that are not runs (a JSON file outside
+*/runs/ with phases_s.jobs_s: the device's calibration, noisy_neighbour's premise), and (time -
+job time - not runs - remeasured) / time; the total row takes the workflow's span against every
+run's job time.
 
     .venv/bin/python bench/workflow_times.py --make-run [--profile local]
 
@@ -139,6 +141,26 @@ def print_phases(results: Path) -> int:
     return 0
 
 
+def measured_outside_runs(results: Path) -> dict[str, float]:
+    """{first folder under RESULTS: seconds} of the workflow's measurements that are not runs
+    (the device's calibration, noisy_neighbour's premise): every JSON file outside */runs/ whose
+    top level has phases_s.jobs_s, the seconds it measured (not its own set-up)."""
+    out: dict[str, float] = defaultdict(float)
+    for path in results.glob("*/**/*.json"):
+        rel = path.relative_to(results)
+        if "runs" in rel.parts or path.stat().st_size > 1 << 20:
+            continue
+        try:
+            text = path.read_text()
+            doc = json.loads(text) if '"phases_s"' in text else None
+        except (OSError, ValueError):
+            continue
+        jobs_s = ((doc or {}).get("phases_s") or {}).get("jobs_s") if isinstance(doc, dict) else None
+        if isinstance(jobs_s, (int, float)):
+            out[rel.parts[0]] += float(jobs_s)
+    return dict(out)
+
+
 def experiment_of(rule: str, wildcards: dict[str, str], names: list[str]) -> str | None:
     """The experiment a job belongs to: its `exp` wildcard, else the longest experiment name in
     its rule's name as a whole part (run_mpl_sweep, make_aioli_specs, run_sais_group)."""
@@ -148,39 +170,52 @@ def experiment_of(rule: str, wildcards: dict[str, str], names: list[str]) -> str
     return max(hits, key=len) if hits else None
 
 
-def harness_share(jobs: list[tuple[str, float, dict[str, str]]], span: float, per_runs: dict) -> list[tuple]:
-    """Rows (experiment, Snakemake s, runs, summed job s, remeasured s, harness share) per
-    experiment with runs, then ("(other rules)", ...) and ("total", workflow span, runs, job s,
-    remeasured s, share). The share is (time - job time - remeasured attempts) / time: an attempt
-    measured again because of steal is a repetition the evidence needs, not the harness's cost."""
+def harness_share(
+    jobs: list[tuple[str, float, dict[str, str]]], span: float, per_runs: dict, outside: dict | None = None
+) -> list[tuple]:
+    """Rows (experiment, Snakemake s, runs, summed job s, measured outside runs s, remeasured s,
+    harness share) per experiment with runs, then ("(other rules)", ...) and ("total", workflow
+    span, ...). The share is (time - job time - measured outside runs - remeasured attempts) /
+    time: an attempt measured again because of steal is a repetition the evidence needs, and a
+    measurement that is not a run (OUTSIDE, from measured_outside_runs: the device's calibration,
+    a premise) is measuring too; neither is the harness's cost. OUTSIDE of a folder that is no
+    experiment with runs counts in "(other rules)"."""
     names = sorted(per_runs)
+    outside = outside or {}
     wall: dict[str | None, float] = defaultdict(float)
     for rule, sec, wc in jobs:
         wall[experiment_of(rule, wc, names)] += sec
     rows = []
     for exp in sorted(names, key=lambda n: -wall.get(n, 0.0)):
         t, j, r = wall.get(exp, 0.0), per_runs[exp]["jobs_s"], per_runs[exp].get("remeasured_s", 0.0)
-        rows.append((exp, t, int(per_runs[exp]["runs"]), j, r, (t - j - r) / t if t > 0 else None))
-    if wall.get(None):
-        rows.append(("(other rules)", wall[None], 0, 0.0, 0.0, 1.0))
+        o = outside.get(exp, 0.0)
+        rows.append((exp, t, int(per_runs[exp]["runs"]), j, o, r, (t - j - o - r) / t if t > 0 else None))
+    other_o = sum(v for k, v in outside.items() if k not in per_runs)
+    if wall.get(None) or other_o:
+        t = wall.get(None, 0.0)
+        rows.append(("(other rules)", t, 0, 0.0, other_o, 0.0, (t - other_o) / t if t > 0 else None))
     total_jobs = sum(a["jobs_s"] for a in per_runs.values())
+    total_o = sum(outside.values())
     total_re = sum(a.get("remeasured_s", 0.0) for a in per_runs.values())
     total_runs = int(sum(a["runs"] for a in per_runs.values()))
-    share = (span - total_jobs - total_re) / span if span > 0 else None
-    rows.append(("total", span, total_runs, total_jobs, total_re, share))
+    share = (span - total_jobs - total_o - total_re) / span if span > 0 else None
+    rows.append(("total", span, total_runs, total_jobs, total_o, total_re, share))
     return rows
 
 
 def print_share(jobs: list[tuple[str, float, dict[str, str]]], span: float, results: Path) -> None:
     per = run_phases(results)
     print(
-        "\nthe harness's share: (Snakemake time - the runs' job time - attempts measured again for"
-        f" steal) / Snakemake time, {results}"
+        "\nthe harness's share: (Snakemake time - the runs' job time - measurements that are not runs"
+        f" - attempts measured again for steal) / Snakemake time, {results}"
     )
-    print(f"{'experiment':<22} {'snakemake s':>11} {'runs':>5} {'jobs s':>9} {'remeasured s':>12} {'harness %':>9}")
-    for exp, t, n, j, r, share in harness_share(jobs, span, per):
+    print(
+        f"{'experiment':<22} {'snakemake s':>11} {'runs':>5} {'jobs s':>9} {'not runs s':>10}"
+        f" {'remeasured s':>12} {'harness %':>9}"
+    )
+    for exp, t, n, j, o, r, share in harness_share(jobs, span, per, measured_outside_runs(results)):
         cell = f"{100 * share:>9.1f}" if share is not None else f"{'-':>9}"
-        print(f"{exp:<22} {t:>11.1f} {n:>5} {j:>9.1f} {r:>12.1f} {cell}")
+        print(f"{exp:<22} {t:>11.1f} {n:>5} {j:>9.1f} {o:>10.1f} {r:>12.1f} {cell}")
 
 
 def time_make_run(profile: str) -> int:

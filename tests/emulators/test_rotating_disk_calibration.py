@@ -41,5 +41,7 @@ def test_quick_calibration(tmp_path):
     assert r["4"]["aggregate_mb_s"] < r["1"]["aggregate_mb_s"]
     assert d["device"]["host_settings"]["after_mount"]["read_ahead_kb"] == 128
     assert d["teardown_errors"] == []
+    # the timed suite only (the untimed writing of the readers' files is set-up)
+    assert 0 < d["phases_s"]["jobs_s"] == d["measured"]["timed_s"] < d["duration_s"]
     c = d["measured"]["counters"]
     assert c["lateness_samples"] > 0 and c["cpu_us_per_request"] > 0

@@ -89,13 +89,37 @@ def test_harness_share_per_experiment_and_in_total(tmp_path, capsys):
     jobs, span = bench.parse_jobs(SHARE_LOG.splitlines())
     rows = bench.harness_share(jobs, span, bench.run_phases(tmp_path))
     by = {r[0]: r for r in rows}
-    assert by["mpl_sweep"][1:5] == (20.0, 2, 10.0, 4.0) and abs(by["mpl_sweep"][5] - 0.3) < 1e-9
-    assert by["sais"][1:5] == (20.0, 2, 10.0, 0.0) and abs(by["sais"][5] - 0.5) < 1e-9
-    assert by["(other rules)"][1] == 10.0
-    assert by["total"][1:5] == (50.0, 4, 20.0, 4.0) and abs(by["total"][5] - 26 / 50) < 1e-9
+    assert by["mpl_sweep"][1:6] == (20.0, 2, 10.0, 0.0, 4.0) and abs(by["mpl_sweep"][6] - 0.3) < 1e-9
+    assert by["sais"][1:6] == (20.0, 2, 10.0, 0.0, 0.0) and abs(by["sais"][6] - 0.5) < 1e-9
+    assert by["(other rules)"][1] == 10.0 and by["(other rules)"][6] == 1.0
+    assert by["total"][1:6] == (50.0, 4, 20.0, 0.0, 4.0) and abs(by["total"][6] - 26 / 50) < 1e-9
     log = tmp_path / "x.snakemake.log"
     log.write_text(SHARE_LOG)
     assert bench.main([str(log), "--runs", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "the harness's share" in out
-    assert out.splitlines()[-1].split() == ["total", "50.0", "4", "20.0", "4.0", "52.0"]
+    assert out.splitlines()[-1].split() == ["total", "50.0", "4", "20.0", "0.0", "4.0", "52.0"]
+
+
+def test_measurements_that_are_not_runs_are_measuring_not_the_harness(tmp_path, capsys):
+    """A premise measured beside an experiment's runs counts for that experiment, the device's
+    calibration (a folder of no experiment) for the other rules; a run's own files, a JSON
+    without phases_s and a broken one count nothing."""
+    write_metadata(tmp_path, "mpl_sweep", "r1", {"phases_s": {"jobs_s": 8.0}})
+    write_metadata(tmp_path, "sais", "a", {"phases_s": {"jobs_s": 10.0}})
+    premise = tmp_path / "sais" / "premise" / "alone" / "r0"
+    premise.mkdir(parents=True)
+    (premise / "summary.json").write_text(json.dumps({"phases_s": {"jobs_s": 4.0}, "layout": "alone"}))
+    (tmp_path / "sais" / "analysis").mkdir()
+    (tmp_path / "sais" / "analysis" / "claims.json").write_text(json.dumps({"rows": []}))
+    (tmp_path / "sais" / "analysis" / "broken.json").write_text('{"phases_s": ')
+    (tmp_path / "device").mkdir()
+    (tmp_path / "device" / "calibration.json").write_text(json.dumps({"phases_s": {"jobs_s": 6.0}}))
+    outside = bench.measured_outside_runs(tmp_path)
+    assert outside == {"sais": 4.0, "device": 6.0}
+    jobs, span = bench.parse_jobs(SHARE_LOG.splitlines())
+    by = {r[0]: r for r in bench.harness_share(jobs, span, bench.run_phases(tmp_path), outside)}
+    # sais: 20 s in Snakemake, 10 s of runs, 4 s of premise: 6 s of harness
+    assert by["sais"][1:6] == (20.0, 1, 10.0, 4.0, 0.0) and abs(by["sais"][6] - 0.3) < 1e-9
+    assert by["(other rules)"][4] == 6.0 and abs(by["(other rules)"][6] - 0.4) < 1e-9
+    assert by["total"][3:6] == (18.0, 10.0, 0.0) and abs(by["total"][6] - 22 / 50) < 1e-9
