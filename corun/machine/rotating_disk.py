@@ -13,6 +13,12 @@ Set-up, every step journalled (corun/state.py) before it is made:
    the run's data folder; settings that mkfs or the mount reset (the read-ahead, here) are noted
    and set again, then all are read back and must match.
 
+With overlay and image_cache (the default), the image that step 4 and the copy of the inputs
+made is kept in the state folder (`rotating_disk/images/KEY.img`, sparse), KEY the hash of the
+size, mkfs and the inputs' paths, sizes, modes and times; a later run with the same KEY starts
+the daemon from it (`--load`) and only mounts: the same bytes, without the mkfs, the copy and
+the staging mount.
+
 Teardown is the journal's unwind, newest first: unmount, detach, end the daemon. A hung or dead
 daemon never blocks it: the FUSE connection is aborted (/sys/fs/fuse/connections/N/abort)
 before unmounting, unmounts fall back to lazy ones, and a loop device still busy is detached
@@ -26,6 +32,7 @@ nothing is touched.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -48,7 +55,7 @@ from corun.machine.disk_mounts import (
     abort_fuse,
 )
 from corun.machine.state import Journal, state_dir, undo_handler
-from corun.util import cli_options, proc_starttime
+from corun.util import atomic_write_json, cli_options, proc_starttime
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_DIR = REPO / "emulators" / "rotating_disk"
@@ -76,8 +83,11 @@ DEFAULTS = {
     "seed": 1,
     "rt_priority": 10,
     "overlay": False,
+    "image_cache": True,
 }
 STOP_GRACE_S = 10.0
+IMAGES_KEPT = 8  # images of the cache kept (the least recently used go first)
+MKFS_ARGV = ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard"]
 
 
 def preset_path(preset: str) -> Path:
@@ -123,8 +133,9 @@ def resolve(cfg: dict | None, source: str = "spec", key: str = "device.rotating_
     for k, v in out["model"].items():
         if not isinstance(k, str) or not k.replace("-", "").isalnum() or isinstance(v, (dict, list)):
             raise ConfigError(source, f"{key}.model.{k}", v, "an option of corun-rotating-disk and a scalar value")
-    if not isinstance(out["overlay"], bool):
-        raise ConfigError(source, f"{key}.overlay", out["overlay"], "true or false")
+    for k in ("overlay", "image_cache"):
+        if not isinstance(out[k], bool):
+            raise ConfigError(source, f"{key}.{k}", out[k], "true or false")
     rt = out["rt_priority"]
     if not isinstance(rt, int) or isinstance(rt, bool) or not 0 <= rt <= 99:
         raise ConfigError(source, f"{key}.rt_priority", rt, "an integer from 0 (normal scheduling) to 99")
@@ -234,6 +245,7 @@ class RotatingDisk:
         self.final_state: dict | None = None
         self.steps_s: dict[str, float] = {}  # set-up steps' wall time
         self._t_step = 0.0
+        self.image_cache: dict = {"state": "off"}
 
     def lap(self, step: str) -> None:
         now = time.monotonic()
@@ -257,11 +269,13 @@ class RotatingDisk:
             argv += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
         return argv + ["--untimed-start", "--mount", self.fuse_dir, "--state", str(self.state_file)]
 
-    def start(self, fill=None, timed: bool = True) -> None:
+    def start(self, fill=None, timed: bool = True, fill_key: str | None = None) -> None:
         """Build the stack. With overlay, FILL(folder) copies the inputs onto the new file
         system (mounted on a staging folder), which is then mounted over device.path. The
         daemon serves mkfs and the filling at memory speed; with TIMED (else call go_timed()
-        once the disk is filled) every request from then on is timed by the model."""
+        once the disk is filled) every request from then on is timed by the model. FILL_KEY
+        (what FILL copies, hashed) keys the image cache: a cached image replaces mkfs and
+        FILL."""
         t = Path(self.target)
         overlay = self.cfg.get("overlay", False)
         if not overlay and t.exists() and (not t.is_dir() or any(t.iterdir())):
@@ -286,10 +300,15 @@ class RotatingDisk:
                 "starttime": None,
             }
         )
+        cached = self._cached_image(fill_key) if overlay else None
         log = open(self.log_file, "ab")
         try:
             self.proc = subprocess.Popen(
-                self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+                self.argv() + (["--load", str(cached["file"])] if cached else []),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
             )
         finally:
             log.close()
@@ -318,12 +337,11 @@ class RotatingDisk:
         # 3. host queue settings
         self.apply_host_settings(name)
         # 4. file system and mount
-        self._step(
-            ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", self.loop],
-            "mkfs.ext4 on the emulated disk",
-            timeout=600,
-        )
-        self.lap("mkfs")
+        if cached:
+            self.populated = cached["populated"]
+        else:
+            self._step([*MKFS_ARGV, self.loop], "mkfs.ext4 on the emulated disk", timeout=600)
+            self.lap("mkfs")
         j.push(
             {
                 "kind": "rotating_disk_mount",
@@ -336,7 +354,7 @@ class RotatingDisk:
             }
         )
         opts = ["-o", self.cfg["mount_options"]] if self.cfg["mount_options"] else []
-        if overlay:  # fill it on a staging mount first; unmounting it empties the page cache
+        if overlay and not cached:  # fill it on a staging mount first; unmounting it empties the page cache
             stage = self.work / "stage"
             stage.mkdir(exist_ok=True)
             st = j.push(
@@ -356,6 +374,9 @@ class RotatingDisk:
             err = j.undo(st)
             if err:
                 raise CorunError(f"staging mount of the emulated disk: {err}")
+            if self.image_cache.get("key"):
+                self._save_image()
+                self.lap("save_image")
         self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
         if overlay:
             # unmounting the staging mount empties the page cache only if that was the file
@@ -375,6 +396,71 @@ class RotatingDisk:
         self.lap("mount")
         if timed:
             self.go_timed()
+
+    # ------------------------------------------------------------ image cache
+    def _images(self) -> Path:
+        return state_dir() / "rotating_disk" / "images"
+
+    def _cached_image(self, fill_key: str | None) -> dict | None:
+        """The cached image of this size, mkfs and fill (None: build it, and keep it when the
+        cache is on). Sets image_cache: state off, built or loaded, key, file."""
+        if not (self.cfg.get("image_cache", True) and fill_key is not None):
+            self.image_cache = {"state": "off"}
+            return None
+        mkfs = shutil.which("mkfs.ext4") or "mkfs.ext4"
+        try:
+            st = os.stat(mkfs)
+            mkfs_id = [mkfs, st.st_size, st.st_mtime_ns]
+        except OSError:
+            mkfs_id = [mkfs]
+        material = json.dumps([1, self.cfg["size_bytes"], MKFS_ARGV, mkfs_id, fill_key], sort_keys=True)
+        key = hashlib.sha256(material.encode()).hexdigest()[:24]
+        img, meta = self._images() / f"{key}.img", self._images() / f"{key}.json"
+        self.image_cache = {"state": "built", "key": key, "file": str(img)}
+        try:
+            doc = json.loads(meta.read_text())
+            if img.stat().st_size != self.cfg["size_bytes"] or not isinstance(doc.get("populated"), list):
+                return None
+        except (OSError, ValueError):
+            return None
+        now = time.time()
+        os.utime(img, (now, now))
+        self.image_cache["state"] = "loaded"
+        self.image_cache["stored_bytes"] = doc.get("stored_bytes")
+        return {"file": img, "populated": doc["populated"]}
+
+    def _save_image(self) -> None:
+        """Keep the filled image (read through the daemon, untimed): its non-zero 1 MiB blocks
+        in a sparse file, then the image's description; the least recently used beyond
+        IMAGES_KEPT go."""
+        key = self.image_cache["key"]
+        d = self._images()
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".{key}.{os.getpid()}.tmp"
+        block, stored = 1 << 20, 0
+        zero = bytes(block)
+        try:
+            with open(self.image, "rb", buffering=0) as src, open(tmp, "wb") as dst:
+                off = 0
+                while chunk := src.read(block):
+                    if chunk != zero[: len(chunk)]:
+                        os.pwrite(dst.fileno(), chunk, off)
+                        stored += len(chunk)
+                    off += len(chunk)
+                os.ftruncate(dst.fileno(), off)
+            if off != self.cfg["size_bytes"]:
+                raise OSError(f"read {off} bytes of {self.cfg['size_bytes']}")
+            os.replace(tmp, d / f"{key}.img")
+            atomic_write_json(d / f"{key}.json", {"populated": self.populated, "stored_bytes": stored})
+        except OSError as exc:  # the run goes on without a cached image
+            tmp.unlink(missing_ok=True)
+            self.image_cache.update(state="built", error=f"not kept: {exc}")
+            return
+        self.image_cache["stored_bytes"] = stored
+        imgs = sorted(d.glob("*.img"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for old in imgs[IMAGES_KEPT:]:
+            old.unlink(missing_ok=True)
+            old.with_suffix(".json").unlink(missing_ok=True)
 
     def go_timed(self) -> None:
         """End the daemon's untimed start (SIGUSR2): from now on the model times every request."""
@@ -534,6 +620,7 @@ class RotatingDisk:
             "daemon_rt_priority": s.get("rt_priority"),
             "daemon_rt_priority_error": s.get("rt_priority_error"),
             "setup_steps_s": self.steps_s,
+            "image_cache": self.image_cache,
         }
 
 

@@ -4,6 +4,7 @@ jobs' inputs and evicted from the page cache (corun.run.plan holds one per run).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -153,7 +154,7 @@ class RunDevice:
         if self.kind == "rotating_disk":
             self.disk = RotatingDisk(self.cfg, journal, target, run_id)
             if self.cfg["overlay"]:
-                self.disk.start(fill=self._fill_overlay)  # timed once filled
+                self.disk.start(fill=self._fill_overlay, fill_key=self._fill_key())  # timed once filled
                 self.block_name = Path(self.disk.loop).name
                 self.populated = self.disk.populated
                 return self.block_name
@@ -182,6 +183,25 @@ class RunDevice:
             self.disk.lap("fill")
             self.disk.go_timed()
         return name
+
+    def _fill_key(self) -> str:
+        """What _fill_overlay copies, as a hash: every path it copies (relative to device.path)
+        with its type, mode, owner, size and modification time (cp -a keeps them); a change to
+        any input gives another key, hence a new mkfs and copy."""
+        root = Path(self.dspec["path"]).absolute()
+        srcs = [Path(it["src"]).absolute() for it in self.dspec.get("populate") or []] or [root]
+        h = hashlib.sha256()
+        for src in srcs:
+            h.update(f"item {src.relative_to(root) if src != root else '.'}\n".encode())
+            walk = [src] + sorted(src.rglob("*")) if src.is_dir() and not src.is_symlink() else [src]
+            for f in walk:
+                st = f.lstat()
+                link = os.readlink(f) if f.is_symlink() else ""
+                h.update(
+                    f"{f.relative_to(root)}\0{st.st_mode}\0{st.st_uid}\0{st.st_gid}\0{st.st_size}"
+                    f"\0{st.st_mtime_ns}\0{link}\n".encode()
+                )
+        return h.hexdigest()
 
     def _fill_overlay(self, stage: str) -> list[dict]:
         """Copy device.path's inputs (the populate items, all under it, or the whole folder) to

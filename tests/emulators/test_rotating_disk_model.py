@@ -153,6 +153,7 @@ def test_sas_preset(binary, tmp_path):
         ([], 2, "--mount: missing"),
         (["--mount", "x"], 2, "--state: missing"),
         (["--seek-avg-ms", "30", "--replay", "-"], 2, "seek times must rise"),
+        (["--load", "x.img", "--replay", "-"], 2, "--load: given with --replay (expected --mount)"),
         (["--help"], 0, ""),
     ],
 )
@@ -232,6 +233,42 @@ def test_daemon_serves_times_and_writes_its_state(which, request, tmp_path):
     assert c["lateness_samples"] == c["requests"] and c["lateness_max_ms"] >= c["lateness_p99_ms"]
     assert c["cpu_us_per_request"] > 0 and c["busy_ms"] > 0
     assert not list(tmp_path.glob("state.json.tmp*"))
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("which", ["binary", "asan_binary"])
+def test_load_starts_from_a_sparse_image_and_refuses_another_size(which, request, tmp_path):
+    exe = request.getfixturevalue(which)
+    image = tmp_path / "start.img"
+    data = os.urandom(3 << 20)
+    with open(image, "wb") as f:  # data at 1 MiB and 40 MiB, holes elsewhere
+        f.truncate(64 << 20)
+        os.pwrite(f.fileno(), data, 1 << 20)
+        os.pwrite(f.fileno(), data[: 1 << 20], 40 << 20)
+    mnt, state = tmp_path / "mnt", tmp_path / "state.json"
+    mnt.mkdir()
+    argv = [str(exe), "--size", "64M", "--untimed-start", "--mount", str(mnt), "--state", str(state)]
+    proc = subprocess.Popen([*argv, "--load", str(image)], stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(state.exists), "no state file"
+        fd = os.open(mnt / "disk.img", os.O_RDONLY)
+        try:
+            assert os.pread(fd, 3 << 20, 1 << 20) == data
+            assert os.pread(fd, 1 << 20, 40 << 20) == data[: 1 << 20]
+            assert os.pread(fd, 1 << 20, 20 << 20) == bytes(1 << 20)  # a hole reads as zeros
+            assert os.pread(fd, 4096, (64 << 20) - 4096) == bytes(4096)
+        finally:
+            os.close(fd)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    os.truncate(image, 32 << 20)
+    state.unlink()
+    res = subprocess.run([*argv, "--load", str(image)], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1 and not _mounted(mnt)
+    assert f"--load: {image}: 33554432 bytes (expected 67108864, the --size)" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.root

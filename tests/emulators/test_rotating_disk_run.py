@@ -199,10 +199,65 @@ def test_overlay_keeps_the_jobs_input_paths(tmp_path):
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
     ds = meta["device_setup"]
     assert ds["overlay"] is True and ds["counters"]["bytes_read"] >= 8 << 20
-    assert set(ds["setup_steps_s"]) == {"daemon", "loop", "mkfs", "fill", "mount", "go_timed"}
+    assert set(ds["setup_steps_s"]) == {"daemon", "loop", "mkfs", "fill", "save_image", "mount", "go_timed"}
+    assert ds["image_cache"]["state"] == "built" and ds["image_cache"]["stored_bytes"] >= 8 << 20
     assert ds["populated"] == [{"src": str(data / "inputs"), "dst": str(data / "inputs")}]
     assert rd._mount_entry(str(data)) is None
     assert (data / "other.txt").read_text() == "not copied" and (data / "inputs" / "in.bin").read_bytes() == payload
+
+
+@pytest.mark.root
+def test_a_later_run_starts_from_the_cached_image_until_an_input_changes(tmp_path):
+    """The first run keeps the image mkfs and the copy made (sparse); the second starts its disk
+    from it, without mkfs or copy, and its job reads the same bytes; an input touched, or the
+    cache turned off, means a new mkfs and copy."""
+    import hashlib
+
+    data = tmp_path / "data"
+    (data / "inputs").mkdir(parents=True)
+    payload = os.urandom(8 << 20)
+    (data / "inputs" / "in.bin").write_bytes(payload)
+    state = tmp_path / "state"
+
+    def one(i, **rotating):
+        spec = {
+            "name": f"cached{i}",
+            "device": {
+                "path": str(data),
+                "kind": "rotating_disk",
+                "rotating_disk": {"size_bytes": 256 << 20, "overlay": True, **rotating},
+                "populate": [{"src": str(data / "inputs")}],
+            },
+            "jobs": [{"name": "reader", "cmd": ["sha256sum", f"{data}/inputs/in.bin"]}],
+        }
+        (tmp_path / f"s{i}").mkdir()
+        res = run(tmp_path / f"s{i}", spec, env={"CORUN_STATE_DIR": str(state)})
+        assert res.returncode == 0, res.stderr
+        out = tmp_path / f"s{i}" / "out"
+        assert hashlib.sha256(payload).hexdigest() in next((out / "jobs").glob("*reader.out")).read_text()
+        return json.loads((out / "metadata.json").read_text())["device_setup"]
+
+    first = one(1)
+    assert first["image_cache"]["state"] == "built" and "mkfs" in first["setup_steps_s"]
+    img = Path(first["image_cache"]["file"])
+    assert img.parent == state / "rotating_disk" / "images"
+    assert img.stat().st_size == 256 << 20 and img.stat().st_blocks * 512 < 128 << 20  # sparse
+    second = one(2)
+    assert second["image_cache"] == {**first["image_cache"], "state": "loaded"}
+    assert not {"mkfs", "fill", "save_image"} & set(second["setup_steps_s"])
+    assert second["populated"] == first["populated"]
+    assert second["counters"]["bytes_read"] >= 8 << 20
+    os.utime(data / "inputs" / "in.bin")  # the same bytes, a new time: another key
+    third = one(3)
+    assert third["image_cache"]["state"] == "built" and third["image_cache"]["key"] != first["image_cache"]["key"]
+    fourth = one(4, image_cache=False)
+    assert fourth["image_cache"] == {"state": "off"} and {"mkfs", "fill"} <= set(fourth["setup_steps_s"])
+    assert rd._mount_entry(str(data)) is None and (data / "inputs" / "in.bin").read_bytes() == payload
+
+
+def test_image_cache_is_true_or_false():
+    with pytest.raises(rd.ConfigError, match=r"device.rotating_disk.image_cache: 'yes' \(expected true or false\)"):
+        rd.resolve({"image_cache": "yes"})
 
 
 def test_overlay_needs_inputs_under_the_folder(tmp_path):

@@ -52,6 +52,8 @@ static const char usage_text[] =
 	"                             delay completions less; 0: normal scheduling (0)\n"
 	"  --untimed-start            serve at memory speed (no model) until SIGUSR2, to fill\n"
 	"                             the disk before a measurement (off)\n"
+	"  --load FILE                start from this image (--size bytes, may be sparse: its\n"
+	"                             holes are zeros) instead of an empty disk\n"
 	"\n"
 	"Replay:\n"
 	"  --replay TRACE             lines `R|W OFFSET LENGTH [ARRIVAL_MS]` (- for stdin)\n"
@@ -93,6 +95,7 @@ static const struct option long_options[] = { { "preset", required_argument, NUL
 					      { "replay-qd", required_argument, NULL, 0 },
 					      { "rt-priority", required_argument, NULL, 0 },
 					      { "untimed-start", no_argument, NULL, 0 },
+					      { "load", required_argument, NULL, 0 },
 					      CORUN_COMMON_LONG_OPTIONS };
 
 static double dbl(const char *opt, const char *v, double min, double max, bool excl)
@@ -171,6 +174,8 @@ static void apply(struct rd_config *c, const char *opt, const char *v)
 		c->replay_qd = (int)num(opt, v, 0, 1024, false);
 	else if (!strcmp(opt, "untimed-start"))
 		c->untimed_start = true;
+	else if (!strcmp(opt, "load"))
+		c->load = v;
 	else if (!strcmp(opt, "rt-priority"))
 		c->rt_priority = (int)num(opt, v, 0, 99, false);
 	else
@@ -336,4 +341,6 @@ void rd_parse_options(struct rd_config *c, int argc, char *argv[])
 		if (c->replay_qd)
 			corun_usage_error(RD_PROG, "--replay-qd: given without --replay");
 	}
+	if (c->replay && c->load)
+		corun_usage_error(RD_PROG, "--load: given with --replay (expected --mount)");
 }

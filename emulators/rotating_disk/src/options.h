@@ -17,6 +17,7 @@ struct rd_config {
 	int replay_qd;      /* 0: arrivals from the trace; N: N in flight */
 	int rt_priority;    /* SCHED_FIFO priority of the daemon, 0: normal scheduling */
 	bool untimed_start; /* serve at memory speed until SIGUSR2 */
+	const char *load;   /* an image file (--size bytes, may be sparse) to start from */
 };
 
 /* Parse the command line (a --preset file first, then the options, which

@@ -15,6 +15,7 @@
 #include "corun_kernel.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <poll.h>
 #include <pthread.h>
@@ -299,6 +300,54 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, buf, used);
 }
 
+/* Copy the image file's data into IMAGE; its holes stay zero, as the fresh mapping is.  A
+ * file of another size than the disk is refused: it is another disk's image. */
+static int load_image(unsigned char *image, uint64_t size, const char *path)
+{
+	struct stat st;
+	off_t off = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		corun_err(RD_PROG, "--load: %s: %s (expected a readable image file)", path,
+			  strerror(errno));
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != size) {
+		corun_err(RD_PROG, "--load: %s: %lld bytes (expected %llu, the --size)", path,
+			  (long long)st.st_size, (unsigned long long)size);
+		goto fail;
+	}
+	while (off < st.st_size) {
+		off_t data = lseek(fd, off, SEEK_DATA), end;
+
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		end = data < 0 ? -1 : lseek(fd, data, SEEK_HOLE);
+		if (end < 0) {
+			corun_err(RD_PROG, "--load: %s: %s", path, strerror(errno));
+			goto fail;
+		}
+		while (data < end) {
+			ssize_t n = pread(fd, image + data, (size_t)(end - data), data);
+
+			if (n <= 0) {
+				corun_err(RD_PROG, "--load: %s: %s", path,
+					  n < 0 ? strerror(errno) : "shorter than its size");
+				goto fail;
+			}
+			data += n;
+		}
+		off = end;
+	}
+	close(fd);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -350,6 +399,8 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 		s.image = NULL;
 		goto teardown;
 	}
+	if (c->load && load_image(s.image, c->p.size_bytes, c->load))
+		goto teardown;
 	stage = 2;
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
