@@ -198,9 +198,13 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
             **common,
             why=f"every one of the {m} points shows the paper's direction with its interval.",
         )
-    undecided = [(p, r) for p, r, _ in rows if r["outcome"] != REPRODUCED]
-    need = [r["reps_needed"] for _, r in undecided if r["reps_needed"]]
-    p, r = undecided[0]
+    # A point on the other side at the look's level but not at the Bonferroni level is undecided
+    # at that level: its row there says so, and how many reps would decide it.
+    undecided = [(p, s if r["outcome"] == CONTRADICTED else r, r["outcome"] == CONTRADICTED)
+                 for p, r, s in rows if r["outcome"] != REPRODUCED]  # fmt: skip
+    need = [r["reps_needed"] for _, r, _ in undecided if r["reps_needed"]]
+    p, r, strict = undecided[0]
+    level = f"at the Bonferroni level ({fmt_num(looks.alpha / m)}) " if strict else ""
     return make_row(
         cid,
         claim,
@@ -208,7 +212,7 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
         outcome=INCONCLUSIVE,
         reps_needed=max(need) if need else None,
         **common,
-        why=f"{len(undecided)} of {m} points undecided, e.g. {label} {'/'.join(p)}: {r['why']}",
+        why=f"{len(undecided)} of {m} points undecided, e.g. {label} {'/'.join(p)}: {level}{r['why']}",
     )
 
 

@@ -174,6 +174,22 @@ def test_a_claim_on_every_point_needs_every_point():
     assert judge("c", c, {"runs": df[df["job"] != "c"]}, MACHINE)["outcome"] == "reproduced"
 
 
+def test_a_point_against_the_paper_short_of_the_bonferroni_level_is_undecided_with_the_reps_it_needs():
+    """Point b lies on the other side at 95 % but not at 97.5 % (Bonferroni over 2 points): the
+    claim is inconclusive, says so at that level, and counts the reps that would decide b, so
+    the sequential design can add them."""
+    rows = []
+    for point, logs in (("a", [-0.22, -0.23, -0.21]), ("b", [0.07, 0.10, 0.13])):
+        for rep, lg in enumerate(logs):
+            rows.append({"run_id": f"x{point}{rep}", "scheme": "x", "rep": rep, "job": point, "t": 10 * math.exp(lg)})
+            rows.append({"run_id": f"y{point}{rep}", "scheme": "y", "rep": rep, "job": point, "t": 10.0})
+    c = claim(**RATIO, over=["job"])
+    row = judge("c", c, {"runs": pd.DataFrame(rows)}, MACHINE)
+    assert row["outcome"] == "inconclusive", row
+    assert "1 of 2 points undecided, e.g. job b: at the Bonferroni level (0.025) the interval contains 1" in row["why"]
+    assert row["reps_needed"] is not None and row["reps_needed"] > 3
+
+
 def test_a_value_of_zero_falls_back_to_the_paired_difference():
     df = paired([0.0, 0.0, 0.0, 0.0], [30.0, 25.0, 40.0, 35.0])
     row = judge("c", claim(**RATIO), {"runs": df}, MACHINE)
