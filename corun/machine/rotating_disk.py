@@ -436,6 +436,10 @@ class RotatingDisk:
         key = self.image_cache["key"]
         d = self._images()
         d.mkdir(parents=True, exist_ok=True)
+        # a save cut short (the runner killed) left its partial file; runs hold the machine
+        # lock, so any other one is such a leftover
+        for stale in d.glob(".*.tmp"):
+            stale.unlink(missing_ok=True)
         tmp = d / f".{key}.{os.getpid()}.tmp"
         block, stored = 1 << 20, 0
         zero = bytes(block)

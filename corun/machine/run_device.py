@@ -154,7 +154,9 @@ class RunDevice:
         if self.kind == "rotating_disk":
             self.disk = RotatingDisk(self.cfg, journal, target, run_id)
             if self.cfg["overlay"]:
-                self.disk.start(fill=self._fill_overlay, fill_key=self._fill_key())  # timed once filled
+                # the inputs are walked for the cache's key only when there is a cache
+                key = self._fill_key() if self.cfg["image_cache"] else None
+                self.disk.start(fill=self._fill_overlay, fill_key=key)  # timed once filled
                 self.block_name = Path(self.disk.loop).name
                 self.populated = self.disk.populated
                 return self.block_name

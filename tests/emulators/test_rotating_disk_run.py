@@ -248,8 +248,11 @@ def test_a_later_run_starts_from_the_cached_image_until_an_input_changes(tmp_pat
     assert second["populated"] == first["populated"]
     assert second["counters"]["bytes_read"] >= 8 << 20
     os.utime(data / "inputs" / "in.bin")  # the same bytes, a new time: another key
+    stale = img.parent / ".0123.99999.tmp"  # the partial file of a save cut short
+    stale.write_bytes(b"x")
     third = one(3)
     assert third["image_cache"]["state"] == "built" and third["image_cache"]["key"] != first["image_cache"]["key"]
+    assert not stale.exists() and not list(img.parent.glob(".*.tmp"))
     fourth = one(4, image_cache=False)
     assert fourth["image_cache"] == {"state": "off"} and {"mkfs", "fill"} <= set(fourth["setup_steps_s"])
     assert rd._mount_entry(str(data)) is None and (data / "inputs" / "in.bin").read_bytes() == payload
