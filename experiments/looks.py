@@ -105,7 +105,9 @@ def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
                 continue
             need = r.get("reps_needed")
             item = f"{s['experiment']}.{r['claim']}" + (f" ({need} reps)" if need else "")
-            if need is not None and need <= cap and need > looks[look - 1]:
+            # an estimate at or below the reps already run (a trend's points, a Bonferroni-level
+            # point) still asks for the next look: the claim is undecided at these reps
+            if need is not None and need <= cap:
                 undecided.append(item)
             else:
                 futile.append(item)

@@ -83,6 +83,9 @@ def test_another_look_only_when_it_can_decide_within_the_cap():
     assert d["more"] is False and "2 would need more than 9 reps" in d["why"]
     # nothing measured (the configuration did not run it): more reps change nothing
     assert looks.decide([{"experiment": "e", "claims": [row("inconclusive", n=0, need=2)]}], 1, plan)["more"] is False
+    # an estimate at or below the reps run, the claim undecided: the next look is still taken
+    d = looks.decide([{"experiment": "e", "claims": [row("inconclusive", n=3, need=3)]}], 1, plan)
+    assert d["more"] is True and d["undecided"] == ["e.c (3 reps)"]
     # the last look never asks for another
     assert looks.decide(within, 3, plan)["more"] is False
 
