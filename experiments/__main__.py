@@ -8,8 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.experiment import read_inputs, write
-from analysis.verdicts import Looks
 from corun.errors import ConfigError, one_line_errors
 from corun.plan.base import stamp_remeasure
 from corun.util import atomic_write_json
@@ -49,6 +47,11 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
     """Run the experiment's analysis (experiments/<name>/analysis.py) on its inputs: its metrics,
     its claims judged by the verdict engine, its section (analysis.experiment). With `look`, on
     that look's collected tables, judged at the level of the design's number of looks."""
+    # here, not at the top: the data, specs and decide steps need neither SciPy nor pandas
+    # (about 1.5 s of imports in each of the workflow's dozens of such steps)
+    from analysis.experiment import read_inputs, write
+    from analysis.verdicts import Looks
+
     ins = exp.analysis_inputs(cfg, results)
     owner = exp.runs_of or exp.name
     plan = looks.reps_per_look(cfg, owner)
@@ -120,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         stamp_remeasure(a.out_dir, cfg["remeasure"])  # a spec run by hand measures as in the workflow
         if len(plan) > 1 and (a.out_dir / "groups.json").is_file():
             looks.split_groups_file(a.out_dir / "groups.json", exp, cfg)
+        if (a.out_dir / "groups.json").is_file():
+            looks.stamp_run_inputs(a.out_dir / "groups.json", exp, cfg)
         print(f"{n} run spec(s) written in {a.out_dir} ({looks.describe(plan)})", file=sys.stderr)
     return 0
 

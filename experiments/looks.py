@@ -22,8 +22,6 @@ import copy
 import json
 from pathlib import Path
 
-from analysis import stats
-
 
 def reps_per_look(cfg: dict, name: str) -> list[int]:
     """The repetitions each look has run once it is done, e.g. [3, 6, 9]; [reps] without a cap."""
@@ -92,6 +90,30 @@ def split_groups_file(path: Path, exp, cfg: dict) -> None:
     tmp.replace(path)
 
 
+def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
+    """Write into each group of a specs step's groups.json the files each of its runs depends on
+    besides its spec (`run_inputs`: the manifests of its variants, as the workflow declares them
+    for a run of its own), so that the group's runner measures again a run older than one of them
+    (corun.testbed.pfs_runs.finished), as Snakemake does for a run of its own."""
+    from corun.run import schedulers
+    from corun.util import repo_root
+
+    root = repo_root()
+    doc = json.loads(path.read_text())
+    memo: dict[str, list[str]] = {}
+
+    def files(v: str) -> list[str]:
+        if v not in memo:
+            memo[v] = [str(p.resolve().relative_to(root)) for p in schedulers.manifest_files(v)]
+        return memo[v]
+
+    for g in doc["groups"]:
+        g["run_inputs"] = {r: sorted({f for v in exp.run_variants(cfg, r) for f in files(v)}) for r in g["runs"]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=2))
+    tmp.replace(path)
+
+
 def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
     """Whether another look is worth running, from this look's sections (the experiment's and
     those of the experiments that read its runs): {"more", "why", "undecided"}."""
@@ -124,6 +146,8 @@ def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
 
 
 def alpha(looks: list[int]) -> float:
+    from analysis import stats  # SciPy: only where a level is needed
+
     return stats.look_alpha(len(looks))
 
 

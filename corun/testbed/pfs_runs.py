@@ -1,4 +1,4 @@
-"""Run a group of run specs against the parallel file system brought up for them.
+"""Run a group of run specs on the netns cluster (and parallel file system) brought up for them.
 
     python -m corun.testbed.pfs_runs --groups SPECS/groups.json --group NAME [NAME ...] --specs SPECS
         --runs RUNS --work WORK [--done FILE [FILE ...]]
@@ -8,7 +8,10 @@ group: the cluster (`kind` netns: a netns cluster of `hosts` hosts this command 
 scripts/netns-cluster and ends; `kind` inventory: the inventory's hosts, left running), the file
 system's configuration (corun.testbed.pfs), the client volfiles the specs name (`volfiles`, the
 client's; `client_volfiles`, every client host's), the command that writes the file the runs
-read (`write_cmd`, or a list `write_cmds`), and the runs. With
+read (`write_cmd`, or a list `write_cmds`), and the runs. A group without `pfs` (mpl_sweep's: its
+runs bring their own node daemons) is only the cluster and its runs; its `cluster` may also name
+`cpus_per_host` (each host on CPUs of its own) and `inventory` (where the cluster's inventory is
+written, the path its specs name). With
 `counters` ({"sched_status": the server-side scheduler's status file or null}) the data servers'
 counters (`pfs counters`: the emulated disks' and the scheduler's) are read before and after
 every run into RUNS/<run>/pfs_counters.json (a run's after serves as the next run's before:
@@ -22,8 +25,10 @@ error, SIGTERM or Ctrl-C. A netns cluster or file system left in WORK by an earl
 at any group is taken down first; after a SIGKILL of this command, `corun recover` takes them down
 (corun.testbed.guard).
 
-Runs already finished (RUNS/<run>/metadata.json) are kept (a group whose runs all finished
-brings nothing up); a run that fails ends the group with its error after the teardown.
+Runs already finished (RUNS/<run>/metadata.json, newer than the run's spec and than the files
+of its `run_inputs` in the group: its variants' manifests) are kept (a group whose runs all
+finished brings nothing up), as Snakemake keeps a run of its own whose inputs did not change; a
+run that fails ends the group with its error after the teardown.
 
 With several groups they run one after another, in the order given, each with its own file
 system; consecutive groups of the same netns cluster (hosts, prefix, subnet) share one: it is
@@ -121,19 +126,24 @@ def run_group(
     """The group's runs around its file system (and its netns cluster: brought up in WORK, or
     the one already up in SHARED's work folder; left up with KEEP for the next group)."""
     netns = group["cluster"]["kind"] == "netns"
+    has_fs = bool(group.get("pfs"))
     work.mkdir(parents=True, exist_ok=True)
     cfg_file = work / "pfs.yaml"
     left = teardown(work, cfg_file, netns)  # an earlier attempt killed before its teardown
     if left:
         raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
-    cfg = dict(group["pfs"])
+    cfg = dict(group.get("pfs") or {})
+    home = (shared or work) / "cluster"
+    inv = Path(group["cluster"].get("inventory") or home / "inventory.yml").resolve()
     if netns:  # the cluster this process brings up in WORK, or the group's before it (SHARED):
         # its inventory and state are there whatever folder the plan named (a later look's
         # group is planned with its first look's folder)
-        home = (shared or work) / "cluster"
-        cfg["inventory"] = str((home / "inventory.yml").resolve())
+        cfg["inventory"] = str(inv)
         cfg["netns_state"] = str((home / "state").resolve())
-    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    if has_fs:
+        cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    else:
+        cfg_file.unlink(missing_ok=True)
     done = []
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -141,57 +151,16 @@ def run_group(
             log(f"netns cluster of group {shared.name} kept for this group")
         elif netns:
             c = group["cluster"]
-            inv = Path(cfg["inventory"])
             args = ["up", str(c["hosts"]), "--prefix", c["prefix"], "--subnet", c["subnet"], "--inventory", str(inv)]
+            if c.get("cpus_per_host"):
+                args += ["--cpus-per-host", str(c["cpus_per_host"])]
+            inv.parent.mkdir(parents=True, exist_ok=True)
             _run(cluster_argv(work, *args), "netns-cluster up")
             log(f"netns cluster up: {c['hosts']} hosts, prefix {c['prefix']}, {c['subnet']}")
-        _run(pfs_argv(cfg_file, "up"), "pfs up")
-        lay = json.loads((Path(group["pfs"]["state_dir"]) / "layout.json").read_text())
-        if lay["volfiles"] != group["volfiles"]:
-            raise CorunError(f"pfs_runs: layout volfiles {lay['volfiles']} (expected the specs' {group['volfiles']})")
-        for host, vols in (group.get("client_volfiles") or {}).items():  # every client host's
-            if lay.get("client_volfiles", {}).get(host) != vols:
-                raise CorunError(
-                    f"pfs_runs: layout volfiles of {host} {lay.get('client_volfiles', {}).get(host)} "
-                    f"(expected the specs' {vols})"
-                )
-        log(
-            f"file system up: {group['servers']} servers, {group.get('client_hosts', 1)} client host(s) "
-            f"of {group['client_links']} link(s)"
-        )
-        client = client_host(group)
-        cmds = group.get("write_cmds", [group["write_cmd"]] if group.get("write_cmd") else [])
-        for cmd in cmds:
-            _run(client.command(cmd), "writing the file")
-        log(f"{len(cmds)} file(s) written")
-        counters = group.get("counters")
-        plan = counters_plan(cfg_file) if counters is not None else None
-        comp = companion_hosts(group)
-        last = None  # the counters after the run before: nothing touches the servers in between
-        for name in group["runs"]:
-            out = runs / name
-            if finished(out, comp):
-                done.append(name)
-                last = None
-                continue
-            shutil.rmtree(out, ignore_errors=True)
-            shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
-            for suffix, _ in comp:
-                shutil.rmtree(runs / f"{name}{suffix}", ignore_errors=True)
-                shutil.rmtree(runs / f"{name}{suffix}.incomplete", ignore_errors=True)
-            if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
-                shutil.rmtree(Path(group["barrier_dir"]) / name, ignore_errors=True)
-            t0 = time.monotonic()
-            before = (last or read_counters(plan, counters)) if plan is not None else None
-            if comp:
-                run_with_companions(client, comp, specs, runs, name)
-            else:
-                hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
-            if plan is not None:
-                after = last = read_counters(plan, counters)
-                atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
-            done.append(name)
-            log(f"{name}: {time.monotonic() - t0:.1f} s")
+        if has_fs:
+            done += _fs_runs(group, cfg_file, specs, runs)
+        else:
+            done += _plain_runs(group, specs, runs)
     finally:
         errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
         for s, h in old.items():
@@ -201,21 +170,104 @@ def run_group(
     return done
 
 
+def _plain_runs(group: dict, specs: Path, runs: Path) -> list[str]:
+    """A group without a file system: its runs one after another on this machine."""
+    done = []
+    client = client_host(group)
+    for name in group["runs"]:
+        out = runs / name
+        if finished(out, [], inputs_of(group, specs, name)):
+            done.append(name)
+            continue
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
+        t0 = time.monotonic()
+        hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+        done.append(name)
+        log(f"{name}: {time.monotonic() - t0:.1f} s")
+    return done
+
+
+def _fs_runs(group: dict, cfg_file: Path, specs: Path, runs: Path) -> list[str]:
+    """The file system up, checked against the specs, its file written, then the runs."""
+    done = []
+    _run(pfs_argv(cfg_file, "up"), "pfs up")
+    lay = json.loads((Path(group["pfs"]["state_dir"]) / "layout.json").read_text())
+    if lay["volfiles"] != group["volfiles"]:
+        raise CorunError(f"pfs_runs: layout volfiles {lay['volfiles']} (expected the specs' {group['volfiles']})")
+    for host, vols in (group.get("client_volfiles") or {}).items():  # every client host's
+        if lay.get("client_volfiles", {}).get(host) != vols:
+            raise CorunError(
+                f"pfs_runs: layout volfiles of {host} {lay.get('client_volfiles', {}).get(host)} "
+                f"(expected the specs' {vols})"
+            )
+    log(
+        f"file system up: {group['servers']} servers, {group.get('client_hosts', 1)} client host(s) "
+        f"of {group['client_links']} link(s)"
+    )
+    client = client_host(group)
+    cmds = group.get("write_cmds", [group["write_cmd"]] if group.get("write_cmd") else [])
+    for cmd in cmds:
+        _run(client.command(cmd), "writing the file")
+    log(f"{len(cmds)} file(s) written")
+    counters = group.get("counters")
+    plan = counters_plan(cfg_file) if counters is not None else None
+    comp = companion_hosts(group)
+    last = None  # the counters after the run before: nothing touches the servers in between
+    for name in group["runs"]:
+        out = runs / name
+        if finished(out, comp, inputs_of(group, specs, name)):
+            done.append(name)
+            last = None
+            continue
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
+        for suffix, _ in comp:
+            shutil.rmtree(runs / f"{name}{suffix}", ignore_errors=True)
+            shutil.rmtree(runs / f"{name}{suffix}.incomplete", ignore_errors=True)
+        if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
+            shutil.rmtree(Path(group["barrier_dir"]) / name, ignore_errors=True)
+        t0 = time.monotonic()
+        before = (last or read_counters(plan, counters)) if plan is not None else None
+        if comp:
+            run_with_companions(client, comp, specs, runs, name)
+        else:
+            hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+        if plan is not None:
+            after = last = read_counters(plan, counters)
+            atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
+        done.append(name)
+        log(f"{name}: {time.monotonic() - t0:.1f} s")
+    return done
+
+
 def teardown_all(work: Path) -> list[str]:
     """What groups left in WORK (the parent of their folders): every file system, then every
     cluster (a group's file system may run on another group's cluster)."""
-    cfgs = sorted(work.glob("*/pfs.yaml")) if work.is_dir() else []
+    homes = (
+        sorted(d for d in work.iterdir() if (d / "pfs.yaml").exists() or (d / "cluster" / "state").exists())
+        if work.is_dir()
+        else []
+    )
     errors = []
-    for cfg_file in cfgs:
-        errors += teardown(cfg_file.parent, cfg_file, False)
-    for cfg_file in cfgs:
-        errors += teardown(cfg_file.parent, cfg_file, True)
+    for d in homes:
+        errors += teardown(d, d / "pfs.yaml", False)
+    for d in homes:
+        errors += teardown(d, d / "pfs.yaml", True)
     return errors
 
 
-def all_finished(group: dict, runs: Path) -> bool:
+def all_finished(group: dict, runs: Path, specs: Path | None = None) -> bool:
     comp = companion_hosts(group)
-    return all(finished(runs / name, comp) for name in group["runs"])
+    return all(finished(runs / name, comp, inputs_of(group, specs, name)) for name in group["runs"])
+
+
+def inputs_of(group: dict, specs: Path | None, name: str) -> list[Path]:
+    """The files a run of the group depends on: its spec and its `run_inputs` (None: not known)."""
+    if specs is None:
+        return []
+    root = repo_root()
+    return [specs / f"{name}.yaml"] + [root / f for f in (group.get("run_inputs") or {}).get(name, [])]
 
 
 def cluster_key(group: dict) -> str | None:
@@ -238,11 +290,22 @@ def companion_hosts(group: dict) -> list[tuple[str, inventory.Host]]:
     return [(c["suffix"], by[c["host"]]) for c in comp]
 
 
-def finished(out: Path, comp: list[tuple[str, inventory.Host]]) -> bool:
-    """The run and every companion run are in its folder (RUNS/<run>/hosts/<run><suffix>)."""
-    return (out / "metadata.json").exists() and all(
-        (out / "hosts" / f"{out.name}{suffix}" / "metadata.json").exists() for suffix, _ in comp
-    )
+def finished(out: Path, comp: list[tuple[str, inventory.Host]], inputs: list[Path] | None = None) -> bool:
+    """The run and every companion run are in its folder (RUNS/<run>/hosts/<run><suffix>), and
+    its metadata.json is newer than each of INPUTS that exists (a spec or manifest edited since
+    it was measured: measured again)."""
+    meta = out / "metadata.json"
+    try:
+        made = meta.stat().st_mtime
+    except OSError:
+        return False
+    for f in inputs or []:
+        try:
+            if f.stat().st_mtime > made:
+                return False
+        except OSError:
+            continue
+    return all((out / "hosts" / f"{out.name}{suffix}" / "metadata.json").exists() for suffix, _ in comp)
 
 
 def run_with_companions(
@@ -339,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     left = teardown_all(a.work)  # what a killed attempt at any group left (the groups share the cluster's names)
     if left:
         raise CorunError(f"pfs_runs: could not take down what an earlier attempt left: {left[0]}")
-    todo = [n for n in a.group if not all_finished(by[n], a.runs)]
+    todo = [n for n in a.group if not all_finished(by[n], a.runs, a.specs)]
     home: Path | None = None  # the work folder of the netns cluster kept up for the next group
     try:
         for i, name in enumerate(a.group):

@@ -7,9 +7,11 @@ times, allocated first in, first out into MPL job slots per host, under one sche
 same for every scheme and MPL, so schemes compare paired. BATCH runs at MPL 1 only. Points are
 shuffled within each repetition (seeded), repetitions outermost.
 
-Locally the hosts are a netns cluster (`cluster.netns.hosts`, each host on CPUs of its own)
-that `corun.testbed.cluster_run` brings up for each run and removes after it; at paper scale
-`cluster.inventory` names the 16 nodes.
+Locally the hosts are a netns cluster (`cluster.netns.hosts`, each host on CPUs of its own):
+the runs of a look are one group (groups.json) that `corun.testbed.pfs_runs` runs one after
+another on one cluster, brought up before the first and removed after the last; each run starts
+and stops its own node daemons. At paper scale `cluster.inventory` names the 16 nodes and every
+run is a step of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from experiments.mpl_sweep import workloads as mw
 
 NAME = "mpl_sweep"
 PLAN_FILE = "plan.json"
+GROUPS_FILE = "groups.json"
+GROUP = "cluster"  # the one group of the netns cluster's runs (its later looks: cluster-look<l>)
 
 
 def section(cfg: dict) -> dict:
@@ -145,11 +149,17 @@ class MplSweep(Experiment):
     name = NAME
     variant_kinds = ("daemon",)
     data_file = PLAN_FILE
-    spec_files = ("plan.json",)
+    spec_files = (PLAN_FILE, GROUPS_FILE)
+
+    def group_runs(self, cfg: dict) -> dict[str, list[str]]:
+        """On a netns cluster, every run in one group: the cluster comes up once for them."""
+        if section(cfg)["cluster"]["netns"]["hosts"] == 0:
+            return {}
+        return {GROUP: self.run_names(cfg)}
 
     def run_command(self, cfg: dict, state_dir: str) -> str:
-        """corun run, inside a netns cluster of its own (brought up for the run and removed after
-        it) when the section asks for one."""
+        """corun run; inside a netns cluster of its own (brought up for the run and removed after
+        it) for a spec run outside its group."""
         n = section(cfg)["cluster"]["netns"]
         if n["hosts"] == 0:
             return super().run_command(cfg, state_dir)
@@ -271,6 +281,25 @@ class MplSweep(Experiment):
                 "runs": [{**p, "run": run_name(p)} for p in pts],
             },
         )
+        n = c["netns"]
+        groups = []
+        if n["hosts"] > 0:
+            groups.append(
+                {
+                    "name": GROUP,
+                    "runs": [run_name(p) for p in pts],
+                    "cluster": {
+                        "kind": "netns",
+                        "prefix": n["prefix"],
+                        "subnet": n["subnet"],
+                        "hosts": n["hosts"],
+                        "cpus_per_host": n["cpus_per_host"],
+                        "inventory": str(inventory_path(cfg)),  # the path the specs name
+                    },
+                    "pfs": None,
+                }
+            )
+        atomic_write_json(out_dir / GROUPS_FILE, {"experiment": NAME, "groups": groups})
         return len(pts)
 
     def run_names(self, cfg: dict) -> list[str]:
