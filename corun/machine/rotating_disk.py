@@ -15,9 +15,10 @@ Set-up, every step journalled (corun/state.py) before it is made:
 
 With overlay and image_cache (the default), the image that step 4 and the copy of the inputs
 made is kept in the state folder (`rotating_disk/images/KEY.img`, sparse), KEY the hash of the
-size, mkfs and the inputs' paths, sizes, modes and times; a later run with the same KEY starts
-the daemon from it (`--load`) and only mounts: the same bytes, without the mkfs, the copy and
-the staging mount.
+size, mkfs and the inputs' paths, sizes, modes and times, once a second run builds the same KEY
+(keeping it costs a read of the whole image, which a content used once would never repay); a
+later run with that KEY starts the daemon from it (`--load`) and only mounts: the same bytes,
+without the mkfs, the copy and the staging mount.
 
 Teardown is the journal's unwind, newest first: unmount, detach, end the daemon. A hung or dead
 daemon never blocks it: the FUSE connection is aborted (/sys/fs/fuse/connections/N/abort)
@@ -86,7 +87,11 @@ DEFAULTS = {
     "image_cache": True,
 }
 STOP_GRACE_S = 10.0
-IMAGES_KEPT = 8  # images of the cache kept (the least recently used go first)
+# images of the cache kept, the least recently used going first beyond any of: this many, this
+# many bytes stored, a quarter of the free space of the state folder's file system
+IMAGES_KEPT = 64
+IMAGES_BYTES = 16 << 30
+SEEN_KEPT = 1024  # marks of contents built once (KEY.seen, empty files)
 MKFS_ARGV = ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard"]
 
 
@@ -374,7 +379,7 @@ class RotatingDisk:
             err = j.undo(st)
             if err:
                 raise CorunError(f"staging mount of the emulated disk: {err}")
-            if self.image_cache.get("key"):
+            if self.image_cache.get("keep"):
                 self._save_image()
                 self.lap("save_image")
         self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
@@ -420,8 +425,11 @@ class RotatingDisk:
         try:
             doc = json.loads(meta.read_text())
             if img.stat().st_size != self.cfg["size_bytes"] or not isinstance(doc.get("populated"), list):
-                return None
+                raise ValueError("not an image of this size")
         except (OSError, ValueError):
+            self.image_cache["keep"] = _seen_before(self._images(), key)
+            if not self.image_cache["keep"]:
+                self.image_cache["why_not_kept"] = "its first use: kept when another run builds it"
             return None
         now = time.time()
         os.utime(img, (now, now))
@@ -431,15 +439,11 @@ class RotatingDisk:
 
     def _save_image(self) -> None:
         """Keep the filled image (read through the daemon, untimed): its non-zero 1 MiB blocks
-        in a sparse file, then the image's description; the least recently used beyond
-        IMAGES_KEPT go."""
+        in a sparse file, then the image's description; the least recently used beyond the
+        cache's bounds go (evict_images)."""
         key = self.image_cache["key"]
         d = self._images()
         d.mkdir(parents=True, exist_ok=True)
-        # a save cut short (the runner killed) left its partial file; runs hold the machine
-        # lock, so any other one is such a leftover
-        for stale in d.glob(".*.tmp"):
-            stale.unlink(missing_ok=True)
         tmp = d / f".{key}.{os.getpid()}.tmp"
         block, stored = 1 << 20, 0
         zero = bytes(block)
@@ -461,10 +465,8 @@ class RotatingDisk:
             self.image_cache.update(state="built", error=f"not kept: {exc}")
             return
         self.image_cache["stored_bytes"] = stored
-        imgs = sorted(d.glob("*.img"), key=lambda f: f.stat().st_mtime, reverse=True)
-        for old in imgs[IMAGES_KEPT:]:
-            old.unlink(missing_ok=True)
-            old.with_suffix(".json").unlink(missing_ok=True)
+        (d / f"{key}.seen").unlink(missing_ok=True)
+        evict_images(d, keep=f"{key}.img")
 
     def go_timed(self) -> None:
         """End the daemon's untimed start (SIGUSR2): from now on the model times every request."""
@@ -637,3 +639,56 @@ def stop(disk: RotatingDisk) -> list[str]:
             if err:
                 errs.append(err)
     return errs
+
+
+def _seen_before(d: Path, key: str) -> bool:
+    """Whether a run built the content KEY before (then keep it now); marks it seen otherwise.
+    The marks beyond SEEN_KEPT, least recent first, go."""
+    # a save cut short (the runner killed) left its partial file; runs hold the machine lock,
+    # so any such file is that leftover
+    for stale in d.glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    mark = d / f"{key}.seen"
+    if mark.exists():
+        return True
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+        marks = sorted(d.glob("*.seen"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for old in marks[SEEN_KEPT:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return False
+
+
+def evict_images(d: Path, keep: str | None = None, most: int | None = None, budget: int | None = None) -> list[str]:
+    """Remove the least recently used images of the cache folder D beyond MOST images
+    (IMAGES_KEPT), BUDGET bytes stored (IMAGES_BYTES) or a quarter of the free space of D's file
+    system (which the images already stored count towards); KEEP (a file name) stays. The names
+    removed."""
+    most = IMAGES_KEPT if most is None else most
+    budget = IMAGES_BYTES if budget is None else budget
+    imgs = []
+    for f in d.glob("*.img"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        imgs.append((st.st_mtime, f.name == keep, st.st_blocks * 512, f))
+    imgs.sort(key=lambda t: (t[1], t[0]), reverse=True)  # KEEP first, then the newest
+    stored = sum(t[2] for t in imgs)
+    try:
+        vfs = os.statvfs(d)
+        budget = min(budget, (vfs.f_bavail * vfs.f_frsize + stored) // 4)
+    except OSError:
+        pass
+    removed, total, count = [], 0, 0
+    for _, kept, size, f in imgs:
+        if not kept and (count >= most or total + size > budget):
+            f.unlink(missing_ok=True)
+            f.with_suffix(".json").unlink(missing_ok=True)
+            removed.append(f.name)
+        else:
+            total, count = total + size, count + 1
+    return removed

@@ -199,8 +199,8 @@ def test_overlay_keeps_the_jobs_input_paths(tmp_path):
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
     ds = meta["device_setup"]
     assert ds["overlay"] is True and ds["counters"]["bytes_read"] >= 8 << 20
-    assert set(ds["setup_steps_s"]) == {"daemon", "loop", "mkfs", "fill", "save_image", "mount", "go_timed"}
-    assert ds["image_cache"]["state"] == "built" and ds["image_cache"]["stored_bytes"] >= 8 << 20
+    assert set(ds["setup_steps_s"]) == {"daemon", "loop", "mkfs", "fill", "mount", "go_timed"}
+    assert ds["image_cache"]["state"] == "built" and ds["image_cache"]["keep"] is False  # its first use
     assert ds["populated"] == [{"src": str(data / "inputs"), "dst": str(data / "inputs")}]
     assert rd._mount_entry(str(data)) is None
     assert (data / "other.txt").read_text() == "not copied" and (data / "inputs" / "in.bin").read_bytes() == payload
@@ -208,9 +208,10 @@ def test_overlay_keeps_the_jobs_input_paths(tmp_path):
 
 @pytest.mark.root
 def test_a_later_run_starts_from_the_cached_image_until_an_input_changes(tmp_path):
-    """The first run keeps the image mkfs and the copy made (sparse); the second starts its disk
-    from it, without mkfs or copy, and its job reads the same bytes; an input touched, or the
-    cache turned off, means a new mkfs and copy."""
+    """The first run builds the image and only marks its content seen; the second builds it
+    again and keeps it (sparse); the third starts its disk from it, without mkfs or copy, and
+    its job reads the same bytes; an input touched, or the cache turned off, means a new mkfs
+    and copy."""
     import hashlib
 
     data = tmp_path / "data"
@@ -237,13 +238,21 @@ def test_a_later_run_starts_from_the_cached_image_until_an_input_changes(tmp_pat
         assert hashlib.sha256(payload).hexdigest() in next((out / "jobs").glob("*reader.out")).read_text()
         return json.loads((out / "metadata.json").read_text())["device_setup"]
 
+    once = one(0)
+    assert once["image_cache"]["state"] == "built" and once["image_cache"]["keep"] is False
+    assert "save_image" not in once["setup_steps_s"] and not Path(once["image_cache"]["file"]).exists()
     first = one(1)
-    assert first["image_cache"]["state"] == "built" and "mkfs" in first["setup_steps_s"]
+    assert first["image_cache"]["state"] == "built" and first["image_cache"]["keep"] is True
+    assert {"mkfs", "save_image"} <= set(first["setup_steps_s"])
+    assert first["image_cache"]["key"] == once["image_cache"]["key"]
     img = Path(first["image_cache"]["file"])
     assert img.parent == state / "rotating_disk" / "images"
     assert img.stat().st_size == 256 << 20 and img.stat().st_blocks * 512 < 128 << 20  # sparse
     second = one(2)
-    assert second["image_cache"] == {**first["image_cache"], "state": "loaded"}
+    assert second["image_cache"] == {
+        "state": "loaded",
+        **{k: first["image_cache"][k] for k in ("key", "file", "stored_bytes")},
+    }
     assert not {"mkfs", "fill", "save_image"} & set(second["setup_steps_s"])
     assert second["populated"] == first["populated"]
     assert second["counters"]["bytes_read"] >= 8 << 20
