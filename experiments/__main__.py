@@ -10,9 +10,14 @@ from pathlib import Path
 
 from corun.errors import ConfigError, one_line_errors
 from corun.plan.base import stamp_remeasure
-from corun.util import atomic_write_json
+from corun.util import atomic_write_json, lazy_module
 from experiments import PAPERS_DIR, get, looks
 from experiments.config import load_workflow_config
+
+# loaded by the analyze step only: the data, specs and decide steps need neither SciPy nor pandas
+# (about 1.5 s of imports in each of the workflow's dozens of such steps)
+analysis_experiment = lazy_module("analysis.experiment")
+verdicts = lazy_module("analysis.verdicts")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,11 +52,6 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
     """Run the experiment's analysis (experiments/<name>/analysis.py) on its inputs: its metrics,
     its claims judged by the verdict engine, its section (analysis.experiment). With `look`, on
     that look's collected tables, judged at the level of the design's number of looks."""
-    # here, not at the top: the data, specs and decide steps need neither SciPy nor pandas
-    # (about 1.5 s of imports in each of the workflow's dozens of such steps)
-    from analysis.experiment import read_inputs, write
-    from analysis.verdicts import Looks
-
     ins = exp.analysis_inputs(cfg, results)
     owner = exp.runs_of or exp.name
     plan = looks.reps_per_look(cfg, owner)
@@ -70,7 +70,7 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
     files = {k: v for k, v in ins.items() if k not in ("jobs", "runs")}
     files["cache_dir"] = f"{results}/{exp.name}/cache"
     files.setdefault("device_calibration", f"{results}/device/calibration.json")
-    inputs = read_inputs(
+    inputs = analysis_experiment.read_inputs(
         exp.name,
         exp.folder,
         PAPERS_DIR,
@@ -80,9 +80,9 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
         run_text=getattr(module, "RUN_TEXT", []),
         files=files,
         config=cfg,
-        looks=Looks(look, len(plan), plan[min(look, len(plan)) - 1]),
+        looks=verdicts.Looks(look, len(plan), plan[min(look, len(plan)) - 1]),
     )
-    write(out_dir, inputs, module.analyse(inputs))
+    analysis_experiment.write(out_dir, inputs, module.analyse(inputs))
     return 0
 
 

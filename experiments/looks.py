@@ -22,6 +22,11 @@ import copy
 import json
 from pathlib import Path
 
+from corun.run import schedulers
+from corun.util import lazy_module, repo_root
+
+stats = lazy_module("analysis.stats")  # SciPy: loaded where a level is needed, not by every step
+
 
 def reps_per_look(cfg: dict, name: str) -> list[int]:
     """The repetitions each look has run once it is done, e.g. [3, 6, 9]; [reps] without a cap."""
@@ -95,9 +100,6 @@ def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
     besides its spec (`run_inputs`: the manifests of its variants, as the workflow declares them
     for a run of its own), so that the group's runner measures again a run older than one of them
     (corun.testbed.pfs_runs.finished), as Snakemake does for a run of its own."""
-    from corun.run import schedulers
-    from corun.util import repo_root
-
     root = repo_root()
     doc = json.loads(path.read_text())
     memo: dict[str, list[str]] = {}
@@ -146,8 +148,6 @@ def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
 
 
 def alpha(looks: list[int]) -> float:
-    from analysis import stats  # SciPy: only where a level is needed
-
     return stats.look_alpha(len(looks))
 
 
