@@ -130,13 +130,18 @@ def print_phases(results: Path) -> int:
     if not per:
         print(f"workflow_times: {results}: no run with a metadata.json under */runs/", file=sys.stderr)
         return 1
-    heads = [k.removesuffix("_s") for k in PHASES]
+    heads = [k.removesuffix("_s") for k in PHASES] + ["remeasured"]
     print(f"\nwhere the runs' own wall time went (s, summed over runs), {results}")
+    print(
+        "(remeasured: the attempts set aside for steal, within the process's start; process_start "
+        "is shown without them)"
+    )
     print(f"{'experiment':<22} {'runs':>5} " + " ".join(f"{h:>13}" for h in heads) + f" {'not jobs':>9}")
     for exp, acc in sorted(per.items(), key=lambda kv: -kv[1]["jobs_s"]):
-        other = sum(acc[k] for k in PHASES if k != "jobs_s")
+        row = {**acc, "process_start_s": max(0.0, acc["process_start_s"] - acc["remeasured_s"])}
+        other = sum(row[k] for k in PHASES if k != "jobs_s")
         note = f"  ({acc['unrecorded']} runs without phases_s)" if acc["unrecorded"] else ""
-        cells = " ".join(f"{acc[k]:>13.1f}" for k in PHASES)
+        cells = " ".join(f"{row[k]:>13.1f}" for k in [*PHASES, "remeasured_s"])
         print(f"{exp:<22} {acc['runs']:>5} {cells} {other:>9.1f}{note}")
     return 0
 

@@ -59,8 +59,16 @@ def test_run_phases_are_summed_per_experiment_and_runs_without_them_are_counted(
     assert bench.print_phases(tmp_path) == 0
     rows = capsys.readouterr().out.splitlines()
     a_row = next(r for r in rows if r.startswith("a "))
-    assert a_row.split()[:10] == ["a", "3", "0.6", "0.2", "2.0", "10.0", "1.0", "0.2", "4.0", "(1"]
+    assert a_row.split()[:11] == ["a", "3", "0.6", "0.2", "2.0", "10.0", "1.0", "0.2", "0.0", "4.0", "(1"]
     assert a_row.endswith("(1 runs without phases_s)")
+
+
+def test_attempts_measured_again_are_a_column_of_their_own_not_the_process_start(tmp_path, capsys):
+    p = {"process_start_s": 12.3, "prepare_s": 0.1, "setup_s": 1.0, "jobs_s": 4.0, "teardown_s": 0.5, "tables_s": 0.1}
+    write_metadata(tmp_path, "a", "r1", {"phases_s": p, "remeasured": {"earlier": [{"duration_s": 12.0}]}})
+    assert bench.print_phases(tmp_path) == 0
+    row = next(r for r in capsys.readouterr().out.splitlines() if r.startswith("a "))
+    assert row.split() == ["a", "1", "0.3", "0.1", "1.0", "4.0", "0.5", "0.1", "12.0", "2.0"]
 
 
 def test_a_results_folder_without_runs_is_an_error(tmp_path, capsys):
