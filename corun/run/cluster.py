@@ -167,6 +167,14 @@ class NodeDaemons:
         self.variant, self.hosts, self.port = variant, hosts, port
         self.active = variant.manifest["daemon"] and bool(variant.manifest.get("start"))
         self.nodes = [NodeDaemon(h, i, state_root / h.name) for i, h in enumerate(hosts)]
+        # seconds of each step of the daemons' start and stop, all nodes together (the run's
+        # metadata.json: cluster.daemon_steps_s), where a run's set-up and teardown go
+        self.steps_s: dict[str, float] = {}
+
+    def _lap(self, step: str, t0: float) -> float:
+        now = time.monotonic()
+        self.steps_s[step] = round(self.steps_s.get(step, 0.0) + now - t0, 4)
+        return now
 
     def _params(self, node: int) -> dict:
         p = dict(self.variant.params)
@@ -195,7 +203,9 @@ class NodeDaemons:
         """Start every node's daemon; each node's restore is journalled before its daemon starts."""
         if not self.active:
             return
+        t0 = time.monotonic()
         for nd in self.nodes:
+            t0 = self._lap("start", t0)
             nd.state_dir.mkdir(parents=True, exist_ok=True)
             if not nd.host.local:  # the same path on the host (a no-op where the file system is shared)
                 res = subprocess.run(
@@ -210,6 +220,7 @@ class NodeDaemons:
                         f"scheduler {self.variant.name}: cannot create {nd.state_dir} on {nd.host.name}: "
                         f"{(res.stderr or res.stdout).strip() or f'exit {res.returncode}'}"
                     )
+            t0 = self._lap("state_dirs", t0)
             stop = self.variant.manifest.get("stop")
             if stop:
                 nd.restore_action = push_stop(
@@ -229,8 +240,10 @@ class NodeDaemons:
             nd.process, nd.process_action = start_daemon(
                 journal, argv, nd.state_dir / "daemon.log", f"daemon of {self.variant.name} on {nd.host.name}"
             )
+        t0 = self._lap("start", t0)
         for nd in self.nodes:
             nd.rank_env = self._wait_rank_env(nd)
+        self._lap("rank_env", t0)
 
     def _wait_rank_env(self, nd: NodeDaemon, timeout_s: float = 20.0) -> dict:
         f = nd.state_dir / "rank_env.json"
@@ -272,6 +285,7 @@ class NodeDaemons:
         host in inventory order that fails is named."""
         if not self.active or not self.variant.manifest.get("verify"):
             return
+        t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
             results = list(
                 pool.map(
@@ -285,6 +299,7 @@ class NodeDaemons:
                     self.nodes,
                 )
             )
+        self._lap("verify", t0)
         for nd, res in zip(self.nodes, results):
             if res.returncode != 0:
                 err = (res.stderr or res.stdout).strip().splitlines()
@@ -303,6 +318,7 @@ class NodeDaemons:
 
     def stop(self, journal: Journal) -> list[str]:
         """End every daemon (SIGTERM: it restores its ranks and writes its summary), then restore."""
+        t0 = time.monotonic()
         for nd in self.nodes:
             if nd.process is not None:
                 terminate(nd.process)  # the ssh client: the session ends
@@ -312,10 +328,14 @@ class NodeDaemons:
             reap(nd.process, timeout_s=15)
             journal.forget(nd.process_action)
             nd.process_action = None
+        t0 = self._lap("stop", t0)
         for nd in self.nodes:
             if nd.process is not None:
                 self._fetch_summary(nd)
-        return self.restore_now(journal)
+        t0 = self._lap("summaries", t0)
+        errors = self.restore_now(journal)
+        self._lap("restore", t0)
+        return errors
 
     def _fetch_summary(self, nd: NodeDaemon, timeout_s: float = 10.0) -> None:
         """Wait for the node's summary.json (the daemon writes it in its teardown)."""

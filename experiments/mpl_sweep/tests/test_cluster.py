@@ -113,6 +113,9 @@ def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
     assert [h["name"] for h in hosts] == [f"{PREFIX}-n1", f"{PREFIX}-n2"]
     assert {h["cpus"] for h in hosts} == {"0", "1"}  # a CPU of its own each
     daemons = meta["cluster"]["daemons"]
+    steps = meta["cluster"]["daemon_steps_s"]  # where the daemons' start and stop went
+    assert set(steps) == {"start", "state_dirs", "rank_env", "verify", "stop", "summaries", "restore"}
+    assert all(v >= 0 for v in steps.values())
     assert [d["host"] for d in daemons] == [f"{PREFIX}-n1", f"{PREFIX}-n2"]
     for d in daemons:
         assert d["scheme"] == "cc_b" and d["wait_mode_mismatches"] == 0 and d["erl_received"] > 0, d
