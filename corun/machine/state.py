@@ -37,6 +37,7 @@ class Journal:
         self.path = self.dir / f"{run_id}.journal.json"
         self.run_id = run_id
         self.actions: list[dict] = []
+        self.undo_s: dict[str, float] = {}  # seconds spent undoing, per kind of action
         self.pid = os.getpid()
         self.starttime = proc_starttime(self.pid)
         # held for the journal's life: a runner that is alive in another pid namespace sharing
@@ -79,7 +80,7 @@ class Journal:
 
     def undo(self, action: dict) -> str | None:
         """Undo one action now (and forget it). Returns an error text or None."""
-        err = run_undo(action)
+        err = self._timed_undo(action)
         if action in self.actions:
             self.actions.remove(action)
             self._save()
@@ -90,7 +91,7 @@ class Journal:
         errors = []
         while self.actions:
             action = self.actions[-1]
-            err = run_undo(action)
+            err = self._timed_undo(action)
             if err:
                 errors.append(err)
             self.actions.pop()
@@ -98,6 +99,14 @@ class Journal:
         self.path.unlink(missing_ok=True)
         self.release()
         return errors
+
+    def _timed_undo(self, action: dict) -> str | None:
+        t0 = time.monotonic()
+        try:
+            return run_undo(action)
+        finally:
+            k = action.get("kind", "?")
+            self.undo_s[k] = round(self.undo_s.get(k, 0.0) + time.monotonic() - t0, 4)
 
     def release(self) -> None:
         """Drop the liveness lock (after the journal is gone)."""

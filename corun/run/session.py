@@ -266,12 +266,25 @@ class MachineSession:
         read, then the journal undone (also what set-up had done before an error). Every step
         runs whatever failed before it; returns the errors."""
         plan, errors, j = self.plan, [], self.journal
+        # where the teardown went (metadata.json teardown_steps_s; undo: the journal's undos per
+        # kind of action over the whole run, the scheduler's own stop included)
+        steps: dict = {}
+        t0 = time.monotonic()
+
+        def lap(name: str) -> None:
+            nonlocal t0
+            now = time.monotonic()
+            steps[name] = round(now - t0, 4)
+            t0 = now
+
         errors.extend(stop_monitors(plan.monitors))
         for m in plan.monitors:
             if j is not None:
                 j.forget(getattr(m, "journal_action", None))
+        lap("monitors")
         if j is not None:
             errors.extend(self._stop_scheduler(stopped))
+        lap("scheduler")
         if self.job_events_fh:
             self.job_events_fh.close()
             self.job_events_fh = None
@@ -282,12 +295,18 @@ class MachineSession:
                 rdev.record_end()
             except Exception as exc:  # noqa: BLE001 - teardown goes on
                 errors.append(f"device: {exc}")
+        lap("device_record")
         if j is not None:
             errors.extend(j.unwind())
+        lap("unwind")
         if rdev is not None:
             rdev.after_teardown(plan.tmp)
         elif self.device is not None:
             self.device_after = self.device.describe()
+        lap("device_after")
+        if j is not None:
+            steps["undo"] = dict(j.undo_s)
+        self.meta["teardown_steps_s"] = steps
         return errors
 
     def _stop_scheduler(self, stopped: bool) -> list[str]:

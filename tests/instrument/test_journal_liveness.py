@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from corun.machine.recovery import recover_stale
+from corun.machine.state import Journal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,3 +46,11 @@ def test_a_journal_without_lock_file_falls_back_to_the_pid(tmp_path):
     )
     assert recover_stale(tmp_path) == ["recovered run old: undid 0 change(s)"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_journal_counts_the_seconds_of_its_undos_per_kind(tmp_path):
+    j = Journal("timed", tmp_path)
+    j.push({"kind": "command", "argv": ["sleep", "0.2"], "what": "a slow undo"})
+    j.push({"kind": "command", "argv": ["true"], "what": "a quick one"})
+    assert j.unwind() == []
+    assert set(j.undo_s) == {"command"} and 0.2 <= j.undo_s["command"] < 5

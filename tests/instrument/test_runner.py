@@ -406,6 +406,11 @@ def test_run_records_what_the_machines_cpus_did_while_the_jobs_ran(disk_tmp):
     assert set(phases) == {"process_start_s", "prepare_s", "setup_s", "jobs_s", "teardown_s", "tables_s"}
     assert 1.0 <= phases["jobs_s"] < 10, phases
     assert all(v is not None and 0 <= v < phases["jobs_s"] for k, v in phases.items() if k != "jobs_s"), phases
+    # and where its teardown went, step by step, within the teardown's phase
+    steps = json.loads((out / "metadata.json").read_text())["teardown_steps_s"]
+    assert set(steps) == {"monitors", "scheduler", "device_record", "unwind", "device_after", "undo"}, steps
+    assert sum(v for k, v in steps.items() if k != "undo") <= phases["teardown_s"] + 0.01, (steps, phases)
+    assert all(isinstance(v, float) and v >= 0 for v in steps["undo"].values()), steps
 
 
 def test_one_run_at_a_time_on_a_machine(disk_tmp):
