@@ -163,6 +163,11 @@ def run_group(
             done += _plain_runs(group, specs, runs)
     finally:
         errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
+        if netns and not keep and group["cluster"].get("inventory"):
+            try:  # the folder made for the cluster's inventory, once the cluster took it away
+                inv.parent.rmdir()
+            except OSError:
+                pass
         for s, h in old.items():
             signal.signal(s, h)
     if errors:

@@ -120,5 +120,6 @@ def test_a_group_without_a_file_system_brings_its_cluster_up_once_and_down(tmp_p
     assert [s[1] for s in started] == ["a.yaml", "c.yaml"]
     assert calls == ["netns-cluster up", "netns-cluster down"]
     assert not (tmp_path / "work" / "cluster" / "pfs.yaml").exists()
+    assert not (tmp_path / "netns").exists()  # the inventory's folder goes with the cluster
     assert pfs_runs.teardown_all(tmp_path / "work") == []
     assert str(pfs_runs.__file__).startswith(str(repo_root()))
