@@ -157,10 +157,14 @@ def run_group(
             inv.parent.mkdir(parents=True, exist_ok=True)
             _run(cluster_argv(work, *args), "netns-cluster up")
             log(f"netns cluster up: {c['hosts']} hosts, prefix {c['prefix']}, {c['subnet']}")
+        plan = counters = None
         if has_fs:
-            done += _fs_runs(group, cfg_file, specs, runs)
+            client = _fs_up(group, cfg_file)
+            counters = group.get("counters")
+            plan = counters_plan(cfg_file) if counters is not None else None
         else:
-            done += _plain_runs(group, specs, runs)
+            client = client_host(group)
+        done += _runs(group, specs, runs, client, plan, counters)
     finally:
         errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
         if netns and not keep and group["cluster"].get("inventory"):
@@ -175,27 +179,9 @@ def run_group(
     return done
 
 
-def _plain_runs(group: dict, specs: Path, runs: Path) -> list[str]:
-    """A group without a file system: its runs one after another on this machine."""
-    done = []
-    client = client_host(group)
-    for name in group["runs"]:
-        out = runs / name
-        if finished(out, [], inputs_of(group, specs, name)):
-            done.append(name)
-            continue
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
-        t0 = time.monotonic()
-        hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
-        done.append(name)
-        log(f"{name}: {time.monotonic() - t0:.1f} s")
-    return done
-
-
-def _fs_runs(group: dict, cfg_file: Path, specs: Path, runs: Path) -> list[str]:
-    """The file system up, checked against the specs, its file written, then the runs."""
-    done = []
+def _fs_up(group: dict, cfg_file: Path) -> inventory.Host:
+    """The file system up and checked against the specs, its file written from the client
+    host, which it returns."""
     _run(pfs_argv(cfg_file, "up"), "pfs up")
     lay = json.loads((Path(group["pfs"]["state_dir"]) / "layout.json").read_text())
     if lay["volfiles"] != group["volfiles"]:
@@ -215,8 +201,13 @@ def _fs_runs(group: dict, cfg_file: Path, specs: Path, runs: Path) -> list[str]:
     for cmd in cmds:
         _run(client.command(cmd), "writing the file")
     log(f"{len(cmds)} file(s) written")
-    counters = group.get("counters")
-    plan = counters_plan(cfg_file) if counters is not None else None
+    return client
+
+
+def _runs(group: dict, specs: Path, runs: Path, client: inventory.Host, plan, counters: dict | None) -> list[str]:
+    """The group's runs one after another on CLIENT (with the servers' counters around each
+    when PLAN is given), those already finished kept."""
+    done = []
     comp = companion_hosts(group)
     last = None  # the counters after the run before: nothing touches the servers in between
     for name in group["runs"]:
