@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,23 @@ def state_dir() -> Path:
         d = Path(f"/tmp/corun-state-{os.getuid()}")
         d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+class Laps:
+    """The wall time of consecutive steps (a run's set-up or teardown, step by step): lap(step)
+    adds the time since the last lap, or since restart(), to that step's seconds."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, float] = {}
+        self._t = time.monotonic()
+
+    def restart(self) -> None:
+        self._t = time.monotonic()
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.steps[step] = round(self.steps.get(step, 0.0) + now - self._t, 4)
+        self._t = now
 
 
 def lazy_module(name: str) -> types.ModuleType:

@@ -56,7 +56,7 @@ from corun.machine.disk_mounts import (
     abort_fuse,
 )
 from corun.machine.state import Journal, state_dir, undo_handler
-from corun.util import atomic_write_json, cli_options, proc_starttime
+from corun.util import Laps, atomic_write_json, cli_options, proc_starttime
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_DIR = REPO / "emulators" / "rotating_disk"
@@ -248,14 +248,8 @@ class RotatingDisk:
         self.daemon_action: dict | None = None
         self.populated: list[dict] = []
         self.final_state: dict | None = None
-        self.steps_s: dict[str, float] = {}  # set-up steps' wall time
-        self._t_step = 0.0
+        self.laps = Laps()  # set-up steps' wall time
         self.image_cache: dict = {"state": "off"}
-
-    def lap(self, step: str) -> None:
-        now = time.monotonic()
-        self.steps_s[step] = round(now - self._t_step, 4)
-        self._t_step = now
 
     # ------------------------------------------------------------ set-up
     def argv(self) -> list[str]:
@@ -294,7 +288,7 @@ class RotatingDisk:
         Path(self.fuse_dir).mkdir(exist_ok=True)
         self.state_file.unlink(missing_ok=True)
         j = self.journal
-        self._t_step = time.monotonic()
+        self.laps.restart()
         # 1. the daemon
         self.daemon_action = j.push(
             {
@@ -329,7 +323,7 @@ class RotatingDisk:
         self.fuse_conn = _fuse_conn(self.fuse_dir)
         self.daemon_action["fuse_conn"] = self.fuse_conn
         j.update(self.daemon_action)
-        self.lap("daemon")
+        self.laps.lap("daemon")
         # 2. the loop device, direct I/O on the served file
         j.push(
             {"kind": "rotating_disk_loop", "what": "loop device of the rotating_disk emulator", "backing": self.image}
@@ -338,7 +332,7 @@ class RotatingDisk:
         name = Path(self.loop).name
         if Path(f"/sys/block/{name}/loop/dio").read_text().strip() != "1":
             raise CorunError(f"{self.loop}: direct I/O is off (losetup --direct-io=on was refused)")
-        self.lap("loop")
+        self.laps.lap("loop")
         # 3. host queue settings
         self.apply_host_settings(name)
         # 4. file system and mount
@@ -346,7 +340,7 @@ class RotatingDisk:
             self.populated = cached["populated"]
         else:
             self._step([*MKFS_ARGV, self.loop], "mkfs.ext4 on the emulated disk", timeout=600)
-            self.lap("mkfs")
+            self.laps.lap("mkfs")
         j.push(
             {
                 "kind": "rotating_disk_mount",
@@ -375,13 +369,13 @@ class RotatingDisk:
             )
             self._step(["mount", "-t", "ext4", self.loop, str(stage)], "staging mount of the emulated disk")
             self.populated = fill(str(stage)) if fill else []
-            self.lap("fill")
+            self.laps.lap("fill")
             err = j.undo(st)
             if err:
                 raise CorunError(f"staging mount of the emulated disk: {err}")
             if self.image_cache.get("keep"):
                 self._save_image()
-                self.lap("save_image")
+                self.laps.lap("save_image")
         self._step(["mount", "-t", "ext4", *opts, self.loop, self.target], "mount of the emulated disk")
         if overlay:
             # unmounting the staging mount empties the page cache only if that was the file
@@ -398,7 +392,7 @@ class RotatingDisk:
         self.apply_host_settings(name)
         self.host.after_mount = self.read_host_settings(name)
         self.verify_host_settings()
-        self.lap("mount")
+        self.laps.lap("mount")
         if timed:
             self.go_timed()
 
@@ -470,14 +464,14 @@ class RotatingDisk:
 
     def go_timed(self) -> None:
         """End the daemon's untimed start (SIGUSR2): from now on the model times every request."""
-        self._t_step = time.monotonic()
+        self.laps.restart()
         os.sync()
         self.proc.send_signal(signal.SIGUSR2)
         end = time.monotonic() + 10
         while True:
             s = self._read_state()
             if s and s.get("timed"):
-                self.lap("go_timed")
+                self.laps.lap("go_timed")
                 return
             self.check()
             if time.monotonic() > end:
@@ -625,7 +619,7 @@ class RotatingDisk:
             },
             "daemon_rt_priority": s.get("rt_priority"),
             "daemon_rt_priority_error": s.get("rt_priority_error"),
-            "setup_steps_s": self.steps_s,
+            "setup_steps_s": self.laps.steps,
             "image_cache": self.image_cache,
         }
 

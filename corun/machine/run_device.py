@@ -182,7 +182,7 @@ class RunDevice:
         self.block_name = name
         self.populated = _populate(self.dspec.get("populate") or [], target)
         if self.disk:
-            self.disk.lap("fill")
+            self.disk.laps.lap("fill")
             self.disk.go_timed()
         return name
 

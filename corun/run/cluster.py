@@ -36,6 +36,7 @@ from corun.machine.state import Journal
 from corun.run.schedulers import Variant, push_stop, reap, start_daemon, terminate, undo_now
 from corun.testbed.hosts import ssh_agent
 from corun.testbed.inventory import Host
+from corun.util import Laps
 
 
 @dataclass
@@ -169,12 +170,7 @@ class NodeDaemons:
         self.nodes = [NodeDaemon(h, i, state_root / h.name) for i, h in enumerate(hosts)]
         # seconds of each step of the daemons' start and stop, all nodes together (the run's
         # metadata.json: cluster.daemon_steps_s), where a run's set-up and teardown go
-        self.steps_s: dict[str, float] = {}
-
-    def _lap(self, step: str, t0: float) -> float:
-        now = time.monotonic()
-        self.steps_s[step] = round(self.steps_s.get(step, 0.0) + now - t0, 4)
-        return now
+        self.laps = Laps()
 
     def _params(self, node: int) -> dict:
         p = dict(self.variant.params)
@@ -203,9 +199,8 @@ class NodeDaemons:
         """Start every node's daemon; each node's restore is journalled before its daemon starts."""
         if not self.active:
             return
-        t0 = time.monotonic()
+        self.laps.restart()
         for nd in self.nodes:
-            t0 = self._lap("start", t0)
             nd.state_dir.mkdir(parents=True, exist_ok=True)
             if not nd.host.local:  # the same path on the host (a no-op where the file system is shared)
                 res = subprocess.run(
@@ -220,7 +215,7 @@ class NodeDaemons:
                         f"scheduler {self.variant.name}: cannot create {nd.state_dir} on {nd.host.name}: "
                         f"{(res.stderr or res.stdout).strip() or f'exit {res.returncode}'}"
                     )
-            t0 = self._lap("state_dirs", t0)
+            self.laps.lap("state_dirs")
             stop = self.variant.manifest.get("stop")
             if stop:
                 nd.restore_action = push_stop(
@@ -240,10 +235,10 @@ class NodeDaemons:
             nd.process, nd.process_action = start_daemon(
                 journal, argv, nd.state_dir / "daemon.log", f"daemon of {self.variant.name} on {nd.host.name}"
             )
-        t0 = self._lap("start", t0)
+            self.laps.lap("start")
         for nd in self.nodes:
             nd.rank_env = self._wait_rank_env(nd)
-        self._lap("rank_env", t0)
+        self.laps.lap("rank_env")
 
     def _wait_rank_env(self, nd: NodeDaemon, timeout_s: float = 20.0) -> dict:
         f = nd.state_dir / "rank_env.json"
@@ -285,7 +280,7 @@ class NodeDaemons:
         host in inventory order that fails is named."""
         if not self.active or not self.variant.manifest.get("verify"):
             return
-        t0 = time.monotonic()
+        self.laps.restart()
         with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
             results = list(
                 pool.map(
@@ -299,7 +294,7 @@ class NodeDaemons:
                     self.nodes,
                 )
             )
-        self._lap("verify", t0)
+        self.laps.lap("verify")
         for nd, res in zip(self.nodes, results):
             if res.returncode != 0:
                 err = (res.stderr or res.stdout).strip().splitlines()
@@ -318,7 +313,7 @@ class NodeDaemons:
 
     def stop(self, journal: Journal) -> list[str]:
         """End every daemon (SIGTERM: it restores its ranks and writes its summary), then restore."""
-        t0 = time.monotonic()
+        self.laps.restart()
         for nd in self.nodes:
             if nd.process is not None:
                 terminate(nd.process)  # the ssh client: the session ends
@@ -328,13 +323,13 @@ class NodeDaemons:
             reap(nd.process, timeout_s=15)
             journal.forget(nd.process_action)
             nd.process_action = None
-        t0 = self._lap("stop", t0)
+        self.laps.lap("stop")
         for nd in self.nodes:
             if nd.process is not None:
                 self._fetch_summary(nd)
-        t0 = self._lap("summaries", t0)
+        self.laps.lap("summaries")
         errors = self.restore_now(journal)
-        self._lap("restore", t0)
+        self.laps.lap("restore")
         return errors
 
     def _fetch_summary(self, nd: NodeDaemon, timeout_s: float = 10.0) -> None:

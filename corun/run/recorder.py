@@ -124,7 +124,7 @@ def cluster_meta(plan: RunPlan, session: MachineSession) -> dict | None:
     }
     if session.node_daemons is not None and session.node_daemons.active:
         out["daemons"] = session.node_daemons.summaries()
-        out["daemon_steps_s"] = dict(session.node_daemons.steps_s)
+        out["daemon_steps_s"] = dict(session.node_daemons.laps.steps)
     return out
 
 

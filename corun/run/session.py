@@ -30,7 +30,7 @@ from corun.monitors.base import wait_started
 from corun.run import cluster as clu
 from corun.run import metadata
 from corun.run.plan import RunPlan
-from corun.util import proc_starttime
+from corun.util import Laps, proc_starttime
 
 
 def evict(paths: list[str]) -> dict:
@@ -268,23 +268,15 @@ class MachineSession:
         plan, errors, j = self.plan, [], self.journal
         # where the teardown went (metadata.json teardown_steps_s; undo: the journal's undos per
         # kind of action over the whole run, the scheduler's own stop included)
-        steps: dict = {}
-        t0 = time.monotonic()
-
-        def lap(name: str) -> None:
-            nonlocal t0
-            now = time.monotonic()
-            steps[name] = round(now - t0, 4)
-            t0 = now
-
+        laps = Laps()
         errors.extend(stop_monitors(plan.monitors))
         for m in plan.monitors:
             if j is not None:
                 j.forget(getattr(m, "journal_action", None))
-        lap("monitors")
+        laps.lap("monitors")
         if j is not None:
             errors.extend(self._stop_scheduler(stopped))
-        lap("scheduler")
+        laps.lap("scheduler")
         if self.job_events_fh:
             self.job_events_fh.close()
             self.job_events_fh = None
@@ -295,15 +287,16 @@ class MachineSession:
                 rdev.record_end()
             except Exception as exc:  # noqa: BLE001 - teardown goes on
                 errors.append(f"device: {exc}")
-        lap("device_record")
+        laps.lap("device_record")
         if j is not None:
             errors.extend(j.unwind())
-        lap("unwind")
+        laps.lap("unwind")
         if rdev is not None:
             rdev.after_teardown(plan.tmp)
         elif self.device is not None:
             self.device_after = self.device.describe()
-        lap("device_after")
+        laps.lap("device_after")
+        steps: dict = dict(laps.steps)
         if j is not None:
             steps["undo"] = dict(j.undo_s)
         self.meta["teardown_steps_s"] = steps
