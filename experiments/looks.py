@@ -95,13 +95,11 @@ def split_groups_file(path: Path, exp, cfg: dict) -> None:
     tmp.replace(path)
 
 
-def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
-    """Write into each group of a specs step's groups.json the files each of its runs depends on
-    besides its spec (`run_inputs`: the manifests of its variants, as the workflow declares them
-    for a run of its own), so that the group's runner measures again a run older than one of them
-    (corun.testbed.pfs_runs.finished), as Snakemake does for a run of its own."""
+def run_manifests(exp, cfg: dict):
+    """run -> the manifests (own and extended, relative to the repository) of the variants the
+    run uses: an edited manifest is an input that changed, so its runs are measured again (the
+    workflow's inputs of a run of its own, and a group's `run_inputs`)."""
     root = repo_root()
-    doc = json.loads(path.read_text())
     memo: dict[str, list[str]] = {}
 
     def files(v: str) -> list[str]:
@@ -109,8 +107,18 @@ def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
             memo[v] = [str(p.resolve().relative_to(root)) for p in schedulers.manifest_files(v)]
         return memo[v]
 
+    return lambda run: sorted({f for v in exp.run_variants(cfg, run) for f in files(v)})
+
+
+def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
+    """Write into each group of a specs step's groups.json the files each of its runs depends on
+    besides its spec (`run_inputs`: run_manifests), so that the group's runner measures again a
+    run older than one of them (corun.testbed.pfs_runs.finished), as Snakemake does for a run of
+    its own."""
+    doc = json.loads(path.read_text())
+    manifests = run_manifests(exp, cfg)
     for g in doc["groups"]:
-        g["run_inputs"] = {r: sorted({f for v in exp.run_variants(cfg, r) for f in files(v)}) for r in g["runs"]}
+        g["run_inputs"] = {r: manifests(r) for r in g["runs"]}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=2))
     tmp.replace(path)

@@ -7,9 +7,7 @@
 # An experiment with rules no other has keeps them in experiments/<name>/rules.smk, included last.
 import json
 import os
-from pathlib import Path
 
-from corun.run import schedulers as SCHEDULERS
 from experiments import looks as LOOKS
 
 
@@ -59,15 +57,7 @@ def _upto(plan, look):
 def _manifests(plan):
     """The manifests (own and extended) of the variants a run uses: an edited manifest is an
     input that changed, so its runs are measured again."""
-    root = Path(workflow.basedir).resolve()
-
-    def files(run):
-        out = set()
-        for v in plan["E"].run_variants(config, run):
-            out |= {str(p.relative_to(root)) for p in SCHEDULERS.manifest_files(v)}
-        return sorted(out)
-
-    return files
+    return LOOKS.run_manifests(plan["E"], config)
 
 
 def _run_manifests(plan):
