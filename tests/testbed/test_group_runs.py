@@ -123,3 +123,16 @@ def test_a_group_without_a_file_system_brings_its_cluster_up_once_and_down(tmp_p
     assert not (tmp_path / "netns").exists()  # the inventory's folder goes with the cluster
     assert pfs_runs.teardown_all(tmp_path / "work") == []
     assert str(pfs_runs.__file__).startswith(str(repo_root()))
+
+
+def test_recover_takes_down_the_cluster_a_killed_group_without_a_file_system_left(tmp_path, monkeypatch):
+    """corun recover calls teardown_all on the group's work folder: a group without pfs.yaml
+    whose cluster is still up is found by its cluster's state and taken down."""
+    calls = []
+    monkeypatch.setattr(pfs_runs, "_run", lambda argv, what, timeout=900: calls.append((what, argv)) or "")
+    state = tmp_path / "work" / "cluster" / "cluster" / "state"
+    state.mkdir(parents=True)
+    (state / "state.json").write_text("{}")
+    assert pfs_runs.teardown_all(tmp_path / "work") == []
+    assert [w for w, _ in calls] == ["netns-cluster down"]
+    assert str(state) in calls[0][1]
