@@ -1,5 +1,7 @@
+import getpass
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -13,6 +15,35 @@ sys.path.insert(0, str(ROOT))
 # (/run/corun): a run of the user's that is going on is neither disturbed nor recovered by a test,
 # and a journal left by one test is never reported by another. Set before corun is imported.
 os.environ["CORUN_STATE_DIR"] = tempfile.mkdtemp(prefix="corun-test-state-")
+
+
+def pytest_sessionstart(session):
+    if os.geteuid() == 0:
+        for line in take_down_killed_sessions_clusters():
+            print(line, file=sys.stderr)
+
+
+def take_down_killed_sessions_clusters(root: Path | None = None) -> list[str]:
+    """Take down the netns clusters and bare testbeds a test session killed half-way left: their state
+    folder is in pytest's temporary root and the alias up gave their bridge names it. Left up, one
+    stops the next session's `up` of the same prefix ("already exists"). Root tests run one session
+    at a time on a machine, so no session that is running owns one when the next starts."""
+    root = root or Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
+    done = []
+    for alias in sorted(Path("/sys/class/net").glob("*/ifalias")):
+        try:
+            tool, _, folder = alias.read_text().strip().partition(" ")
+        except OSError:
+            continue
+        state = Path(folder)
+        if tool in ("netns-cluster", "bare-testbed") and state.is_relative_to(root) and (state / "state.json").exists():
+            down = subprocess.run(
+                [sys.executable, str(ROOT / "scripts" / tool), "--state-dir", folder, "down"],
+                capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            said = (down.stdout + down.stderr).strip().splitlines() or ["done"]
+            done.append(f"conftest: {alias.parent.name} was left by a killed session in {folder}: {said[-1]}")
+    return done
 
 
 def pytest_unconfigure(config):

@@ -262,6 +262,10 @@ def test_down_removes_namespaces_veths_bridge_and_state(tmp_path):
         pid = status(state)["hosts"][0]["sshd_pid"]
         again = cluster(state, "up", "2", "--prefix", "corund", "--subnet", "10.77.2.0/24")
         assert again.returncode == 1 and "already holds a cluster of 1 hosts" in again.stderr
+        other = cluster(tmp_path / "other", "up", "1", "--prefix", "corund", "--subnet", "10.77.2.0/24")
+        assert other.returncode == 1 and other.stderr.count("\n") == 1, other.stderr
+        assert f"corund-n1 already exists but is not in {tmp_path / 'other'}: it belongs to {state}" in other.stderr
+        assert f"(scripts/netns-cluster --state-dir {state} down removes it)" in other.stderr
     finally:
         down = cluster(state, "down")
     assert down.returncode == 0, down.stderr
@@ -294,3 +298,25 @@ def test_cluster_usage_errors(tmp_path, args, code, needle):
     proc = cluster(tmp_path / "state", *args)
     assert proc.returncode == code and proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path):
+    """A session killed half-way leaves its cluster up, its state in pytest's temporary root; the next
+    session's start (conftest) takes it down, so its own `up` of the prefix does not fail."""
+    from conftest import take_down_killed_sessions_clusters
+
+    state = tmp_path / "killed"
+    up = cluster(
+        state, "up", "1", "--prefix", "corunk", "--subnet", "10.77.3.0/24", "--inventory", str(tmp_path / "i.yml")
+    )
+    if up.returncode == 4:
+        pytest.skip(f"no netns test cluster here: {up.stderr.strip()}")
+    try:
+        assert up.returncode == 0, up.stderr
+        said = take_down_killed_sessions_clusters(tmp_path)  # only this test's: the module's cluster is up
+        assert any(f"corunk-br was left by a killed session in {state}: removed 1 hosts" in line for line in said), said
+        assert "corunk-" not in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+        assert not state.exists()
+    finally:
+        cluster(state, "down")
