@@ -259,10 +259,25 @@ def test_load_starts_from_a_sparse_image_and_refuses_another_size(which, request
             assert os.pread(fd, 4096, (64 << 20) - 4096) == bytes(4096)
         finally:
             os.close(fd)
+        fd = os.open(mnt / "disk.img", os.O_WRONLY)  # the run's writes stay in the daemon
+        try:
+            os.pwrite(fd, b"w" * 8192, (1 << 20) + 4096)
+            os.pwrite(fd, b"h" * 4096, 20 << 20)
+        finally:
+            os.close(fd)
+        fd = os.open(mnt / "disk.img", os.O_RDONLY)
+        try:
+            assert os.pread(fd, 8192, (1 << 20) + 4096) == b"w" * 8192
+            assert os.pread(fd, 4096, 20 << 20) == b"h" * 4096
+        finally:
+            os.close(fd)
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
+    with open(image, "rb") as f:  # the image it started from is unchanged (mapped copy-on-write)
+        assert os.pread(f.fileno(), 3 << 20, 1 << 20) == data
+        assert os.pread(f.fileno(), 4096, 20 << 20) == bytes(4096)
     os.truncate(image, 32 << 20)
     state.unlink()
     res = subprocess.run([*argv, "--load", str(image)], capture_output=True, text=True, timeout=30)
@@ -307,3 +322,31 @@ def test_untimed_start_until_sigusr2(binary, tmp_path):
     c = json.loads(state.read_text())["counters"]
     assert c["untimed_bytes"] >= 4 << 20 and c["reads"] >= 1 and c["bytes_written"] == 0
     assert s["timed"] is False
+
+
+@pytest.mark.root
+def test_sigrtmin_serves_untimed_again_for_the_teardown(binary, tmp_path):
+    """A run's teardown: after its counters are read, SIGRTMIN makes the daemon serve at memory
+    speed, so the unmount's flush is not timed; those requests count as untimed."""
+    mnt, state = tmp_path / "mnt", tmp_path / "state.json"
+    mnt.mkdir()
+    proc = subprocess.Popen([str(binary), "--size", "64M", "--mount", str(mnt), "--state", str(state)])
+    try:
+        assert _wait_for(state.exists)
+        assert json.loads(state.read_text())["timed"] is True
+        fd = os.open(mnt / "disk.img", os.O_RDWR)
+        try:
+            os.pwrite(fd, b"a" * 4096, 0)
+            proc.send_signal(signal.SIGRTMIN)
+            assert _wait_for(lambda: json.loads(state.read_text())["timed"] is False)
+            timed = json.loads(state.read_text())["counters"]
+            os.pwrite(fd, b"b" * (4 << 20), 8 << 20)
+            assert os.pread(fd, 4096, 8 << 20) == b"b" * 4096
+        finally:
+            os.close(fd)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    c = json.loads(state.read_text())["counters"]
+    assert timed["bytes_written"] == 4096 and timed["untimed_bytes"] == 0
+    assert c["bytes_written"] == 4096 and c["untimed_bytes"] >= (4 << 20) + 4096

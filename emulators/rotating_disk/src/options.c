@@ -65,7 +65,8 @@ static const char usage_text[] =
 	"\n"
 	"Exit: 0 ok, 1 runtime error, 2 usage error, 4 FUSE missing (no /dev/fuse).\n"
 	"SIGTERM, SIGINT or an unmount end the daemon; SIGUSR1 writes the state file;\n"
-	"SIGUSR2 ends --untimed-start: from then on every request is timed by the model.\n";
+	"SIGUSR2 ends --untimed-start: from then on every request is timed by the model;\n"
+	"SIGRTMIN serves at memory speed again (a run's teardown: the unmount's writes).\n";
 
 static const struct option long_options[] = { { "preset", required_argument, NULL, 0 },
 					      { "rpm", required_argument, NULL, 0 },

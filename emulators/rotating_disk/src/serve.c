@@ -32,6 +32,7 @@
 static volatile sig_atomic_t g_stop_signal;
 static volatile sig_atomic_t g_dump;
 static volatile sig_atomic_t g_timed;
+static volatile sig_atomic_t g_untimed;
 
 static void on_stop(int sig)
 {
@@ -48,6 +49,12 @@ static void on_timed(int sig)
 {
 	(void)sig;
 	g_timed = 1;
+}
+
+static void on_untimed(int sig)
+{
+	(void)sig;
+	g_untimed = 1;
 }
 
 /* ---- FUSE operations ------------------------------------------------------ */
@@ -300,52 +307,30 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, buf, used);
 }
 
-/* Copy the image file's data into IMAGE; its holes stay zero, as the fresh mapping is.  A
- * file of another size than the disk is refused: it is another disk's image. */
-static int load_image(unsigned char *image, uint64_t size, const char *path)
+/* The image file mapped copy-on-write as the disk (MAP_PRIVATE: the file never changes, the
+ * run's writes stay in the mapping), so a run's start reads nothing ahead: the pages the run
+ * touches come from the page cache as it touches them.  A file of another size than the disk is
+ * refused: it is another disk's image.  NULL on error (said). */
+static unsigned char *map_image(uint64_t size, const char *path)
 {
 	struct stat st;
-	off_t off = 0;
+	void *image = MAP_FAILED;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &st)) {
 		corun_err(RD_PROG, "--load: %s: %s (expected a readable image file)", path,
 			  strerror(errno));
-		goto fail;
-	}
-	if ((uint64_t)st.st_size != size) {
+	} else if ((uint64_t)st.st_size != size) {
 		corun_err(RD_PROG, "--load: %s: %lld bytes (expected %llu, the --size)", path,
 			  (long long)st.st_size, (unsigned long long)size);
-		goto fail;
+	} else {
+		image = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+		if (image == MAP_FAILED)
+			corun_err(RD_PROG, "--load: %s: cannot map it: %s", path, strerror(errno));
 	}
-	while (off < st.st_size) {
-		off_t data = lseek(fd, off, SEEK_DATA), end;
-
-		if (data < 0 && errno == ENXIO)
-			break; /* only a hole is left */
-		end = data < 0 ? -1 : lseek(fd, data, SEEK_HOLE);
-		if (end < 0) {
-			corun_err(RD_PROG, "--load: %s: %s", path, strerror(errno));
-			goto fail;
-		}
-		while (data < end) {
-			ssize_t n = pread(fd, image + data, (size_t)(end - data), data);
-
-			if (n <= 0) {
-				corun_err(RD_PROG, "--load: %s: %s", path,
-					  n < 0 ? strerror(errno) : "shorter than its size");
-				goto fail;
-			}
-			data += n;
-		}
-		off = end;
-	}
-	close(fd);
-	return 0;
-fail:
 	if (fd >= 0)
 		close(fd);
-	return -1;
+	return image == MAP_FAILED ? NULL : image;
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -391,16 +376,24 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 	}
 	stage = 1;
 	s.late_hist = calloc(LATE_BINS, sizeof(*s.late_hist));
-	s.image = mmap(NULL, c->p.size_bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (!s.late_hist || s.image == MAP_FAILED) {
-		corun_err(RD_PROG, "cannot allocate the %llu-byte image: %s",
-			  (unsigned long long)c->p.size_bytes, strerror(errno));
-		s.image = NULL;
+	if (!s.late_hist) {
+		corun_err(RD_PROG, "cannot allocate the lateness histogram");
 		goto teardown;
 	}
-	if (c->load && load_image(s.image, c->p.size_bytes, c->load))
-		goto teardown;
+	if (c->load) {
+		s.image = map_image(c->p.size_bytes, c->load);
+		if (!s.image)
+			goto teardown;
+	} else {
+		s.image = mmap(NULL, c->p.size_bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (s.image == MAP_FAILED) {
+			corun_err(RD_PROG, "cannot allocate the %llu-byte image: %s",
+				  (unsigned long long)c->p.size_bytes, strerror(errno));
+			s.image = NULL;
+			goto teardown;
+		}
+	}
 	stage = 2;
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
@@ -426,6 +419,7 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGUSR1);
 	sigaddset(&block, SIGUSR2);
+	sigaddset(&block, SIGRTMIN);
 	pthread_sigmask(SIG_BLOCK, &block, NULL);
 	sigemptyset(&empty);
 	memset(&sa, 0, sizeof(sa));
@@ -437,6 +431,8 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = on_timed;
 	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = on_untimed;
+	sigaction(SIGRTMIN, &sa, NULL);
 	s.untimed = c->untimed_start;
 
 	s.se = fuse_session_new(&args, &ops, sizeof(ops), &s);
@@ -466,6 +462,13 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 			g_timed = 0;
 			pthread_mutex_lock(&s.mu);
 			s.untimed = false;
+			pthread_mutex_unlock(&s.mu);
+			g_dump = 1;
+		}
+		if (g_untimed) { /* the run is over: its teardown's writes are not timed */
+			g_untimed = 0;
+			pthread_mutex_lock(&s.mu);
+			s.untimed = true;
 			pthread_mutex_unlock(&s.mu);
 			g_dump = 1;
 		}
