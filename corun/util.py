@@ -128,6 +128,22 @@ def proc_starttime(pid: int) -> int | None:
     return int(rest[19])
 
 
+def proc_state(pid: int | None, starttime: int | None) -> str | None:
+    """The state letter of that very process (R, S, D, T, Z ...), or None if it is gone."""
+    if not pid or proc_starttime(pid) != starttime:
+        return None
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def proc_ended(pid: int | None, starttime: int | None) -> bool:
+    """Whether that process has exited: gone, or a zombie its parent has not reaped yet (an
+    orphan waits for init, which on some machines reaps only every second or so)."""
+    return proc_state(pid, starttime) in (None, "Z", "X")
+
+
 def read_proc_io(pid: int) -> dict[str, int] | None:
     """/proc/<pid>/io as a dict (rchar, wchar, syscr, syscw, read_bytes, write_bytes, cancelled_write_bytes)."""
     try:

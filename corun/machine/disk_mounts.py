@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.util import proc_starttime
+from corun.util import proc_ended, proc_state
 
 
 def _run(argv: list[str], what: str, timeout: float = 120) -> str:
@@ -69,9 +69,10 @@ def _umount(target: str, conn: str | None = None, grace_s: float = 15.0) -> None
     if _mount_entry(target) is None:
         return
     proc = subprocess.Popen(["umount", target], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    end = time.monotonic() + grace_s
-    while proc.poll() is None and time.monotonic() < end:
-        time.sleep(0.05)
+    try:
+        proc.wait(timeout=grace_s)  # polls from 0.5 ms up: a quick unmount is not rounded up
+    except subprocess.TimeoutExpired:
+        pass
     if proc.poll() is None:
         abort_fuse(conn)
         try:
@@ -85,18 +86,8 @@ def _umount(target: str, conn: str | None = None, grace_s: float = 15.0) -> None
         raise RuntimeError(f"{target} is still mounted")
 
 
-def _proc_state(pid: int | None, starttime: int | None) -> str | None:
-    """The state letter of that very process (R, S, D, T, Z ...), or None if it is gone."""
-    if not pid or proc_starttime(pid) != starttime:
-        return None
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
 def _daemon_healthy(pid: int | None, starttime: int | None) -> bool:
-    return _proc_state(pid, starttime) not in (None, "T", "t", "Z", "X")
+    return proc_state(pid, starttime) not in (None, "T", "t", "Z", "X")
 
 
 def _wait_exit(pid: int, starttime: int | None, timeout_s: float) -> bool:
@@ -107,7 +98,7 @@ def _wait_exit(pid: int, starttime: int | None, timeout_s: float) -> bool:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-        if _proc_state(pid, starttime) in (None, "Z", "X"):
+        if proc_ended(pid, starttime):
             return True
         if time.monotonic() > end:
             return False

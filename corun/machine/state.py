@@ -14,8 +14,10 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from corun.util import atomic_write_text, proc_starttime, state_dir
@@ -29,6 +31,9 @@ def undo_handler(kind: str):
         return fn
 
     return deco
+
+
+_UNDO_S_LOCK = threading.Lock()
 
 
 class Journal:
@@ -86,6 +91,18 @@ class Journal:
             self._save()
         return err
 
+    def undo_together(self, actions: list[dict | None]) -> list[str]:
+        """Undo independent actions at once, one thread each (the restore of every node of a
+        cluster, each an ssh round trip), then forget them; the errors met, in the given order."""
+        actions = [a for a in actions if a is not None]
+        if len(actions) < 2:
+            return [e for a in actions if (e := self.undo(a))]
+        with ThreadPoolExecutor(max_workers=len(actions)) as pool:
+            errors = list(pool.map(self._timed_undo, actions))
+        self.actions = [a for a in self.actions if not any(a is b for b in actions)]
+        self._save()
+        return [e for e in errors if e]
+
     def unwind(self) -> list[str]:
         """Undo everything, newest first; never raises. Returns the errors met."""
         errors = []
@@ -106,7 +123,8 @@ class Journal:
             return run_undo(action)
         finally:
             k = action.get("kind", "?")
-            self.undo_s[k] = round(self.undo_s.get(k, 0.0) + time.monotonic() - t0, 4)
+            with _UNDO_S_LOCK:  # undo_together's threads add theirs
+                self.undo_s[k] = round(self.undo_s.get(k, 0.0) + time.monotonic() - t0, 4)
 
     def release(self) -> None:
         """Drop the liveness lock (after the journal is gone)."""
@@ -146,15 +164,6 @@ def run_undo(action: dict) -> str | None:
         return None
     except Exception as exc:  # noqa: BLE001 - teardown must go on whatever fails
         return f"undo {action.get('kind')}: {exc}"
-
-
-def wait_gone(pids: list[int], timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if not any(Path(f"/proc/{p}").exists() for p in pids):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # ---- generic undo handlers; modules register their own too --------------------------

@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from corun.util import atomic_write_json, proc_starttime
+from corun.util import atomic_write_json, proc_ended, proc_starttime
 
 POLICIES = ("irqbalance", "spread", "dedicated", "source_aware", "sais_mark")
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 4
@@ -299,13 +299,17 @@ def plan(args, fs: Fs) -> dict:
 
 
 def own_irqbalance(fs: Fs) -> list[int]:
+    """The irqbalance processes running here (one that has exited and waits to be reaped, as the
+    previous run's may for a second, is not running)."""
     if fs.synthetic:
         return []
     pids = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if (d / "comm").read_text().strip() == "irqbalance":
+                if (d / "comm").read_text().strip() == "irqbalance" and not proc_ended(
+                    int(d.name), proc_starttime(int(d.name))
+                ):
                     pids.append(int(d.name))
             except OSError:
                 pass
@@ -440,13 +444,13 @@ def cmd_restore(args) -> int:
         except ProcessLookupError:
             pass
         end = time.monotonic() + 5
-        while time.monotonic() < end and proc_starttime(d["pid"]) == d["starttime"]:
+        while time.monotonic() < end and not proc_ended(d["pid"], d["starttime"]):
             try:  # our child only when restore runs in the applying process (tests)
                 os.waitpid(d["pid"], os.WNOHANG)
             except ChildProcessError:
                 pass
             time.sleep(0.05)
-        if proc_starttime(d["pid"]) == d["starttime"]:
+        if not proc_ended(d["pid"], d["starttime"]):
             os.kill(d["pid"], signal.SIGKILL)
     if state.get("policy") == "sais_mark":
         from sais_mark import restore_mark

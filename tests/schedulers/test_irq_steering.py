@@ -431,11 +431,13 @@ def test_veth_irqbalance_runs_the_daemon(veth, tmp_path):
         pytest.skip("an irqbalance daemon already runs on this machine")
     irqs_before = {p.parent.name: p.read_text() for p in Path("/proc/irq").glob("*/smp_affinity_list")}
     apply("irqbalance", tmp_path / "s.json")
-    pid = json.loads((tmp_path / "s.json").read_text())["daemon"]["pid"]
+    daemon = json.loads((tmp_path / "s.json").read_text())["daemon"]
+    pid, st = daemon["pid"], daemon["starttime"]
     w = bulk(receiver_cpu=0, sender_cpu=0)  # veth has no IRQ: the daemon cannot move it
     restore(tmp_path / "s.json")
     assert share(w, 0) > 0.7, w
-    assert steer.proc_starttime(pid) is None
+    assert steer.proc_ended(pid, st)  # gone, or exited and waiting for init to reap it
+    assert not steer.own_irqbalance(steer.Fs("/"))  # the next run's apply is not refused
     irqs_after = {p.parent.name: p.read_text() for p in Path("/proc/irq").glob("*/smp_affinity_list")}
     assert irqs_after == irqs_before
 
