@@ -33,7 +33,7 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from corun.machine.state import Journal
-from corun.run.schedulers import Variant, push_stop, reap, start_daemon, terminate, undo_now
+from corun.run.schedulers import Variant, push_stop, reap, start_daemon, terminate
 from corun.testbed.hosts import ssh_agent
 from corun.testbed.inventory import Host
 from corun.util import Laps
@@ -150,6 +150,23 @@ def mpirun_argv(hosts: list[Host], appfile: str, network: str | None, session_di
 # ------------------------------------------------------------------------------ daemons
 
 
+def last_line(path: Path) -> str:
+    """The last non-empty line of a log, or ''."""
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].strip()[:300] if lines else ""
+
+
+# a file a daemon writes on its host is looked for here every 0.05 s (found at once where the
+# file system is shared, as on a netns cluster), and read over ssh every REMOTE_POLL_S
+REMOTE_POLL_S = 0.3
+
+# sh -c script: make the folder $1, then become the command after it
+MKDIR_THEN_EXEC = 'mkdir -p -- "$1" || exit 125; shift; exec "$@"'
+
+
 @dataclass
 class NodeDaemon:
     host: Host
@@ -202,19 +219,6 @@ class NodeDaemons:
         self.laps.restart()
         for nd in self.nodes:
             nd.state_dir.mkdir(parents=True, exist_ok=True)
-            if not nd.host.local:  # the same path on the host (a no-op where the file system is shared)
-                res = subprocess.run(
-                    nd.host.command(["mkdir", "-p", str(nd.state_dir.absolute())]),
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                    timeout=60,
-                )
-                if res.returncode != 0:
-                    raise CorunError(
-                        f"scheduler {self.variant.name}: cannot create {nd.state_dir} on {nd.host.name}: "
-                        f"{(res.stderr or res.stdout).strip() or f'exit {res.returncode}'}"
-                    )
             self.laps.lap("state_dirs")
             stop = self.variant.manifest.get("stop")
             if stop:
@@ -226,9 +230,14 @@ class NodeDaemons:
                 )
             # `exec`: the daemon is the ssh session's command itself, so it notices the end of
             # the session (PR_SET_PDEATHSIG) when the runner goes away; on a connection of its
-            # own, which ends with the ssh client (a shared master connection would outlive it)
+            # own, which ends with the ssh client (a shared master connection would outlive it).
+            # The state folder is made on the host first in the same session (the same path
+            # there; a no-op where the file system is shared): no round trip of its own.
             argv = (
-                nd.host.command(["exec", *self._argv(nd, "start")], own_connection=True)
+                nd.host.command(
+                    ["exec", "sh", "-c", MKDIR_THEN_EXEC, "sh", str(nd.state_dir.absolute()), *self._argv(nd, "start")],
+                    own_connection=True,
+                )
                 if not nd.host.local
                 else self._argv(nd, "start")
             )
@@ -243,18 +252,21 @@ class NodeDaemons:
     def _wait_rank_env(self, nd: NodeDaemon, timeout_s: float = 20.0) -> dict:
         f = nd.state_dir / "rank_env.json"
         end = time.monotonic() + timeout_s
+        next_remote = time.monotonic() + REMOTE_POLL_S
         while time.monotonic() < end:
             if nd.process.poll() is not None:
+                said = last_line(nd.state_dir / "daemon.log")
                 raise CorunError(
                     f"scheduler {self.variant.name}: the daemon on {nd.host.name} exited with "
-                    f"{nd.process.returncode} (see {nd.state_dir}/daemon.log)"
+                    f"{nd.process.returncode}{f': {said}' if said else ''} (see {nd.state_dir}/daemon.log)"
                 )
             if f.exists():
                 try:
                     return json.loads(f.read_text())
                 except ValueError:
                     pass  # being written
-            if not nd.host.local:
+            if not nd.host.local and time.monotonic() >= next_remote:
+                next_remote = time.monotonic() + REMOTE_POLL_S
                 res = subprocess.run(
                     nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False
                 )
@@ -305,9 +317,8 @@ class NodeDaemons:
 
     def restore_now(self, journal: Journal) -> list[str]:
         """Run every node's restore at once (a daemon died: no rank may stay boosted or stopped)."""
-        errors = []
+        errors = journal.undo_together([nd.restore_action for nd in self.nodes])
         for nd in self.nodes:
-            errors += undo_now(journal, nd.restore_action)
             nd.restore_action = None
         return errors
 
@@ -336,17 +347,19 @@ class NodeDaemons:
         """Wait for the node's summary.json (the daemon writes it in its teardown)."""
         f = nd.state_dir / "summary.json"
         end = time.monotonic() + timeout_s
+        next_remote = time.monotonic()  # the daemon has exited: read it over ssh at once if not here
         while time.monotonic() < end:
             if f.exists():
                 return
-            if not nd.host.local:
+            if not nd.host.local and time.monotonic() >= next_remote:
+                next_remote = time.monotonic() + REMOTE_POLL_S
                 res = subprocess.run(
                     nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False
                 )
                 if res.returncode == 0 and res.stdout.strip():
                     f.write_text(res.stdout)
                     return
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     def summaries(self) -> list[dict]:
         """Each node's summary: host, node and the daemon's counters; missing with a reason."""

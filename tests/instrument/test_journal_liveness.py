@@ -54,3 +54,22 @@ def test_a_journal_counts_the_seconds_of_its_undos_per_kind(tmp_path):
     j.push({"kind": "command", "argv": ["true"], "what": "a quick one"})
     assert j.unwind() == []
     assert set(j.undo_s) == {"command"} and 0.2 <= j.undo_s["command"] < 5
+
+
+def test_undo_together_undoes_each_once_forgets_them_and_keeps_the_rest(tmp_path):
+    """A cluster's restores run at once: each action undone once, forgotten from the journal on
+    disk, the errors in the given order, the others left for unwind; their seconds all counted."""
+    j = Journal("together", tmp_path)
+    marks = [tmp_path / f"m{i}" for i in range(3)]
+    kept = j.push({"kind": "command", "argv": ["touch", str(tmp_path / "kept")], "what": "kept"})
+    acts = [j.push({"kind": "command", "argv": ["sh", "-c", f"echo x >> {m}"], "what": m.name}) for m in marks]
+    bad = j.push({"kind": "command", "argv": ["sh", "-c", "echo no >&2; exit 3"], "what": "bad"})
+    errors = j.undo_together([acts[0], None, bad, acts[1], acts[2]])
+    assert len(errors) == 1 and "exited 3: no" in errors[0]
+    assert [m.read_text() for m in marks] == ["x\n"] * 3
+    assert j.actions == [kept]
+    on_disk = json.loads(j.path.read_text())
+    assert [a["what"] for a in on_disk["actions"]] == ["kept"]
+    assert j.undo_s["command"] > 0
+    assert j.unwind() == [] and (tmp_path / "kept").exists()
+    assert [m.read_text() for m in marks] == ["x\n"] * 3  # not undone twice
