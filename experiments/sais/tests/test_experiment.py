@@ -41,7 +41,7 @@ def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
 def test_local_profile_caps_the_sequential_design():
     raw = profile_config(repo_root() / "workflows" / "config" / "local.yaml")
     sec = validate_config(raw, "local.yaml")["sais"]
-    assert sec["reps"] == 3 and sec["max_reps"] == 6
+    assert sec["reps"] == 3 and sec["max_reps"] == 9
 
 
 def test_groups_and_run_order_interleave_reps():
