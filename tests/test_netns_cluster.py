@@ -308,7 +308,7 @@ def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path):
 
     state = tmp_path / "killed"
     up = cluster(
-        state, "up", "1", "--prefix", "corunk", "--subnet", "10.77.11.0/24", "--inventory", str(tmp_path / "i.yml")
+        state, "up", "1", "--prefix", "corunk", "--subnet", "10.77.12.0/24", "--inventory", str(tmp_path / "i.yml")
     )
     if up.returncode == 4:
         pytest.skip(f"no netns test cluster here: {up.stderr.strip()}")
