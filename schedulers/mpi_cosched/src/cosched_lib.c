@@ -174,18 +174,21 @@ static struct cs_shm *attach(const char *name)
 	return shm;
 }
 
-/* A free slot, or one left by a finished rank that has exited. */
+/* A free slot, or one left by a finished rank that has exited, claimed as -ME: the daemon
+ * follows a slot only once its pid is positive, which setup() stores after every field is
+ * written (publish), so it never reads a half-filled slot or the previous rank's fields. */
 static struct cs_slot *claim(struct cs_shm *shm, int32_t me)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < CS_SLOTS; i++) {
 			struct cs_slot *s = &shm->slot[i];
 			int32_t cur = atomic_load(&s->pid);
+			int32_t owner = cur < 0 ? -cur : cur; /* negative: being filled */
 			if (pass == 0 && cur != 0)
 				continue;
-			if (pass == 1 && (cur == 0 || kill(cur, 0) == 0 || errno != ESRCH))
+			if (pass == 1 && (cur == 0 || kill(owner, 0) == 0 || errno != ESRCH))
 				continue;
-			if (atomic_compare_exchange_strong(&s->pid, &cur, me))
+			if (atomic_compare_exchange_strong(&s->pid, &cur, -me))
 				return s;
 		}
 	}
@@ -255,6 +258,8 @@ void setup(void)
 	atomic_store(&s->wakeups, 0);
 	atomic_store(&s->boosts, 0);
 	atomic_store(&s->boost_prio, 0);
+	/* publish: the daemon reads the fields above only after it sees this pid (seq_cst) */
+	atomic_store(&s->pid, (int32_t)getpid());
 	G.orig_policy = sched_getscheduler(getpid());
 	G.s = s;
 	G.ready = true;

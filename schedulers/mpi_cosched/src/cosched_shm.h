@@ -33,7 +33,7 @@ enum cs_wait { CS_SPIN = 0, CS_BLOCK = 1, CS_SPINBLOCK = 2 };
 #define CS_ST_FINAL 8u   /* MPI_Finalize passed: the slot is being released */
 
 struct cs_slot {
-	_Atomic int32_t pid; /* 0: free */
+	_Atomic int32_t pid; /* 0: free; -pid: being filled by that rank; pid: published */
 	int32_t rank;
 	uint64_t starttime; /* field 22 of /proc/<pid>/stat, against PID reuse */
 	char job[CS_JOBLEN];
