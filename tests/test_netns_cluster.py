@@ -301,10 +301,17 @@ def test_cluster_usage_errors(tmp_path, args, code, needle):
 
 
 @pytest.mark.timeout(120)
-def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path):
+def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path, pytestconfig):
     """A session killed half-way leaves its cluster up, its state in pytest's temporary root; the next
     session's start (conftest) takes it down, so its own `up` of the prefix does not fail."""
-    from conftest import take_down_killed_sessions_clusters
+    # the repository's own conftest.py, as pytest loaded it (`import conftest` may find another)
+    mine = (REPO / "conftest.py").resolve()
+    root = next(
+        p
+        for p in pytestconfig.pluginmanager.get_plugins()
+        if getattr(p, "__file__", None) and Path(p.__file__).resolve() == mine
+    )
+    take_down_killed_sessions_clusters = root.take_down_killed_sessions_clusters
 
     state = tmp_path / "killed"
     up = cluster(

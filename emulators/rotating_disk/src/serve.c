@@ -324,7 +324,8 @@ static unsigned char *map_image(uint64_t size, const char *path)
 		corun_err(RD_PROG, "--load: %s: %lld bytes (expected %llu, the --size)", path,
 			  (long long)st.st_size, (unsigned long long)size);
 	} else {
-		image = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+		image = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd,
+			     0);
 		if (image == MAP_FAILED)
 			corun_err(RD_PROG, "--load: %s: cannot map it: %s", path, strerror(errno));
 	}
