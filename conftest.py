@@ -10,6 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "scripts"))  # cluster_owner
+import cluster_owner  # noqa: E402
 
 # The tests' runs keep their undo journals and machine lock apart from the machine's real runs
 # (/run/corun): a run of the user's that is going on is neither disturbed nor recovered by a test,
@@ -25,24 +27,20 @@ def pytest_sessionstart(session):
 
 def take_down_killed_sessions_clusters(root: Path | None = None) -> list[str]:
     """Take down the netns clusters and bare testbeds a test session killed half-way left: their state
-    folder is in pytest's temporary root and the alias up gave their bridge names it. Left up, one
+    folder is in pytest's temporary root and the alias up gave their bridge names it (cluster_owner). Left up, one
     stops the next session's `up` of the same prefix ("already exists"). Root tests run one session
     at a time on a machine, so no session that is running owns one when the next starts."""
     root = root or Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
     done = []
-    for alias in sorted(Path("/sys/class/net").glob("*/ifalias")):
-        try:
-            tool, _, folder = alias.read_text().strip().partition(" ")
-        except OSError:
-            continue
+    for bridge, tool, folder in cluster_owner.owners():
         state = Path(folder)
-        if tool in ("netns-cluster", "bare-testbed") and state.is_relative_to(root) and (state / "state.json").exists():
+        if state.is_relative_to(root) and (state / "state.json").exists():
             down = subprocess.run(
                 [sys.executable, str(ROOT / "scripts" / tool), "--state-dir", folder, "down"],
                 capture_output=True, text=True, timeout=600,
             )  # fmt: skip
             said = (down.stdout + down.stderr).strip().splitlines() or ["done"]
-            done.append(f"conftest: {alias.parent.name} was left by a killed session in {folder}: {said[-1]}")
+            done.append(f"conftest: {bridge} was left by a killed session in {folder}: {said[-1]}")
     return done
 
 
