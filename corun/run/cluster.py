@@ -267,16 +267,20 @@ class NodeDaemons:
                     pass  # being written
             if not nd.host.local and time.monotonic() >= next_remote:
                 next_remote = time.monotonic() + REMOTE_POLL_S
-                res = subprocess.run(
-                    nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False
-                )
-                if res.returncode == 0 and res.stdout.strip():
+                text = self._read_on_host(nd, f)
+                if text:
                     try:
-                        return json.loads(res.stdout)
+                        return json.loads(text)
                     except ValueError:
                         pass
             time.sleep(0.05)
         raise CorunError(f"scheduler {self.variant.name}: the daemon on {nd.host.name} wrote no rank_env.json")
+
+    @staticmethod
+    def _read_on_host(nd: NodeDaemon, f: Path) -> str | None:
+        """The file F as the node's host has it (the same path there), or None if it has none yet."""
+        res = subprocess.run(nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False)
+        return res.stdout if res.returncode == 0 and res.stdout.strip() else None
 
     def node_env(self) -> list[dict]:
         return [nd.rank_env for nd in self.nodes]
@@ -353,11 +357,9 @@ class NodeDaemons:
                 return
             if not nd.host.local and time.monotonic() >= next_remote:
                 next_remote = time.monotonic() + REMOTE_POLL_S
-                res = subprocess.run(
-                    nd.host.command(["cat", str(f.absolute())]), capture_output=True, text=True, check=False
-                )
-                if res.returncode == 0 and res.stdout.strip():
-                    f.write_text(res.stdout)
+                text = self._read_on_host(nd, f)
+                if text:
+                    f.write_text(text)
                     return
             time.sleep(0.05)
 
