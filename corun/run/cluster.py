@@ -26,6 +26,7 @@ import math
 import os
 import shlex
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -166,6 +167,10 @@ REMOTE_POLL_S = 0.3
 # sh -c script: make the folder $1, then become the command after it
 MKDIR_THEN_EXEC = 'mkdir -p -- "$1" || exit 125; shift; exec "$@"'
 
+# a daemon on another host hears from the runner this often on its stdin (its lifeline: the
+# manifest's lifeline_args); after the run spec's cluster.lifeline_s without a word it ends
+LIFELINE_BEAT_S = 1.0
+
 
 @dataclass
 class NodeDaemon:
@@ -181,10 +186,12 @@ class NodeDaemon:
 class NodeDaemons:
     """One daemon of a `daemon` variant per host; nothing at all for other variants."""
 
-    def __init__(self, variant: Variant, hosts: list[Host], state_root: Path, port: int):
-        self.variant, self.hosts, self.port = variant, hosts, port
+    def __init__(self, variant: Variant, hosts: list[Host], state_root: Path, port: int, lifeline_s: float = 10.0):
+        self.variant, self.hosts, self.port, self.lifeline_s = variant, hosts, port, lifeline_s
         self.active = variant.manifest["daemon"] and bool(variant.manifest.get("start"))
         self.nodes = [NodeDaemon(h, i, state_root / h.name) for i, h in enumerate(hosts)]
+        self._beats: threading.Thread | None = None
+        self._quiet = threading.Event()
         # seconds of each step of the daemons' start and stop, all nodes together (the run's
         # metadata.json: cluster.daemon_steps_s), where a run's set-up and teardown go
         self.laps = Laps()
@@ -195,6 +202,11 @@ class NodeDaemons:
             p["shm"] = shm_of(p["shm"], node)
         return p
 
+    def _lifeline(self, nd: NodeDaemon) -> bool:
+        """Whether NODE's daemon hears from the runner on its stdin: on another host, where a
+        cut link would otherwise leave it running (its ssh session never ends there)."""
+        return not nd.host.local and bool(self.variant.manifest.get("lifeline_args"))
+
     def _argv(self, nd: NodeDaemon, step: str) -> list[str]:
         v = Variant(self.variant.name, self.variant.manifest, self.variant.directory, self._params(nd.node))
         v.ctx = {"state_dir": str(nd.state_dir.absolute()), "node_id": str(nd.node)}
@@ -202,7 +214,10 @@ class NodeDaemons:
         if step == "start":
             v.ctx["node_address"] = nd.host.address
             v.ctx["port"] = str(self.port)
+            v.ctx["lifeline_s"] = f"{self.lifeline_s:g}"
             argv += self.variant.manifest.get("node_args", [])
+            if self._lifeline(nd):
+                argv += self.variant.manifest["lifeline_args"]
             for other in self.nodes:
                 if other is nd:
                     continue
@@ -242,12 +257,43 @@ class NodeDaemons:
                 else self._argv(nd, "start")
             )
             nd.process, nd.process_action = start_daemon(
-                journal, argv, nd.state_dir / "daemon.log", f"daemon of {self.variant.name} on {nd.host.name}"
+                journal,
+                argv,
+                nd.state_dir / "daemon.log",
+                f"daemon of {self.variant.name} on {nd.host.name}",
+                lifeline=self._lifeline(nd),
             )
             self.laps.lap("start")
+        if any(self._lifeline(nd) for nd in self.nodes):
+            self._beats = threading.Thread(target=self._beat, name="lifelines", daemon=True)
+            self._beats.start()
         for nd in self.nodes:
             nd.rank_env = self._wait_rank_env(nd)
         self.laps.lap("rank_env")
+
+    def _beat(self) -> None:
+        """A byte to every lifeline each LIFELINE_BEAT_S, until stop; a daemon gone is left to
+        alive() to report."""
+        lines = [nd.process.stdin for nd in self.nodes if nd.process is not None and nd.process.stdin]
+        while not self._quiet.wait(LIFELINE_BEAT_S):
+            for line in lines:
+                try:
+                    line.write(b"\n")
+                    line.flush()
+                except (OSError, ValueError):
+                    pass  # the daemon's ssh is gone (or its pipe closed at stop)
+
+    def _end_lifelines(self) -> None:
+        self._quiet.set()
+        if self._beats is not None:
+            self._beats.join()
+            self._beats = None
+        for nd in self.nodes:
+            if nd.process is not None and nd.process.stdin:
+                try:
+                    nd.process.stdin.close()
+                except OSError:
+                    pass
 
     def _wait_rank_env(self, nd: NodeDaemon, timeout_s: float = 20.0) -> dict:
         f = nd.state_dir / "rank_env.json"
@@ -329,6 +375,7 @@ class NodeDaemons:
     def stop(self, journal: Journal) -> list[str]:
         """End every daemon (SIGTERM: it restores its ranks and writes its summary), then restore."""
         self.laps.restart()
+        self._end_lifelines()  # stdin's end: the daemons end as on SIGTERM, which follows
         for nd in self.nodes:
             if nd.process is not None:
                 terminate(nd.process)  # the ssh client: the session ends

@@ -197,7 +197,7 @@ class MachineSession:
             j.push({"kind": "command", "argv": ["rm", "-rf", str(self.ompi_dir)], "what": "Open MPI session folders"})
             # one daemon per host, the ranks' environment from each
             self.node_daemons = clu.NodeDaemons(
-                plan.variant, plan.hosts, sched_dir / "state", plan.cluster["daemon_port"]
+                plan.variant, plan.hosts, sched_dir / "state", plan.cluster["daemon_port"], plan.cluster["lifeline_s"]
             )
             self.node_daemons.start(j)
             self.node_daemons.verify()

@@ -1,11 +1,15 @@
 """The MPL-slot queue of MPI jobs across hosts (corun/run/cluster.py) and the run spec's checks."""
 
+import json
+import shlex
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from corun.errors import ConfigError, CorunError
+from corun.machine.state import Journal
 from corun.run import cluster as clu
 from corun.run.runner import Runner, load_spec
 from corun.run.schedulers import Variant
@@ -150,3 +154,53 @@ def test_node_daemons_verify_every_host_at_once_and_name_the_first_that_fails(tm
     nd = clu.NodeDaemons(variant, hosts, tmp_path / "state", 7000)
     with pytest.raises(CorunError, match="scheduler probe: not in effect on h2"):
         nd.verify()
+
+
+LIFELINE_PROBE = (
+    "import json, os, pathlib, sys, time\n"
+    "state = pathlib.Path(sys.argv[1]); words = []\n"
+    "(state / 'argv.json').write_text(json.dumps(sys.argv[2:]))\n"
+    "(state / 'summary.json').write_text('{}')\n"
+    "(state / 'rank_env.json').write_text('{}')\n"
+    "if not sys.argv[2:]:\n"
+    "    (state / 'words.json').write_text(json.dumps([os.read(0, 64).decode()]))\n"
+    "    time.sleep(60)\n"
+    "while True:\n"
+    "    words.append(os.read(0, 64).decode())\n"
+    "    (state / 'words.json').write_text(json.dumps(words))\n"
+    "    if not words[-1]: break\n"
+)
+
+
+@pytest.mark.parametrize("local", [False, True], ids=["remote", "local"])
+def test_a_daemon_on_another_host_hears_from_the_runner_on_its_stdin_until_the_stop(tmp_path, monkeypatch, local):
+    """The manifest's lifeline_args go to daemons on other hosts only; the runner writes to
+    their stdin every LIFELINE_BEAT_S and closes it at stop; a daemon here reads nothing."""
+    # another host, reached here without ssh: its command runs through a shell as over ssh
+    monkeypatch.setattr(
+        Host,
+        "command",
+        lambda self, argv, cwd=None, own_connection=False: list(argv) if self.local else ["sh", "-c", shlex.join(argv)],
+    )
+    probe = tmp_path / "probe.py"
+    probe.write_text(LIFELINE_PROBE)
+    manifest = {
+        "daemon": True,
+        "start": ["{python}", str(probe), "{state_dir}"],
+        "lifeline_args": ["--lifeline-s", "{lifeline_s}"],
+    }
+    variant = Variant("probe", manifest, tmp_path, {})
+    nd = clu.NodeDaemons(variant, [Host(name="h0", address="127.0.0.1", local=local)], tmp_path / "state", 7000, 4.5)
+    (tmp_path / "journals").mkdir()
+    journal = Journal("lifeline-test", directory=tmp_path / "journals")
+    nd.start(journal)
+    time.sleep(2.5 * clu.LIFELINE_BEAT_S)
+    assert nd.alive() == []
+    assert nd.stop(journal) == []
+    state = tmp_path / "state" / "h0"
+    argv = json.loads((state / "argv.json").read_text())
+    words = json.loads((state / "words.json").read_text())
+    if local:
+        assert argv == [] and words == [""]  # stdin: nothing to read, its end at once
+    else:
+        assert argv == ["--lifeline-s", "4.5"] and "".join(words) in ("\n" * k for k in range(2, 5)), words

@@ -1,6 +1,7 @@
 """What a dying MPI coscheduling daemon leaves: SIGTERM and kill -9 while ranks are boosted
 (SCHED_FIFO) or stopped (gang), with `--restore`; PID reuse never touched; the death of the
-process that started it; --check when the ranks wait otherwise than the scheme says."""
+process that started it; a lost lifeline (the runner silent on stdin, or stdin closed); --check
+when the ranks wait otherwise than the scheme says."""
 
 import json
 import os
@@ -182,6 +183,65 @@ def test_death_of_the_starter_stops_the_daemon(daemon, tmp_path, shm):
     )
     summary = json.loads((state / "summary.json").read_text())
     assert summary["exit_reason"] == "Terminated"
+
+
+@needs_mpi
+@pytest.mark.root
+@pytest.mark.parametrize("cut", ["silent", "closed"])
+def test_a_lost_lifeline_ends_the_gang_daemon_and_no_rank_stays_stopped(daemon, tmp_path, shm, cut):
+    """--lifeline-s 1: while the runner writes to the daemon's stdin, the daemon goes on past
+    the second; once it falls silent (a node cut off from the runner, whose ssh session never
+    ends on the node) or closes stdin, the daemon ends as on SIGTERM and resumes every rank it
+    had stopped."""
+    state = tmp_path / "state"
+    state.mkdir()
+    argv = [*daemon_argv(daemon, "gang", state, shm), "--gang-slice-ms", "50", "--lifeline-s", "1"]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    jobs = []
+    try:
+        assert wait_for(lambda: (state / "rank_env.json").exists() or p.poll() is not None, 10)
+        env = json.loads((state / "rank_env.json").read_text())
+        for name in ("A", "B"):
+            jobs.append(
+                subprocess.Popen(
+                    mpirun_cmd(2, dict(env, CORUN_COSCHED_JOB=name), [PINGPONG, "--iters", 10000000, "--work-us", 100]),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+        pids = rank_pids(daemon, shm, 4)
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:  # words: alive well past its second
+            p.stdin.write(b"\n")
+            p.stdin.flush()
+            assert p.poll() is None
+            time.sleep(0.2)
+        assert wait_for(lambda: len(stopped_ranks(pids)) == 2, 20), "gang never stopped a job"
+        t0 = time.monotonic()
+        if cut == "closed":
+            p.stdin.close()
+        p.wait(timeout=10)
+        waited = time.monotonic() - t0
+        assert waited < (1 if cut == "closed" else 2.5), waited
+        assert p.returncode == (1 if cut == "silent" else 0)
+        assert wait_for(lambda: not stopped_ranks(pids), 2)
+        assert fifo_ranks(pids) == []
+        reason = json.loads((state / "summary.json").read_text())["exit_reason"]
+        assert (
+            reason
+            == {
+                "silent": "no word from the runner within --lifeline-s (its connection is lost)",
+                "closed": "the runner's lifeline closed (stdin)",
+            }[cut]
+        )
+    finally:
+        for j in jobs:
+            os.killpg(j.pid, signal.SIGKILL)
+            j.wait()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 @needs_mpi

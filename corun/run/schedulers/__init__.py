@@ -123,15 +123,16 @@ def push_stop(journal: Journal, argv: list[str], cwd: Path, what: str) -> dict:
 
 
 def start_daemon(
-    journal: Journal, argv: list[str], log_path: Path, what: str, cwd: Path | None = None
+    journal: Journal, argv: list[str], log_path: Path, what: str, cwd: Path | None = None, lifeline: bool = False
 ) -> tuple[subprocess.Popen, dict]:
     """Start a variant's daemon in its own session, output appended to `log_path`, and journal
-    its process (killed at undo, or by recovery after a killed runner); (process, action)."""
+    its process (killed at undo, or by recovery after a killed runner); (process, action).
+    LIFELINE: its stdin is a pipe the caller writes to (else it reads nothing)."""
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             argv,
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if lifeline else subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

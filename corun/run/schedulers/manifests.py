@@ -23,8 +23,20 @@ from corun.util import repo_root
 
 SCHEDULERS_DIR = repo_root() / "schedulers"
 # what a variant that extends another takes from it unless it says so itself
-INHERITED = ("kind", "build", "start", "stop", "verify", "daemon", "job_events", "requires", "node_args", "peer_args")
-COMMANDS = ("build", "start", "stop", "verify", "node_args", "peer_args")
+INHERITED = (
+    "kind",
+    "build",
+    "start",
+    "stop",
+    "verify",
+    "daemon",
+    "job_events",
+    "requires",
+    "node_args",
+    "peer_args",
+    "lifeline_args",
+)
+COMMANDS = ("build", "start", "stop", "verify", "node_args", "peer_args", "lifeline_args")
 PARAM_PLACEHOLDER = re.compile(r"\{param\.([^}]*)\}")
 
 

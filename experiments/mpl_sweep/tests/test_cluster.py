@@ -1,5 +1,5 @@
 """MPI jobs across a 2-host netns cluster (each host on a CPU of its own): a short MPL-sweep run
-through corun.testbed.cluster_run, and a node daemon killed mid-run. Root; skipped, saying why,
+through corun.testbed.cluster_run, a node daemon killed mid-run, and a host cut off mid-run. Root; skipped, saying why,
 without namespaces, sshd or Open MPI. The cluster is always removed."""
 
 import csv
@@ -160,6 +160,74 @@ def test_a_node_daemon_killed_mid_run_fails_the_run_and_restores_every_host(prer
         pytest.skip(f"no netns cluster here: {err.strip()}")
     assert killed.is_set(), err[-2000:]
     assert p.returncode != 0 and f"the daemon on {PREFIX}-n2 died" in err, err[-2000:]
+    assert_nothing_left()
+
+
+def ranks_stopped_in(netns: str) -> list[int]:
+    """The processes of NETNS that carry our segment's name and are stopped (state T)."""
+    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
+    out = []
+    for pid in pids:
+        try:
+            if SHM.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] == "T":
+                    out.append(int(pid))
+        except (OSError, IndexError):
+            pass
+    return out
+
+
+def test_a_node_cut_off_fails_the_run_naming_it_and_its_daemon_resumes_its_ranks(prerequisites, tmp_path):
+    """Host 2's link down for 30 s while gang holds a job stopped there: its ssh sessions never
+    end on the host, so its daemon ends by its lifeline (cluster.lifeline_s, 10 s without a word
+    from the runner) and resumes the ranks it stopped while still cut off; the runner fails the
+    run naming the host; nothing is left."""
+    spec = write_spec(tmp_path, "gang", 2, [job("a", 2, 0.0, iters=100000), job("b", 2, 0.0, iters=100000)])
+    out = tmp_path / "run"
+    p = cluster_run(tmp_path, spec, out)
+    host2, veth2 = f"{PREFIX}-n2", f"{PREFIX}-v2"
+    state = Path(str(out) + ".incomplete") / "sched" / "state" / host2
+    seen = {}
+
+    def cut_when_stopped():
+        until = time.monotonic() + 120
+        while time.monotonic() < until and p.poll() is None:
+            try:
+                st = json.loads((state / "status.json").read_text())
+            except (OSError, ValueError):
+                st = {}
+            if st.get("ranks", 0) >= 2 and st.get("stopped", 0) >= 1 and ranks_stopped_in(host2):
+                break
+            time.sleep(0.1)
+        else:
+            return
+        subprocess.run(["ip", "link", "set", veth2, "down"], check=True)
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() < t0 + 30 and not (state / "summary.json").exists():
+                time.sleep(0.1)
+            if (state / "summary.json").exists():  # written by the daemon on host 2 at its end
+                seen["after_s"] = time.monotonic() - t0
+                seen["reason"] = json.loads((state / "summary.json").read_text())["exit_reason"]
+                time.sleep(0.5)
+                seen["stopped"] = ranks_stopped_in(host2)
+            while time.monotonic() < t0 + 30 and p.poll() is None:
+                time.sleep(0.2)
+        finally:
+            subprocess.run(["ip", "link", "set", veth2, "up"], capture_output=True)  # gone with the cluster
+
+    t = threading.Thread(target=cut_when_stopped)
+    t.start()
+    _, err = p.communicate(timeout=300)
+    t.join()
+    if p.returncode == 4:
+        pytest.skip(f"no netns cluster here: {err.strip()}")
+    assert seen.get("reason") == "no word from the runner within --lifeline-s (its connection is lost)", (
+        seen,
+        err[-2000:],
+    )
+    assert 9 <= seen["after_s"] <= 15 and seen["stopped"] == [], seen
+    assert p.returncode != 0 and host2 in err, err[-2000:]
     assert_nothing_left()
 
 

@@ -43,8 +43,9 @@ struct opts {
 	long tick_us, pb_period_us, boost_max_us, erl_period_us, gang_slice_ms;
 	int boost_prio, mpl, bcr_min, node_id;
 	double cost_switch_us, enp_alpha;
-	int reduce; /* enum cc_wr_reduce */
-	int coll;   /* 0 nonblocking, 1 native: the ranks' CORUN_COSCHED_COLL */
+	int reduce;        /* enum cc_wr_reduce */
+	int coll;          /* 0 nonblocking, 1 native: the ranks' CORUN_COSCHED_COLL */
+	double lifeline_s; /* > 0: stdin is the runner's lifeline (see daemon.c) */
 };
 
 struct pmsg {
@@ -110,6 +111,7 @@ struct daemon {
 	double erl_sum;
 	uint64_t erl_n;
 	const char *exit_reason;
+	uint64_t last_word_ns; /* the runner's last byte on stdin (--lifeline-s) */
 	int daemon_prio;
 	const char *daemon_policy;
 };

@@ -184,6 +184,34 @@ static void teardown(void)
 
 /* ------------------------------------------------------------------ the daemon */
 
+/* --lifeline-s: the runner writes a byte to the daemon's stdin every second or so. Its end
+ * of file (the ssh session closed) or S seconds without a byte (the node cut off from the
+ * runner: a session the link lost never ends on this side, exit 1) end the daemon, which
+ * restores its ranks as on SIGTERM. Returns the reason to stop, or NULL. */
+static const char *lifeline_read(uint64_t now)
+{
+	char buf[256];
+	for (;;) {
+		ssize_t n = read(0, buf, sizeof buf);
+		if (n > 0) {
+			D.last_word_ns = now;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return NULL;
+		return "the runner's lifeline closed (stdin)";
+	}
+}
+
+static const char *lifeline_lost(uint64_t now)
+{
+	if (D.o.lifeline_s <= 0 || (double)(now - D.last_word_ns) < D.o.lifeline_s * 1e9)
+		return NULL;
+	return "no word from the runner within --lifeline-s (its connection is lost)";
+}
+
 static int setup_fail(const char *what)
 {
 	corun_err(PROG, "%s: %s", what, strerror(errno));
@@ -319,10 +347,14 @@ int run_daemon(void)
 						   (o->tick_us % 1000000) * 1000 } };
 	its.it_value = its.it_interval;
 	struct epoll_event ev = { .events = EPOLLIN };
+	D.last_word_ns = D.start_ns;
 	if (D.sfd < 0 || D.tfd < 0 || D.ep < 0 || timerfd_settime(D.tfd, 0, &its, NULL) < 0 ||
 	    (ev.data.u64 = 1, epoll_ctl(D.ep, EPOLL_CTL_ADD, D.sfd, &ev)) < 0 ||
 	    (ev.data.u64 = 2, epoll_ctl(D.ep, EPOLL_CTL_ADD, D.tfd, &ev)) < 0 ||
-	    (D.ufd >= 0 && (ev.data.u64 = 3, epoll_ctl(D.ep, EPOLL_CTL_ADD, D.ufd, &ev)) < 0)) {
+	    (D.ufd >= 0 && (ev.data.u64 = 3, epoll_ctl(D.ep, EPOLL_CTL_ADD, D.ufd, &ev)) < 0) ||
+	    (o->lifeline_s > 0 &&
+	     (fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK) < 0 ||
+	      (ev.data.u64 = 4, epoll_ctl(D.ep, EPOLL_CTL_ADD, 0, &ev)) < 0))) {
 		corun_err(PROG, "cannot start: %s", strerror(errno));
 		teardown();
 		return CORUN_EXIT_RUNTIME;
@@ -362,8 +394,20 @@ int run_daemon(void)
 						1; /* the daemon ran late (RT throttling, load) */
 					tick(now);
 				}
+				const char *lost = lifeline_lost(now);
+				if (lost) {
+					D.exit_reason = lost;
+					rc = CORUN_EXIT_RUNTIME;
+					stop = true;
+				}
 			} else if (tag == 3) {
 				recv_erl();
+			} else if (tag == 4) {
+				const char *closed = lifeline_read(now);
+				if (closed) { /* the runner's session ended: a stop like SIGTERM */
+					D.exit_reason = closed;
+					stop = true;
+				}
 			} else {
 				int i = (int)(tag >> 32) - 1, k = (int)(uint32_t)tag;
 				if (i >= 0 && i < CS_SLOTS && k < D.p[i].nsock &&

@@ -26,8 +26,10 @@
  * take a boost back. Node daemons exchange their ERL (eq. 1) over UDP.
  *
  * Safety: signals arrive through a signalfd (no work in handlers); SIGTERM,
- * SIGINT, SIGHUP, SIGQUIT, errors and the death of the process that started
- * it (PR_SET_PDEATHSIG) all end in one teardown that restores every rank's
+ * SIGINT, SIGHUP, SIGQUIT, errors, the death of the process that started
+ * it (PR_SET_PDEATHSIG) and, with --lifeline-s, the runner falling silent on
+ * stdin (a node cut off from it: its ssh session never ends here) all end in
+ * one teardown that restores every rank's
  * policy and nice value and resumes every rank it stopped. Before it first
  * changes a process it appends the process's pid, start time, policy,
  * priority and nice value to STATE/touched.tsv, so that `--restore STATE`
@@ -55,6 +57,7 @@ static const char USAGE[] =
 	"       " PROG "   --boost-max-us US --boost-prio P --mpl N --cost-switch-us X\n"
 	"       " PROG "   --erl-period-us US --enp-alpha F --wr-reduce R --bcr-min-pending N\n"
 	"       " PROG "   --gang-slice-ms MS [--node-id N --listen IP:PORT --peer N=IP:PORT...]\n"
+	"       " PROG "   [--lifeline-s S]\n"
 	"       " PROG " --restore DIR        undo what a killed daemon left (touched.tsv)\n"
 	"       " PROG " --check DIR [--max-age-s S]\n"
 	"       " PROG " --decide-table FILE  one CC decision on a hand-made table (eqs. 1-4)\n"
@@ -88,6 +91,9 @@ static const char USAGE[] =
 	"  --node-id N           this node's id in a cluster (0 to 255; default 0, one node)\n"
 	"  --listen IP:PORT      receive the ERL of other nodes (UDP, IPv4)\n"
 	"  --peer N=IP:PORT      another node's daemon (repeat; its IP names its ranks' traffic)\n"
+	"  --lifeline-s S        stdin is the runner's lifeline: the daemon ends (teardown) at\n"
+	"                        its end of file, or when no byte came for S seconds (0.5 to\n"
+	"                        3600; default 0: stdin is not read)\n"
 	"  --max-age-s S         --check: the heartbeat may be this old (default 2)\n"
 	"  -h, --help  -V, --version\n"
 	"Exit: 0 ok (also when stopped by SIGTERM/SIGINT), 1 runtime error, 2 usage,\n"
@@ -123,6 +129,7 @@ static struct sd_option OPTS[] = {
 	SD_OPTION_INT("node-id", &D.o.node_id, 0, MAX_NODES - 1),
 	SD_OPTION_TEXT("listen", &D.o.listen),
 	SD_OPTION_NUMBER("max-age-s", &max_age, 0, 86400, true),
+	SD_OPTION_NUMBER("lifeline-s", &D.o.lifeline_s, 0.5, 3600, false),
 };
 #define N_OPTS CORUN_COUNT(OPTS)
 #define O_TABLE_BASE 512
