@@ -202,6 +202,19 @@ class NodeDaemons:
             p["shm"] = shm_of(p["shm"], node)
         return p
 
+    @staticmethod
+    def _here(nd: NodeDaemon) -> bool:
+        """Whether NODE's files and processes are this machine's: a local host, or a host of a
+        netns cluster (`corun_shared_machine`: its own network only, the same file systems and
+        PIDs). Its variant's verify and stop then run here, without an ssh round trip each (0.15
+        to 0.5 s here); its daemon still starts through ssh, over its link, as on a testbed."""
+        return nd.host.local or bool(nd.host.vars.get("corun_shared_machine"))
+
+    def _on(self, nd: NodeDaemon, step: str) -> list[str]:
+        """The variant's STEP command for NODE, as run from here."""
+        argv = self._argv(nd, step)
+        return argv if self._here(nd) else nd.host.command(argv)
+
     def _lifeline(self, nd: NodeDaemon) -> bool:
         """Whether NODE's daemon hears from the runner on its stdin: on another host, where a
         cut link would otherwise leave it running (its ssh session never ends there)."""
@@ -239,7 +252,7 @@ class NodeDaemons:
             if stop:
                 nd.restore_action = push_stop(
                     journal,
-                    nd.host.command(self._argv(nd, "stop")),
+                    self._on(nd, "stop"),
                     self.variant.directory,
                     f"stop scheduler {self.variant.name} on {nd.host.name}",
                 )
@@ -347,7 +360,7 @@ class NodeDaemons:
             results = list(
                 pool.map(
                     lambda nd: subprocess.run(
-                        nd.host.command(self._argv(nd, "verify")),
+                        self._on(nd, "verify"),
                         capture_output=True,
                         text=True,
                         check=False,

@@ -204,3 +204,19 @@ def test_a_daemon_on_another_host_hears_from_the_runner_on_its_stdin_until_the_s
         assert argv == [] and words == [""]  # stdin: nothing to read, its end at once
     else:
         assert argv == ["--lifeline-s", "4.5"] and "".join(words) in ("\n" * k for k in range(2, 5)), words
+
+
+def test_a_netns_hosts_verify_and_stop_run_here_and_its_daemon_over_ssh(tmp_path):
+    """A host of a netns cluster (corun_shared_machine: this machine's files and PIDs) has its
+    variant's verify and stop run here, no ssh round trip each; its daemon still starts over
+    ssh, across its link. A host of a testbed gets all three over ssh."""
+    manifest = {"daemon": True, "start": ["daemon-cmd"], "verify": ["true"], "stop": ["stop-cmd", "{state_dir}"]}
+    variant = Variant("probe", manifest, tmp_path, {})
+    shared = Host(name="n1", address="10.77.0.11", vars={"corun_shared_machine": True})
+    remote = Host(name="t1", address="10.0.0.5", vars={"corun_shared_machine": False})
+    nd = clu.NodeDaemons(variant, [shared, remote], tmp_path / "state", 7000)
+    here, there = nd.nodes
+    assert nd._on(here, "stop") == ["stop-cmd", str((tmp_path / "state" / "n1").absolute())]
+    assert nd._on(here, "verify") == ["true"]
+    assert nd._on(there, "verify")[0] == "ssh" and nd._on(there, "stop")[0] == "ssh"
+    clu.NodeDaemons(variant, [shared], tmp_path / "state", 7000).verify()  # over ssh it could not succeed here
