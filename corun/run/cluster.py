@@ -257,14 +257,16 @@ class NodeDaemons:
                     f"stop scheduler {self.variant.name} on {nd.host.name}",
                 )
             # `exec`: the daemon is the ssh session's command itself, so it notices the end of
-            # the session (PR_SET_PDEATHSIG) when the runner goes away; on a connection of its
-            # own, which ends with the ssh client (a shared master connection would outlive it).
+            # the session (PR_SET_PDEATHSIG). With a lifeline the runner's end is its stdin's end,
+            # which ssh forwards: a session on the shared master connection serves (0.3 s less
+            # than a connection of its own here). Without one, a connection of its own, which
+            # ends with the ssh client (a shared master connection would outlive it).
             # The state folder is made on the host first in the same session (the same path
             # there; a no-op where the file system is shared): no round trip of its own.
             argv = (
                 nd.host.command(
                     ["exec", "sh", "-c", MKDIR_THEN_EXEC, "sh", str(nd.state_dir.absolute()), *self._argv(nd, "start")],
-                    own_connection=True,
+                    own_connection=not self._lifeline(nd),
                 )
                 if not nd.host.local
                 else self._argv(nd, "start")

@@ -102,6 +102,30 @@ def start_daemon(daemon, state, shm, scheme, *extra):
     return p, json.loads((state / "rank_env.json").read_text())
 
 
+def gang_jobs(env, names=("A", "B")):
+    """One endless 2-rank ping-pong per name, each its own job (CORUN_COSCHED_JOB) in a session
+    of its own: what gang slices between."""
+    return [
+        subprocess.Popen(
+            mpirun_cmd(2, dict(env, CORUN_COSCHED_JOB=name), [PINGPONG, "--iters", 10000000, "--work-us", 100]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for name in names
+    ]
+
+
+def kill_all(jobs, daemon_process):
+    """The end of a test: its jobs' sessions and the daemon, whatever state they are in."""
+    for j in jobs:
+        os.killpg(j.pid, signal.SIGKILL)
+        j.wait()
+    if daemon_process.poll() is None:
+        daemon_process.kill()
+        daemon_process.wait()
+
+
 def stop_daemon(p, state):
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=20)

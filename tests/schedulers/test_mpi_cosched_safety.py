@@ -15,10 +15,11 @@ import pytest
 
 from corun.util import proc_starttime
 from tests.schedulers.cosched_helpers import (
-    PINGPONG,
     daemon_argv,
     fifo_ranks,
     freeze_while_boosted,
+    gang_jobs,
+    kill_all,
     mpirun_cmd,
     needs_mpi,
     pingpong,
@@ -110,16 +111,7 @@ def test_kill_9_of_the_gang_daemon_leaves_no_rank_stopped(daemon, tmp_path, shm)
     p, env = start_daemon(daemon, state, shm, "gang", "--gang-slice-ms", 50)
     jobs = []
     try:
-        for name in ("A", "B"):
-            e = dict(env, CORUN_COSCHED_JOB=name)
-            jobs.append(
-                subprocess.Popen(
-                    mpirun_cmd(2, e, [PINGPONG, "--iters", 10000000, "--work-us", 100]),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
+        jobs = gang_jobs(env)
         pids = rank_pids(daemon, shm, 4)
         assert wait_for(lambda: len(stopped_ranks(pids)) == 2, 20), "gang never stopped a job"
         os.kill(p.pid, signal.SIGKILL)
@@ -130,12 +122,7 @@ def test_kill_9_of_the_gang_daemon_leaves_no_rank_stopped(daemon, tmp_path, shm)
         assert wait_for(lambda: not stopped_ranks(pids), 2)
         assert fifo_ranks(pids) == []
     finally:
-        for j in jobs:
-            os.killpg(j.pid, signal.SIGKILL)
-            j.wait()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        kill_all(jobs, p)
 
 
 @pytest.mark.root
@@ -200,16 +187,7 @@ def test_a_lost_lifeline_ends_the_gang_daemon_and_no_rank_stays_stopped(daemon, 
     jobs = []
     try:
         assert wait_for(lambda: (state / "rank_env.json").exists() or p.poll() is not None, 10)
-        env = json.loads((state / "rank_env.json").read_text())
-        for name in ("A", "B"):
-            jobs.append(
-                subprocess.Popen(
-                    mpirun_cmd(2, dict(env, CORUN_COSCHED_JOB=name), [PINGPONG, "--iters", 10000000, "--work-us", 100]),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
+        jobs = gang_jobs(json.loads((state / "rank_env.json").read_text()))
         pids = rank_pids(daemon, shm, 4)
         end = time.monotonic() + 2.5
         while time.monotonic() < end:  # words: alive well past its second
@@ -236,12 +214,7 @@ def test_a_lost_lifeline_ends_the_gang_daemon_and_no_rank_stays_stopped(daemon, 
             }[cut]
         )
     finally:
-        for j in jobs:
-            os.killpg(j.pid, signal.SIGKILL)
-            j.wait()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        kill_all(jobs, p)
 
 
 @needs_mpi

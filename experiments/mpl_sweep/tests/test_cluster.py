@@ -1,5 +1,6 @@
 """MPI jobs across a 2-host netns cluster (each host on a CPU of its own): a short MPL-sweep run
-through corun.testbed.cluster_run, a node daemon killed mid-run, and a host cut off mid-run. Root; skipped, saying why,
+through corun.testbed.cluster_run, a node daemon killed mid-run, a host cut off mid-run, and the
+runner itself killed mid-run. Root; skipped, saying why,
 without namespaces, sshd or Open MPI. The cluster is always removed."""
 
 import csv
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from corun.util import repo_root
+from tests.schedulers.polling import wait_for
 
 ROOT = repo_root()
 STENCIL = ROOT / "kernels" / "build" / "mpi_stencil"
@@ -98,6 +100,38 @@ def prerequisites(kernels_built):
         Path("/dev/shm", f"{SHM[1:]}-{node}").unlink(missing_ok=True)
 
 
+def two_gang_jobs(tmp_path):
+    """gang at MPL 2 over two long 2-rank jobs: one of them is always out of its slice."""
+    return write_spec(tmp_path, "gang", 2, [job("a", 2, 0.0, iters=100000), job("b", 2, 0.0, iters=100000)])
+
+
+def gang_status_once_stopped(process, state: Path, netns: str | None = None, timeout_s: float = 120) -> dict | None:
+    """The daemon's status (STATE/status.json) once gang holds a job stopped there (and, with
+    NETNS, its ranks are seen stopped in that namespace), while PROCESS runs; None if never."""
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until and process.poll() is None:
+        try:
+            st = json.loads((state / "status.json").read_text())
+        except (OSError, ValueError):
+            st = {}
+        if st.get("ranks", 0) >= 2 and st.get("stopped", 0) >= 1 and (netns is None or ranks_stopped_in(netns)):
+            return st
+        time.sleep(0.1)
+    return None
+
+
+def communicate_beside(process, action) -> str:
+    """PROCESS's stderr once it ends, ACTION running in a thread beside it; skips the test
+    where no netns cluster can be made."""
+    t = threading.Thread(target=action)
+    t.start()
+    _, err = process.communicate(timeout=300)
+    t.join()
+    if process.returncode == 4:
+        pytest.skip(f"no netns cluster here: {err.strip()}")
+    return err
+
+
 def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
     """cc_b at MPL 1: FIFO into the slots, wait and response per job, one daemon per host."""
     spec = write_spec(tmp_path, "cc_b", 1, [job("a", 2, 0.0), job("b", 1, 0.1), job("c", 1, 0.2)])
@@ -133,31 +167,18 @@ def test_a_short_sweep_run_on_two_hosts(prerequisites, tmp_path):
 def test_a_node_daemon_killed_mid_run_fails_the_run_and_restores_every_host(prerequisites, tmp_path):
     """gang stops the ranks of the job out of its slice; kill -9 of one host's daemon fails the
     run at once, naming the host, and no rank is left stopped or real-time."""
-    spec = write_spec(tmp_path, "gang", 2, [job("a", 2, 0.0, iters=100000), job("b", 2, 0.0, iters=100000)])
     out = tmp_path / "run"
-    p = cluster_run(tmp_path, spec, out)
+    p = cluster_run(tmp_path, two_gang_jobs(tmp_path), out)
     state = Path(str(out) + ".incomplete") / "sched" / "state" / f"{PREFIX}-n2"
     killed = threading.Event()
 
     def kill_when_running():
-        until = time.monotonic() + 120
-        while time.monotonic() < until and p.poll() is None:
-            try:
-                st = json.loads((state / "status.json").read_text())
-                if st.get("ranks", 0) >= 2 and st.get("stopped", 0) >= 1:  # a job out of its slice
-                    os.kill(int(st["pid"]), signal.SIGKILL)
-                    killed.set()
-                    return
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.1)
+        st = gang_status_once_stopped(p, state)  # a job out of its slice
+        if st:
+            os.kill(int(st["pid"]), signal.SIGKILL)
+            killed.set()
 
-    t = threading.Thread(target=kill_when_running)
-    t.start()
-    _, err = p.communicate(timeout=300)
-    t.join()
-    if p.returncode == 4:
-        pytest.skip(f"no netns cluster here: {err.strip()}")
+    err = communicate_beside(p, kill_when_running)
     assert killed.is_set(), err[-2000:]
     assert p.returncode != 0 and f"the daemon on {PREFIX}-n2 died" in err, err[-2000:]
     assert_nothing_left()
@@ -182,24 +203,14 @@ def test_a_node_cut_off_fails_the_run_naming_it_and_its_daemon_resumes_its_ranks
     end on the host, so its daemon ends by its lifeline (cluster.lifeline_s, 10 s without a word
     from the runner) and resumes the ranks it stopped while still cut off; the runner fails the
     run naming the host; nothing is left."""
-    spec = write_spec(tmp_path, "gang", 2, [job("a", 2, 0.0, iters=100000), job("b", 2, 0.0, iters=100000)])
     out = tmp_path / "run"
-    p = cluster_run(tmp_path, spec, out)
+    p = cluster_run(tmp_path, two_gang_jobs(tmp_path), out)
     host2, veth2 = f"{PREFIX}-n2", f"{PREFIX}-v2"
     state = Path(str(out) + ".incomplete") / "sched" / "state" / host2
     seen = {}
 
     def cut_when_stopped():
-        until = time.monotonic() + 120
-        while time.monotonic() < until and p.poll() is None:
-            try:
-                st = json.loads((state / "status.json").read_text())
-            except (OSError, ValueError):
-                st = {}
-            if st.get("ranks", 0) >= 2 and st.get("stopped", 0) >= 1 and ranks_stopped_in(host2):
-                break
-            time.sleep(0.1)
-        else:
+        if gang_status_once_stopped(p, state, host2) is None:
             return
         subprocess.run(["ip", "link", "set", veth2, "down"], check=True)
         t0 = time.monotonic()
@@ -216,18 +227,54 @@ def test_a_node_cut_off_fails_the_run_naming_it_and_its_daemon_resumes_its_ranks
         finally:
             subprocess.run(["ip", "link", "set", veth2, "up"], capture_output=True)  # gone with the cluster
 
-    t = threading.Thread(target=cut_when_stopped)
-    t.start()
-    _, err = p.communicate(timeout=300)
-    t.join()
-    if p.returncode == 4:
-        pytest.skip(f"no netns cluster here: {err.strip()}")
+    err = communicate_beside(p, cut_when_stopped)
     assert seen.get("reason") == "no word from the runner within --lifeline-s (its connection is lost)", (
         seen,
         err[-2000:],
     )
     assert 9 <= seen["after_s"] <= 15 and seen["stopped"] == [], seen
     assert p.returncode != 0 and host2 in err, err[-2000:]
+    assert_nothing_left()
+
+
+def test_the_runner_killed_mid_run_ends_every_hosts_daemon_at_once(prerequisites, tmp_path):
+    """kill -9 of `corun run` while gang holds a job stopped: no teardown runs, but each host's
+    daemon sees its stdin end (the runner held the lifeline's write end) and resumes its ranks
+    at once (within 5 s, the lifeline's 10 s not waited for), before `corun recover`; then
+    recover and down leave nothing."""
+    netns = tmp_path / "netns"
+    cluster = [sys.executable, str(ROOT / "scripts" / "netns-cluster"), "--state-dir", str(netns)]
+    up = subprocess.run(
+        [*cluster, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--cpus-per-host", "1",
+         "--inventory", str(netns / "inventory.yml")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if up.returncode == 4:
+        pytest.skip(f"no netns cluster here: {up.stderr.strip()}")
+    assert up.returncode == 0, up.stderr
+    try:
+        out = tmp_path / "run"
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "corun", "run", str(two_gang_jobs(tmp_path)), "--out", str(out)],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        states = [Path(str(out) + ".incomplete") / "sched" / "state" / f"{PREFIX}-n{i}" for i in (1, 2)]
+        gang_status_once_stopped(runner, states[1], f"{PREFIX}-n2")
+        assert runner.poll() is None, runner.stderr.read()[-2000:]
+        runner.kill()
+        runner.wait()
+        t0 = time.monotonic()
+        assert wait_for(lambda: all((s / "summary.json").exists() for s in states), 5), "a daemon outlived the runner"
+        ended_s = time.monotonic() - t0
+        for s in states:
+            assert json.loads((s / "summary.json").read_text())["exit_reason"] == "the runner's lifeline closed (stdin)"
+        time.sleep(0.3)
+        assert ranks_stopped_in(f"{PREFIX}-n1") == [] and ranks_stopped_in(f"{PREFIX}-n2") == [], ended_s
+        rec = subprocess.run([sys.executable, "-m", "corun", "recover"], cwd=ROOT, capture_output=True, text=True)
+        assert rec.returncode == 0, rec.stderr
+    finally:
+        down = subprocess.run([*cluster, "down"], capture_output=True, text=True, timeout=300)
+        assert down.returncode == 0, down.stderr
     assert_nothing_left()
 
 
