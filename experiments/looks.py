@@ -7,7 +7,9 @@ and `decide` says whether another look can decide a claim that is still inconclu
 when some inconclusive claim measured something (n > 0) and the engine's estimate of the reps
 that would decide it is within FUTILITY_SLACK times the cap: an estimate from 3 to 8 reps rests
 on a spread that is itself uncertain by a factor of two or more, so a claim just beyond the cap
-still runs to it rather than stop in one campaign and be decided in the next. Every look judges
+still runs to it rather than stop in one campaign and be decided in the next; and before
+MIN_FUTILITY_REPS reps no estimate stops a look at all (from 3 reps they varied tenfold between
+campaigns). Every look judges
 its claims at Pocock's nominal level for the number of looks planned (analysis.stats.look_alpha),
 so the chance of a false decision over all looks stays at 5 %; the rows record the look. Without
 `max_reps` (or with it at `reps`) there is one look, judged at 95 %, as before.
@@ -133,6 +135,13 @@ def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
     tmp.replace(path)
 
 
+# Below this many reps no estimate stops a look for futility: from 3 reps the engine's estimates
+# of one claim in three campaigns of one commit were 15, 15 and 201 reps (another 11, 11 and 70),
+# an estimate's spread and its effect both resting on three values; the campaign whose estimates
+# came out high stopped at 3 reps with its claims inconclusive while the others decided them.
+MIN_FUTILITY_REPS = 6
+
+
 def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
     """Whether another look is worth running, from this look's sections (the experiment's and
     those of the experiments that read its runs): {"more", "why", "undecided"}."""
@@ -140,6 +149,7 @@ def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
     if look >= len(looks):
         return {"more": False, "why": "the last look planned", "undecided": []}
     undecided, futile = [], []
+    early = looks[look - 1] < MIN_FUTILITY_REPS  # too few reps for an estimate to stop on
     for s in sections:
         for r in s.get("claims", []):
             if r["outcome"] != "inconclusive" or r["n"] == 0:
@@ -148,15 +158,19 @@ def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
             item = f"{s['experiment']}.{r['claim']}" + (f" ({need} reps)" if need else "")
             # an estimate at or below the reps already run (a trend's points, a Bonferroni-level
             # point) still asks for the next look: the claim is undecided at these reps
-            if need is not None and need <= FUTILITY_SLACK * cap:
+            if early or (need is not None and need <= FUTILITY_SLACK * cap):
                 undecided.append(item)
             else:
                 futile.append(item)
     if undecided:
+        whose = (
+            f"(fewer than {MIN_FUTILITY_REPS} reps: no estimate stops a look)"
+            if early
+            else f"whose estimate is within {FUTILITY_SLACK:g} x the cap of {cap}"
+        )
         return {
             "more": True,
-            "why": f"{len(undecided)} claim(s) inconclusive at {looks[look - 1]} reps whose estimate is within "
-            f"{FUTILITY_SLACK:g} x the cap of {cap}",
+            "why": f"{len(undecided)} claim(s) inconclusive at {looks[look - 1]} reps {whose}",
             "undecided": undecided,
         }
     why = f"no inconclusive claim whose estimate is within {FUTILITY_SLACK:g} x the cap of {cap}"

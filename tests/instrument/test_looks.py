@@ -72,20 +72,20 @@ def row(outcome, n=3, need=None, claim="c"):
 
 
 def test_another_look_only_when_it_can_decide_within_the_cap():
-    plan = [3, 6, 9]
+    plan = [6, 9, 12]
     decided = [{"experiment": "e", "claims": [row("reproduced"), row("contradicted")]}]
     assert looks.decide(decided, 1, plan)["more"] is False
     within = [{"experiment": "e", "claims": [row("inconclusive", need=7)]}]
     d = looks.decide(within, 1, plan)
     assert d["more"] is True and d["undecided"] == ["e.c (7 reps)"]
-    beyond = [{"experiment": "e", "claims": [row("inconclusive", need=19), row("inconclusive", need=None)]}]
+    beyond = [{"experiment": "e", "claims": [row("inconclusive", need=25), row("inconclusive", need=None)]}]
     d = looks.decide(beyond, 1, plan)
-    assert d["more"] is False and "2 would need more than 18 reps" in d["why"]
+    assert d["more"] is False and "2 would need more than 24 reps" in d["why"]
     # an estimate beyond the cap but within twice it (a noisy estimate from a few reps): the
     # claim runs to the cap rather than stop here in one campaign and be decided in another
-    near = [{"experiment": "e", "claims": [row("inconclusive", need=18), row("inconclusive", need=40)]}]
+    near = [{"experiment": "e", "claims": [row("inconclusive", need=24), row("inconclusive", need=40)]}]
     d = looks.decide(near, 1, plan)
-    assert d["more"] is True and d["undecided"] == ["e.c (18 reps)"]
+    assert d["more"] is True and d["undecided"] == ["e.c (24 reps)"]
     # nothing measured (the configuration did not run it): more reps change nothing
     assert looks.decide([{"experiment": "e", "claims": [row("inconclusive", n=0, need=2)]}], 1, plan)["more"] is False
     # an estimate at or below the reps run, the claim undecided: the next look is still taken
@@ -93,6 +93,18 @@ def test_another_look_only_when_it_can_decide_within_the_cap():
     assert d["more"] is True and d["undecided"] == ["e.c (3 reps)"]
     # the last look never asks for another
     assert looks.decide(within, 3, plan)["more"] is False
+
+
+def test_no_estimate_from_fewer_than_six_reps_stops_a_look():
+    """From 3 reps the estimates of one claim were 15, 15 and 201 in three campaigns: at 3 reps
+    an inconclusive claim takes the next look whatever its estimate; from 6 the estimate decides."""
+    plan = [3, 6, 9, 12, 15]
+    far = [{"experiment": "e", "claims": [row("inconclusive", need=201), row("inconclusive", need=None, claim="d")]}]
+    d = looks.decide(far, 1, plan)
+    assert d["more"] is True and d["undecided"] == ["e.c (201 reps)", "e.d"]
+    assert "fewer than 6 reps" in d["why"]
+    d = looks.decide(far, 2, plan)
+    assert d["more"] is False and "2 would need more than 30 reps" in d["why"]
 
 
 def test_the_workflow_plans_looks_and_a_checkpoint(repo_root, tmp_path):
