@@ -161,7 +161,8 @@ def last_line(path: Path) -> str:
 
 
 # a file a daemon writes on its host is looked for here every 0.05 s (found at once where the
-# file system is shared, as on a netns cluster), and read over ssh every REMOTE_POLL_S
+# file system is shared, as on a netns cluster), and, where it is not, read over ssh every
+# REMOTE_POLL_S
 REMOTE_POLL_S = 0.3
 
 # sh -c script: make the folder $1, then become the command after it
@@ -326,7 +327,7 @@ class NodeDaemons:
                     return json.loads(f.read_text())
                 except ValueError:
                     pass  # being written
-            if not nd.host.local and time.monotonic() >= next_remote:
+            if not self._here(nd) and time.monotonic() >= next_remote:
                 next_remote = time.monotonic() + REMOTE_POLL_S
                 text = self._read_on_host(nd, f)
                 if text:
@@ -417,7 +418,7 @@ class NodeDaemons:
         while time.monotonic() < end:
             if f.exists():
                 return
-            if not nd.host.local and time.monotonic() >= next_remote:
+            if not self._here(nd) and time.monotonic() >= next_remote:
                 next_remote = time.monotonic() + REMOTE_POLL_S
                 text = self._read_on_host(nd, f)
                 if text:

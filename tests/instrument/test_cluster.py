@@ -2,6 +2,7 @@
 
 import json
 import shlex
+import subprocess
 import time
 from pathlib import Path
 
@@ -206,10 +207,10 @@ def test_a_daemon_on_another_host_hears_from_the_runner_on_its_stdin_until_the_s
         assert argv == ["--lifeline-s", "4.5"] and "".join(words) in ("\n" * k for k in range(2, 5)), words
 
 
-def test_a_netns_hosts_verify_and_stop_run_here_and_its_daemon_over_ssh(tmp_path):
+def test_a_netns_hosts_verify_and_stop_run_here_and_its_daemon_over_ssh(tmp_path, monkeypatch):
     """A host of a netns cluster (corun_shared_machine: this machine's files and PIDs) has its
-    variant's verify and stop run here, no ssh round trip each; its daemon still starts over
-    ssh, across its link. A host of a testbed gets all three over ssh."""
+    variant's verify and stop run here, no ssh round trip each, and its daemon's files read
+    here; its daemon still starts over ssh, across its link. A host of a testbed gets all three over ssh."""
     manifest = {"daemon": True, "start": ["daemon-cmd"], "verify": ["true"], "stop": ["stop-cmd", "{state_dir}"]}
     variant = Variant("probe", manifest, tmp_path, {})
     shared = Host(name="n1", address="10.77.0.11", vars={"corun_shared_machine": True})
@@ -220,3 +221,14 @@ def test_a_netns_hosts_verify_and_stop_run_here_and_its_daemon_over_ssh(tmp_path
     assert nd._on(here, "verify") == ["true"]
     assert nd._on(there, "verify")[0] == "ssh" and nd._on(there, "stop")[0] == "ssh"
     clu.NodeDaemons(variant, [shared], tmp_path / "state", 7000).verify()  # over ssh it could not succeed here
+    # its daemon's files are read here only: no ssh round trip polls for one not written yet
+    read_there = []
+    monkeypatch.setattr(clu.NodeDaemons, "_read_on_host", staticmethod(lambda nd, f: read_there.append(f)))
+    here.process = subprocess.Popen(["sleep", "5"])
+    try:
+        with pytest.raises(CorunError, match="the daemon on n1 wrote no rank_env.json"):
+            nd._wait_rank_env(here, timeout_s=1.0)
+    finally:
+        here.process.kill()
+        here.process.wait()
+    assert read_there == []
