@@ -8,7 +8,9 @@ in it (the report's sections; a look's section under looks/ is not the campaign'
   corun verdicts diff CAMPAIGN ...     every claim whose outcome differs between the campaigns,
                                        then how stable they were: claims that flipped between
                                        reproduced and contradicted, and claims that moved between
-                                       a decided outcome and inconclusive (share of all claims)
+                                       a decided outcome and inconclusive (share of all claims),
+                                       and how many moves sampling alone would give at the
+                                       measured effects (analysis.campaign_chance)
 """
 
 from __future__ import annotations
@@ -120,4 +122,6 @@ def diff_text(names: list[str], campaigns: list[dict]) -> str:
         f"moved between a decided outcome and inconclusive: {len(d['moves'])} of {d['claims']} "
         f"({100 * len(d['moves']) / n:.1f} %)"
     )
-    return "\n".join(lines) + "\n"
+    from analysis.campaign_chance import chance_text  # noqa: PLC0415 - scipy only for a diff
+
+    return "\n".join(lines) + "\n" + chance_text(campaigns)

@@ -349,3 +349,21 @@ def test_no_claims_yaml_cuts_a_text_at_an_unquoted_hash(repo_root):
         if re.match(r"^\s+[a-z_]+: [^'\"#>|\[{].* #", line)
     ]
     assert not cut, cut
+
+
+def test_every_judged_row_records_what_it_was_decided_against():
+    """The row's basis (scale, null, direction, margin, alpha) lets `corun verdicts diff` put a
+    number on the moves sampling alone gives; it must be the decision's own."""
+    df = paired([8.0, 8.2, 7.9, 8.1], [10.0, 10.1, 9.9, 10.2])
+    ratio = judge("c", claim(**RATIO), {"runs": df}, MACHINE)
+    assert ratio["basis"] == {"scale": "log", "null": 1.0, "expect": "less", "margin": None, "alpha": 0.05}
+    eq = judge("c", claim(**{**RATIO, "expect": "equivalent"}, margin=0.05), {"runs": df}, MACHINE)
+    assert eq["basis"]["margin"] == 0.05 and eq["basis"]["expect"] == "equivalent"
+    zero = judge("c", claim(**RATIO), {"runs": paired([0.0] * 4, [30.0, 25.0, 40.0, 35.0])}, MACHINE)
+    assert zero["basis"]["scale"] == "linear" and zero["basis"]["null"] == 0.0  # the difference decides
+    many = pd.DataFrame({"run_id": [f"r{i}" for i in range(8)], "rep": 0, "demand": range(8),
+                         "t": [1, 2, 2.5, 3, 4, 4.5, 6, 7.0]})  # fmt: skip
+    trend = judge("c", claim(effect="trend", metric="t", x="demand", expect="increasing"), {"runs": many}, MACHINE)
+    assert trend["basis"]["scale"] == "rho" and trend["basis"]["null"] == 0.0
+    looked = judge("c", claim(**RATIO), {"runs": df}, MACHINE, looks=Looks(look=1, of=3))
+    assert looked["basis"]["alpha"] == pytest.approx(1 - looked["level"], abs=1e-4)
