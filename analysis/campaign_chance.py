@@ -110,7 +110,7 @@ def _se(basis: dict, row: dict) -> float | None:
     return (hi - lo) / (2 * q)
 
 
-def claim_chance(rows: list[dict]) -> dict | None:
+def claim_chance(rows: list[dict], factor: float = 1.0) -> dict | None:
     """One claim over K campaigns: its chance of moving and of flipping, Cochran's Q and its p;
     None when a row has no interval or basis to estimate from (the claim is left out)."""
     if any(r is None or r.get("outcome") not in ("reproduced", "contradicted", "inconclusive") for r in rows):
@@ -127,7 +127,7 @@ def claim_chance(rows: list[dict]) -> dict | None:
         ses.append(se)
     k = len(rows)
     theta = sum(gs) / k
-    se = math.sqrt(sum(s * s for s in ses) / k)
+    se = math.sqrt(sum(s * s for s in ses) / k / factor)
     alpha = sum(r["basis"]["alpha"] for r in rows) / k
     pr, pc = decided_chance({**basis, "alpha": alpha}, theta, se)
     if not (math.isfinite(pr) and math.isfinite(pc)):
@@ -138,7 +138,7 @@ def claim_chance(rows: list[dict]) -> dict | None:
     w = [1 / s**2 for s in ses]
     mean_w = sum(wi * gi for wi, gi in zip(w, gs)) / sum(w)
     q_stat = sum(wi * (gi - mean_w) ** 2 for wi, gi in zip(w, gs))
-    n = sum(r["n"] for r in rows) / k
+    n = factor * sum(r["n"] for r in rows) / k
     return {
         "n": n,
         "reps_stable": reps_stable(basis, theta, se, n, alpha, k),
@@ -214,13 +214,13 @@ def at_least(chances: list[float], observed: int) -> float:
     return float(min(1.0, sum(dist[observed:])))
 
 
-def chance(campaigns: list[dict[tuple[str, str], dict]]) -> dict:
+def chance(campaigns: list[dict[tuple[str, str], dict]], factor: float = 1.0) -> dict:
     """The claims estimated, the expected moves and flips from sampling alone, the claims most
     likely to move, and those whose campaigns differ beyond their intervals."""
     keys = sorted(set().union(*[set(c) for c in campaigns]))
     per = {}
     for key in keys:
-        est = claim_chance([c.get(key) for c in campaigns])
+        est = claim_chance([c.get(key) for c in campaigns], factor)
         if est is not None:
             per[key] = est
     moved = set(map(tuple, _moved(campaigns)))

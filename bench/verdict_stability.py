@@ -9,6 +9,10 @@ wall time of each `make run` and the claims per outcome per paper of each campai
     .venv/bin/python bench/verdict_stability.py                  # 3 fresh clones of HEAD (about 35 min each)
     .venv/bin/python bench/verdict_stability.py --clones 2 --ref main
     .venv/bin/python bench/verdict_stability.py --results A B C  # only the diff of campaigns you have
+    .venv/bin/python bench/verdict_stability.py --results A B C --reps-factor 2 4  # and at more reps
+
+The diff ends with how many moves sampling alone would give at the measured effects
+(analysis/campaign_chance.py); --reps-factor says how many it would give at F times the reps.
 
 Targets (issue: stable verdicts): no claim flips between reproduced and contradicted; at most 5 %
 of the claims move between a decided outcome and inconclusive. Needs root (make run provisions).
@@ -27,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from analysis import campaign_verdicts  # noqa: E402
+from analysis import campaign_chance, campaign_verdicts  # noqa: E402
 
 
 def _make_run(repo: Path, ref: str, scratch: Path, i: int, profile: str) -> Path | None:
@@ -53,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="local")
     ap.add_argument("--scratch", type=Path, help="where the clones go (default: a new temporary folder)")
     ap.add_argument("--results", nargs="+", type=Path, help="diff these campaigns instead of running")
+    ap.add_argument(
+        "--reps-factor",
+        nargs="+",
+        type=float,
+        default=[],
+        metavar="F",
+        help="also print the moves sampling alone would give if every claim had F times its reps",
+    )
     a = ap.parse_args(argv)
     if a.results:
         campaigns = [str(p) for p in a.results]
@@ -77,6 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     loaded = [campaign_verdicts.load(c) for c in campaigns]
     sys.stdout.write(campaign_verdicts.show_text(campaigns, loaded))
     sys.stdout.write(campaign_verdicts.diff_text(campaigns, loaded))
+    filled = campaign_chance.with_basis(loaded)
+    for f in a.reps_factor:
+        if f <= 0:
+            print(f"bench: --reps-factor {f}: expected a number above 0", file=sys.stderr)
+            return 2
+        c = campaign_chance.chance(filled, f)
+        print(
+            f"at {f:g} x the reps: about {c['moves']:.1f} moves from sampling alone "
+            f"({100 * c['moves'] / max(1, c['claims']):.1f} % of the claims)"
+        )
     return 0
 
 

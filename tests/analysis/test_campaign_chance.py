@@ -110,3 +110,11 @@ def test_moves_beyond_what_sampling_gives_are_called_out():
     c = cc.chance([far, odd])
     assert c["observed"] == 10 and c["p_at_least"] < 1e-9
     assert "more moves than sampling explains" in cc.chance_text([far, odd])
+
+
+def test_more_reps_shrink_the_spread_as_one_over_their_root():
+    edge = [row(math.exp(-0.196), 0.196)] * 3
+    at4 = cc.claim_chance(edge, factor=4)
+    half_se = 0.196 / cc.sps.norm.ppf(0.975) / 2
+    assert at4["n"] == 40 and at4["p_decided"] == pytest.approx(sum(cc.decided_chance(LOG_LESS, -0.196, half_se)))
+    assert at4["reps_stable"] == cc.claim_chance(edge)["reps_stable"]  # the same effect needs the same reps
