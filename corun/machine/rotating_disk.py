@@ -16,7 +16,8 @@ Set-up, every step journalled (corun/state.py) before it is made:
 With overlay and image_cache (the default), the image that step 4 and the copy of the inputs
 made is kept in the state folder (`rotating_disk/images/KEY.img`, sparse), KEY the hash of the
 size, mkfs and the inputs' paths, sizes, modes and times, once a second run builds the same KEY
-(keeping it costs a read of the whole image, which a content used once would never repay); a
+(keeping it costs a read of what mkfs and the fill wrote: the daemon answers SEEK_DATA and
+SEEK_HOLE from its map of the chunks holding data, which a content used once would never repay); a
 later run with that KEY starts the daemon from it (`--load`) and only mounts: the same bytes,
 without the mkfs, the copy and the staging mount.
 
@@ -33,6 +34,7 @@ nothing is touched.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -435,7 +437,8 @@ class RotatingDisk:
     def _save_image(self) -> None:
         """Keep the filled image (read through the daemon, untimed): its non-zero 1 MiB blocks
         in a sparse file, then the image's description; the least recently used beyond the
-        cache's bounds go (evict_images)."""
+        cache's bounds go (evict_images). Only the chunks the daemon says may hold data are read
+        (SEEK_DATA and SEEK_HOLE: what mkfs and the fill wrote), not the whole image."""
         key = self.image_cache["key"]
         d = self._images()
         d.mkdir(parents=True, exist_ok=True)
@@ -443,16 +446,19 @@ class RotatingDisk:
         block, stored = 1 << 20, 0
         zero = bytes(block)
         try:
+            size = self.cfg["size_bytes"]
             with open(self.image, "rb", buffering=0) as src, open(tmp, "wb") as dst:
-                off = 0
-                while chunk := src.read(block):
-                    if chunk != zero[: len(chunk)]:
-                        os.pwrite(dst.fileno(), chunk, off)
-                        stored += len(chunk)
-                    off += len(chunk)
-                os.ftruncate(dst.fileno(), off)
-            if off != self.cfg["size_bytes"]:
-                raise OSError(f"read {off} bytes of {self.cfg['size_bytes']}")
+                for start, end in data_extents(src.fileno(), size):
+                    off = start
+                    while off < end:
+                        chunk = os.pread(src.fileno(), min(block, end - off), off)
+                        if not chunk:
+                            raise OSError(f"read {off} bytes of {size}")
+                        if chunk != zero[: len(chunk)]:
+                            os.pwrite(dst.fileno(), chunk, off)
+                            stored += len(chunk)
+                        off += len(chunk)
+                os.ftruncate(dst.fileno(), size)
             os.replace(tmp, d / f"{key}.img")
             atomic_write_json(d / f"{key}.json", {"populated": self.populated, "stored_bytes": stored})
         except OSError as exc:  # the run goes on without a cached image
@@ -661,6 +667,25 @@ def _seen_before(d: Path, key: str) -> bool:
     except OSError:
         pass
     return False
+
+
+def data_extents(fd: int, size: int) -> list[tuple[int, int]]:
+    """The [start, end) ranges of the first SIZE bytes of FD that may hold data (SEEK_DATA and
+    SEEK_HOLE; a file system without them answers that all of it is data)."""
+    out, pos = [], 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data after pos
+                break
+            raise
+        if start >= size:
+            break
+        end = min(size, os.lseek(fd, start, os.SEEK_HOLE))
+        out.append((start, end))
+        pos = end
+    return out
 
 
 def evict_images(d: Path, keep: str | None = None, most: int | None = None, budget: int | None = None) -> list[str]:

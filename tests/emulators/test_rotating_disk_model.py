@@ -1,6 +1,7 @@
 """The rotating-disk model's timing on hand-made request sequences (replay mode), its command
 line, and the FUSE daemon's serving, counters and teardown (built normally and with ASan/UBSan)."""
 
+import errno
 import json
 import os
 import random
@@ -10,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from corun.machine.rotating_disk import data_extents
 
 EMU = Path(__file__).resolve().parents[2] / "emulators" / "rotating_disk"
 SATA = EMU / "presets" / "sata_7200_2010.conf"
@@ -217,6 +220,22 @@ def test_daemon_serves_times_and_writes_its_state(which, request, tmp_path):
             os.close(fd)
         assert back == data
         assert elapsed >= 0.006  # at least the media transfer of 1 MiB at 125 MB/s (8 ms) minus slack
+        # SEEK_DATA / SEEK_HOLE from the daemon's map: only the written MiB holds data, so a copy
+        # of the image (the image cache's) reads 1 MiB, not 64
+        fd = os.open(img, os.O_RDWR)
+        try:
+            # zeros over chunks that hold none (mkfs's zeroed inode tables) leave them holes;
+            # zeros over one that holds data leave it data
+            os.pwrite(fd, bytes(3 << 20), 30 << 20)
+            os.pwrite(fd, bytes(4096), 8 << 20)
+            assert data_extents(fd, 64 << 20) == [(8 << 20, 9 << 20)]
+            assert os.lseek(fd, 100, os.SEEK_DATA) == 8 << 20 and os.lseek(fd, 100, os.SEEK_HOLE) == 100
+            assert os.lseek(fd, 9 << 20, os.SEEK_HOLE) == 9 << 20
+            with pytest.raises(OSError) as exc:
+                os.lseek(fd, 9 << 20, os.SEEK_DATA)
+            assert exc.value.errno == errno.ENXIO
+        finally:
+            os.close(fd)
         proc.send_signal(signal.SIGUSR1)
         assert _wait_for(lambda: json.loads(state.read_text())["counters"]["reads"] >= 8)
         s = json.loads(state.read_text())
@@ -269,6 +288,8 @@ def test_load_starts_from_a_sparse_image_and_refuses_another_size(which, request
         try:
             assert os.pread(fd, 8192, (1 << 20) + 4096) == b"w" * 8192
             assert os.pread(fd, 4096, 20 << 20) == b"h" * 4096
+            # the file's data and the run's writes are marked, its holes are not
+            assert data_extents(fd, 64 << 20) == [(1 << 20, 4 << 20), (20 << 20, 21 << 20), (40 << 20, 41 << 20)]
         finally:
             os.close(fd)
     finally:

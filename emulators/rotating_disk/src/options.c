@@ -66,7 +66,9 @@ static const char usage_text[] =
 	"Exit: 0 ok, 1 runtime error, 2 usage error, 4 FUSE missing (no /dev/fuse).\n"
 	"SIGTERM, SIGINT or an unmount end the daemon; SIGUSR1 writes the state file;\n"
 	"SIGUSR2 ends --untimed-start: from then on every request is timed by the model;\n"
-	"SIGRTMIN serves at memory speed again (a run's teardown: the unmount's writes).\n";
+	"SIGRTMIN serves at memory speed again (a run's teardown: the unmount's writes).\n"
+	"The served file answers SEEK_DATA and SEEK_HOLE in 1 MiB chunks: data is what was\n"
+	"written non-zero, or data in the --load file; a copy of the image reads only that.\n";
 
 static const struct option long_options[] = { { "preset", required_argument, NULL, 0 },
 					      { "rpm", required_argument, NULL, 0 },

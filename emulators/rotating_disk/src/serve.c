@@ -212,6 +212,89 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* ---- the map of chunks that may hold data --------------------------------- */
+
+static uint64_t nchunks(const struct server *s)
+{
+	return (s->c->p.size_bytes + (1ULL << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT;
+}
+
+static void mark_chunks(struct server *s, uint64_t off, uint64_t len)
+{
+	uint64_t i, last;
+
+	if (!s->chunks || len == 0)
+		return;
+	last = (off + len - 1) >> CHUNK_SHIFT;
+	for (i = off >> CHUNK_SHIFT; i <= last; i++)
+		__atomic_fetch_or(&s->chunks[i / 64], 1ULL << (i % 64), __ATOMIC_RELAXED);
+}
+
+static bool chunk_marked(const struct server *s, uint64_t i)
+{
+	return !s->chunks ||
+	       (__atomic_load_n(&s->chunks[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1);
+}
+
+static bool all_zero(const char *buf, size_t len)
+{
+	return len == 0 || (buf[0] == 0 && !memcmp(buf, buf + 1, len - 1));
+}
+
+/* A write marks the chunks it puts non-zero bytes in: zeros written over a chunk not yet
+ * marked leave it as it was, all zeros (mkfs's zeroed inode tables, spread over the disk). */
+static void mark_written(struct server *s, const char *buf, uint64_t off, uint64_t len)
+{
+	uint64_t i, last, start, end;
+
+	if (!s->chunks || len == 0)
+		return;
+	last = (off + len - 1) >> CHUNK_SHIFT;
+	for (i = off >> CHUNK_SHIFT; i <= last; i++) {
+		if (chunk_marked(s, i))
+			continue;
+		start = i << CHUNK_SHIFT > off ? i << CHUNK_SHIFT : off;
+		end = (i + 1) << CHUNK_SHIFT < off + len ? (i + 1) << CHUNK_SHIFT : off + len;
+		if (!all_zero(buf + (start - off), (size_t)(end - start)))
+			mark_chunks(s, start, end - start);
+	}
+}
+
+/* SEEK_DATA and SEEK_HOLE from the map (lseek(2)'s rules: ENXIO at or past the end, or when
+ * no data follows OFF); the kernel answers the other whences itself. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct server *s = srv(req);
+	uint64_t size = s->c->p.size_bytes, n = nchunks(s), i;
+
+	(void)fi;
+	if (ino != FILE_INO) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (off < 0 || (uint64_t)off >= size) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	for (i = (uint64_t)off >> CHUNK_SHIFT; i < n; i++)
+		if (chunk_marked(s, i) == (whence == SEEK_DATA))
+			break;
+	if (i == n) {
+		if (whence == SEEK_DATA)
+			fuse_reply_err(req, ENXIO);
+		else
+			fuse_reply_lseek(req, (off_t)size);
+		return;
+	}
+	i <<= CHUNK_SHIFT;
+	fuse_reply_lseek(req, (off_t)(i > (uint64_t)off ? i : (uint64_t)off));
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -236,6 +319,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* The receive buffer is reused: the data goes to the image now, the
 	 * reply waits for the model. */
 	memcpy(s->image + o, buf, size);
+	mark_written(s, buf, o, size);
 	if (untimed_count(s, size)) {
 		fuse_reply_write(req, size);
 		return;
@@ -307,11 +391,32 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, buf, used);
 }
 
+/* Mark the chunks of the --load file that hold data (its holes read as zeros); a file system
+ * without SEEK_DATA answers that all of it is data, and so it is marked. */
+static void mark_file_data(struct server *s, int fd, uint64_t size)
+{
+	off_t data = 0, hole;
+
+	while ((uint64_t)data < size) {
+		data = lseek(fd, data, SEEK_DATA);
+		if (data < 0) {
+			if (errno != ENXIO) /* no map: every chunk may hold data */
+				mark_chunks(s, 0, size);
+			return;
+		}
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > size)
+			hole = (off_t)size;
+		mark_chunks(s, (uint64_t)data, (uint64_t)(hole - data));
+		data = hole;
+	}
+}
+
 /* The image file mapped copy-on-write as the disk (MAP_PRIVATE: the file never changes, the
  * run's writes stay in the mapping), so a run's start reads nothing ahead: the pages the run
  * touches come from the page cache as it touches them.  A file of another size than the disk is
  * refused: it is another disk's image.  NULL on error (said). */
-static unsigned char *map_image(uint64_t size, const char *path)
+static unsigned char *map_image(struct server *s, uint64_t size, const char *path)
 {
 	struct stat st;
 	void *image = MAP_FAILED;
@@ -328,6 +433,8 @@ static unsigned char *map_image(uint64_t size, const char *path)
 			     0);
 		if (image == MAP_FAILED)
 			corun_err(RD_PROG, "--load: %s: cannot map it: %s", path, strerror(errno));
+		else
+			mark_file_data(s, fd, size);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -346,6 +453,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.release = op_ok,
 	.fsync = op_fsync,
 	.readdir = op_readdir,
+	.lseek = op_lseek,
 };
 
 /* ---- set-up, the receive loop, teardown ---------------------------------- */
@@ -381,8 +489,13 @@ int rd_serve(const struct rd_config *c, int argc, char *argv[])
 		corun_err(RD_PROG, "cannot allocate the lateness histogram");
 		goto teardown;
 	}
+	s.chunks = calloc((nchunks(&s) + 63) / 64, sizeof(*s.chunks));
+	if (!s.chunks) {
+		corun_err(RD_PROG, "cannot allocate the image's chunk map");
+		goto teardown;
+	}
 	if (c->load) {
-		s.image = map_image(c->p.size_bytes, c->load);
+		s.image = map_image(&s, c->p.size_bytes, c->load);
 		if (!s.image)
 			goto teardown;
 	} else {
@@ -522,6 +635,7 @@ teardown:
 	if (s.image)
 		munmap(s.image, c->p.size_bytes);
 	free(s.late_hist);
+	free(s.chunks);
 	free(s.pending);
 	if (stage >= 1)
 		rd_model_free(&s.m);

@@ -17,6 +17,7 @@
 #define ROOT_INO 1
 #define FILE_INO 2
 #define LATE_BIN_US 10
+#define CHUNK_SHIFT 20 /* the chunks of struct server's map: 1 MiB */
 #define LATE_BINS 200000 /* 10 us bins up to 2 s; beyond, the last bin */
 
 struct sreq {
@@ -28,6 +29,10 @@ struct server {
 	const struct rd_config *c;
 	struct rd_model m;
 	unsigned char *image;
+	/* One bit per CHUNK_BYTES of the image: it may hold data (written since the start, or
+	 * data in the --load file).  SEEK_DATA and SEEK_HOLE answer from it, so a copy of the
+	 * image reads only these chunks. */
+	uint64_t *chunks;
 	struct fuse_session *se;
 	pthread_t dispatcher;
 	pthread_mutex_t mu;
