@@ -190,3 +190,28 @@ def test_wrong_variable_is_rejected_by_name(tmp_path, role, variable, value):
     messages = failure_messages(proc.stdout)
     assert messages, output(proc)
     assert all(variable in message for message in messages), output(proc)
+
+
+@pytest.mark.timeout(120)
+def test_task_times_prints_the_time_per_role_and_the_slowest_tasks(tmp_path):
+    """ANSIBLE_CALLBACKS_ENABLED=task_times: where a provisioning run's time went."""
+    tasks = tmp_path / "roles" / "slow_demo" / "tasks"
+    tasks.mkdir(parents=True)
+    (tasks / "main.yml").write_text(
+        "- name: Sleep a while\n  ansible.builtin.command: sleep 0.6\n  changed_when: false\n"
+        "- name: Sleep a moment\n  ansible.builtin.command: sleep 0.1\n  changed_when: false\n"
+    )
+    play = tmp_path / "play.yml"
+    play.write_text("- hosts: all\n  gather_facts: false\n  roles: [slow_demo]\n")
+    env = ansible_env(ANSIBLE_CALLBACKS_ENABLED="task_times", ANSIBLE_ROLES_PATH=str(tmp_path / "roles"))
+    interp = f"ansible_python_interpreter={sys.executable}"
+    proc = run_tool(
+        "ansible-playbook", "-i", "localhost,", "-c", "local", "-e", interp, str(play), env=env, timeout=100
+    )
+    assert proc.returncode == 0, output(proc)
+    roles = re.search(r"task_times: [\d.]+ s in all; per role \(s\):\n((?:  .*\n)+)", proc.stdout)
+    assert roles, output(proc)
+    per_role = {line.split()[1]: float(line.split()[0]) for line in roles.group(1).splitlines()}
+    assert per_role["slow_demo"] >= 0.7, per_role
+    slow = re.search(r"slowest tasks \(s\):\n  +([\d.]+)  slow_demo : Sleep a while\n", proc.stdout)
+    assert slow and float(slow.group(1)) >= 0.6, output(proc)

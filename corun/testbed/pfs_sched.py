@@ -49,6 +49,7 @@ INT_KEYS = {
 PATH_KEYS = ("trace", "trace_record")
 STATUS_MAX_AGE_S = 5.0  # the status is rewritten every second; a busy machine may delay it
 APPLY_TIMEOUT_S = 10.0
+POLL_S = 0.02  # the status is read again this often until it shows the change (a nsenter and a cat)
 
 WRITE_SCRIPT = r"""
 f=$1
@@ -199,7 +200,7 @@ def wait_applied(ts: list[dict], policy: str, params: dict, generation: str, tim
         problems = [p for t, d in zip(ts, docs) if (p := check_status(t, d, policy, params, generation))]
         if not problems or time.monotonic() > deadline:
             return problems
-        time.sleep(0.1)
+        time.sleep(POLL_S)
 
 
 def new_generation() -> str:
