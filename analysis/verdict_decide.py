@@ -69,19 +69,9 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
         + (f" [{fmt_num(s_lo)}, {fmt_num(s_hi)}]" if math.isfinite(lo) else "")
         + f", n = {n}"
     )
-    row = partial(
-        make_row,
-        cid,
-        claim,
-        looks,
-        estimate=s_est,
-        ci_low=s_lo,
-        ci_high=s_hi,
-        n=n,
-        measured=measured,
-        runs=runs,
-        basis=_basis(claim, "log" if scale_log else "linear", claim["null"] if scale_log else shown_null, alpha),
-    )
+    basis = _basis(claim, "log" if scale_log else "linear", claim["null"] if scale_log else shown_null, alpha)
+    row = partial(make_row, cid, claim, looks, estimate=s_est, ci_low=s_lo, ci_high=s_hi, n=n, measured=measured)
+    row = partial(row, runs=runs, basis=basis)
     if n < claim["min_reps"]:
         return row(
             reps_needed=claim["min_reps"],
