@@ -279,7 +279,8 @@ def chance_text(campaigns: list[dict]) -> str:
     if c["heterogeneous"]:
         lines.append(
             f"claims whose campaigns differ more than their intervals allow (Cochran's Q, p < {HETEROGENEITY_P}): "
-            "a level of variation one campaign's reps do not sample"
+            "a level of variation one campaign's reps do not sample; by chance alone about "
+            f"{HETEROGENEITY_P * c['estimated']:.1f} of the {c['estimated']} would be listed"
         )
         lines += [f"  {'.'.join(k)}: Q {e['q']:.1f}, p {e['q_p']:.3g}" for k, e in c["heterogeneous"]]
     return "\n".join(lines) + "\n"
