@@ -32,6 +32,8 @@ from pathlib import Path
 
 from scipy import stats as sps
 
+from analysis.claims import load_claims
+
 REPO = Path(__file__).resolve().parent.parent
 MOVE_SHOWN = 0.2  # claims at or above this chance of moving are listed
 STABLE_MOVE = 0.1  # the chance of moving that reps_stable aims at
@@ -153,8 +155,6 @@ def claim_chance(rows: list[dict], factor: float = 1.0) -> dict | None:
 def _declared(experiment: str, cache: dict) -> dict:
     """This checkout's claims of one experiment ({} when it has none)."""
     if experiment not in cache:
-        from analysis.claims import load_claims  # the declarations, for rows written before `basis`
-
         folder = REPO / "experiments" / experiment
         try:
             cache[experiment] = load_claims(folder / "claims.yaml", experiment, REPO / "experiments" / "_papers").claims
@@ -195,12 +195,6 @@ def with_basis(campaigns: list[dict[tuple[str, str], dict]]) -> list[dict]:
     return out
 
 
-def _moved(campaigns: list[dict]) -> list:
-    from analysis.campaign_verdicts import diff  # noqa: PLC0415 - the one definition of a move
-
-    return diff(campaigns)["moves"]
-
-
 def at_least(chances: list[float], observed: int) -> float:
     """The chance of `observed` or more moves when each claim moves independently with its own
     chance (the Poisson-binomial distribution, by convolution)."""
@@ -214,16 +208,17 @@ def at_least(chances: list[float], observed: int) -> float:
     return float(min(1.0, sum(dist[observed:])))
 
 
-def chance(campaigns: list[dict[tuple[str, str], dict]], factor: float = 1.0) -> dict:
+def chance(campaigns: list[dict[tuple[str, str], dict]], factor: float = 1.0, moved=()) -> dict:
     """The claims estimated, the expected moves and flips from sampling alone, the claims most
-    likely to move, and those whose campaigns differ beyond their intervals."""
+    likely to move, and those whose campaigns differ beyond their intervals; MOVED: the claims
+    that moved (campaign_verdicts.diff's), to count those observed among the estimated."""
     keys = sorted(set().union(*[set(c) for c in campaigns]))
     per = {}
     for key in keys:
         est = claim_chance([c.get(key) for c in campaigns], factor)
         if est is not None:
             per[key] = est
-    moved = set(map(tuple, _moved(campaigns)))
+    moved = set(map(tuple, moved))
     observed = sum(1 for k in per if k in moved)
     return {
         "claims": len(keys),
@@ -241,10 +236,10 @@ def chance(campaigns: list[dict[tuple[str, str], dict]], factor: float = 1.0) ->
     }
 
 
-def chance_text(campaigns: list[dict]) -> str:
+def chance_text(campaigns: list[dict], moved=()) -> str:
     if len(campaigns) < 2:
         return ""
-    c = chance(with_basis(campaigns))
+    c = chance(with_basis(campaigns), moved=moved)
     n = max(1, c["claims"])
     lines = [
         f"sampling alone (normal approximation from the rows' intervals, {c['estimated']} of {c['claims']} "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from analysis.campaign_chance import chance_text
 from analysis.common import fmt_num
 from analysis.verdicts import DECIDED, OUTCOMES
 from corun.errors import ConfigError
@@ -122,6 +123,4 @@ def diff_text(names: list[str], campaigns: list[dict]) -> str:
         f"moved between a decided outcome and inconclusive: {len(d['moves'])} of {d['claims']} "
         f"({100 * len(d['moves']) / n:.1f} %)"
     )
-    from analysis.campaign_chance import chance_text  # noqa: PLC0415 - scipy only for a diff
-
-    return "\n".join(lines) + "\n" + chance_text(campaigns)
+    return "\n".join(lines) + "\n" + chance_text(campaigns, d["moves"])

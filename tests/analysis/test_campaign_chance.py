@@ -107,9 +107,9 @@ def test_moves_beyond_what_sampling_gives_are_called_out():
     # other by their outcomes: sampling alone would hardly ever move them
     far = {("e", f"c{i}"): {**row(0.5, 0.05, "reproduced"), "paper": "001"} for i in range(10)}
     odd = {k: {**r, "outcome": "inconclusive"} for k, r in far.items()}
-    c = cc.chance([far, odd])
+    c = cc.chance([far, odd], moved=cv.diff([far, odd])["moves"])
     assert c["observed"] == 10 and c["p_at_least"] < 1e-9
-    assert "more moves than sampling explains" in cc.chance_text([far, odd])
+    assert "more moves than sampling explains" in cc.chance_text([far, odd], cv.diff([far, odd])["moves"])
 
 
 def test_more_reps_shrink_the_spread_as_one_over_their_root():

@@ -17,7 +17,7 @@
 #define ROOT_INO 1
 #define FILE_INO 2
 #define LATE_BIN_US 10
-#define CHUNK_SHIFT 20 /* the chunks of struct server's map: 1 MiB */
+#define CHUNK_SHIFT 20   /* the chunks of struct server's map: 1 MiB */
 #define LATE_BINS 200000 /* 10 us bins up to 2 s; beyond, the last bin */
 
 struct sreq {
