@@ -33,12 +33,13 @@ from pathlib import Path
 from scipy import stats as sps
 
 from analysis.claims import load_claims
+from analysis.verdict_decide import row_basis
 
 REPO = Path(__file__).resolve().parent.parent
 MOVE_SHOWN = 0.2  # claims at or above this chance of moving are listed
 STABLE_MOVE = 0.1  # the chance of moving that reps_stable aims at
 MAX_REPS = 500
-HETEROGENEITY_P = 0.05
+LEVEL = 0.05  # of the test of the moves observed and of each claim's Cochran's Q
 
 
 def _g(scale: str, null: float, v: float) -> float | None:
@@ -56,6 +57,16 @@ def _sign(expect: str) -> float | None:
     return {"greater": 1.0, "increasing": 1.0, "less": -1.0, "decreasing": -1.0}.get(expect)
 
 
+def _q(scale: str, alpha: float) -> float:
+    """The decision's normal quantile: a trend is one-sided at alpha, an interval two-sided."""
+    return sps.norm.ppf(1 - alpha) if scale == "rho" else sps.norm.ppf(1 - alpha / 2)
+
+
+def _band(basis: dict) -> float:
+    """A no-change claim's margin on the interval's scale."""
+    return math.log1p(basis["margin"]) if basis["scale"] == "log" else basis["margin"]
+
+
 def decided_chance(basis: dict, theta: float, se: float) -> tuple[float, float]:
     """(chance reproduced, chance contradicted) of one campaign whose estimate is
     normal(theta, se) on the interval's scale, under the claim's rule."""
@@ -64,15 +75,15 @@ def decided_chance(basis: dict, theta: float, se: float) -> tuple[float, float]:
         return (float("nan"), float("nan"))
     norm = sps.norm
     if basis["expect"] == "equivalent":
-        band = math.log1p(basis["margin"]) if basis["scale"] == "log" else basis["margin"]
-        q2, q = norm.ppf(1 - alpha), norm.ppf(1 - alpha / 2)
+        band = _band(basis)
+        q2, q = norm.ppf(1 - alpha), _q(basis["scale"], alpha)
         inside = max(0.0, norm.cdf((band - q2 * se - theta) / se) - norm.cdf((-band + q2 * se - theta) / se))
         outside = norm.sf((band + q * se - theta) / se) + norm.cdf((-band - q * se - theta) / se)
         return inside, outside
     sign = _sign(basis["expect"])
     if sign is None:
         return (float("nan"), float("nan"))
-    q = norm.ppf(1 - alpha) if basis["scale"] == "rho" else norm.ppf(1 - alpha / 2)
+    q = _q(basis["scale"], alpha)
     z = sign * theta / se
     return float(norm.cdf(z - q)), float(norm.cdf(-z - q))
 
@@ -82,7 +93,7 @@ def reps_stable(basis: dict, theta: float, se: float, n: float, alpha: float, k:
     or less over k campaigns (its spread shrinking as 1 / sqrt(n)); None when its effect is too
     near the null (or, for a no-change claim, the margin) for any number up to MAX_REPS."""
     if basis["expect"] == "equivalent":
-        band = math.log1p(basis["margin"]) if basis["scale"] == "log" else basis["margin"]
+        band = _band(basis)
         inside = abs(theta) < band
         distance, q = abs(abs(theta) - band), sps.norm.ppf(1 - alpha if inside else 1 - alpha / 2)
     else:
@@ -90,7 +101,7 @@ def reps_stable(basis: dict, theta: float, se: float, n: float, alpha: float, k:
         if sign is None:
             return None
         distance = abs(theta)
-        q = sps.norm.ppf(1 - alpha) if basis["scale"] == "rho" else sps.norm.ppf(1 - alpha / 2)
+        q = _q(basis["scale"], alpha)
     if distance == 0:
         return None
     lo, hi = 0.5, 1.0  # the chance of a decision that gives STABLE_MOVE over k campaigns
@@ -180,16 +191,7 @@ def with_basis(campaigns: list[dict[tuple[str, str], dict]]) -> list[dict]:
                 else:
                     scale = "linear"
                     null = 0.0 if claim["effect"] in ("ratio", "ratio_of_ratios") else claim["null"]
-                row = {
-                    **row,
-                    "basis": {
-                        "scale": scale,
-                        "null": float(null),
-                        "expect": claim["expect"],
-                        "margin": claim.get("margin") if claim["expect"] == "equivalent" else None,
-                        "alpha": 1 - row["level"],
-                    },
-                }
+                row = {**row, "basis": row_basis(claim, scale, null, 1 - row["level"])}
             filled[(exp, cid)] = row
         out.append(filled)
     return out
@@ -230,7 +232,7 @@ def chance(campaigns: list[dict[tuple[str, str], dict]], factor: float = 1.0, mo
         "flips": sum(e["p_flip"] for e in per.values()),
         "likely": sorted(((k, e) for k, e in per.items() if e["p_move"] >= MOVE_SHOWN), key=lambda x: -x[1]["p_move"]),
         "heterogeneous": sorted(
-            ((k, e) for k, e in per.items() if e["q_p"] is not None and e["q_p"] < HETEROGENEITY_P),
+            ((k, e) for k, e in per.items() if e["q_p"] is not None and e["q_p"] < LEVEL),
             key=lambda x: x[1]["q_p"],
         ),
     }
@@ -249,7 +251,7 @@ def chance_text(campaigns: list[dict], moved=()) -> str:
     lines.append(
         f"observed among them: {c['observed']} moves; the chance of {c['observed']} or more from sampling "
         f"alone: {100 * c['p_at_least']:.0f} %"
-        + (" (more moves than sampling explains: look for a cause)" if c["p_at_least"] < HETEROGENEITY_P else "")
+        + (" (more moves than sampling explains: look for a cause)" if c["p_at_least"] < LEVEL else "")
     )
     if c["unestimated_moves"]:
         lines.append(
@@ -273,9 +275,9 @@ def chance_text(campaigns: list[dict], moved=()) -> str:
         ]
     if c["heterogeneous"]:
         lines.append(
-            f"claims whose campaigns differ more than their intervals allow (Cochran's Q, p < {HETEROGENEITY_P}): "
+            f"claims whose campaigns differ more than their intervals allow (Cochran's Q, p < {LEVEL}): "
             "a level of variation one campaign's reps do not sample; by chance alone about "
-            f"{HETEROGENEITY_P * c['estimated']:.1f} of the {c['estimated']} would be listed"
+            f"{LEVEL * c['estimated']:.1f} of the {c['estimated']} would be listed"
         )
         lines += [f"  {'.'.join(k)}: Q {e['q']:.1f}, p {e['q_p']:.3g}" for k, e in c["heterogeneous"]]
     return "\n".join(lines) + "\n"

@@ -29,7 +29,7 @@ def _interval(effects: np.ndarray, test: str, conf: float) -> tuple[float, float
     return float(np.mean(effects)), lo, hi, None
 
 
-def _basis(claim: dict, scale: str, null: float, alpha: float) -> dict:
+def row_basis(claim: dict, scale: str, null: float, alpha: float) -> dict:
     """What the outcome was decided against, as the row records it (analysis.campaign_chance reads
     it): the scale of the interval (log: of value / null; linear: value - null; rho: Fisher's z of
     a rank correlation, one-sided at alpha), the null and margin as shown, the direction, alpha."""
@@ -69,7 +69,7 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
         + (f" [{fmt_num(s_lo)}, {fmt_num(s_hi)}]" if math.isfinite(lo) else "")
         + f", n = {n}"
     )
-    basis = _basis(claim, "log" if scale_log else "linear", claim["null"] if scale_log else shown_null, alpha)
+    basis = row_basis(claim, "log" if scale_log else "linear", claim["null"] if scale_log else shown_null, alpha)
     row = partial(make_row, cid, claim, looks, estimate=s_est, ci_low=s_lo, ci_high=s_hi, n=n, measured=measured)
     row = partial(row, runs=runs, basis=basis)
     if n < claim["min_reps"]:
@@ -196,7 +196,7 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
         n=n,
         measured=measured,
         runs=runs,
-        basis=_basis(claim, "log" if log else "linear", claim["null"] if log else null_shown, alpha),
+        basis=row_basis(claim, "log" if log else "linear", claim["null"] if log else null_shown, alpha),
     )
     if n < claim["min_reps"] or not math.isfinite(lo):
         return row(
@@ -271,7 +271,9 @@ def decide_trend(cid, claim, looks, info, runs, at, alpha) -> dict:
     rho = t["rho"]
     lo, hi = stats.rho_interval(rho, n, 1 - alpha)
     measured = f"rho {fmt_num(rho)}" + (f" [{fmt_num(lo)}, {fmt_num(hi)}]" if math.isfinite(lo) else "") + f", n = {n}"
-    row = partial(row, estimate=rho, ci_low=lo, ci_high=hi, measured=measured, basis=_basis(claim, "rho", 0.0, alpha))
+    row = partial(
+        row, estimate=rho, ci_low=lo, ci_high=hi, measured=measured, basis=row_basis(claim, "rho", 0.0, alpha)
+    )
     if t["attainable_p"] >= alpha:
         per_rep = _points_per_rep(frame, claim)
         # as many points as a perfect ranking needs to reach the level, or the power estimate's

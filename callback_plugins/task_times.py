@@ -1,6 +1,6 @@
 """Where a provisioning run's time went: per role and the slowest tasks, printed at the end.
 
-Enabled with `ANSIBLE_CALLBACKS_ENABLED=task_times` (make provision TIMES=1 sets it). A task's
+Enabled with `ANSIBLE_CALLBACKS_ENABLED=task_times` (before `make provision` too). A task's
 time is from its start to its last host's result, so with several hosts it is the slowest
 host's; the roles' totals add their tasks' times. `CORUN_TASK_TIMES_TOP` (default 15) sets how
 many tasks are listed.
