@@ -1,16 +1,17 @@
 """Provisioning from scratch on an emulated bare-metal testbed (scripts/bare-testbed).
 
-Two fresh Debian 12 nodes (namespaces of this machine, each with its own overlay root over the
-debootstrap template, built once per machine and reused): they start bare; node_check names a
-node without ssh, with another release or without space in one line while the other node goes
-on; site.yml provisions both from nothing over ssh (packages through the testbed's apt proxy,
-corun's tree, kernels, schedulers, MPI, the upstream benchmarks from the mirror served over
-HTTP), a run after it changes nothing; the testbed profile then runs mpl_sweep across both nodes
-from here (results, report and archive made here) and survives node 2 killed mid-campaign (only
-its runs fail, naming it; the next call measures only those), and teardown leaves no namespace,
-mount, loop device or process. Marked root and bare (select with -m bare); it takes many minutes
-(the figures are printed), the first time longer (the template, the apt proxy's cache).
-"""
+Two fresh Debian 12 nodes (namespaces of this machine, each with a disk of its own, an ext4 image
+on a loop device made from the debootstrap template, built once per machine and reused): they
+start bare, their root on that block device; node_check names a node without ssh, with another
+release or without space in one line while the other node goes on; site.yml provisions both at
+once from nothing over ssh (packages through the testbed's apt proxy, corun's tree, kernels,
+schedulers, MPI, the upstream benchmarks from the mirror served over HTTP), a run after it
+changes nothing; the testbed profile then runs mpl_sweep across both nodes and sais with its
+client on one and a data server on the other, from here (results, report and archive made
+here), and survives node 2 killed mid-campaign (only its runs fail, naming it; the next call
+measures only those); teardown leaves no namespace, mount, loop device or process. Marked root
+and bare (select with -m bare); it takes many minutes (the figures are printed), the first time
+longer (the template, the apt proxy's cache)."""
 
 import csv
 import json
@@ -34,6 +35,7 @@ SUBNET = "10.79.1.0/24"
 NODES = [f"{PREFIX}-n1", f"{PREFIX}-n2"]
 RECAP = re.compile(r"^(\S+)\s*:.*\bchanged=(\d+).*\bunreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 FIGURES = {}
+HOST_LOOPS = set()  # the loop devices this machine had before the testbed (a node sees them all)
 
 pytestmark = [pytest.mark.root, pytest.mark.bare]
 
@@ -75,6 +77,7 @@ def bare(tmp_path_factory):
     """Two bare nodes: (state dir, inventory); torn down after the module, checked for leftovers."""
     state = tmp_path_factory.mktemp("bare") / "state"
     inventory = REPO / "inventory" / f"bare-test-{os.getpid()}.yml"
+    HOST_LOOPS.update(subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines())
     t0 = time.monotonic()
     proc = up(state, inventory)
     FIGURES["up_s"] = round(time.monotonic() - t0, 1)
@@ -126,11 +129,31 @@ def test_nodes_start_bare_with_only_sshd(bare):
         lines = proc.stdout.split()
         assert lines[0] == name and "gcc" not in lines and "corun" not in lines, proc.stdout
         assert int(lines[-1]) < 200, f"{name} holds {lines[-1]} packages, more than the minbase template"
+        # its root is an ext4 on a block device of its own, which its /dev holds, with elevators
+        probe = (
+            "findmnt -n -o SOURCE,FSTYPE /; d=$(findmnt -n -o SOURCE /); "
+            "test -b $d && cat /sys/block/${d#/dev/}/queue/scheduler"
+        )
+        proc = ssh(state, name, probe)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        source, fstype, *elevators = proc.stdout.split()
+        assert re.fullmatch(r"/dev/loop\d+", source) and fstype == "ext4", proc.stdout
+        assert {"none", "mq-deadline"} <= {e.strip("[]") for e in elevators}, proc.stdout
 
 
 @pytest.mark.timeout(900)
 def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
     state, inventory = bare
+    # a node down (killed): no ssh, one line; the other node goes on
+    assert bare_testbed(state, "kill", NODES[1]).returncode == 0
+    try:
+        proc, recap, _ = playbook(inventory, "--tags", "node_check", timeout=300)
+    finally:
+        assert up(state, inventory).returncode == 0
+    lines = node_check_lines(proc.stdout)
+    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
+    assert recap[NODES[0]][1:] == (0, 0), output(proc)
+
     root2 = state / "nodes" / NODES[1] / "root"
     os_release = root2 / "usr" / "lib" / "os-release"
     original = os_release.read_text()
@@ -165,15 +188,11 @@ def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
 
 @pytest.mark.timeout(5400)
 def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
-    """First with node 2 down (killed): node 1 is provisioned, node 2 is one line; then node 2
-    back: provisioned; then a run on both that changes nothing."""
+    """Both nodes from nothing at once, as on a testbed; then a run that changes nothing."""
     state, inventory = bare
-    assert bare_testbed(state, "kill", NODES[1]).returncode == 0
-    proc, recap, secs = playbook(inventory)
-    FIGURES["provision_n1_s"] = secs
-    lines = node_check_lines(proc.stdout)
-    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
-    assert recap[NODES[0]][0] > 0 and recap[NODES[0]][1:] == (0, 0), output(proc)
+    proc, recap, FIGURES["provision_s"] = playbook(inventory)
+    assert proc.returncode == 0, output(proc)
+    assert all(recap[n][0] > 0 and recap[n][1:] == (0, 0) for n in NODES), output(proc)
     # the upstream benchmarks built from the mirror served over HTTP, not their stand-ins
     upstream = " ".join(f"/var/lib/corun/upstream.d/{b}.json" for b in ("graph500", "npb", "ior"))
     probes = (
@@ -182,18 +201,12 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
         "ls /opt/corun/ior-*/bin/ior",
         f"ls {REPO}/kernels/build | grep -q .",
     )
-    for probe in probes:
-        got = ssh(state, NODES[0], probe)
-        assert got.returncode == 0, f"{probe}: {got.stdout}{got.stderr}"
+    for name in NODES:
+        for probe in probes:
+            got = ssh(state, name, probe)
+            assert got.returncode == 0, f"{name}: {probe}: {got.stdout}{got.stderr}"
 
-    assert up(state, inventory).returncode == 0
-    proc, recap, secs = playbook(inventory)
-    FIGURES["provision_n2_s"] = secs
-    assert proc.returncode == 0, output(proc)
-    assert recap[NODES[0]][0] == 0 and recap[NODES[1]][0] > 0, output(proc)
-
-    proc, recap, secs = playbook(inventory)
-    FIGURES["second_run_s"] = secs
+    proc, recap, FIGURES["second_run_s"] = playbook(inventory)
     assert proc.returncode == 0, output(proc)
     assert recap == {n: (0, 0, 0) for n in NODES}, f"a second run changed something:\n{output(proc)}"
 
@@ -202,16 +215,24 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
 # machine as on Grid'5000: only the inventory differs, and the sizes two nodes hold (jobs of 2
 # ranks). mpl_sweep's runs span the nodes: corun run here, its ranks and node daemons there.
 def profile_config(base: Path, inventory: Path, schemes: list[str]) -> Path:
-    cfg = {
-        "results_dir": str(base / "results"),
-        "data_dir": str(base / "data"),
-        "experiments": ["mpl_sweep"],
-        "mpl_sweep": {
+    return experiment_config(
+        base,
+        "mpl_sweep",
+        {
             "schemes": schemes,
             "workloads": {"wl6": {"ranks": [2], "jobs": 6}},
             "model": {"projection": {"nodes": [2, 4], "ranks": [2]}},
             "cluster": {"inventory": str(inventory)},
         },
+    )
+
+
+def experiment_config(base: Path, experiment: str, section: dict) -> Path:
+    cfg = {
+        "results_dir": str(base / "results"),
+        "data_dir": str(base / "data"),
+        "experiments": [experiment],
+        experiment: section,
     }
     path = base / "testbed.yaml"
     path.write_text(json.dumps(cfg))
@@ -250,7 +271,8 @@ def node_state(state, nodes=NODES) -> dict[str, list[str]]:
     for name in nodes:
         proc = ssh(state, name, probe)
         assert proc.returncode in (0, 1), f"{name}: {proc.stderr}"
-        out[name] = proc.stdout.splitlines()
+        # a node sees every loop device of the machine: the testbed's disks and those there before are not a run's
+        out[name] = [x for x in proc.stdout.splitlines() if x not in HOST_LOOPS and str(state) not in x]
     return out
 
 
@@ -292,6 +314,33 @@ def test_the_testbed_profile_runs_mpl_sweep_across_the_nodes_and_gathers_the_res
         timeout=600,
     )
     assert archive.returncode == 0, archive.stderr
+    assert node_state(state) == {n: [] for n in NODES}
+
+
+@pytest.mark.timeout(1800)
+def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_server_on_the_other(bare, scratch):
+    """sais as on Grid'5000 with two nodes: the first the client (corun run there, IOR built
+    from its pinned source), the second a data server; the baseline and RFS; each node's root
+    on a block device of its own, so the run finds its device under test."""
+    state, inventory = bare
+    section = {
+        "policies": ["irqbalance", "source_aware"],
+        "servers": [1],
+        "reps": 1,
+        "max_reps": 1,
+        "file_mib": 16,
+        "cluster": {"inventory": str(inventory)},
+    }
+    proc, FIGURES["sais_run_s"] = snakemake(experiment_config(scratch, "sais", section))
+    results = scratch / "results"
+    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
+    metas = [json.loads(f.read_text()) for f in (results / "sais" / "runs").glob("*/metadata.json")]
+    reads = [m for m in metas if m["labels"]["kind"] == "read"]
+    assert sorted(m["labels"]["policy"] for m in reads) == ["irqbalance", "source_aware"], [m["labels"] for m in metas]
+    for m in reads:  # measured on the client node, IOR itself reading through the servers
+        assert m["status"] == "ok" and m["host"]["hostname"] == NODES[0], m["labels"]
+        assert m["labels"]["reader"] == "ior" and "stands_in_for" not in m["labels"], m["labels"]
+    assert (results / "report.html").exists()
     assert node_state(state) == {n: [] for n in NODES}
 
 
