@@ -323,13 +323,17 @@ def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_se
     from its pinned source), the second a data server; the baseline and RFS; each node's root
     on a block device of its own, so the run finds its device under test."""
     state, inventory = bare
-    section = {
+    section = {  # testbed.yaml's sais section, at the sizes two nodes hold
         "policies": ["irqbalance", "source_aware"],
         "servers": [1],
+        "client_links": [1],
+        "transfer_sizes_bytes": [1048576],
+        "clients": [1],
+        "file_mib": 16,
         "reps": 1,
         "max_reps": 1,
-        "file_mib": 16,
-        "cluster": {"inventory": str(inventory)},
+        "compute_passes": 0,
+        "cluster": {"kind": "inventory", "inventory": str(inventory), "pfs_root": "/tmp/corun-pfs"},
     }
     proc, FIGURES["sais_run_s"] = snakemake(experiment_config(scratch, "sais", section))
     results = scratch / "results"
