@@ -102,7 +102,7 @@ def ssh(state, node, command):
 def playbook(inventory, *args, timeout=3000):
     t0 = time.monotonic()
     # JSON results: each failure's message on the line of its fatal: [...] (YAML folds long ones)
-    env = ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    env = ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_CALLBACKS_ENABLED="task_times")
     proc = run_tool("ansible-playbook", "-i", str(inventory), "site.yml", *args, timeout=timeout, env=env)
     recap = {host: tuple(map(int, rest)) for host, *rest in RECAP.findall(proc.stdout)}
     return proc, recap, round(time.monotonic() - t0, 1)
@@ -191,6 +191,7 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
     """Both nodes from nothing at once, as on a testbed; then a run that changes nothing."""
     state, inventory = bare
     proc, recap, FIGURES["provision_s"] = playbook(inventory)
+    print("\n" + proc.stdout[proc.stdout.find("task_times:") :])  # where the time went, per role
     assert proc.returncode == 0, output(proc)
     assert all(recap[n][0] > 0 and recap[n][1:] == (0, 0) for n in NODES), output(proc)
     # the upstream benchmarks built from the mirror served over HTTP, not their stand-ins
