@@ -1,17 +1,17 @@
 """Provisioning from scratch on an emulated bare-metal testbed (scripts/bare-testbed).
 
-Two fresh Debian 12 nodes (namespaces of this machine, each with a disk of its own, an ext4 image
-on a loop device made from the debootstrap template, built once per machine and reused): they
-start bare, their root on that block device; node_check names a node without ssh, with another
-release or without space in one line while the other node goes on; site.yml provisions both at
-once from nothing over ssh (packages through the testbed's apt proxy, corun's tree, kernels,
-schedulers, MPI, the upstream benchmarks from the mirror served over HTTP), a run after it
-changes nothing; the testbed profile then runs mpl_sweep across both nodes and sais with its
-client on one and a data server on the other, from here (results, report and archive made
-here), and survives node 2 killed mid-campaign (only its runs fail, naming it; the next call
-measures only those); teardown leaves no namespace, mount, loop device or process. Marked root
-and bare (select with -m bare); it takes many minutes (the figures are printed), the first time
-longer (the template, the apt proxy's cache)."""
+Two fresh Debian 12 nodes (namespaces of this machine, each with a disk of its own, an ext4 image on
+a loop device made from the debootstrap template, built once per machine and reused): they start
+bare, their root on that block device; node_check names a node without ssh, with another release or
+without space in one line while the other node goes on; site.yml provisions both at once from
+nothing over ssh (packages through the testbed's apt proxy, corun's tree, kernels, schedulers, MPI,
+the upstream benchmarks from the mirror served over HTTP), a run after it changes nothing; the
+testbed profile then runs mpl_sweep across both nodes and sais with its client on one and a data
+server on the other, from here (results, report and archive made here), and survives node 2 killed
+mid-campaign and node 2 cut off for 30 s (only its runs fail, naming it; nothing is left on either
+node; the next call measures only those); teardown leaves no namespace, mount, loop device or
+process. Marked root and bare (select with -m bare); it takes many minutes (the figures are
+printed), the first time longer (the template, the apt proxy's cache)."""
 
 import csv
 import json
@@ -385,6 +385,68 @@ def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_mea
 
     assert up(state, inventory).returncode == 0
     proc, FIGURES["node_kill_rerun_s"] = snakemake(config)
+    assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
+    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
+    assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]
+    assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
+    assert len(list(runs.glob("*/metadata.json"))) == 3
+    assert node_state(state) == {n: [] for n in NODES}
+
+
+def wait_nothing_left(state, within_s: float) -> tuple[dict[str, list[str]], float]:
+    """Poll the nodes until none holds anything of a run (or WITHIN_S passes): what is left, and when."""
+    t0 = time.monotonic()
+    while True:
+        left = node_state(state)
+        if left == {n: [] for n in NODES} or time.monotonic() > t0 + within_s:
+            return left, round(time.monotonic() - t0, 1)
+        time.sleep(2)
+
+
+@pytest.mark.timeout(1800)
+def test_a_node_cut_off_for_30_s_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
+    """Node 2's link down for 30 s once the first of three runs finished (a partition: its
+    processes go on): the runs that needed it meanwhile fail naming it, one started after the
+    link is back may pass; once it is back neither node keeps a rank, a node daemon, a process
+    stopped or boosted, a mount or a loop device; the next call measures only the runs that failed."""
+    state, inventory = bare
+    config = profile_config(scratch, inventory, ["batch", "sb", "cc_b"])
+    runs = scratch / "results" / "mpl_sweep" / "runs"
+    t0 = time.monotonic()
+    campaign = subprocess.Popen(
+        snakemake_argv(config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
+    )
+    try:
+        while not any(runs.glob("*/metadata.json")) and campaign.poll() is None:
+            time.sleep(0.2)
+        assert campaign.poll() is None, campaign.stdout.read()
+        before = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+        assert bare_testbed(state, "link", NODES[1], "down").returncode == 0
+        try:
+            status = json.loads(bare_testbed(state, "status", "--json").stdout)
+            assert [n["link_up"] for n in status["nodes"]] == [True, False], status
+            time.sleep(30)
+        finally:
+            assert bare_testbed(state, "link", NODES[1], "up").returncode == 0
+        out, _ = campaign.communicate(timeout=1200)
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+            campaign.wait()
+    FIGURES["partition_run_s"] = round(time.monotonic() - t0, 1)
+    assert campaign.returncode != 0, out[-3000:]
+    finished = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+    assert before.items() <= finished.items(), (before, finished)
+    logs = scratch / "results" / "mpl_sweep" / "logs"
+    failed = [f for f in sorted(logs.glob("run_mpl_sweep_*.log")) if f.name[len("run_mpl_sweep_") : -4] not in finished]
+    assert 1 <= len(failed) <= 2, [f.name for f in failed]
+    for log in failed:  # the run's own error, its last line from corun, names the node cut off
+        errors = [line for line in log.read_text().splitlines() if line.startswith("corun: ")]
+        assert errors and NODES[1] in errors[-1], log.read_text()[-2000:]
+    left, FIGURES["partition_settled_s"] = wait_nothing_left(state, 90)
+    assert left == {n: [] for n in NODES}
+
+    proc, FIGURES["partition_rerun_s"] = snakemake(config)
     assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
     measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
     assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]

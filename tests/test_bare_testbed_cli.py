@@ -34,6 +34,7 @@ bt = load()
         (["up", "9", "--subnet", "10.79.0.0/29"], "bare-testbed: --subnet: '10.79.0.0/29' (expected room for 9"),
         (["up", "2", "--mirror-dir", "no/such/folder"], "bare-testbed: --mirror-dir: 'no/such/folder' (expected"),
         (["up", "2", "--disk-gib", "1"], "bare-testbed: --disk-gib: 1 (expected an integer from 2 to 1024)"),
+        (["link", "corunb-n1", "sideways"], "bare-testbed: STATE: 'sideways' (expected down or up)"),
     ],
 )
 def test_usage_errors_are_one_line_with_exit_2(tmp_path, args, expected):
