@@ -15,8 +15,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
-	@echo "make test     provision and run every test but the bare-node one (make test-bare)"
-	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root)"
+	@echo "make test     provision and run every test (the bare-node one too: make test-bare alone)"
+	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root) but the bare-node one"
 	@echo "make lint     ruff format and check, snakemake --lint, ansible-lint"
 	@echo "make bench    instrument and scheduler-daemon overhead benchmarks (print figures)"
 	@echo "make testbed-up NODES=2   emulated bare Debian 12 nodes (inventory/bare.yml); make testbed-down"
@@ -45,11 +45,11 @@ run: provision
 	@echo "report: results/$(PROFILE)/report.html"
 
 test: provision
-	$(BIN)/python -m pytest -ra -m "not bare"
+	$(BIN)/python -m pytest -ra
 
 # without provisioning; the root tests run too when make runs as root
 test-fast: setup
-	$(BIN)/python -m pytest -ra $(if $(filter 0,$(shell id -u)),,-m "not root")
+	$(BIN)/python -m pytest -ra -m "$(if $(filter 0,$(shell id -u)),not bare,not root)"
 
 lint: setup
 	$(BIN)/ruff format --check .

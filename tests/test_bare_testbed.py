@@ -1,16 +1,17 @@
 """Provisioning from scratch on an emulated bare-metal testbed (scripts/bare-testbed).
 
-Two fresh Debian 12 nodes (namespaces of this machine, each with its own overlay root over the
-debootstrap template, built once per machine and reused): they start bare; node_check names a
-node without ssh, with another release or without space in one line while the other node goes
-on; site.yml provisions both from nothing over ssh (packages through the testbed's apt proxy,
-corun's tree, kernels, schedulers, MPI, the upstream benchmarks from the mirror served over
-HTTP), a run after it changes nothing; the testbed profile then runs mpl_sweep across both nodes
-from here (results, report and archive made here) and survives node 2 killed mid-campaign (only
-its runs fail, naming it; the next call measures only those), and teardown leaves no namespace,
-mount, loop device or process. Marked root and bare (select with -m bare); it takes many minutes
-(the figures are printed), the first time longer (the template, the apt proxy's cache).
-"""
+Two fresh Debian 12 nodes (namespaces of this machine, each with a disk of its own, an ext4 image on
+a loop device made from the debootstrap template, built once per machine and reused): they start
+bare, their root on that block device; node_check names a node without ssh, with another release or
+without space in one line while the other node goes on; site.yml provisions both at once from
+nothing over ssh (packages through the testbed's apt proxy, corun's tree, kernels, schedulers, MPI,
+the upstream benchmarks from the mirror served over HTTP), a run after it changes nothing; the
+testbed profile then runs mpl_sweep across both nodes and sais with its client on one and a data
+server on the other, from here (results, report and archive made here), and survives node 2 killed
+mid-campaign and node 2 cut off for 30 s (only its runs fail, naming it; nothing is left on either
+node; the next call measures only those); teardown leaves no namespace, mount, loop device or
+process. Marked root and bare (select with -m bare); it takes many minutes (the figures are
+printed), the first time longer (the template, the apt proxy's cache)."""
 
 import csv
 import json
@@ -34,6 +35,7 @@ SUBNET = "10.79.1.0/24"
 NODES = [f"{PREFIX}-n1", f"{PREFIX}-n2"]
 RECAP = re.compile(r"^(\S+)\s*:.*\bchanged=(\d+).*\bunreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 FIGURES = {}
+HOST_LOOPS = set()  # the loop devices this machine had before the testbed (a node sees them all)
 
 pytestmark = [pytest.mark.root, pytest.mark.bare]
 
@@ -75,6 +77,7 @@ def bare(tmp_path_factory):
     """Two bare nodes: (state dir, inventory); torn down after the module, checked for leftovers."""
     state = tmp_path_factory.mktemp("bare") / "state"
     inventory = REPO / "inventory" / f"bare-test-{os.getpid()}.yml"
+    HOST_LOOPS.update(subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines())
     t0 = time.monotonic()
     proc = up(state, inventory)
     FIGURES["up_s"] = round(time.monotonic() - t0, 1)
@@ -99,7 +102,7 @@ def ssh(state, node, command):
 def playbook(inventory, *args, timeout=3000):
     t0 = time.monotonic()
     # JSON results: each failure's message on the line of its fatal: [...] (YAML folds long ones)
-    env = ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    env = ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_CALLBACKS_ENABLED="task_times")
     proc = run_tool("ansible-playbook", "-i", str(inventory), "site.yml", *args, timeout=timeout, env=env)
     recap = {host: tuple(map(int, rest)) for host, *rest in RECAP.findall(proc.stdout)}
     return proc, recap, round(time.monotonic() - t0, 1)
@@ -126,11 +129,31 @@ def test_nodes_start_bare_with_only_sshd(bare):
         lines = proc.stdout.split()
         assert lines[0] == name and "gcc" not in lines and "corun" not in lines, proc.stdout
         assert int(lines[-1]) < 200, f"{name} holds {lines[-1]} packages, more than the minbase template"
+        # its root is an ext4 on a block device of its own, which its /dev holds, with elevators
+        probe = (
+            "findmnt -n -o SOURCE,FSTYPE /; d=$(findmnt -n -o SOURCE /); "
+            "test -b $d && cat /sys/block/${d#/dev/}/queue/scheduler"
+        )
+        proc = ssh(state, name, probe)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        source, fstype, *elevators = proc.stdout.split()
+        assert re.fullmatch(r"/dev/loop\d+", source) and fstype == "ext4", proc.stdout
+        assert {"none", "mq-deadline"} <= {e.strip("[]") for e in elevators}, proc.stdout
 
 
 @pytest.mark.timeout(900)
 def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
     state, inventory = bare
+    # a node down (killed): no ssh, one line; the other node goes on
+    assert bare_testbed(state, "kill", NODES[1]).returncode == 0
+    try:
+        proc, recap, _ = playbook(inventory, "--tags", "node_check", timeout=300)
+    finally:
+        assert up(state, inventory).returncode == 0
+    lines = node_check_lines(proc.stdout)
+    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
+    assert recap[NODES[0]][1:] == (0, 0), output(proc)
+
     root2 = state / "nodes" / NODES[1] / "root"
     os_release = root2 / "usr" / "lib" / "os-release"
     original = os_release.read_text()
@@ -165,15 +188,12 @@ def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
 
 @pytest.mark.timeout(5400)
 def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
-    """First with node 2 down (killed): node 1 is provisioned, node 2 is one line; then node 2
-    back: provisioned; then a run on both that changes nothing."""
+    """Both nodes from nothing at once, as on a testbed; then a run that changes nothing."""
     state, inventory = bare
-    assert bare_testbed(state, "kill", NODES[1]).returncode == 0
-    proc, recap, secs = playbook(inventory)
-    FIGURES["provision_n1_s"] = secs
-    lines = node_check_lines(proc.stdout)
-    assert len(lines) == 1 and lines[0].startswith(f"node_check: {NODES[1]}: no ssh at 10.79.1.12"), output(proc)
-    assert recap[NODES[0]][0] > 0 and recap[NODES[0]][1:] == (0, 0), output(proc)
+    proc, recap, FIGURES["provision_s"] = playbook(inventory)
+    print("\n" + proc.stdout[proc.stdout.find("task_times:") :])  # where the time went, per role
+    assert proc.returncode == 0, output(proc)
+    assert all(recap[n][0] > 0 and recap[n][1:] == (0, 0) for n in NODES), output(proc)
     # the upstream benchmarks built from the mirror served over HTTP, not their stand-ins
     upstream = " ".join(f"/var/lib/corun/upstream.d/{b}.json" for b in ("graph500", "npb", "ior"))
     probes = (
@@ -182,18 +202,12 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
         "ls /opt/corun/ior-*/bin/ior",
         f"ls {REPO}/kernels/build | grep -q .",
     )
-    for probe in probes:
-        got = ssh(state, NODES[0], probe)
-        assert got.returncode == 0, f"{probe}: {got.stdout}{got.stderr}"
+    for name in NODES:
+        for probe in probes:
+            got = ssh(state, name, probe)
+            assert got.returncode == 0, f"{name}: {probe}: {got.stdout}{got.stderr}"
 
-    assert up(state, inventory).returncode == 0
-    proc, recap, secs = playbook(inventory)
-    FIGURES["provision_n2_s"] = secs
-    assert proc.returncode == 0, output(proc)
-    assert recap[NODES[0]][0] == 0 and recap[NODES[1]][0] > 0, output(proc)
-
-    proc, recap, secs = playbook(inventory)
-    FIGURES["second_run_s"] = secs
+    proc, recap, FIGURES["second_run_s"] = playbook(inventory)
     assert proc.returncode == 0, output(proc)
     assert recap == {n: (0, 0, 0) for n in NODES}, f"a second run changed something:\n{output(proc)}"
 
@@ -202,16 +216,24 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
 # machine as on Grid'5000: only the inventory differs, and the sizes two nodes hold (jobs of 2
 # ranks). mpl_sweep's runs span the nodes: corun run here, its ranks and node daemons there.
 def profile_config(base: Path, inventory: Path, schemes: list[str]) -> Path:
-    cfg = {
-        "results_dir": str(base / "results"),
-        "data_dir": str(base / "data"),
-        "experiments": ["mpl_sweep"],
-        "mpl_sweep": {
+    return experiment_config(
+        base,
+        "mpl_sweep",
+        {
             "schemes": schemes,
             "workloads": {"wl6": {"ranks": [2], "jobs": 6}},
             "model": {"projection": {"nodes": [2, 4], "ranks": [2]}},
             "cluster": {"inventory": str(inventory)},
         },
+    )
+
+
+def experiment_config(base: Path, experiment: str, section: dict) -> Path:
+    cfg = {
+        "results_dir": str(base / "results"),
+        "data_dir": str(base / "data"),
+        "experiments": [experiment],
+        experiment: section,
     }
     path = base / "testbed.yaml"
     path.write_text(json.dumps(cfg))
@@ -250,7 +272,8 @@ def node_state(state, nodes=NODES) -> dict[str, list[str]]:
     for name in nodes:
         proc = ssh(state, name, probe)
         assert proc.returncode in (0, 1), f"{name}: {proc.stderr}"
-        out[name] = proc.stdout.splitlines()
+        # a node sees every loop device of the machine: the testbed's disks and those there before are not a run's
+        out[name] = [x for x in proc.stdout.splitlines() if x not in HOST_LOOPS and str(state) not in x]
     return out
 
 
@@ -296,6 +319,39 @@ def test_the_testbed_profile_runs_mpl_sweep_across_the_nodes_and_gathers_the_res
 
 
 @pytest.mark.timeout(1800)
+def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_server_on_the_other(bare, scratch):
+    """sais as on Grid'5000 with two nodes: the first the client (corun run there, IOR built
+    from its pinned source), the second a data server; the baseline and RPS; each node's root
+    on a block device of its own, so the run finds its device under test."""
+    state, inventory = bare
+    # testbed.yaml's sais section, at the sizes two nodes hold; spread for source_aware, whose
+    # kernel-wide RFS flow table a node sharing this machine's kernel cannot set (steer.py says so)
+    section = {
+        "policies": ["irqbalance", "spread"],
+        "servers": [1],
+        "client_links": [1],
+        "transfer_sizes_bytes": [1048576],
+        "clients": [1],
+        "file_mib": 16,
+        "reps": 1,
+        "max_reps": 1,
+        "compute_passes": 0,
+        "cluster": {"kind": "inventory", "inventory": str(inventory), "pfs_root": "/tmp/corun-pfs"},
+    }
+    proc, FIGURES["sais_run_s"] = snakemake(experiment_config(scratch, "sais", section))
+    results = scratch / "results"
+    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
+    metas = [json.loads(f.read_text()) for f in (results / "sais" / "runs").glob("*/metadata.json")]
+    reads = [m for m in metas if m["labels"]["kind"] == "read"]
+    assert sorted(m["labels"]["policy"] for m in reads) == ["irqbalance", "spread"], [m["labels"] for m in metas]
+    for m in reads:  # measured on the client node, IOR itself reading through the servers
+        assert m["status"] == "ok" and m["host"]["hostname"] == NODES[0], m["labels"]
+        assert m["labels"]["reader"] == "ior" and "stands_in_for" not in m["labels"], m["labels"]
+    assert (results / "report.html").exists()
+    assert node_state(state) == {n: [] for n in NODES}
+
+
+@pytest.mark.timeout(1800)
 def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
     """Node 2 SIGKILLed once the first of three runs finished: the others fail naming the node,
     node 1 is left with nothing running, boosted or stopped; after `up` the next call measures
@@ -331,6 +387,68 @@ def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_mea
 
     assert up(state, inventory).returncode == 0
     proc, FIGURES["node_kill_rerun_s"] = snakemake(config)
+    assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
+    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
+    assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]
+    assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
+    assert len(list(runs.glob("*/metadata.json"))) == 3
+    assert node_state(state) == {n: [] for n in NODES}
+
+
+def wait_nothing_left(state, within_s: float) -> tuple[dict[str, list[str]], float]:
+    """Poll the nodes until none holds anything of a run (or WITHIN_S passes): what is left, and when."""
+    t0 = time.monotonic()
+    while True:
+        left = node_state(state)
+        if left == {n: [] for n in NODES} or time.monotonic() > t0 + within_s:
+            return left, round(time.monotonic() - t0, 1)
+        time.sleep(2)
+
+
+@pytest.mark.timeout(1800)
+def test_a_node_cut_off_for_30_s_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
+    """Node 2's link down for 30 s once the first of three runs finished (a partition: its
+    processes go on): the runs that needed it meanwhile fail naming it, one started after the
+    link is back may pass; once it is back neither node keeps a rank, a node daemon, a process
+    stopped or boosted, a mount or a loop device; the next call measures only the runs that failed."""
+    state, inventory = bare
+    config = profile_config(scratch, inventory, ["batch", "sb", "cc_b"])
+    runs = scratch / "results" / "mpl_sweep" / "runs"
+    t0 = time.monotonic()
+    campaign = subprocess.Popen(
+        snakemake_argv(config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
+    )
+    try:
+        while not any(runs.glob("*/metadata.json")) and campaign.poll() is None:
+            time.sleep(0.2)
+        assert campaign.poll() is None, campaign.stdout.read()
+        before = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+        assert bare_testbed(state, "link", NODES[1], "down").returncode == 0
+        try:
+            status = json.loads(bare_testbed(state, "status", "--json").stdout)
+            assert [n["link_up"] for n in status["nodes"]] == [True, False], status
+            time.sleep(30)
+        finally:
+            assert bare_testbed(state, "link", NODES[1], "up").returncode == 0
+        out, _ = campaign.communicate(timeout=1200)
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+            campaign.wait()
+    FIGURES["partition_run_s"] = round(time.monotonic() - t0, 1)
+    assert campaign.returncode != 0, out[-3000:]
+    finished = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+    assert before.items() <= finished.items(), (before, finished)
+    logs = scratch / "results" / "mpl_sweep" / "logs"
+    failed = [f for f in sorted(logs.glob("run_mpl_sweep_*.log")) if f.name[len("run_mpl_sweep_") : -4] not in finished]
+    assert 1 <= len(failed) <= 2, [f.name for f in failed]
+    for log in failed:  # the run's own error, its last line from corun, names the node cut off
+        errors = [line for line in log.read_text().splitlines() if line.startswith("corun: ")]
+        assert errors and NODES[1] in errors[-1], log.read_text()[-2000:]
+    left, FIGURES["partition_settled_s"] = wait_nothing_left(state, 90)
+    assert left == {n: [] for n in NODES}
+
+    proc, FIGURES["partition_rerun_s"] = snakemake(config)
     assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
     measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
     assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]

@@ -33,6 +33,8 @@ bt = load()
         (["up", "2", "--subnet", "10.79.0.0/33"], "bare-testbed: --subnet: '10.79.0.0/33' (expected an IPv4 network"),
         (["up", "9", "--subnet", "10.79.0.0/29"], "bare-testbed: --subnet: '10.79.0.0/29' (expected room for 9"),
         (["up", "2", "--mirror-dir", "no/such/folder"], "bare-testbed: --mirror-dir: 'no/such/folder' (expected"),
+        (["up", "2", "--disk-gib", "1"], "bare-testbed: --disk-gib: 1 (expected an integer from 2 to 1024)"),
+        (["link", "corunb-n1", "sideways"], "bare-testbed: STATE: 'sideways' (expected down or up)"),
     ],
 )
 def test_usage_errors_are_one_line_with_exit_2(tmp_path, args, expected):
@@ -72,6 +74,8 @@ def test_the_inventory_names_the_nodes_the_proxy_side_mirror_and_the_copy_of_cor
     }
     assert group["vars"]["corun_source_copy"] is True
     assert group["vars"]["corun_mpi_network"] == "10.79.3.0/24"
+    # a node's root is on a disk of its own (a loop device): its elevators are checked as on a real node
+    assert not any("elevators" in k for k in group["vars"])
     assert group["vars"]["ansible_ssh_common_args"] == f"-F {tmp_path / 'ssh_config'}"
     cfg = bt.ssh_config_text(state, tmp_path)
     assert "Host tb-n2 10.79.3.12\n  HostName 10.79.3.12\n  HostKeyAlias tb-n2" in cfg

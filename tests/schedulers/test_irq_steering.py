@@ -196,6 +196,20 @@ def test_synthetic_sais_mark_is_skipped(tree, tmp_path):
     assert res.stderr.count("\n") == 1
 
 
+def test_synthetic_source_aware_without_the_flow_table_is_skipped_before_any_change(tree, tmp_path):
+    """In a network namespace other than the initial one (an emulated testbed's node) the kernel
+    hides rps_sock_flow_entries: source_aware says so in one line and changes nothing."""
+    (tree / "proc/sys/net/core/rps_sock_flow_entries").unlink()
+    before = values(tree)
+    res = run_steer(
+        "apply", "--policy", "source_aware", "--interfaces", "nic0", "--flow-entries", "4096",
+        "--root", tree, "--state", tmp_path / "s.json",
+    )  # fmt: skip
+    assert res.returncode == 4 and res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith("skipped: feature missing: RFS's flow table /proc/sys/net/core/rps_sock_flow_entries")
+    assert values(tree) == before and not (tmp_path / "s.json").exists()
+
+
 BAD = [
     (
         ["--policy", "dedicated", "--cpu", "7"],
