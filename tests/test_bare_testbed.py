@@ -351,14 +351,15 @@ def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_se
     assert node_state(state) == {n: [] for n in NODES}
 
 
-@pytest.mark.timeout(1800)
-def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
-    """Node 2 SIGKILLed once the first of three runs finished: the others fail naming the node,
-    node 1 is left with nothing running, boosted or stopped; after `up` the next call measures
-    only the runs that failed."""
-    state, inventory = bare
+def three_runs(scratch: Path, inventory: Path) -> tuple[Path, Path, Path]:
+    """The config of a campaign of three mpl_sweep runs, its results folder and its runs folder."""
     config = profile_config(scratch, inventory, ["batch", "sb", "cc_b"])
-    runs = scratch / "results" / "mpl_sweep" / "runs"
+    return config, scratch / "results", scratch / "results" / "mpl_sweep" / "runs"
+
+
+def campaign_with_a_fault(config: Path, runs: Path, fault) -> tuple[int, str, dict[str, int], float]:
+    """The campaign of CONFIG, FAULT() called once its first run finished: its exit code, its
+    output, the runs finished before the fault (name: mtime of their metadata.json) and its time."""
     t0 = time.monotonic()
     campaign = subprocess.Popen(
         snakemake_argv(config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
@@ -367,31 +368,63 @@ def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_mea
         while not any(runs.glob("*/metadata.json")) and campaign.poll() is None:
             time.sleep(0.2)
         assert campaign.poll() is None, campaign.stdout.read()
-        assert bare_testbed(state, "kill", NODES[1]).returncode == 0
+        before = finished_runs(runs)
+        fault()
         out, _ = campaign.communicate(timeout=1200)
     finally:
         if campaign.poll() is None:
             campaign.kill()
             campaign.wait()
-    FIGURES["node_kill_run_s"] = round(time.monotonic() - t0, 1)
-    assert campaign.returncode != 0, out[-3000:]
-    finished = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
-    assert len(finished) == 1, sorted(p.name for p in runs.iterdir())
-    logs = scratch / "results" / "mpl_sweep" / "logs"
-    failed = [f for f in sorted(logs.glob("run_mpl_sweep_*.log")) if f.name[len("run_mpl_sweep_") : -4] not in finished]
-    assert len(failed) == 2, [f.name for f in failed]
+    return campaign.returncode, out, before, round(time.monotonic() - t0, 1)
+
+
+def finished_runs(runs: Path) -> dict[str, int]:
+    return {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+
+
+def failed_runs_naming(results: Path, finished: dict[str, int], node: str) -> list[str]:
+    """The runs that did not finish, each checked to name NODE in its last corun line."""
+    logs = sorted((results / "mpl_sweep" / "logs").glob("run_mpl_sweep_*.log"))
+    failed = [f for f in logs if f.name[len("run_mpl_sweep_") : -4] not in finished]
     for log in failed:  # the run's own error, its last line from corun, names the node
         errors = [line for line in log.read_text().splitlines() if line.startswith("corun: ")]
-        assert errors and NODES[1] in errors[-1], log.read_text()[-2000:]
+        assert errors and node in errors[-1], log.read_text()[-2000:]
+    return [f.name[len("run_mpl_sweep_") : -4] for f in failed]
+
+
+def rerun_measures_only(config: Path, results: Path, failed: list[str], finished: dict[str, int]) -> float:
+    """The next call: it measures the failed runs and no other; its time."""
+    proc, took = snakemake(config)
+    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
+    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
+    assert sorted(measured) == sorted(failed), proc.stderr[-3000:]
+    runs = results / "mpl_sweep" / "runs"
+    assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
+    assert len(list(runs.glob("*/metadata.json"))) == 3
+    return took
+
+
+@pytest.mark.timeout(1800)
+def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
+    """Node 2 SIGKILLed once the first of three runs finished: the others fail naming the node,
+    node 1 is left with nothing running, boosted or stopped; after `up` the next call measures
+    only the runs that failed."""
+    state, inventory = bare
+    config, results, runs = three_runs(scratch, inventory)
+
+    def kill():
+        assert bare_testbed(state, "kill", NODES[1]).returncode == 0
+
+    code, out, _, FIGURES["node_kill_run_s"] = campaign_with_a_fault(config, runs, kill)
+    assert code != 0, out[-3000:]
+    finished = finished_runs(runs)
+    assert len(finished) == 1, sorted(p.name for p in runs.iterdir())
+    failed = failed_runs_naming(results, finished, NODES[1])
+    assert len(failed) == 2, failed
     assert node_state(state, NODES[:1]) == {NODES[0]: []}
 
     assert up(state, inventory).returncode == 0
-    proc, FIGURES["node_kill_rerun_s"] = snakemake(config)
-    assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
-    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
-    assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]
-    assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
-    assert len(list(runs.glob("*/metadata.json"))) == 3
+    FIGURES["node_kill_rerun_s"] = rerun_measures_only(config, results, failed, finished)
     assert node_state(state) == {n: [] for n in NODES}
 
 
@@ -412,17 +445,9 @@ def test_a_node_cut_off_for_30_s_fails_the_runs_it_held_and_the_next_call_measur
     link is back may pass; once it is back neither node keeps a rank, a node daemon, a process
     stopped or boosted, a mount or a loop device; the next call measures only the runs that failed."""
     state, inventory = bare
-    config = profile_config(scratch, inventory, ["batch", "sb", "cc_b"])
-    runs = scratch / "results" / "mpl_sweep" / "runs"
-    t0 = time.monotonic()
-    campaign = subprocess.Popen(
-        snakemake_argv(config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
-    )
-    try:
-        while not any(runs.glob("*/metadata.json")) and campaign.poll() is None:
-            time.sleep(0.2)
-        assert campaign.poll() is None, campaign.stdout.read()
-        before = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+    config, results, runs = three_runs(scratch, inventory)
+
+    def cut_off_for_30_s():
         assert bare_testbed(state, "link", NODES[1], "down").returncode == 0
         try:
             status = json.loads(bare_testbed(state, "status", "--json").stdout)
@@ -430,28 +455,15 @@ def test_a_node_cut_off_for_30_s_fails_the_runs_it_held_and_the_next_call_measur
             time.sleep(30)
         finally:
             assert bare_testbed(state, "link", NODES[1], "up").returncode == 0
-        out, _ = campaign.communicate(timeout=1200)
-    finally:
-        if campaign.poll() is None:
-            campaign.kill()
-            campaign.wait()
-    FIGURES["partition_run_s"] = round(time.monotonic() - t0, 1)
-    assert campaign.returncode != 0, out[-3000:]
-    finished = {m.parent.name: m.stat().st_mtime_ns for m in runs.glob("*/metadata.json")}
+
+    code, out, before, FIGURES["partition_run_s"] = campaign_with_a_fault(config, runs, cut_off_for_30_s)
+    assert code != 0, out[-3000:]
+    finished = finished_runs(runs)
     assert before.items() <= finished.items(), (before, finished)
-    logs = scratch / "results" / "mpl_sweep" / "logs"
-    failed = [f for f in sorted(logs.glob("run_mpl_sweep_*.log")) if f.name[len("run_mpl_sweep_") : -4] not in finished]
-    assert 1 <= len(failed) <= 2, [f.name for f in failed]
-    for log in failed:  # the run's own error, its last line from corun, names the node cut off
-        errors = [line for line in log.read_text().splitlines() if line.startswith("corun: ")]
-        assert errors and NODES[1] in errors[-1], log.read_text()[-2000:]
+    failed = failed_runs_naming(results, finished, NODES[1])
+    assert 1 <= len(failed) <= 2, failed
     left, FIGURES["partition_settled_s"] = wait_nothing_left(state, 90)
     assert left == {n: [] for n in NODES}
 
-    proc, FIGURES["partition_rerun_s"] = snakemake(config)
-    assert proc.returncode == 0, run_logs(scratch / "results") + proc.stderr[-4000:]
-    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
-    assert sorted(measured) == sorted(f.name[len("run_mpl_sweep_") : -4] for f in failed), proc.stderr[-3000:]
-    assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
-    assert len(list(runs.glob("*/metadata.json"))) == 3
+    FIGURES["partition_rerun_s"] = rerun_measures_only(config, results, failed, finished)
     assert node_state(state) == {n: [] for n in NODES}
