@@ -97,8 +97,9 @@ testbed-up:
 testbed-down:
 	$(BIN)/python scripts/bare-testbed down
 
-# Provisioning from scratch on two bare nodes, and their teardown (root; many minutes).
-test-bare: setup
+# Provisioning from scratch on two bare nodes, runs across them from this machine (provisioned
+# first: the runs start here), and their teardown (root; about 10 minutes).
+test-bare: provision
 	$(BIN)/python -m pytest -ra -m bare tests/test_bare_testbed.py
 
 clean-results:
