@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_bare_testbed_cli import bt
 from test_provision import ansible_env, output, run_tool
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "bare-testbed"
-MIRROR = REPO.parent / "shared" / "mirror"
 PY = sys.executable
 PREFIX = "corunbt"
 SUBNET = "10.79.1.0/24"
@@ -76,9 +76,10 @@ def leftovers(state_dir) -> list[str]:
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory):
     """Two bare nodes: (state dir, inventory); torn down after the module, checked for leftovers."""
-    if not MIRROR.is_dir():  # bare-testbed's default --mirror-dir, served to the nodes
+    if not bt.DEFAULT_MIRROR_DIR.is_dir():  # bare-testbed's default --mirror-dir, served to the nodes
         pytest.skip(
-            f"no source mirror beside the repository ({MIRROR}): the nodes build the upstream benchmarks from it"
+            f"no source mirror beside the repository ({bt.DEFAULT_MIRROR_DIR}): the nodes build the upstream "
+            "benchmarks from it"
         )
     state = tmp_path_factory.mktemp("bare") / "state"
     inventory = REPO / "inventory" / f"bare-test-{os.getpid()}.yml"
