@@ -1,9 +1,9 @@
 """What the machine that ran (or would run) an experiment has, for the claims' declared needs
 (analysis.verdicts.Machine): SMT, NUMA nodes, CMPs, CPUs, a PMU perf can use, persistent memory,
-hosts, physical NICs.
+RFS's flow table, hosts, physical NICs.
 
-From the runs' metadata.json when there are runs (`topology`, `host.pmu`, `host.pmem`, a cluster's
-`hosts`, the file system's kind of links); from this machine itself when there are none, so a
+From the runs' metadata.json when there are runs (`topology`, `host.pmu`, `host.pmem`,
+`host.rfs_flow_table`, a cluster's `hosts`, the file system's kind of links); from this machine itself when there are none, so a
 claim whose need is missing is "not measurable here" before anything runs. A fact a run did not
 record is None ("not recorded"), never guessed.
 """
@@ -60,6 +60,13 @@ def from_metadata(metas: list[dict]) -> Machine:
     if pmem:
         facts["pmem"] = all(bool(p) for p in pmem)
         seen["pmem"] = "persistent memory" if facts["pmem"] else "no /dev/pmem* or /dev/dax* device"
+    rfs = [(m.get("host") or {}).get("rfs_flow_table") for m in metas]
+    rfs = [r for r in rfs if isinstance(r, bool)]
+    if rfs:
+        facts["rfs_flow_table"] = all(rfs)
+        seen["rfs_flow_table"] = (
+            "in the runs' network namespace" if all(rfs) else f"no {host.RFS_FLOW_TABLE} in a run's network namespace"
+        )
     hosts = [len((m.get("cluster") or {}).get("hosts") or []) for m in metas]
     if any(hosts):
         facts["hosts"] = max(hosts)
@@ -77,7 +84,10 @@ def from_metadata_files(paths: list[Path]) -> Machine:
 def here() -> Machine:
     """This machine, for claims judged before (or without) runs."""
     t = topology.discover()
-    desc = {"topology": t.as_dict(), "host": {"pmu": host.pmu(), "pmem": host.pmem_devices()}}
+    desc = {
+        "topology": t.as_dict(),
+        "host": {"pmu": host.pmu(), "pmem": host.pmem_devices(), "rfs_flow_table": host.rfs_flow_table()},
+    }
     m = from_metadata([desc])
     m.facts.pop("hosts", None)  # a cluster is brought up by the runs (a netns cluster, an inventory)
     m.seen.pop("hosts", None)

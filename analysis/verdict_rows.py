@@ -29,6 +29,7 @@ NEED_WORDS = {
     "pmu": "hardware performance counters (a PMU perf can use)",
     "pmem": "persistent memory",
     "physical_nics": "physical NICs with their own interrupts",
+    "rfs_flow_table": "RFS's flow table (/proc/sys/net/core/rps_sock_flow_entries) where the runs steer",
     "hosts": "hosts",
     "cmps": "CMPs (sockets, or cores taken as CMPs)",
     "cpus": "CPUs",

@@ -168,6 +168,16 @@ def pmem_devices() -> list[str]:
     return sorted(str(p) for pattern in ("pmem*", "dax*") for p in Path("/dev").glob(pattern))
 
 
+RFS_FLOW_TABLE = "/proc/sys/net/core/rps_sock_flow_entries"
+
+
+def rfs_flow_table() -> bool:
+    """Whether RFS's flow table can be set here: the kernel shows it in its initial network
+    namespace only, so a host that is a namespace of another machine's kernel (the emulated
+    testbed's nodes) has none, and source-aware steering (RFS) cannot run on it."""
+    return Path(RFS_FLOW_TABLE).exists()
+
+
 @functools.lru_cache(maxsize=1)
 def pmu() -> dict:
     """Whether perf can count hardware events here: {"supported": bool | None, "seen": text}.
@@ -227,6 +237,7 @@ def host_state() -> dict:
         "mem_total_kb": _meminfo().get("MemTotal"),
         "pmu": pmu(),
         "pmem": pmem_devices(),
+        "rfs_flow_table": rfs_flow_table(),
     }
 
 

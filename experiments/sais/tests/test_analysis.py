@@ -48,8 +48,9 @@ BW = {
 }
 
 
-def make_runs(tmp_path, bw=BW, counters=None, pmu=NO_PMU):
-    """runs/<id>/ with tidy cpustat, metadata and (sais_mark) counters; jobs.csv and runs.csv."""
+def make_runs(tmp_path, bw=BW, counters=None, pmu=NO_PMU, rfs=True):
+    """runs/<id>/ with tidy cpustat, metadata and (sais_mark) counters; jobs.csv and runs.csv;
+    rfs: whether each run's host recorded RFS's flow table."""
     jobs, runs = [], []
     counters = counters if counters is not None else {}
     for (policy, rep), value in bw.items():
@@ -59,7 +60,7 @@ def make_runs(tmp_path, bw=BW, counters=None, pmu=NO_PMU):
         CPUSTAT.to_csv(d / "tidy" / "cpustat.csv", index=False)
         missing = [{"metric": "cycles", "reason": PERF_REASON, "source": "perf"}]
         (d / "metadata.json").write_text(
-            json.dumps({"run_id": rid, "status": "ok", "missing": missing, "host": {"pmu": pmu}})
+            json.dumps({"run_id": rid, "status": "ok", "missing": missing, "host": {"pmu": pmu, "rfs_flow_table": rfs}})
         )
         if policy == "sais_mark" and counters.get(rep, STEERED) is not None:
             (d / "sched" / "state").mkdir(parents=True)
@@ -153,6 +154,23 @@ def test_analysis_by_hand(tmp_path):
     assert "comparison" not in section
 
 
+def test_source_aware_claims_are_not_measurable_where_the_runs_had_no_rfs_flow_table(tmp_path):
+    """A node that is a network namespace of another machine's kernel (the emulated testbed) has
+    no RFS flow table: source_aware's claims say so, sais_mark's are judged as before."""
+    make_runs(tmp_path, rfs=False)
+    _, _, rows = analyse(tmp_path)
+    for cid in [c for c in CLAIMS if c.endswith("_rfs")]:
+        row = rows[cid]
+        assert row["outcome"] == "not measurable here", cid
+        assert "RFS's flow table" in row["why"] and "/proc/sys/net/core/rps_sock_flow_entries" in row["why"], row
+    assert rows["speedup_1gbe_mark"]["outcome"] == "inconclusive" and rows["speedup_1gbe_mark"]["n"] == 2
+    # a run that did not record it: not measurable, "not recorded", never guessed
+    make_runs(tmp_path / "old", rfs=None)
+    _, _, rows = analyse(tmp_path / "old")
+    assert rows["speedup_1gbe_rfs"]["outcome"] == "not measurable here"
+    assert "not recorded" in rows["speedup_1gbe_rfs"]["why"]
+
+
 @pytest.mark.parametrize(
     "counters, why",
     [
@@ -174,7 +192,7 @@ def test_a_sais_mark_run_whose_replies_were_not_steered_is_failed(tmp_path, coun
 # ----------------------------------------------------------------------------- the claims' rules
 
 
-PMU = Machine({"pmu": True}, {"pmu": "cycles counted"})
+PMU = Machine({"pmu": True, "rfs_flow_table": True}, {"pmu": "cycles counted"})
 
 
 def runs_table(points: dict) -> pd.DataFrame:
