@@ -3,9 +3,9 @@
 RFS's flow table, hosts, physical NICs.
 
 From the runs' metadata.json when there are runs (`topology`, `host.pmu`, `host.pmem`,
-`host.rfs_flow_table`, a cluster's `hosts`, the file system's kind of links); from this machine itself when there are none, so a
-claim whose need is missing is "not measurable here" before anything runs. A fact a run did not
-record is None ("not recorded"), never guessed.
+`host.rfs_flow_table`, a cluster's `hosts`, the file system's kind of links); from this machine
+itself when there are none, so a claim whose need is missing is "not measurable here" before
+anything runs. A fact a run did not record is None ("not recorded"), never guessed.
 """
 
 from __future__ import annotations
