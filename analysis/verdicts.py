@@ -14,8 +14,8 @@ Outcomes
                         pairs than the claim's least, or too few rare events, were measured, and
                         when the test's smallest attainable p cannot reach the level.
   not measurable here   only when a declared machine need (SMT, NUMA nodes, a PMU, persistent
-                        memory, physical NICs, hosts, CMPs, CPUs) is missing, named; decided from
-                        the machine description, before and without runs.
+                        memory, physical NICs, RFS's flow table, hosts, CMPs, CPUs) is missing,
+                        named; decided from the machine description, before and without runs.
   failed                runs failed or a selected run has no value of the metric: loud, the runs
                         named, never folded into another outcome.
   differs (machine-specific)
