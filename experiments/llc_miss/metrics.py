@@ -224,6 +224,9 @@ def cost_table(by_run: pd.DataFrame) -> pd.DataFrame:
             }
         )
     out = pd.DataFrame(rows, columns=COST_COLUMNS)
+    # typed even when empty (no k > 1 run: one CMP): an empty object column used as a mask
+    # would select columns, not rows
+    out["failed"] = out["failed"].astype(bool)
     return out.sort_values(["nops", "k", "rep"], kind="stable").reset_index(drop=True)
 
 

@@ -239,6 +239,27 @@ def test_a_machine_with_one_cmp_cannot_measure_a_cc_cost():
 # ----------------------------------------------------------------------------- end to end
 
 
+def test_only_k1_runs_give_a_section_without_cc_costs(tmp_path):
+    """One CMP (k_values [1, 2], only k = 1 planned): no CC cost, the k = 1 points, no traceback."""
+    runs = pd.read_csv(FIXTURES / "runs.csv")
+    jobs = pd.read_csv(FIXTURES / "jobs.csv")
+    k1 = runs[runs["k"] == 1]
+    # the fixture's run folders, from the copies' place
+    for col in ("metadata_path", "run_dir"):
+        k1 = k1.assign(**{col: [str(FIXTURES / v) for v in k1[col]]})
+    k1.to_csv(tmp_path / "runs.csv", index=False)
+    jobs[jobs["run_id"].isin(k1["run_id"])].to_csv(tmp_path / "jobs.csv", index=False)
+    inputs = read_inputs(
+        "llc_miss", FOLDER, PAPERS_DIR, tmp_path / "jobs.csv", tmp_path / "runs.csv",
+        job_text=llc.JOB_TEXT, run_text=llc.RUN_TEXT, files={"stacking": str(STACKING)},
+    )  # fmt: skip
+    result = llc.analyse(inputs)
+    section = write(tmp_path / "out", inputs, result)
+    pts = pd.read_csv(tmp_path / "out" / "points.csv")
+    assert set(pts["k"]) == {1} and len(pts) == k1["nops"].nunique()
+    assert section["claims"]
+
+
 def test_section_without_perf_counts(fallback):
     result, section, out = fallback
     rows = {c["claim"]: c for c in section["claims"]}
