@@ -138,9 +138,13 @@ def test_each_scheme_end_to_end(daemon, tmp_path, shm, scheme):
         assert summary["wakeups"] > 0
         # the arrival-based MD needs the daemon to see a message before its rank consumes it: a
         # blocked rank always waits for that; under sb a rank still spinning (150 us) may take
-        # every message first on a loaded machine, so there only ranks the daemon saw count
-        measured = [r for r in summary["ranks"] if scheme != "sb" or r["arrivals"] > 0]
-        assert measured and all(r["arrival_md_mean_us"] is not None for r in measured), summary["ranks"]
+        # every message first on a loaded machine (a stamp after the completion is not counted),
+        # so there the MD may rest on no message at all, and then it is missing, never 0
+        for r in summary["ranks"]:
+            assert 0 <= r["arrival_md_n"] <= r["waits"], r
+            assert (r["arrival_md_mean_us"] is not None) == (r["arrival_md_n"] > 0), r
+            if scheme != "sb":
+                assert r["arrival_md_n"] > 0, r
     if scheme in ("local", "batch", "gang"):
         assert summary["boosts"] == 0
     # nothing left boosted: the segment's slots were released

@@ -110,6 +110,7 @@ void json_counters(struct corun_json *j, const struct done_rank *d)
 			  d->msgs ? (double)d->md_ns / (double)d->msgs / 1e3 : NAN);
 	corun_json_double(j, "arrival_md_mean_us",
 			  d->arr_md_n ? (double)d->arr_md_ns / (double)d->arr_md_n / 1e3 : NAN);
+	corun_json_int(j, "arrival_md_n", (int64_t)d->arr_md_n);
 	corun_json_int(j, "blocks", (int64_t)d->blocks);
 	corun_json_int(j, "coll_calls", (int64_t)d->coll_calls);
 	corun_json_int(j, "arrivals", (int64_t)d->arrivals);
