@@ -91,13 +91,9 @@ struct pfs_file *pfs_open(struct pfs_fs *fs, const char *name, int flags, mode_t
 	for (int i = 0; i < fs->n; i++) {
 		char layout[96];
 		layout_record(fs, i, layout, sizeof layout);
-		f->fd[i] = create ? glfs_creat(fs->fs[i], name, dflags, mode)
+		/* created by another client at once: the layout is set again below, the same */
+		f->fd[i] = create ? pfs_datafile_creat(fs->fs[i], name, dflags, mode)
 				  : glfs_open(fs->fs[i], name, dflags);
-		/* Another client created it between GlusterFS's lookup and its create
-		 * (IOR's ranks open their shared file together): without O_EXCL that is
-		 * an open of the file it made; the layout is set again below, the same. */
-		if (!f->fd[i] && create && errno == EEXIST && !(flags & O_EXCL))
-			f->fd[i] = glfs_open(fs->fs[i], name, dflags);
 		if (!f->fd[i])
 			goto fail;
 		if (create) {

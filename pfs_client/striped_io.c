@@ -4,6 +4,7 @@
 #include "striped_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 
 /* One request in flight: the per-server parts still outstanding. */
@@ -91,4 +92,12 @@ bool pfs_striped_whole(const struct pfs_part *parts, int n)
 		if (parts[s].got != parts[s].want)
 			return false;
 	return true;
+}
+
+glfs_fd_t *pfs_datafile_creat(glfs_t *fs, const char *name, int flags, mode_t mode)
+{
+	glfs_fd_t *fd = glfs_creat(fs, name, flags, mode);
+	if (!fd && errno == EEXIST && !(flags & O_EXCL))
+		fd = glfs_open(fs, name, flags & ~O_CREAT);
+	return fd;
 }

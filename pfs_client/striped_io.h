@@ -1,8 +1,8 @@
-/* One striped transfer over the datafiles of corun's parallel file system, shared by
- * pfs_client's library (stripe.c) and kernels/pfs_read: a request of LEN bytes at logical
- * offset OFF, laid out like PVFS2's simple stripe (stripe.h), becomes at most one contiguous
- * transfer per data server, all issued at once (glfs_preadv_async / glfs_pwritev_async) and
- * scattered straight into the caller's buffer.
+/* One striped transfer over the datafiles of corun's parallel file system, and the create of
+ * a datafile, shared by pfs_client's library (stripe.c) and kernels/pfs_read: a request of
+ * LEN bytes at logical offset OFF, laid out like PVFS2's simple stripe (stripe.h), becomes at
+ * most one contiguous transfer per data server, all issued at once (glfs_preadv_async /
+ * glfs_pwritev_async) and scattered straight into the caller's buffer.
  *
  * Unlike stripe.h it uses gfapi's types: include it only where gfapi's _FILE_OFFSET_BITS
  * is in force. */
@@ -34,6 +34,12 @@ struct pfs_part {
  * with errno set to the first error of a server. */
 int pfs_striped_io(glfs_fd_t *const *fd, int n, int64_t strip, bool write, unsigned char *buf,
 		   int64_t len, int64_t off, struct pfs_part *parts);
+
+/* Create the datafile NAME on the data server FS with open(2)'s FLAGS and MODE.  Another
+ * client (IOR's ranks, pfs_read's tasks) may create it between GlusterFS's lookup and its
+ * create, which fails with EEXIST: without O_EXCL that is an open of the file it made.
+ * Returns NULL with errno set on failure. */
+glfs_fd_t *pfs_datafile_creat(glfs_t *fs, const char *name, int flags, mode_t mode);
 
 /* Whether every one of the N PARTS transferred all it was asked for (a read past the end
  * of a datafile does not). */

@@ -104,8 +104,9 @@ int client_open(struct client *c, const struct options *o, const char *name, boo
 		snprintf(layout, sizeof layout, "strip_size=%" PRId64 " servers=%d index=%d",
 			 o->strip, c->n, i);
 		if (create) {
-			c->fd[i] = glfs_creat(c->fs[i], name, O_RDWR | (o->direct ? O_DIRECT : 0),
-					      0644);
+			/* the tasks create their shared file at once */
+			c->fd[i] = pfs_datafile_creat(c->fs[i], name,
+						      O_RDWR | (o->direct ? O_DIRECT : 0), 0644);
 			if (c->fd[i] &&
 			    glfs_fsetxattr(c->fd[i], XATTR_NAME, layout, strlen(layout), 0) != 0) {
 				fail(r, errno, "cannot record the layout of %s", name);
