@@ -1,15 +1,17 @@
 """The client side of corun's parallel file system (corun/testbed/pfs.py), as the experiments
 that run on it (sais, aioli) name it: the client host, the file system's root, the client
 volfiles `scripts/pfs up` writes there, the striped reader, a command run on the client, the hosts
-of the file system's configuration, and the policies' variant parameters."""
+of the file system's configuration, the policies' variant parameters, and the parts of a policy
+the controller applies on the data servers of an inventory (corun.testbed.server_parts)."""
 
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
 from corun.errors import ConfigError
-from corun.run import workloads
+from corun.run import schedulers, workloads
 from corun.testbed import inventory
 from corun.util import repo_root
 
@@ -36,10 +38,24 @@ def client_names(sec: dict, experiment: str, hosts: int = 1, servers: int = 0) -
     return [client] + rest[: hosts - 1]
 
 
+def server_hosts(sec: dict, experiment: str, hosts: int, servers: int) -> list[inventory.Host]:
+    """On an inventory, the data servers of a group of `hosts` client hosts: the `servers`
+    hosts after the client hosts in the group's order, as corun.testbed.pfs picks them."""
+    c = sec["cluster"]
+    clients = set(client_names(sec, experiment, hosts, servers))
+    names = _host_names(str(c["inventory"]), c["group"], f"{experiment}.cluster.inventory")
+    by = {h.name: h for h in _hosts(str(c["inventory"]), c["group"], f"{experiment}.cluster.inventory")}
+    return [by[n] for n in names if n not in clients][:servers]
+
+
 @functools.lru_cache(maxsize=16)
+def _hosts(path: str, group: str, source: str) -> tuple[inventory.Host, ...]:
+    return tuple(inventory.load(path, group, source))
+
+
 def _host_names(path: str, group: str, source: str) -> list[str]:
     """The group's host names, read once per process (ansible-inventory takes about 0.5 s)."""
-    return [h.name for h in inventory.load(path, group, source)]
+    return [h.name for h in _hosts(path, group, source)]
 
 
 def client_name(sec: dict, experiment: str, host: int = 0) -> str:
@@ -68,6 +84,31 @@ def in_client(sec: dict, experiment: str, argv: list[str], host: int = 0) -> lis
     if sec["cluster"]["kind"] == "netns":
         return ["ip", "netns", "exec", client_name(sec, experiment, host), *argv]
     return argv
+
+
+def variant_part(
+    name: str, params: dict, state_dir: Path, host: str | None = None, what: str = "", fetch: tuple = ()
+) -> dict:
+    """A server part (corun.testbed.server_parts) that applies the variant NAME with PARAMS (its
+    start, verify and stop) in STATE_DIR on HOST, from the controller (HOST None: on the
+    controller itself, as a data servers' policy that reaches every server through the file
+    system's layout, which only the controller holds)."""
+
+    def step(s: str) -> list[str]:
+        if not schedulers.manifest(name).get(s):
+            return ["true"]
+        argv = schedulers.command(name, s, params, state_dir=state_dir.resolve())
+        return ["{python}" if a == sys.executable else a for a in argv]  # the host's own Python
+
+    return {
+        "what": what or f"{name} on the data servers",
+        "host": host,
+        "state_dir": str(state_dir.resolve()),
+        "apply": step("start"),
+        "verify": step("verify"),
+        "restore": step("stop"),
+        "fetch": list(fetch),
+    }
 
 
 def check_cluster(sec: dict, experiment: str, source: str) -> None:

@@ -111,6 +111,14 @@ class RunPlan:
         p._check_jobs()
         p._device_and_caps()
         p.variant = Variant.load(spec["scheduler"]["name"], spec["scheduler"]["params"], source)
+        if spec["scheduler"]["applied_by"] == "controller" and (p.variant.manifest["daemon"] or p.cluster):
+            raise ConfigError(
+                source,
+                "scheduler.applied_by",
+                "controller",
+                f"run: {p.variant.name} runs {'node daemons' if p.cluster else 'a daemon'} beside the jobs, "
+                "which only the run can start",
+            )
         mon = spec["monitors"]
         if mon["enabled"]:  # tools checked here (MissingTool)
             p.mon_ctx = MonitorContext(

@@ -84,6 +84,7 @@ def write_run(
             "evicted": meta.get("evicted"),
             "scheduler": {
                 **plan.variant.describe(),
+                "applied_by": spec["scheduler"].get("applied_by", "run"),
                 "verified": meta.get("variant_verified_at_start", False),
                 "verified_at_end": meta.get("variant_verified_at_end"),
             },

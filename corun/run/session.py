@@ -158,7 +158,8 @@ class MachineSession:
                 plan.mon_ctx.memory_cgroup = str(cgroup.memory_path or cgroup.path)
         self.device_before = self.device.describe()
         self._start_scheduler()
-        self.meta["variant_verified_at_start"] = True
+        if not self.by_controller:  # else the controller records whether it was in effect
+            self.meta["variant_verified_at_start"] = True
         self.device_during = self.device.describe()
         if spec["device"]["drop_caches"]:
             os.sync()  # clean pages first, so dropping leaves no job input in the page cache
@@ -201,6 +202,8 @@ class MachineSession:
             )
             self.node_daemons.start(j)
             self.node_daemons.verify()
+            return
+        if self.by_controller:
             return
         ctx = {  # absolute: variant commands run in their own folder
             "state_dir": str((sched_dir / "state").absolute()),
@@ -302,8 +305,15 @@ class MachineSession:
         self.meta["teardown_steps_s"] = steps
         return errors
 
+    @property
+    def by_controller(self) -> bool:
+        """The variant is applied by the testbed's controller around this run, not by it."""
+        return self.plan.spec["scheduler"].get("applied_by") == "controller"
+
     def _stop_scheduler(self, stopped: bool) -> list[str]:
         errors = []
+        if self.by_controller:
+            return errors
         nd, variant = self.node_daemons, self.plan.variant
         try:  # still in effect at the end of the run (on every host)?
             if not stopped and (not nd.alive() if nd is not None else variant.alive()):

@@ -16,7 +16,9 @@ written, the path its specs name). With
 counters (`pfs counters`: the emulated disks' and the scheduler's) are read before and after
 every run into RUNS/<run>/pfs_counters.json (a run's after serves as the next run's before:
 nothing else touches the servers in between). With `barrier_dir`, the folder barrier_dir/<run>
-where the run's clients meet (pfs_read --barrier) is emptied before the run.
+where the run's clients meet (pfs_read --barrier) is emptied before the run (on the client host).
+With `server_parts`, what a run's policy changes on the data servers is applied from here around
+the run (corun.testbed.server_parts).
 
 In that order: cluster up, file system up, the volfiles checked against the layout, the file
 written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
@@ -52,8 +54,9 @@ from pathlib import Path
 import yaml
 
 from corun.errors import CorunError, one_line_errors
+from corun.machine.state import Journal
 from corun.testbed import hosts as hostmod
-from corun.testbed import inventory, pfs
+from corun.testbed import inventory, pfs, server_parts
 from corun.testbed.guard import Guard
 from corun.util import atomic_write_json, repo_path, repo_root
 
@@ -121,10 +124,17 @@ def teardown(work: Path, cfg_file: Path, netns: bool, cluster_work: Path | None 
 
 
 def run_group(
-    group: dict, specs: Path, runs: Path, work: Path, shared: Path | None = None, keep: bool = False
+    group: dict,
+    specs: Path,
+    runs: Path,
+    work: Path,
+    shared: Path | None = None,
+    keep: bool = False,
+    journal: Journal | None = None,
 ) -> list[str]:
     """The group's runs around its file system (and its netns cluster: brought up in WORK, or
-    the one already up in SHARED's work folder; left up with KEEP for the next group)."""
+    the one already up in SHARED's work folder; left up with KEEP for the next group); the
+    restore of its server parts journalled in JOURNAL."""
     netns = group["cluster"]["kind"] == "netns"
     has_fs = bool(group.get("pfs"))
     work.mkdir(parents=True, exist_ok=True)
@@ -164,7 +174,7 @@ def run_group(
             plan = counters_plan(cfg_file) if counters is not None else None
         else:
             client = client_host(group)
-        done += _runs(group, specs, runs, client, plan, counters)
+        done += _runs(group, specs, runs, client, plan, counters, journal)
     finally:
         errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
         if netns and not keep and group["cluster"].get("inventory"):
@@ -204,15 +214,25 @@ def _fs_up(group: dict, cfg_file: Path) -> inventory.Host:
     return client
 
 
-def _runs(group: dict, specs: Path, runs: Path, client: inventory.Host, plan, counters: dict | None) -> list[str]:
+def _runs(
+    group: dict,
+    specs: Path,
+    runs: Path,
+    client: inventory.Host,
+    plan,
+    counters: dict | None,
+    journal: Journal | None = None,
+) -> list[str]:
     """The group's runs one after another on CLIENT (with the servers' counters around each
-    when PLAN is given), those already finished kept."""
+    when PLAN is given, and its server parts applied from here: corun.testbed.server_parts),
+    those already finished kept."""
     done = []
     comp = companion_hosts(group)
     last = None  # the counters after the run before: nothing touches the servers in between
     for name in group["runs"]:
         out = runs / name
-        if finished(out, comp, inputs_of(group, specs, name)):
+        parts = server_parts.parts_of(group, name)
+        if run_done(group, runs, specs, name, comp):
             done.append(name)
             last = None
             continue
@@ -222,13 +242,30 @@ def _runs(group: dict, specs: Path, runs: Path, client: inventory.Host, plan, co
             shutil.rmtree(runs / f"{name}{suffix}", ignore_errors=True)
             shutil.rmtree(runs / f"{name}{suffix}.incomplete", ignore_errors=True)
         if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
-            shutil.rmtree(Path(group["barrier_dir"]) / name, ignore_errors=True)
+            meet = Path(group["barrier_dir"]) / name
+            shutil.rmtree(meet, ignore_errors=True)
+            if not client.local:  # on the client host, where they meet
+                _run(client.command(["rm", "-rf", "--", str(meet)]), f"emptying {meet} on {client.name}", timeout=60)
         t0 = time.monotonic()
         before = (last or read_counters(plan, counters)) if plan is not None else None
-        if comp:
-            run_with_companions(client, comp, specs, runs, name)
-        else:
-            hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+        applied = server_parts.Applied(parts, journal)
+        try:
+            applied.start()
+            if comp:
+                run_with_companions(client, comp, specs, runs, name)
+            else:
+                hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+            applied.check_end()
+        except BaseException:
+            applied.stop(None)
+            shutil.rmtree(out, ignore_errors=True)  # not evidence of the policy: measured again
+            raise
+        errors = applied.stop(out)
+        if errors:
+            shutil.rmtree(out, ignore_errors=True)
+            raise CorunError(errors[0])
+        if parts:
+            server_parts.record(out, applied.records)
         if plan is not None:
             after = last = read_counters(plan, counters)
             atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
@@ -255,7 +292,15 @@ def teardown_all(work: Path) -> list[str]:
 
 def all_finished(group: dict, runs: Path, specs: Path | None = None) -> bool:
     comp = companion_hosts(group)
-    return all(finished(runs / name, comp, inputs_of(group, specs, name)) for name in group["runs"])
+    return all(run_done(group, runs, specs, name, comp) for name in group["runs"])
+
+
+def run_done(group: dict, runs: Path, specs: Path | None, name: str, comp: list) -> bool:
+    """The run finished (see finished) and, with server parts, their record is in it."""
+    out = runs / name
+    if not finished(out, comp, inputs_of(group, specs, name)):
+        return False
+    return not (group.get("server_parts") or {}).get(name) or server_parts.recorded(out)
 
 
 def inputs_of(group: dict, specs: Path | None, name: str) -> list[Path]:
@@ -406,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
             if name in todo:
                 k, key = todo.index(name), cluster_key(by[name])
                 keep = key is not None and k + 1 < len(todo) and cluster_key(by[todo[k + 1]]) == key
-                done = run_group(by[name], a.specs, a.runs, a.work / name, shared=home, keep=keep)
+                done = run_group(
+                    by[name], a.specs, a.runs, a.work / name, shared=home, keep=keep, journal=guard.journal
+                )
                 home = (home or a.work / name) if keep else None
             else:
                 done = list(by[name]["runs"])

@@ -37,6 +37,7 @@ from corun.plan.pfs_clients import (
     pfs_read,
     pfs_root,
     policy_variant_params,
+    variant_part,
     volfiles,
 )
 from corun.util import atomic_write_json, atomic_write_text
@@ -233,6 +234,8 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, pfs_state: str) -> dict:
     spec = {"name": f"{NAME}-{run_name(p)}", "labels": labels, "placement": slots, "jobs": jobs}
     if applied:
         spec["scheduler"] = {"name": p["policy"], "params": policy_params(sec, p["policy"], pfs_state)}
+        if sec["cluster"]["kind"] == "inventory":  # the servers are other hosts: the controller applies it
+            spec["scheduler"]["applied_by"] = "controller"
     spec["monitors"] = {"enabled": list(sec["monitors"]), "interval_s": sec["monitor_interval_s"]}
     return spec
 
@@ -386,6 +389,15 @@ class Aioli(Experiment):
             "counters": {"sched_status": status_file(sec)},
             "barrier_dir": str(barrier_dir(data_dir)),
         }
+        if sec["cluster"]["kind"] == "inventory" and sec["translator"]["enabled"]:
+            group["server_parts"] = {
+                run_name(p): [
+                    variant_part(
+                        p["policy"], policy_params(sec, p["policy"], pfs["state_dir"]), work / "parts" / run_name(p)
+                    )
+                ]
+                for p in pts
+            }
         atomic_write_json(out_dir / GROUPS_FILE, {"experiment": NAME, "groups": [group]})
         return len(pts)
 

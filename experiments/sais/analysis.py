@@ -2,7 +2,8 @@
 
 Inputs: the collected jobs.csv / runs.csv of the `sais` experiment (analysis.collect), each
 run's tidy monitor tables (<run_dir>/tidy/cpustat.csv, perf.csv), sais_mark's counters
-(<run_dir>/sched/state/sais_mark_counters.json) and the effective workflow configuration (the
+(<run_dir>/sched/state/sais_mark_counters.json, and on an inventory each data server's in
+<run_dir>/server_parts/<host>/) and the effective workflow configuration (the
 link rate and the strip size).
 
 Metrics
@@ -146,21 +147,31 @@ def host_runs_overlap(g: pd.DataFrame) -> float | None:
 
 
 def mark_counters(run_dir: Path | None) -> tuple[dict, str | None]:
-    """sais_mark's counters over a run ({mark_<counter>: value}), or NaN each and why."""
+    """sais_mark's counters over a run ({mark_<counter>: value}), or NaN each and why: the run's
+    own (the client's half; on the netns cluster both halves), plus, where the controller applied
+    the servers' half on other hosts (metadata.json server_parts), each server's, which the
+    controller fetched into server_parts/<host>/."""
     out = {f"mark_{k}": math.nan for k in MARK_COUNTERS}
     if run_dir is None:
         return out, "no run folder"
-    path = Path(run_dir) / MARK_COUNTERS_FILE
+    files = [MARK_COUNTERS_FILE]
     try:
-        doc = json.loads(path.read_text())
-        for k in MARK_COUNTERS:
-            out[f"mark_{k}"] = float(doc["totals"][k])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return {f"mark_{k}": math.nan for k in MARK_COUNTERS}, (
-            f"no sais_mark counters in {MARK_COUNTERS_FILE} ({type(exc).__name__}): the run does not show "
-            "that its replies were steered"
-        )
-    return out, None
+        parts = json.loads((Path(run_dir) / "metadata.json").read_text()).get("server_parts") or []
+    except (OSError, ValueError):
+        parts = []
+    files += [Path("server_parts") / r["host"] / MARK_COUNTERS_FILE.name for r in parts]
+    totals = dict.fromkeys(MARK_COUNTERS, 0.0)
+    for rel in files:
+        try:
+            doc = json.loads((Path(run_dir) / rel).read_text())
+            for k in MARK_COUNTERS:
+                totals[k] += float(doc["totals"][k])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return out, (
+                f"no sais_mark counters in {rel} ({type(exc).__name__}): the run does not show "
+                "that its replies were steered"
+            )
+    return {f"mark_{k}": v for k, v in totals.items()}, None
 
 
 def mark_failure(counters: dict, why: str | None) -> str | None:

@@ -201,6 +201,39 @@ def test_elevator_variant_in_effect_during_run_and_restored(disk_tmp):
     assert meta["device"]["elevator"] == target and meta["device_after"]["elevator"] == before
 
 
+def test_a_variant_applied_by_the_controller_is_recorded_not_applied(disk_tmp):
+    """scheduler.applied_by controller: the testbed's controller applies the variant on other
+    hosts around the run (corun.testbed.server_parts); the run leaves the machine as it is and
+    records the variant, unverified until the controller says so."""
+    dev = devmod.device_of(disk_tmp)
+    before = devmod.current_elevator(dev)
+    target = next((e for e in devmod.available_elevators(dev) if e != before), None)
+    if target is None:
+        pytest.skip("only one elevator available on this device")
+    name = "elevator_" + target.replace("-", "_")
+    spec = {
+        "name": "elev",
+        "jobs": [{"name": "c", "cmd": ["cat", f"/sys/block/{dev.name}/queue/scheduler"]}],
+        "scheduler": {"name": name, "applied_by": "controller"},
+        "device": {"path": str(disk_tmp)},
+        "monitors": {"enabled": []},
+    }
+    out = disk_tmp / "run"
+    res = corun("run", str(write_spec(disk_tmp / "s.yaml", spec)), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert f"[{before}]" in (out / "jobs" / "0000-c.out").read_text()  # not applied here
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["scheduler"]["name"] == name and meta["scheduler"]["applied_by"] == "controller"
+    assert meta["scheduler"]["verified"] is False and meta["scheduler"]["verified_at_end"] is None
+    assert "variant_verified_at_start" not in meta and "variant_verified_at_end" not in meta
+    # a variant whose daemon runs beside the jobs can only be started by the run
+    spec["scheduler"] = {"name": "dynamic_io", "applied_by": "controller"}
+    res = corun("run", str(write_spec(disk_tmp / "d.yaml", spec)), "--out", str(disk_tmp / "run2"))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "scheduler.applied_by: 'controller' (expected run: dynamic_io runs a daemon beside the jobs" in res.stderr
+    assert not (disk_tmp / "run2").exists()
+
+
 def wait_for(pred, timeout=10.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

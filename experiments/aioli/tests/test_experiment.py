@@ -163,6 +163,50 @@ def test_specs_with_the_translator_apply_the_policy_and_read_its_counters(tmp_pa
     assert g["counters"] == {"sched_status": "{root}/{host}/corun-aioli.status"}
 
 
+def test_specs_on_an_inventory_have_the_controller_apply_the_policy(tmp_path):
+    """The data servers are other hosts than the client's: the policy is a server part the
+    controller applies around each run (corun.testbed.server_parts), the client's run records it."""
+    inv = tmp_path / "inv.yml"
+    inv.write_text("testbed:\n  hosts:\n    c1: {ansible_host: 10.0.0.1}\n    s1: {ansible_host: 10.0.0.2}\n")
+    cluster = {"kind": "inventory", "inventory": str(inv), "pfs_root": "/srv/pfs"}
+    cfg = cfg_with(
+        {
+            "policies": ["pfs_fifo", "aioli"],
+            "servers": 1,
+            "translator": {"enabled": True},
+            "reps": 1,
+            "cluster": cluster,
+        }
+    )
+    aioli.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    (g,) = json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]
+    assert sorted(g["server_parts"]) == sorted(g["runs"])
+    for run in g["runs"]:
+        spec = yaml.safe_load((tmp_path / "specs" / f"{run}.yaml").read_text())
+        assert spec["scheduler"]["applied_by"] == "controller"
+        (part,) = g["server_parts"][run]
+        state = str((tmp_path / "work" / "s1" / "parts" / run).resolve())
+        assert part["host"] is None and part["state_dir"] == state
+        assert part["apply"][0] == "{python}" and part["apply"][1:5] == [
+            "-m",
+            "corun.testbed.pfs_sched",
+            "apply",
+            "--policy",
+        ]
+        last = len(part["apply"]) - 1 - part["apply"][::-1].index("--policy")  # pfs_fifo's start_args come last
+        assert part["apply"][last + 1] == {"pfs_fifo": "fifo"}.get(spec["labels"]["policy"], "aioli")
+        assert ["--pfs-state", g["pfs"]["state_dir"]] == part["apply"][6:8]
+        assert part["verify"][3:] == ["verify", "--state", f"{state}/pfs_sched.json"]
+        assert part["restore"][3:] == ["restore", "--state", f"{state}/pfs_sched.json"]
+    # on the netns cluster the run applies it itself, as before
+    netns = cfg_with({"policies": ["pfs_fifo", "aioli"], "translator": {"enabled": True}, "reps": 1})
+    aioli.EXPERIMENT.specs(netns, {}, tmp_path / "d2", tmp_path / "s2")
+    (g,) = json.loads((tmp_path / "s2" / "groups.json").read_text())["groups"]
+    assert "server_parts" not in g
+    spec = yaml.safe_load((tmp_path / "s2" / f"{g['runs'][0]}.yaml").read_text())
+    assert "applied_by" not in spec["scheduler"]
+
+
 def test_the_configs_validate():
     for name, cfg in experiment_helpers.validated_profiles("aioli"):
         est = aioli.EXPERIMENT.estimate(cfg)

@@ -189,6 +189,30 @@ def test_a_sais_mark_run_whose_replies_were_not_steered_is_failed(tmp_path, coun
     assert rows["speedup_1gbe_rfs"]["outcome"] != "failed"  # the other policy's rows stand
 
 
+def test_on_an_inventory_the_servers_counters_are_added_to_the_clients(tmp_path):
+    """The controller applied the servers' half on each server (server_parts) and fetched its
+    counters: a run's marks are the client's stamped and steered with the servers' recorded and
+    reflected; a server's file missing leaves them all missing, naming it."""
+    run = tmp_path / "r"
+    (run / "sched" / "state").mkdir(parents=True)
+    zero = dict.fromkeys(an.MARK_COUNTERS, 0)
+    client = {**zero, "stamped": 4000, "steered": 3800}
+    (run / an.MARK_COUNTERS_FILE).write_text(json.dumps({"totals": client}))
+    parts = [{"what": f"sais_mark's server half on {h}", "host": h} for h in ("s1", "s2")]
+    (run / "metadata.json").write_text(json.dumps({"server_parts": parts}))
+    for h in ("s1", "s2"):
+        (run / "server_parts" / h).mkdir(parents=True)
+        server = {**zero, "recorded": 2000, "reflected": 1950}
+        (run / "server_parts" / h / "sais_mark_counters.json").write_text(json.dumps({"totals": server}))
+    counters, why = an.mark_counters(run)
+    assert why is None and an.mark_failure(counters, why) is None
+    assert counters == {"mark_stamped": 4000, "mark_recorded": 4000, "mark_reflected": 3900, "mark_steered": 3800,
+                        "mark_foreign": 0}  # fmt: skip
+    (run / "server_parts" / "s2" / "sais_mark_counters.json").unlink()
+    counters, why = an.mark_counters(run)
+    assert "server_parts/s2/sais_mark_counters.json" in why and all(math.isnan(v) for v in counters.values())
+
+
 # ----------------------------------------------------------------------------- the claims' rules
 
 
