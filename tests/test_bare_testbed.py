@@ -6,8 +6,10 @@ bare, their root on that block device; node_check names a node without ssh, with
 without space in one line while the other node goes on; site.yml provisions both at once from
 nothing over ssh (packages through the testbed's apt proxy, corun's tree, kernels, schedulers, MPI,
 the upstream benchmarks from the mirror served over HTTP), a run after it changes nothing; the
-testbed profile then runs mpl_sweep across both nodes and sais with its client on one and a data
-server on the other, from here (results, report and archive made here), and survives node 2 killed
+testbed profile then runs mpl_sweep across both nodes, and sais and aioli with the client on one
+and a data server on the other, the policies' server parts (sais_mark's servers' half, aioli's
+translator policy) applied on the server from here, from here (results, report and archive made
+here), and survives node 2 killed
 mid-campaign and node 2 cut off for 30 s (only its runs fail, naming it; nothing is left on either
 node; the next call measures only those); teardown leaves no namespace, mount, loop device or
 process. Marked root and bare (select with -m bare); it takes many minutes (the figures are
@@ -338,7 +340,7 @@ def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_se
     # testbed.yaml's sais section, at the sizes two nodes hold; spread for source_aware, whose
     # kernel-wide RFS flow table a node sharing this machine's kernel cannot set (steer.py says so)
     section = {
-        "policies": ["irqbalance", "spread"],
+        "policies": ["irqbalance", "spread", "sais_mark"],
         "servers": [1],
         "client_links": [1],
         "transfer_sizes_bytes": [1048576],
@@ -354,10 +356,63 @@ def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_se
     assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
     metas = [json.loads(f.read_text()) for f in (results / "sais" / "runs").glob("*/metadata.json")]
     reads = [m for m in metas if m["labels"]["kind"] == "read"]
-    assert sorted(m["labels"]["policy"] for m in reads) == ["irqbalance", "spread"], [m["labels"] for m in metas]
+    assert sorted(m["labels"]["policy"] for m in reads) == ["irqbalance", "sais_mark", "spread"], [
+        m["labels"] for m in metas
+    ]
     for m in reads:  # measured on the client node, IOR itself reading through the servers
         assert m["status"] == "ok" and m["host"]["hostname"] == NODES[0], m["labels"]
         assert m["labels"]["reader"] == "ior" and "stands_in_for" not in m["labels"], m["labels"]
+    # sais_mark: the client's half by the run on the client node, the server's half on the server
+    # node by the controller (corun.testbed.server_parts), both in effect from start to end
+    (mark,) = [m for m in reads if m["labels"]["policy"] == "sais_mark"]
+    assert mark["scheduler"]["params"]["server_interfaces"] == "" and mark["scheduler"]["verified_at_end"] is True
+    (part,) = mark["server_parts"]
+    assert part["host"] == NODES[1] and part["verified_at_start"] and part["verified_at_end"] and part["restored"]
+    run = results / "sais" / "runs" / "s1_l1_sais_mark_t1024k_c1_r0"
+    client = json.loads((run / "sched" / "state" / "sais_mark_counters.json").read_text())["totals"]
+    server = json.loads((run / "server_parts" / NODES[1] / "sais_mark_counters.json").read_text())["totals"]
+    assert client["stamped"] > 0 and client["steered"] > 0 and server["recorded"] > 0 and server["reflected"] > 0
+    with (results / "sais" / "sais_mark.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["failed"] == "False" and float(row["mark_recorded"]) == server["recorded"], row
+    assert (results / "report.html").exists()
+    assert node_state(state) == {n: [] for n in NODES}
+
+
+@pytest.mark.timeout(1800)
+def test_the_testbed_profile_runs_aioli_with_the_policy_applied_on_the_server_node_from_here(bare, scratch):
+    """aioli as on Grid'5000 with two nodes: the client's readers on the first, the data server
+    with the corun/aioli translator on the second; the policy is applied from the controller,
+    which holds the file system's layout (corun.testbed.server_parts), around each run."""
+    state, inventory = bare
+    section = {
+        "policies": ["pfs_fifo", "aioli"],
+        "servers": 1,
+        "clients": [2],
+        "client_mib": 2,
+        "reps": 1,
+        "cluster": {"kind": "inventory", "inventory": str(inventory), "pfs_root": "/tmp/corun-pfs"},
+    }
+    proc, FIGURES["aioli_run_s"] = snakemake(experiment_config(scratch, "aioli", section))
+    results = scratch / "results"
+    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
+    metas = {f.parent.name: json.loads(f.read_text()) for f in (results / "aioli" / "runs").glob("*/metadata.json")}
+    assert sorted(m["labels"]["policy"] for m in metas.values()) == ["aioli", "pfs_fifo"], list(metas)
+    for name, m in metas.items():
+        assert m["status"] == "ok" and m["host"]["hostname"] == NODES[0], name
+        assert m["scheduler"]["applied_by"] == "controller" and m["variant_verified_at_end"] is True, name
+        (part,) = m["server_parts"]
+        assert part["host"] == "controller" and part["verified_at_end"] and part["restored"], part
+        # the translator's counters on the server after the run (apply reset them): the policy ran there
+        after = json.loads((results / "aioli" / "runs" / name / "pfs_counters.json").read_text())["after"]
+        (server,) = after["servers"]
+        assert server["name"] == NODES[1] and server["sched"] is not None, server
+        c = server["sched"]["counters"]
+        assert c["requests"]["read"] > 0, c
+        if m["labels"]["policy"] == "aioli":
+            assert c["dispatches"] > 0 and c["passed_through"] == 0, c
+        else:
+            assert c["dispatches"] == 0 and c["passed_through"] > 0, c
     assert (results / "report.html").exists()
     assert node_state(state) == {n: [] for n in NODES}
 

@@ -37,6 +37,8 @@ from corun.plan.pfs_clients import (
     pfs_read,
     pfs_root,
     policy_variant_params,
+    server_hosts,
+    variant_part,
     volfiles,
 )
 from corun.util import atomic_write_json, atomic_write_text, cli_options, repo_root
@@ -131,9 +133,31 @@ def policy_params(sec: dict, policy: str, servers: int, hosts: int = 1) -> dict:
             params.setdefault("interfaces", ",".join(ends))
     else:
         params.setdefault("interfaces", c["interfaces"])
-        if policy == "sais_mark":
-            params.setdefault("server_interfaces", c["server_interfaces"])
+        if policy == "sais_mark":  # the client's half only: the servers' is a server part on each server
+            params.setdefault("server_interfaces", "")
+            params.setdefault("server_addresses", ",".join(h.address for h in server_hosts(sec, NAME, hosts, servers)))
     return params
+
+
+def server_parts(sec: dict, p: dict, work: Path) -> list[dict]:
+    """What the controller applies on the data servers around the run (corun.testbed.server_parts):
+    on an inventory, sais_mark's server half on every server's `cluster.server_interfaces`, its
+    counters fetched into the run folder; nothing for the other policies or on the netns cluster
+    (there the run's own variant reaches the servers' namespaces)."""
+    if sec["cluster"]["kind"] != "inventory" or p["policy"] != "sais_mark":
+        return []
+    params = {"interfaces": "", "server_interfaces": sec["cluster"]["server_interfaces"], "server_addresses": ""}
+    return [
+        variant_part(
+            "sais_mark",
+            params,
+            work / "parts" / run_name(p) / h.name,
+            host=h.name,
+            what=f"sais_mark's server half on {h.name}",
+            fetch=("sais_mark_counters.json",),
+        )
+        for h in server_hosts(sec, NAME, p["client_hosts"], p["servers"])
+    ]
 
 
 def monitors(cfg: dict) -> dict:
@@ -361,6 +385,9 @@ class Sais(Experiment):
                     "write_cmd": in_client(sec, NAME, write),
                 }
             )
+            parts = {run_name(p): server_parts(sec, p, work_dir(out_dir, servers, links, hosts)) for p in pts}
+            if any(parts.values()):
+                group_list[-1]["server_parts"] = {r: v for r, v in parts.items() if v}
         for name in pm_names(sec):
             _, mode, rep = name.split("_")
             spec = make_pm_spec(cfg, mode, int(rep[1:]), data_dir)

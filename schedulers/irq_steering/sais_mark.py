@@ -3,13 +3,20 @@ programs (bpf/sais_mark.bpf.c), attached and detached by build/sais-mark-ctl.
 
 Client interfaces (`--interfaces`): tc egress stamps the sending CPU into requests to a server;
 XDP sends each marked reply from a server to the CPU map entry of its mark. The servers are the
-IPv4 addresses of the server interfaces, read when the policy is applied: packets to anywhere
-else go out unstamped, and packets from anywhere else pass unsteered whatever their DSCP (ssh
-marks its packets too). Server interfaces (`--server-interfaces`):
-tc ingress records each flow's mark, tc egress writes it into the flow's replies. The programs
+IPv4 addresses of the server interfaces, read when the policy is applied, or, for a client whose
+servers are other machines, `--server-addresses` (addresses or host names, resolved by steer.py):
+packets to anywhere else go out unstamped, and packets from anywhere else pass unsteered whatever
+their DSCP (ssh marks its packets too). Server interfaces (`--server-interfaces`):
+tc ingress records each flow's mark, tc egress writes it into the flow's replies.
+
+The two halves are applied together (both interfaces on this machine) or apart, each with its
+own state file: a client half (`--server-interfaces ""`, the servers' addresses given) on the
+client node, a server half (`--interfaces ""`) on each server node; the state records what was
+attached, so verify and restore act on that half alone. The programs
 count what they did (stamped, recorded, reflected, steered, foreign); verify and restore write the
-counts into sais_mark_counters.json beside the state file (the run's sched/state/), and verify
-fails once requests were stamped but no reply came back steered. A packet
+counts of the half's interfaces into sais_mark_counters.json beside the state file (the run's
+sched/state/; a server half's holds the recorded and reflected marks), and verify fails once
+requests were stamped but no reply came back steered (a client half's check). A packet
 redirected through the CPU map loses the checksum state the driver gave it, so the stack checks
 the TCP checksum in software; on veth the sender never computed it (offloaded), so transmit
 checksumming is switched off on the server interfaces (saved and restored). A step the kernel
@@ -123,9 +130,15 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
     if fs.synthetic:
         raise Skipped("BPF programs cannot be attached to a synthetic tree")
     ctl, obj = _ctl(args.bpf_dir)
-    for tool in ("ethtool", "ip"):
+    for tool in ["ethtool", "ip"] if p["server"] else ["ip"]:  # a client half leaves checksumming alone
         if _run(["sh", "-c", f"command -v {tool}"]).returncode != 0:
             raise Skipped(f"{tool} not installed")
+    if not p["client"]:
+        addresses = []  # a server half: its programs reflect whatever mark comes in
+    elif p["server_addresses"] is not None:
+        addresses = p["server_addresses"]  # a client half whose servers are other machines
+    else:
+        addresses = server_addresses(args, p["server"])
     state = {
         "policy": "sais_mark",
         "root": "/",
@@ -135,7 +148,7 @@ def apply_mark(args, fs, p: dict, state_path: Path) -> int:
         "daemon": None,
         "ethtool": [],
         "attached": [],
-        "server_addresses": server_addresses(args, p["server"]),
+        "server_addresses": addresses,
     }
     for ns, iface in p["server"]:
         state["ethtool"].append({"ns": ns, "iface": iface, "old": _tx_csum(ns, iface)})

@@ -15,14 +15,30 @@ effect. `restore` puts the saved values back, ends the daemon it started and det
 programs, newest change first; without a state file it does nothing. An interface is IFACE (this
 network namespace) or NETNS/IFACE (read and written through `ip netns exec`).
 
+sais_mark has a client half (--interfaces) and a server half (--server-interfaces); one apply
+does either or both. On a testbed whose servers are other machines each is applied apart, with
+its own state file: the client node's (`corun run`, through the manifest) as
+
+    steer.py apply --policy sais_mark --interfaces eth0 --server-interfaces "" \
+        --server-addresses 10.0.0.2,10.0.0.3 --state FILE
+
+(the servers' IPv4 addresses or host names, which the client cannot read off their interfaces),
+and each server's (the controller, over ssh) as
+
+    steer.py apply --policy sais_mark --interfaces "" --server-interfaces eth0 \
+        --server-addresses "" --state FILE
+
+With both halves on one machine, --server-addresses is "" and the servers' addresses are those
+of the server interfaces. --interfaces may be empty for sais_mark's server half only.
+
 `--root DIR` resolves /proc and /sys under DIR, so the logic runs against a synthetic tree; a
 NETNS/IFACE then lives under DIR/netns/NETNS/sys/class/net/IFACE.
 
 The options the variants' params are passed to have no default here: every policy takes
---interfaces, dedicated --cpu, source_aware --flow-entries and sais_mark --server-interfaces,
-each required, and no policy takes another's (the manifests hold the one default of each).
-LIMITS is their bounds; `steer.py limits` prints it (tests/schedulers/test_variant_limits.py
-compares it with the manifests).
+--interfaces, dedicated --cpu, source_aware --flow-entries and sais_mark --server-interfaces and
+--server-addresses, each required, and no policy takes another's (the manifests hold the one
+default of each). LIMITS is their bounds; `steer.py limits` prints it
+(tests/schedulers/test_variant_limits.py compares it with the manifests).
 
 Exit codes: 0 ok, 1 runtime error or not in effect, 2 usage error, 4 skipped (a feature the
 policy needs is missing; one line with the reason).
@@ -31,11 +47,13 @@ policy needs is missing; one line with the reason).
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -177,8 +195,16 @@ LIMITS = {
     "cpu": {"type": "integer", "minimum": 0},
     "flow-entries": {"type": "integer", "minimum": 1, "maximum": 1 << 20},
     "server-interfaces": {"type": "string"},
+    "server-addresses": {"type": "string"},
 }
-TAKEN_BY = {"cpu": ("dedicated",), "flow-entries": ("source_aware",), "server-interfaces": ("sais_mark",)}
+TAKEN_BY = {
+    "cpu": ("dedicated",),
+    "flow-entries": ("source_aware",),
+    "server-interfaces": ("sais_mark",),
+    "server-addresses": ("sais_mark",),
+}
+MAX_SERVERS = 1024  # sais-mark-ctl's and the sais_servers map's
+HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$")
 
 
 def check_args(args) -> None:
@@ -229,6 +255,73 @@ def parse_ifaces(args, key: str, text: str, fs: Fs) -> list[tuple[str | None, st
     return out
 
 
+def parse_addresses(args, text: str) -> list[str]:
+    """--server-addresses: IPv4 addresses or host names resolved to IPv4 (every address a name
+    has), comma-separated, in order, each once. Raises UsageError for an empty item or a name
+    that does not resolve."""
+    expected = "IPv4 addresses or host names that resolve to one, comma-separated"
+    out: list[str] = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            raise usage(args, "server_addresses", text, expected)
+        if re.fullmatch(r"[0-9.]+", item):  # a dotted quad, not getaddrinfo's 10.1 = 10.0.0.1
+            try:
+                found = [str(ipaddress.IPv4Address(item))]
+            except ValueError:
+                raise usage(args, "server_addresses", item, expected) from None
+        else:
+            try:
+                infos = (
+                    socket.getaddrinfo(item, None, socket.AF_INET, socket.SOCK_STREAM) if HOST_RE.match(item) else []
+                )
+            except (OSError, UnicodeError):
+                infos = []
+            if not infos:
+                raise usage(args, "server_addresses", item, expected)
+            found = [info[4][0] for info in infos]
+        out += [a for a in found if a not in out]
+    if len(out) > MAX_SERVERS:
+        raise usage(args, "server_addresses", text, f"at most {MAX_SERVERS} IPv4 addresses")
+    return out
+
+
+def plan_mark(args, fs: Fs, out: dict) -> dict:
+    """sais_mark's halves: the client's interfaces, the servers' interfaces and, for a client
+    whose servers are other machines, their addresses. Raises UsageError."""
+    client_text = (args.interfaces or "").strip()
+    server_text = (args.server_interfaces or "").strip()
+    addr_text = (args.server_addresses or "").strip()
+    if not client_text and not server_text:
+        raise usage(
+            args,
+            "interfaces",
+            args.interfaces,
+            "the client's interfaces, [NETNS/]IFACE, comma-separated; empty only for a server half, "
+            "with server_interfaces set",
+        )
+    if server_text and addr_text:
+        raise usage(
+            args,
+            "server_addresses",
+            args.server_addresses,
+            "'' with server_interfaces set: server_addresses is only for a client whose server "
+            "interfaces are elsewhere",
+        )
+    if client_text and not server_text and not addr_text:
+        raise usage(
+            args,
+            "server_interfaces",
+            args.server_interfaces,
+            "the servers' interfaces, [NETNS/]IFACE, comma-separated, or for a client whose servers "
+            "are other machines their addresses in server_addresses",
+        )
+    out["client"] = parse_ifaces(args, "interfaces", client_text, fs) if client_text else []
+    out["server"] = parse_ifaces(args, "server_interfaces", server_text, fs) if server_text else []
+    # None: read from the server interfaces at apply (both halves here)
+    out["server_addresses"] = parse_addresses(args, addr_text) if addr_text else None
+    return out
+
+
 def iface_label(ns: str | None, name: str) -> str:
     return f"{ns}/{name}" if ns else name
 
@@ -258,9 +351,7 @@ def plan(args, fs: Fs) -> dict:
     out = {"policy": args.policy, "writes": writes, "cpus": cpus}
     check_args(args)
     if args.policy == "sais_mark":
-        out["client"] = parse_ifaces(args, "interfaces", args.interfaces, fs)
-        out["server"] = parse_ifaces(args, "server_interfaces", args.server_interfaces, fs)
-        return out
+        return plan_mark(args, fs, out)
     ifaces = parse_ifaces(args, "interfaces", args.interfaces, fs)
     out["interfaces"] = ifaces
     if args.policy == "dedicated" and args.cpu not in cpus:
@@ -541,6 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--policy", required=True)
         s.add_argument("--interfaces")
         s.add_argument("--server-interfaces")
+        s.add_argument("--server-addresses")
         s.add_argument("--cpu", type=int)
         s.add_argument("--flow-entries", type=int)
         s.add_argument("--irqbalance-bin", default="irqbalance")

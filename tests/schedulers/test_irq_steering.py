@@ -178,22 +178,30 @@ def test_synthetic_irqbalance_daemon(tree, tmp_path):
     assert (tree / "sys/class/net/nic0/queues/rx-0/rps_cpus").read_text().strip() == "3"
 
 
-def test_synthetic_sais_mark_is_skipped(tree, tmp_path):
+@pytest.mark.parametrize(
+    "client, servers, addresses",
+    [
+        ("nic0", "h1/eth0", ""),  # both halves here
+        ("nic0", "", "10.0.0.2,localhost"),  # the client half, its servers elsewhere
+        ("", "h1/eth0", ""),  # a server half
+    ],
+    ids=["both", "client", "server"],
+)
+def test_synthetic_sais_mark_is_skipped(tree, tmp_path, client, servers, addresses):
+    """Each form of sais_mark passes the parameter checks and stops where BPF is needed."""
     res = run_steer(
-        "apply",
-        "--policy",
-        "sais_mark",
-        "--interfaces",
-        "nic0",
-        "--server-interfaces",
-        "h1/eth0",
-        "--root",
-        tree,
-        "--state",
-        tmp_path / "s.json",
-    )
-    assert res.returncode == 4 and res.stderr.startswith("skipped: feature missing: ")
+        "apply", "--policy", "sais_mark", "--interfaces", client, "--server-interfaces", servers,
+        "--server-addresses", addresses, "--root", tree, "--state", tmp_path / "s.json",
+    )  # fmt: skip
+    assert res.returncode == 4 and res.stderr.startswith("skipped: feature missing: "), res.stderr
     assert res.stderr.count("\n") == 1
+
+
+def test_server_addresses_are_resolved_to_ipv4():
+    args = steer.build_parser().parse_args(["apply", "--policy", "sais_mark", "--state", "s.json"])
+    assert steer.parse_addresses(args, "10.0.0.3, localhost,10.0.0.3") == ["10.0.0.3", "127.0.0.1"]
+    with pytest.raises(steer.UsageError, match=r"params.server_addresses: 'nohost.invalid' \(expected IPv4"):
+        steer.parse_addresses(args, "10.0.0.2,nohost.invalid")
 
 
 def test_synthetic_source_aware_without_the_flow_table_is_skipped_before_any_change(tree, tmp_path):
@@ -221,7 +229,58 @@ BAD = [
     (["--policy", "spread", "--interfaces", "a/b/c d"], "params.interfaces: 'a/b/c d'"),
     (["--policy", "source_aware", "--flow-entries", "0"], "params.flow_entries: 0 (expected an integer"),
     (["--policy", "round_robin"], "params.policy: 'round_robin' (expected one of irqbalance"),
-    (["--policy", "sais_mark", "--server-interfaces", ""], "params.server_interfaces: ''"),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "", "--server-addresses", ""],
+        "params.server_interfaces: '' (expected the servers' interfaces, [NETNS/]IFACE, comma-separated, or for a "
+        "client whose servers are other machines their addresses in server_addresses)",
+    ),
+    (
+        ["--policy", "sais_mark", "--interfaces", "", "--server-interfaces", "", "--server-addresses", ""],
+        "corun: schedulers/sais_mark/manifest.yaml: params.interfaces: '' (expected the client's interfaces",
+    ),
+    (
+        ["--policy", "sais_mark", "--interfaces", "", "--server-interfaces", "", "--server-addresses", "10.0.0.2"],
+        "params.interfaces: '' (expected the client's interfaces, [NETNS/]IFACE, comma-separated; empty only "
+        "for a server half, with server_interfaces set)",
+    ),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "h1/eth0", "--server-addresses", "10.0.0.2"],
+        "corun: schedulers/sais_mark/manifest.yaml: params.server_addresses: '10.0.0.2' (expected '' with "
+        "server_interfaces set: server_addresses is only for a client whose server interfaces are elsewhere)",
+    ),
+    (
+        ["--policy", "sais_mark", "--interfaces", "", "--server-interfaces", "h1/eth0", "--server-addresses", "h"],
+        "params.server_addresses: 'h' (expected '' with server_interfaces set",
+    ),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "", "--server-addresses", "10.0.0.2,nohost.invalid"],
+        "corun: schedulers/sais_mark/manifest.yaml: params.server_addresses: 'nohost.invalid' (expected IPv4 "
+        "addresses or host names that resolve to one, comma-separated)",
+    ),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "", "--server-addresses", "10.0.0.2,,10.0.0.3"],
+        "params.server_addresses: '10.0.0.2,,10.0.0.3' (expected IPv4 addresses",
+    ),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "", "--server-addresses", "10.0.0.2,"],
+        "params.server_addresses: '10.0.0.2,' (expected IPv4 addresses",
+    ),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "", "--server-addresses", "10.1"],
+        "params.server_addresses: '10.1' (expected IPv4 addresses",
+    ),
+    (
+        ["--policy", "sais_mark", "--server-interfaces", "", "--server-addresses", "fd00::2"],
+        "params.server_addresses: 'fd00::2' (expected IPv4 addresses",
+    ),
+    (
+        ["--policy", "sais_mark", "--interfaces", "", "--server-interfaces", "nope0", "--server-addresses", ""],
+        "params.server_interfaces: 'nope0' (expected an existing network interface)",
+    ),
+    (
+        ["--policy", "sais_mark", "--interfaces", "nope0", "--server-interfaces", "", "--server-addresses", "h"],
+        "params.interfaces: 'nope0' (expected an existing network interface)",
+    ),
 ]
 
 
@@ -230,12 +289,13 @@ def test_bad_params_one_line_nothing_changed(tree, tmp_path, args, message):
     before = values(tree)
     full = ["--interfaces", "nic0"] + args if "--interfaces" not in args else args
     variant = args[1] if args[1] in VARIANTS else ""
-    res = run_steer(
-        "apply", *full, "--root", tree, "--state", tmp_path / "s.json", *(["--variant", variant] if variant else [])
-    )
-    assert res.returncode == 2, res.stderr
-    assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
-    assert values(tree) == before and not (tmp_path / "s.json").exists()
+    for action in ("apply", "verify"):
+        res = run_steer(
+            action, *full, "--root", tree, "--state", tmp_path / "s.json", *(["--variant", variant] if variant else [])
+        )
+        assert res.returncode == 2, res.stderr
+        assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
+        assert values(tree) == before and not (tmp_path / "s.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -244,6 +304,11 @@ def test_bad_params_one_line_nothing_changed(tree, tmp_path, args, message):
         (["--policy", "dedicated"], "--cpu: missing (expected a value with policy dedicated)"),
         (["--policy", "source_aware"], "--flow-entries: missing (expected a value with policy source_aware)"),
         (["--policy", "sais_mark"], "--server-interfaces: missing (expected a value with policy sais_mark)"),
+        (
+            ["--policy", "sais_mark", "--server-interfaces", "h1/eth0"],
+            "--server-addresses: missing (expected a value with policy sais_mark)",
+        ),
+        (["--policy", "spread", "--server-addresses", "10.0.0.2"], "--server-addresses: '10.0.0.2' (expected only"),
         (["--policy", "spread", "--cpu", "1"], "--cpu: 1 (expected only with policy dedicated)"),
         (["--policy", "dedicated", "--cpu", "1", "--flow-entries", "8"], "--flow-entries: 8 (expected only with"),
     ],
@@ -456,10 +521,23 @@ def test_veth_irqbalance_runs_the_daemon(veth, tmp_path):
     assert irqs_after == irqs_before
 
 
-def mark_args(action: str, state, servers: str = f"{NS_B}/{IF_B}") -> list:
-    """steer.py arguments for sais_mark with A's end as the client and `servers`."""
-    return [action, "--policy", "sais_mark", "--interfaces", f"{NS_A}/{IF_A}", "--server-interfaces", servers,
-            "--state", state]  # fmt: skip
+def mark_args(
+    action: str, state, servers: str = f"{NS_B}/{IF_B}", client: str = f"{NS_A}/{IF_A}", addresses: str = ""
+) -> list:
+    """steer.py arguments for sais_mark with `client` (A's end) as the client and `servers` (B's
+    end); a half alone: client or servers "", and the client half then names the servers'
+    `addresses`."""
+    return [action, "--policy", "sais_mark", "--interfaces", client, "--server-interfaces", servers,
+            "--server-addresses", addresses, "--state", state]  # fmt: skip
+
+
+def mark_status(ns, dev) -> dict:
+    return json.loads(
+        sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", dev, "--netns", ns).stdout
+    )
+
+
+NOTHING_ATTACHED = {"xdp": 0, "tc_egress": 0, "tc_ingress": 0, "servers": 0, "stats": None}
 
 
 @pytest.mark.root
@@ -523,6 +601,66 @@ def test_veth_sais_mark_refuses_a_server_interface_without_an_address(veth, tmp_
 
 
 @pytest.mark.root
+def test_veth_sais_mark_halves_applied_apart(veth, tmp_path):
+    """On a testbed whose servers are other machines, the server half is applied on each server
+    (by the controller, steer.py over ssh) and the client half on the client node with the
+    servers' addresses: two processes, two state files, each half verified and restored alone."""
+    server_state, client_state = tmp_path / "server" / "s.json", tmp_path / "client" / "c.json"
+    server_state.parent.mkdir()
+    client_state.parent.mkdir()
+    server = {"client": "", "servers": f"{NS_B}/{IF_B}"}
+    client = {"client": f"{NS_A}/{IF_A}", "servers": "", "addresses": ADDR_B}
+    res = run_steer(*mark_args("apply", server_state, **server))
+    if res.returncode == 4:
+        pytest.skip(res.stderr.strip())
+    try:
+        assert res.returncode == 0, res.stderr
+        res = run_steer(*mark_args("apply", client_state, **client))
+        assert res.returncode == 0, res.stderr
+        for state, half in ((server_state, server), (client_state, client)):
+            res = run_steer(*mark_args("verify", state, **half))
+            assert res.returncode == 0, res.stderr
+        # each state holds its half: the client's the servers' addresses, the server's the checksumming
+        c, s = json.loads(client_state.read_text()), json.loads(server_state.read_text())
+        assert [a["role"] for a in c["attached"]] == ["client"] and c["server_addresses"] == [ADDR_B]
+        assert (
+            c["ethtool"] == []
+            and "tx-checksumming: on" in sh("ip", "netns", "exec", NS_A, "ethtool", "-k", IF_A).stdout
+        )
+        assert [a["role"] for a in s["attached"]] == ["server"] and s["server_addresses"] == []
+        assert "tx-checksumming: off" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
+        assert mark_status(NS_A, IF_A)["tc_ingress"] == 0 and mark_status(NS_B, IF_B)["xdp"] == 0
+        w = fetch(client_cpu=1, server_cpu=0)
+        st = mark_status(NS_A, IF_A)
+        assert st["servers"] == 1 and st["stats"]["stamped"] >= 150 and st["stats"]["steered"] > 0, st
+        srv = mark_status(NS_B, IF_B)["stats"]
+        assert srv["recorded"] > 0 and srv["reflected"] > 0, srv
+        for state, half in ((server_state, server), (client_state, client)):
+            res = run_steer(*mark_args("verify", state, **half))
+            assert res.returncode == 0, res.stderr
+        assert share(w, 1) > 0.9, w
+        # the client's restore leaves the server's half in place, and the other way round
+        restore(client_state)
+        assert mark_status(NS_A, IF_A) == NOTHING_ATTACHED and mark_status(NS_B, IF_B)["tc_ingress"] > 0
+    finally:
+        run_steer("restore", "--state", client_state)
+        restore(server_state)
+    for ns, dev in ((NS_A, IF_A), (NS_B, IF_B)):
+        assert mark_status(ns, dev) == NOTHING_ATTACHED
+        assert "clsact" not in sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
+    assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout
+    assert not client_state.exists() and not server_state.exists()
+    # each half's counters beside its own state (a run's sched/state/, a server part's state_dir)
+    counters = json.loads((client_state.parent / "sais_mark_counters.json").read_text())
+    assert {r["role"] for r in counters["interfaces"]} == {"client"}
+    assert counters["totals"]["stamped"] >= 150 and counters["totals"]["steered"] > 0, counters
+    counters = json.loads((server_state.parent / "sais_mark_counters.json").read_text())
+    assert {r["role"] for r in counters["interfaces"]} == {"server"}
+    assert counters["totals"]["recorded"] > 0 and counters["totals"]["reflected"] > 0, counters
+    assert counters["totals"]["stamped"] == 0 and counters["totals"]["steered"] == 0, counters
+
+
+@pytest.mark.root
 @pytest.mark.parametrize(
     "name, params",
     [
@@ -530,14 +668,16 @@ def test_veth_sais_mark_refuses_a_server_interface_without_an_address(veth, tmp_
         ("source_aware", {}),
         ("irqbalance", {}),
         ("sais_mark", {}),
+        ("sais_mark", {"interfaces": f"{NS_A}/{IF_A}", "server_interfaces": "", "server_addresses": ADDR_B}),
     ],
+    ids=["dedicated", "source_aware", "irqbalance", "sais_mark", "sais_mark_client_half"],
 )
 def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
     if name == "irqbalance" and (shutil.which("irqbalance") is None or steer.own_irqbalance(steer.Fs("/"))):
         pytest.skip("irqbalance missing or already running")
     params = {"interfaces": IFACES, **params}
-    if name == "sais_mark":
-        params = {"interfaces": f"{NS_A}/{IF_A}", "server_interfaces": f"{NS_B}/{IF_B}"}
+    if name == "sais_mark":  # both halves, or the client half alone (its servers elsewhere)
+        params = {"interfaces": f"{NS_A}/{IF_A}", "server_interfaces": f"{NS_B}/{IF_B}", **params}
     env = dict(os.environ, CORUN_STATE_DIR=str(tmp_path / "run"), PYTHONPATH=str(REPO))
     before_rps = rps_of(NS_B, IF_B)
     flows_before = Path("/proc/sys/net/core/rps_sock_flow_entries").read_text()
@@ -571,5 +711,5 @@ def test_restore_after_sigkill_via_recover(veth, tmp_path, name, params):
             time.sleep(0.05)
         assert steer.proc_starttime(state["daemon"]["pid"]) is None
     if name == "sais_mark":
-        st = sh(REPO / "schedulers/irq_steering/build/sais-mark-ctl", "status", "--iface", IF_A, "--netns", NS_A)
-        assert json.loads(st.stdout)["xdp"] == 0
+        assert mark_status(NS_A, IF_A) == NOTHING_ATTACHED and mark_status(NS_B, IF_B) == NOTHING_ATTACHED
+        assert "tx-checksumming: on" in sh("ip", "netns", "exec", NS_B, "ethtool", "-k", IF_B).stdout

@@ -159,6 +159,39 @@ def test_specs_on_an_inventory_need_no_netns(tmp_path):
     assert g["cluster"]["client"] == "c1" and g["pfs"]["inventory"] == str(inv.resolve())
 
 
+def test_sais_mark_on_an_inventory_is_the_clients_half_and_a_server_part_per_server(tmp_path):
+    """The servers are other hosts: the client's run attaches the client's half with the servers'
+    addresses; the controller attaches the servers' half on each (corun.testbed.server_parts)."""
+    inv = tmp_path / "inv.yml"
+    hosts = {"c1": "10.0.0.1", "s1": "10.0.0.2", "s2": "10.0.0.3", "s3": "10.0.0.4"}
+    inv.write_text("testbed:\n  hosts:\n" + "".join(f"    {n}: {{ansible_host: {a}}}\n" for n, a in hosts.items()))
+    cluster = {"kind": "inventory", "inventory": str(inv), "pfs_root": "/srv/pfs", "interfaces": "ens1"}
+    cfg = cfg_with(
+        {"policies": ["irqbalance", "sais_mark"], "servers": [2], "transfer_sizes_bytes": [1048576], "reps": 1,
+         "cluster": {**cluster, "server_interfaces": "ens2"}}
+    )  # fmt: skip
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    run = "s2_l1_sais_mark_t1024k_c1_r0"
+    spec = yaml.safe_load((tmp_path / "specs" / f"{run}.yaml").read_text())
+    assert spec["scheduler"] == {
+        "name": "sais_mark",
+        "params": {"interfaces": "ens1", "server_interfaces": "", "server_addresses": "10.0.0.2,10.0.0.3"},
+    }
+    (g,) = json.loads((tmp_path / "specs" / "groups.json").read_text())["groups"]
+    assert list(g["server_parts"]) == [run]  # irqbalance has no server half
+    parts = g["server_parts"][run]
+    assert [p["host"] for p in parts] == ["s1", "s2"]
+    for p in parts:
+        state = str((tmp_path / "work" / "s2_l1" / "parts" / run / p["host"]).resolve())
+        assert p["state_dir"] == state and p["fetch"] == ["sais_mark_counters.json"]
+        assert p["apply"][0] == "{python}" and p["apply"][1].endswith("irq_steering/steer.py")
+        args = p["apply"][2:]
+        assert args[0] == "apply" and args[args.index("--interfaces") + 1] == ""
+        assert args[args.index("--server-interfaces") + 1] == "ens2"
+        assert args[args.index("--server-addresses") + 1] == ""
+        assert p["restore"][2:4] == ["restore", "--state"] and p["restore"][4].startswith(state)
+
+
 def test_the_configs_validate():
     cfg = dict(experiment_helpers.validated_profiles("sais"))["paper"]
     assert cfg["sais"]["servers"] == [8, 16, 32, 48] and cfg["sais"]["client_links"] == [1, 3]
