@@ -372,7 +372,7 @@ def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_se
     client = json.loads((run / "sched" / "state" / "sais_mark_counters.json").read_text())["totals"]
     server = json.loads((run / "server_parts" / NODES[1] / "sais_mark_counters.json").read_text())["totals"]
     assert client["stamped"] > 0 and client["steered"] > 0 and server["recorded"] > 0 and server["reflected"] > 0
-    with (results / "sais" / "sais_mark.csv").open() as f:
+    with (results / "sais" / "analysis" / "sais_mark.csv").open() as f:
         (row,) = list(csv.DictReader(f))
     assert row["failed"] == "False" and float(row["mark_recorded"]) == server["recorded"], row
     assert (results / "report.html").exists()
