@@ -238,11 +238,18 @@ def from_names(names: list[str], source: str = "hosts") -> list[Host]:
 
 
 def resolve(spec, source: str = "hosts") -> list[Host]:
-    """The `hosts:` setting of a workflow config: a list of names or {from_inventory, group}."""
+    """The `hosts:` setting of a workflow config: a list of names or {from_inventory, group,
+    names} (names: only those hosts of the group, in that order)."""
     if isinstance(spec, list):
         hosts = from_names(spec, source)
     elif isinstance(spec, dict) and "from_inventory" in spec:
         hosts = load(spec["from_inventory"], spec.get("group", "testbed"), source)
+        by = {h.name: h for h in hosts}
+        for n in spec.get("names") or []:
+            if n not in by:
+                raise ConfigError(source, "hosts.names", n, f"a host of the inventory's group: {', '.join(by)}")
+        if spec.get("names"):
+            hosts = [by[n] for n in spec["names"]]
     else:
         raise ConfigError(source, "hosts", spec, "a list of host names or {from_inventory: PATH}")
     names = [h.name for h in hosts]

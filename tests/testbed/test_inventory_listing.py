@@ -73,3 +73,15 @@ def test_a_damaged_kept_listing_is_listed_again(tmp_path, listings):
     kept.write_text("{not json")
     assert len(inv.load(f)) == 2
     assert len(listings) == 2
+
+
+def test_hosts_from_an_inventory_may_name_some_of_its_hosts(listings, tmp_path):
+    """`hosts: {from_inventory, names}`: those hosts of the group, in that order (one node of a
+    testbed for the single-machine experiments); a name the group lacks is one line."""
+    path = tmp_path / "inv.yml"
+    path.write_text(INVENTORY)
+    assert [h.name for h in inv.resolve({"from_inventory": str(path)})] == ["n1", "n2"]
+    assert [h.name for h in inv.resolve({"from_inventory": str(path), "names": ["n2"]}, "t.yaml")] == ["n2"]
+    with pytest.raises(inv.ConfigError) as exc:
+        inv.resolve({"from_inventory": str(path), "names": ["n3"]}, "t.yaml")
+    assert str(exc.value) == "t.yaml: hosts.names: 'n3' (expected a host of the inventory's group: n1, n2)"
