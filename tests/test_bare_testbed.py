@@ -253,6 +253,16 @@ def experiment_config(base: Path, experiment: str, section: dict) -> Path:
     return path
 
 
+def run_experiment(base: Path, experiment: str, section: dict) -> tuple[Path, dict[str, dict]]:
+    """The testbed profile's EXPERIMENT with SECTION over it, run to the end (its time in
+    FIGURES): the results folder and each run's metadata.json by run name."""
+    proc, FIGURES[f"{experiment}_run_s"] = snakemake(experiment_config(base, experiment, section))
+    results = base / "results"
+    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
+    metas = {f.parent.name: json.loads(f.read_text()) for f in (results / experiment / "runs").glob("*/metadata.json")}
+    return results, metas
+
+
 def snakemake_argv(config: Path) -> list[str]:
     return [
         str(Path(PY).parent / "snakemake"),
@@ -351,14 +361,9 @@ def test_the_testbed_profile_runs_sais_with_the_client_on_one_node_and_a_data_se
         "compute_passes": 0,
         "cluster": {"kind": "inventory", "inventory": str(inventory), "pfs_root": "/tmp/corun-pfs"},
     }
-    proc, FIGURES["sais_run_s"] = snakemake(experiment_config(scratch, "sais", section))
-    results = scratch / "results"
-    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
-    metas = [json.loads(f.read_text()) for f in (results / "sais" / "runs").glob("*/metadata.json")]
-    reads = [m for m in metas if m["labels"]["kind"] == "read"]
-    assert sorted(m["labels"]["policy"] for m in reads) == ["irqbalance", "sais_mark", "spread"], [
-        m["labels"] for m in metas
-    ]
+    results, metas = run_experiment(scratch, "sais", section)
+    reads = [m for m in metas.values() if m["labels"]["kind"] == "read"]
+    assert sorted(m["labels"]["policy"] for m in reads) == ["irqbalance", "sais_mark", "spread"], list(metas)
     for m in reads:  # measured on the client node, IOR itself reading through the servers
         assert m["status"] == "ok" and m["host"]["hostname"] == NODES[0], m["labels"]
         assert m["labels"]["reader"] == "ior" and "stands_in_for" not in m["labels"], m["labels"]
@@ -393,10 +398,7 @@ def test_the_testbed_profile_runs_aioli_with_the_policy_applied_on_the_server_no
         "reps": 1,
         "cluster": {"kind": "inventory", "inventory": str(inventory), "pfs_root": "/tmp/corun-pfs"},
     }
-    proc, FIGURES["aioli_run_s"] = snakemake(experiment_config(scratch, "aioli", section))
-    results = scratch / "results"
-    assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
-    metas = {f.parent.name: json.loads(f.read_text()) for f in (results / "aioli" / "runs").glob("*/metadata.json")}
+    results, metas = run_experiment(scratch, "aioli", section)
     assert sorted(m["labels"]["policy"] for m in metas.values()) == ["aioli", "pfs_fifo"], list(metas)
     for name, m in metas.items():
         assert m["status"] == "ok" and m["host"]["hostname"] == NODES[0], name
