@@ -19,7 +19,8 @@ Around a run, in this order: every part's restore is journalled (the guard's jou
 pfs_runs, so `corun recover` runs it after a SIGKILL of the controller), then applied and
 verified, then the run, then every part verified again and restored (newest first, also after
 an error or a signal), its files fetched. The run's metadata.json then records what was done
-(`server_parts`: per part, verified at the start and at the end, restored) and its
+(`server_parts`: per part, verified at the start and at the end, restored, and the seconds
+each step took: apply_s with its verify, verify_end_s, restore_s) and its
 `variant_verified_at_start` / `_at_end` (and `scheduler.verified` / `verified_at_end`) hold
 only when the parts were in effect too; a run whose spec says `scheduler.applied_by:
 controller` took no part of its variant itself, so those are the parts' alone. A part not in
@@ -33,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,10 +129,12 @@ class Applied:
                     }
                 )
             )
+            t0 = time.monotonic()
             res = _call(part.argv("apply"))
             if res.returncode != 0:
                 raise CorunError(f"pfs_runs: {part.what}: apply failed (exit {res.returncode}): {_last(res)}")
             rec["verified_at_start"] = self._verify(part)
+            rec["apply_s"] = round(time.monotonic() - t0, 3)  # with its verify: the part's cost before the run
 
     def _verify(self, part: Part) -> bool:
         res = _call(part.argv("verify"))
@@ -142,15 +146,19 @@ class Applied:
         """Every part still in effect after the run (else a CorunError naming it)."""
         for part, rec in zip(self.parts, self.records):
             rec["verified_at_end"] = False
+            t0 = time.monotonic()
             rec["verified_at_end"] = self._verify(part)
+            rec["verify_end_s"] = round(time.monotonic() - t0, 3)
 
     def stop(self, out: Path | None) -> list[str]:
         """Restore every part applied, newest first, whatever failed before; fetch each part's
         files into OUT/server_parts/<where>/ (when OUT is a run folder). The errors met."""
         errors = []
         for part, rec, action in reversed(list(zip(self.parts, self.records, self.actions))):
+            t0 = time.monotonic()
             err = self.journal.undo(action)
             rec["restored"] = err is None
+            rec["restore_s"] = round(time.monotonic() - t0, 3)
             if err:
                 errors.append(f"pfs_runs: {part.what}: restore failed: {err}")
             if out is not None and part.fetch and out.is_dir():
