@@ -94,14 +94,17 @@ class Journal:
     def undo_together(self, actions: list[dict | None]) -> list[str]:
         """Undo independent actions at once, one thread each (the restore of every node of a
         cluster, each an ssh round trip), then forget them; the errors met, in the given order."""
-        actions = [a for a in actions if a is not None]
+        return [e for e in self.undo_each([a for a in actions if a is not None]) if e]
+
+    def undo_each(self, actions: list[dict]) -> list[str | None]:
+        """undo_together's work: each action's error (or None), in the given order."""
         if len(actions) < 2:
-            return [e for a in actions if (e := self.undo(a))]
-        with ThreadPoolExecutor(max_workers=len(actions)) as pool:
+            return [self.undo(a) for a in actions]
+        with ThreadPoolExecutor(max_workers=min(32, len(actions))) as pool:
             errors = list(pool.map(self._timed_undo, actions))
         self.actions = [a for a in self.actions if not any(a is b for b in actions)]
         self._save()
-        return [e for e in errors if e]
+        return errors
 
     def unwind(self) -> list[str]:
         """Undo everything, newest first; never raises. Returns the errors met."""

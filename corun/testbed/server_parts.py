@@ -16,15 +16,17 @@ A group of groups.json may carry `server_parts`: {run name: [part, ...]}, each p
                RUN/server_parts/<host or controller>/<file> (sais_mark's server counters)
 
 Around a run, in this order: every part's restore is journalled (the guard's journal of
-pfs_runs, so `corun recover` runs it after a SIGKILL of the controller), then applied and
-verified, then the run, then every part verified again and restored (newest first, also after
-an error or a signal), its files fetched. The run's metadata.json then records what was done
-(`server_parts`: per part, verified at the start and at the end, restored, and the seconds
-each step took: apply_s with its verify, verify_end_s, restore_s) and its
-`variant_verified_at_start` / `_at_end` (and `scheduler.verified` / `verified_at_end`) hold
-only when the parts were in effect too; a run whose spec says `scheduler.applied_by:
-controller` took no part of its variant itself, so those are the parts' alone. A part not in
-effect at the end fails the run: its folder is removed and it is measured again.
+pfs_runs, so `corun recover` runs it after a SIGKILL of the controller), then the parts are
+applied and verified, then the run, then every part is verified again and restored (also after
+an error or a signal), its files fetched; the parts of several hosts go at once (48 data
+servers one after another would add their sum to every run). The run's metadata.json then
+records what was done (`server_parts`: per part, verified at the start and at the end,
+restored, and the seconds each step took: apply_s with its verify, verify_end_s, and
+restore_s, the parts' restore together) and its `variant_verified_at_start` / `_at_end` (and
+`scheduler.verified` / `verified_at_end`) hold only when the parts were in effect too; a run
+whose spec says `scheduler.applied_by: controller` took no part of its variant itself, so
+those are the parts' alone. A part not in effect at the end fails the run: its folder is
+removed and it is measured again.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +110,8 @@ def _last(res: subprocess.CompletedProcess) -> str:
 
 
 class Applied:
-    """The parts of one run, applied (start), checked (check_end) and restored (stop)."""
+    """The parts of one run, applied (start), checked (check_end) and restored (stop), the
+    parts of several hosts at once."""
 
     def __init__(self, parts: list[Part], journal: Journal | None):
         if parts and journal is None:
@@ -117,7 +121,7 @@ class Applied:
         self.records = [{"what": p.what, "host": p.where} for p in parts]
 
     def start(self) -> None:
-        for part, rec in zip(self.parts, self.records):
+        for part in self.parts:  # every restore journalled before anything changes
             self.actions.append(
                 self.journal.push(
                     {
@@ -129,12 +133,15 @@ class Applied:
                     }
                 )
             )
-            t0 = time.monotonic()
-            res = _call(part.argv("apply"))
-            if res.returncode != 0:
-                raise CorunError(f"pfs_runs: {part.what}: apply failed (exit {res.returncode}): {_last(res)}")
-            rec["verified_at_start"] = self._verify(part)
-            rec["apply_s"] = round(time.monotonic() - t0, 3)  # with its verify: the part's cost before the run
+        _first_error(_each(self._apply, self.parts, self.records))
+
+    def _apply(self, part: Part, rec: dict) -> None:
+        t0 = time.monotonic()
+        res = _call(part.argv("apply"))
+        if res.returncode != 0:
+            raise CorunError(f"pfs_runs: {part.what}: apply failed (exit {res.returncode}): {_last(res)}")
+        rec["verified_at_start"] = self._verify(part)
+        rec["apply_s"] = round(time.monotonic() - t0, 3)  # with its verify: the part's cost before the run
 
     def _verify(self, part: Part) -> bool:
         res = _call(part.argv("verify"))
@@ -143,28 +150,57 @@ class Applied:
         return True
 
     def check_end(self) -> None:
-        """Every part still in effect after the run (else a CorunError naming it)."""
-        for part, rec in zip(self.parts, self.records):
+        """Every part still in effect after the run (else a CorunError naming the first not)."""
+
+        def one(part: Part, rec: dict) -> None:
             rec["verified_at_end"] = False
             t0 = time.monotonic()
             rec["verified_at_end"] = self._verify(part)
             rec["verify_end_s"] = round(time.monotonic() - t0, 3)
 
+        _first_error(_each(one, self.parts, self.records))
+
     def stop(self, out: Path | None) -> list[str]:
-        """Restore every part applied, newest first, whatever failed before; fetch each part's
-        files into OUT/server_parts/<where>/ (when OUT is a run folder). The errors met."""
+        """Restore every part applied, at once, whatever failed before; fetch each part's files
+        into OUT/server_parts/<where>/ (when OUT is a run folder). The errors met."""
         errors = []
-        for part, rec, action in reversed(list(zip(self.parts, self.records, self.actions))):
-            t0 = time.monotonic()
-            err = self.journal.undo(action)
+        applied = list(zip(self.parts, self.records, self.actions))
+        t0 = time.monotonic()
+        undone = self.journal.undo_each([a for _, _, a in applied]) if applied else []
+        took = round(time.monotonic() - t0, 3)
+        for (part, rec, _), err in zip(applied, undone):
             rec["restored"] = err is None
-            rec["restore_s"] = round(time.monotonic() - t0, 3)
+            rec["restore_s"] = took  # all of them together
             if err:
                 errors.append(f"pfs_runs: {part.what}: restore failed: {err}")
-            if out is not None and part.fetch and out.is_dir():
-                errors += fetch(part, out / RECORD_KEY / part.where)
+        fetching = [p for p, _, _ in applied if out is not None and p.fetch and out.is_dir()]
+        for errs in _each(lambda p, _: fetch(p, out / RECORD_KEY / p.where), fetching, fetching):
+            errors += errs if isinstance(errs, list) else [str(errs)]
         self.actions = []
         return errors
+
+
+def _each(fn, parts: list, recs: list) -> list:
+    """fn(part, rec) for every part at once: each one's result, or the exception it raised."""
+
+    def call(pr):
+        try:
+            return fn(*pr)
+        except Exception as exc:  # noqa: BLE001 - returned, the caller raises the first
+            return exc
+
+    if len(parts) < 2:
+        return [call(pr) for pr in zip(parts, recs)]
+    with ThreadPoolExecutor(max_workers=min(32, len(parts))) as pool:
+        return list(pool.map(call, zip(parts, recs)))
+
+
+def _first_error(results: list) -> None:
+    for r in results:
+        if isinstance(r, CorunError):
+            raise r
+        if isinstance(r, Exception):
+            raise CorunError(f"pfs_runs: {type(r).__name__}: {r}")
 
 
 def fetch(part: Part, dest: Path) -> list[str]:

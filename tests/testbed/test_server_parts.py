@@ -185,3 +185,33 @@ def test_after_a_sigkill_of_the_controller_recover_restores_the_parts(tmp_path):
     assert any("controller-killed" in line for line in lines), lines
     assert not (state / "applied").exists() and (state / "restored").exists()
     assert not list(jdir.glob("*.journal.json"))
+
+
+def test_the_parts_of_several_hosts_go_at_once_and_one_failing_restores_all(tmp_path, journal, monkeypatch):
+    """Each apply waits until the three have started (sequential applies would time out), and a
+    part that cannot be applied fails the run, naming it, with the others restored."""
+    meet = 'touch "$0/../started-$(basename "$0")"; i=0; '
+    meet += (
+        'while [ "$(ls "$0/.." | grep -c started)" -lt 3 ]; do sleep 0.05; i=$((i+1)); [ $i -lt 100 ] || exit 1; done'
+    )
+    g = {"runs": ["a"], "server_parts": {"a": []}}
+    for h in ("s1", "s2", "s3"):
+        p = part(tmp_path / "parts" / "a" / h, what=f"half on {h}")
+        p["apply"], p["fetch"] = ["sh", "-c", meet + '; touch "$0/applied"', "{state_dir}"], []
+        g["server_parts"]["a"].append(p)
+    seen, done = runs_of(tmp_path, g, journal, monkeypatch)
+    assert seen == [("a", False)] and done == ["a"]  # (the fake run looks for one part's marker)
+    meta = json.loads((tmp_path / "runs" / "a" / "metadata.json").read_text())
+    assert [r["verified_at_start"] and r["verified_at_end"] and r["restored"] for r in meta["server_parts"]] == [
+        True
+    ] * 3
+    g["runs"], g["server_parts"]["b"] = (
+        ["b"],
+        [part(tmp_path / "parts" / "b" / h, f"half on {h}") for h in ("s1", "s2")],
+    )
+    g["server_parts"]["b"][1]["apply"] = ["sh", "-c", "echo 'no such interface' >&2; exit 2"]
+    with pytest.raises(CorunError, match=r"^pfs_runs: half on s2: apply failed \(exit 2\): no such interface$"):
+        runs_of(tmp_path, g, journal, monkeypatch)
+    for h in ("s1", "s2"):
+        assert (tmp_path / "parts" / "b" / h / "restored").exists()
+    assert not (tmp_path / "parts" / "b" / "s1" / "applied").exists() and journal.actions == []
