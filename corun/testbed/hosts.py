@@ -66,7 +66,12 @@ def _run(argv: list[str], timeout: float | None = None) -> subprocess.CompletedP
     return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
 
-def run_on_host(host: Host, spec: Path, out: Path, push: list[Path], timeout: float | None = None) -> Path:
+def run_on_host(
+    host: Host, spec: Path, out: Path, push: list[Path], timeout: float | None = None, fresh: bool = False
+) -> Path:
+    """`corun run SPEC --out OUT` on HOST, its run folder copied back to OUT. FRESH: measured now
+    even where the host holds a finished run folder at OUT (the caller measures around the run:
+    a file system's counters, a policy it applied on other hosts), which it removes first."""
     spec, out = spec.resolve(), out.resolve()
     if out.exists():
         raise CorunError(f"{out}: already exists; remove it to run again")
@@ -89,11 +94,12 @@ def run_on_host(host: Host, spec: Path, out: Path, push: list[Path], timeout: fl
     # Measure unless the host already finished this run (then only the copy back was missing).
     # corun_become: the login user is not root (CloudLab) and runs corun with sudo.
     sudo = "sudo -n " if host.vars.get("corun_become") else ""
-    script = (
-        f"if [ -f {shlex.quote(str(out))}/metadata.json ]; then echo already measured; else "
-        f"rm -rf {shlex.quote(str(out))}.incomplete; exec {sudo}{shlex.quote(remote_python(host))} -m corun run "
-        f"{shlex.quote(str(spec))} --out {shlex.quote(str(out))} --quiet; fi"
-    )
+    q = shlex.quote(str(out))
+    run = f"exec {sudo}{shlex.quote(remote_python(host))} -m corun run {shlex.quote(str(spec))} --out {q} --quiet"
+    if fresh:
+        script = f"rm -rf {q} {q}.incomplete && {run}"
+    else:
+        script = f"if [ -f {q}/metadata.json ]; then echo already measured; else rm -rf {q}.incomplete; {run}; fi"
     proc = _run(host.command(["sh", "-c", script], cwd=str(repo_root())), timeout)
     sys.stdout.write(proc.stdout)
     _check(proc, "corun run", host)

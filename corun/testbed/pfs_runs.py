@@ -22,10 +22,11 @@ the run (corun.testbed.server_parts).
 
 In that order: cluster up, file system up, the volfiles checked against the layout, the file
 written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
-RUNS/<run>; then, always, the file system down and the cluster down, newest first, also after an
-error, SIGTERM or Ctrl-C. A netns cluster or file system left in WORK by an earlier killed attempt
-at any group is taken down first; after a SIGKILL of this command, `corun recover` takes them down
-(corun.testbed.guard).
+RUNS/<run>, measured now whatever run folder the host holds from an earlier attempt (the
+counters and server parts around it are this attempt's); then, always, the file system down
+and the cluster down, newest first, also after an error, SIGTERM or Ctrl-C. A netns cluster or
+file system left in WORK by an earlier killed attempt at any group is taken down first; after a
+SIGKILL of this command, `corun recover` takes them down (corun.testbed.guard).
 
 Runs already finished (RUNS/<run>/metadata.json, newer than the run's spec and than the files
 of its `run_inputs` in the group: its variants' manifests) are kept (a group whose runs all
@@ -254,7 +255,7 @@ def _runs(
             if comp:
                 run_with_companions(client, comp, specs, runs, name)
             else:
-                hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[])
+                hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[], fresh=True)
             applied.check_end()
         except BaseException:
             applied.stop(None)
@@ -359,7 +360,7 @@ def run_with_companions(
         (h, specs / f"{name}{suffix}.yaml", runs / f"{name}{suffix}") for suffix, h in comp
     ]
     pool = ThreadPoolExecutor(max_workers=len(jobs))
-    futures = [pool.submit(hostmod.run_on_host, h, spec, o, []) for h, spec, o in jobs]
+    futures = [pool.submit(hostmod.run_on_host, h, spec, o, [], fresh=True) for h, spec, o in jobs]
     errors, waited = [], False
     try:
         for f in futures:

@@ -15,7 +15,7 @@ from experiments.mpl_sweep import experiment as mpl
 
 
 def fake_run(started: list):
-    def run_on_host(host, spec, out, push, timeout=None):
+    def run_on_host(host, spec, out, push, timeout=None, fresh=False):
         started.append((host.name, spec.name, out.name))
         out.mkdir(parents=True)
         (out / "metadata.json").write_text("{}")

@@ -24,7 +24,7 @@ C0, C1, C2 = (Host(name=n, address=a) for n, a in (("c0", "10.0.0.1"), ("c1", "1
 
 
 def fake_run(started: list, fail: str | None = None, barrier: threading.Barrier | None = None):
-    def run_on_host(host, spec, out, push, timeout=None):
+    def run_on_host(host, spec, out, push, timeout=None, fresh=False):
         started.append((host.name, spec.name, out.name))
         if barrier:
             barrier.wait(timeout=5)  # every host's run is under way at once

@@ -45,7 +45,7 @@ def group(tmp_path: Path, runs: list[str]) -> dict:
 def fake_run(seen: list, by_controller: bool = False, fail: bool = False, unapply: bool = False):
     """run_on_host standing in for the client's corun run: it sees whether the part is applied."""
 
-    def run_on_host(host, spec, out, push, timeout=None):
+    def run_on_host(host, spec, out, push, timeout=None, fresh=False):
         state = out.parent.parent / "parts" / out.name
         seen.append((out.name, (state / "applied").exists()))
         if unapply:  # the servers lost the policy during the run
@@ -215,3 +215,46 @@ def test_the_parts_of_several_hosts_go_at_once_and_one_failing_restores_all(tmp_
     for h in ("s1", "s2"):
         assert (tmp_path / "parts" / "b" / h / "restored").exists()
     assert not (tmp_path / "parts" / "b" / "s1" / "applied").exists() and journal.actions == []
+
+
+def test_a_group_run_is_measured_now_even_where_the_host_holds_a_finished_one(tmp_path, monkeypatch):
+    """pfs_runs measures around each run (counters, server parts): the client host's run folder of
+    an earlier attempt (kept there when the controller dropped its copy) is removed, not fetched."""
+    from corun.testbed import hosts
+
+    calls = []
+
+    def fake(argv, timeout=None):
+        calls.append(argv)
+        if argv[0] == "rsync" and argv[-1].endswith(".fetching/"):  # the copy back
+            Path(argv[-1]).mkdir(parents=True)
+            (Path(argv[-1]) / "metadata.json").write_text("{}")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(hosts, "_run", fake)
+    spec = tmp_path / "r.yaml"
+    spec.write_text("name: r\n")
+    for fresh, out in ((True, tmp_path / "a"), (False, tmp_path / "b")):
+        calls.clear()
+        hosts.run_on_host(CLIENT, spec, out, push=[], fresh=fresh)
+        (script,) = [c[-1] for c in calls if c[0] == "ssh"]
+        q = shlex.quote(str(out.resolve()))
+        if fresh:
+            assert f"rm -rf {q} {q}.incomplete && exec " in script and "already measured" not in script, script
+        else:
+            assert f"if [ -f {q}/metadata.json ]; then echo already measured;" in script, script
+        assert (out / "metadata.json").exists()
+    # and pfs_runs asks for it
+    asked = []
+
+    def run(host, spec, out, push, timeout=None, fresh=False):
+        asked.append(fresh)
+        out.mkdir(parents=True)
+        (out / "metadata.json").write_text("{}")
+
+    monkeypatch.setattr(pfs_runs.hostmod, "run_on_host", run)
+    (tmp_path / "j").mkdir()
+    pfs_runs._runs(
+        group(tmp_path, ["c"]), tmp_path, tmp_path / "runs", CLIENT, None, None, Journal("j", tmp_path / "j")
+    )
+    assert asked == [True]
