@@ -28,11 +28,6 @@ from corun.machine.state import state_dir
 from corun.util import atomic_write_json
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-# A master connection lingers this long after its last session, then ends by itself (also
-# after a SIGKILL of the process that opened it); a partitioned host's ends once the keepalives
-# go unanswered (ServerAliveInterval x ServerAliveCountMax), and a session then opens its own.
-SHARE_PERSIST_S = 30
-SHARE_ALIVE = ("ServerAliveInterval=5", "ServerAliveCountMax=3")
 LOCAL_NAMES = ("localhost", "local")
 
 
@@ -49,22 +44,10 @@ class Host:
 
     def ssh_base(self, own_connection: bool = False) -> list[str]:
         """ssh and its options, without the destination (for rsync -e and mpirun's rsh agent).
-        OWN_CONNECTION: not a session on a shared master connection, so that ending this ssh
-        ends the connection and the remote command notices (a daemon watching its parent,
-        PR_SET_PDEATHSIG). Otherwise sessions share one master connection per host (a
-        handshake to a testbed node costs about 0.2 s, a session on a shared one under 0.01 s;
-        a run on another host takes several): the inventory's own ssh settings where they
-        share connections already (an ssh_config with ControlMaster, as the netns cluster's),
-        else corun's (SHARE_OPTIONS); `corun_ssh_share: false` on a host turns it off."""
-        share = [] if own_connection else self._share_options()
-        argv = [
-            "ssh",
-            "-o",
-            "BatchMode=yes",
-            *(["-o", "ControlPath=none"] if own_connection else []),
-            *share,
-            *self.ssh_args,
-        ]
+        OWN_CONNECTION: not a session on a shared master connection (an ssh_config with
+        ControlMaster, as the netns cluster's), so that ending this ssh ends the connection and
+        the remote command notices (a daemon watching its parent, PR_SET_PDEATHSIG)."""
+        argv = ["ssh", "-o", "BatchMode=yes", *(["-o", "ControlPath=none"] if own_connection else []), *self.ssh_args]
         if self.key:
             argv += ["-i", self.key]
         if self.port:
@@ -75,11 +58,6 @@ class Host:
 
     def destination(self) -> str:
         return self.address
-
-    def _share_options(self) -> list[str]:
-        if self.local or str(self.vars.get("corun_ssh_share", True)).lower() in ("false", "no", "0"):
-            return []
-        return [] if _shares_already(tuple(self.ssh_args), self.port, self.user, self.address) else share_options()
 
     def command(self, argv: list[str], cwd: str | None = None, own_connection: bool = False) -> list[str]:
         """argv to run `argv` on this host (in cwd), locally or through ssh (see ssh_base)."""
@@ -92,33 +70,6 @@ class Host:
 
     def describe(self) -> dict:
         return {"name": self.name, "address": self.address, "local": self.local, "user": self.user, "port": self.port}
-
-
-def share_options() -> list[str]:
-    """ssh options of corun's shared master connections: sockets in a folder of this user's in
-    the temporary directory (a socket path must stay short)."""
-    d = Path(os.environ.get("TMPDIR") or "/tmp") / f"corun-ssh-{os.getuid()}"
-    d.mkdir(mode=0o700, exist_ok=True)
-    opts = ["ControlMaster=auto", f"ControlPath={d}/%C", f"ControlPersist={SHARE_PERSIST_S}", *SHARE_ALIVE]
-    return [x for o in opts for x in ("-o", o)]
-
-
-_SHARES: dict[tuple, bool] = {}
-
-
-def _shares_already(ssh_args: tuple, port: int | None, user: str | None, address: str) -> bool:
-    """Whether the inventory's ssh settings for the host share connections already (`ssh -G`:
-    the configuration ssh would use, read once per process); unknown: not."""
-    key = (ssh_args, port, user, address)
-    if key not in _SHARES:
-        argv = ["ssh", "-G", *ssh_args, *(["-p", str(port)] if port else []), *(["-l", user] if user else []), address]
-        try:
-            res = subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
-            conf = dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line)
-        except (OSError, subprocess.TimeoutExpired):
-            conf = {}
-        _SHARES[key] = conf.get("controlmaster", "false") != "false" or conf.get("controlpath", "none") != "none"
-    return _SHARES[key]
 
 
 def ansible_inventory_program() -> str:

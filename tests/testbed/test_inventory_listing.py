@@ -1,7 +1,6 @@
 """corun.testbed.inventory: a static inventory is listed by ansible-inventory once, then read from
 the state folder until anything it was read from changes; plugins and scripts are listed each time."""
 
-import os
 import subprocess
 
 import pytest
@@ -86,25 +85,3 @@ def test_hosts_from_an_inventory_may_name_some_of_its_hosts(listings, tmp_path):
     with pytest.raises(inv.ConfigError) as exc:
         inv.resolve({"from_inventory": str(path), "names": ["n3"]}, "t.yaml")
     assert str(exc.value) == "t.yaml: hosts.names: 'n3' (expected a host of the inventory's group: n1, n2)"
-
-
-def test_sessions_share_one_connection_per_host_unless_the_settings_do_already(monkeypatch, tmp_path):
-    """A host reached with ssh: corun's shared master connection, unless its own ssh settings
-    share connections (an ssh_config with ControlMaster) or corun_ssh_share is false; a session
-    of its own (a daemon's) never shares."""
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    inv._SHARES.clear()
-    plain = inv.Host(name="n1", address="10.0.0.1", ssh_args=["-F", "/dev/null"])
-    argv = plain.ssh_base()
-    opts = [argv[i + 1] for i, a in enumerate(argv) if a == "-o"]
-    assert "ControlMaster=auto" in opts and f"ControlPath={tmp_path}/corun-ssh-{os.getuid()}/%C" in opts
-    assert (tmp_path / f"corun-ssh-{os.getuid()}").stat().st_mode & 0o777 == 0o700
-    own = plain.ssh_base(own_connection=True)
-    assert "ControlPath=none" in own and "ControlMaster=auto" not in own
-    config = tmp_path / "ssh_config"
-    config.write_text(f"Host *\n  ControlMaster auto\n  ControlPath {tmp_path}/%C\n")
-    theirs = inv.Host(name="n2", address="10.0.0.2", ssh_args=["-F", str(config)])
-    assert "ControlMaster=auto" not in theirs.ssh_base()  # their own sharing, untouched
-    off = inv.Host(name="n3", address="10.0.0.3", ssh_args=["-F", "/dev/null"], vars={"corun_ssh_share": False})
-    assert "ControlMaster=auto" not in off.ssh_base()
-    assert inv.Host(name="l", address="localhost", local=True).ssh_base() == ["ssh", "-o", "BatchMode=yes"]
