@@ -13,6 +13,7 @@ import tempfile
 import time
 import types
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
@@ -184,3 +185,13 @@ def repo_path(path: str | Path) -> Path:
     """PATH as given when absolute, else taken from the repository (how configs name folders)."""
     path = Path(path)
     return path if path.is_absolute() else repo_root() / path
+
+
+def on_each(items: list, fn, workers: int = 16) -> list:
+    """fn(item) for every item at once (each an ssh round trip, say), at most WORKERS together:
+    the results in ITEMS' order; the first item's exception in that order is raised once every
+    call has ended."""
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))

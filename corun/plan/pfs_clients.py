@@ -7,7 +7,6 @@ the controller applies on the data servers of an inventory (corun.testbed.server
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 from corun.errors import ConfigError
@@ -43,9 +42,8 @@ def server_hosts(sec: dict, experiment: str, hosts: int, servers: int) -> list[i
     hosts after the client hosts in the group's order, as corun.testbed.pfs picks them."""
     c = sec["cluster"]
     clients = set(client_names(sec, experiment, hosts, servers))
-    names = _host_names(str(c["inventory"]), c["group"], f"{experiment}.cluster.inventory")
-    by = {h.name: h for h in _hosts(str(c["inventory"]), c["group"], f"{experiment}.cluster.inventory")}
-    return [by[n] for n in names if n not in clients][:servers]
+    group = _hosts(str(c["inventory"]), c["group"], f"{experiment}.cluster.inventory")
+    return [h for h in group if h.name not in clients][:servers]
 
 
 @functools.lru_cache(maxsize=16)
@@ -97,8 +95,8 @@ def variant_part(
     def step(s: str) -> list[str]:
         if not schedulers.manifest(name).get(s):
             return ["true"]
-        argv = schedulers.command(name, s, params, state_dir=state_dir.resolve())
-        return ["{python}" if a == sys.executable else a for a in argv]  # the host's own Python
+        # {python} kept: the host's own Python, filled where the part runs
+        return schedulers.command(name, s, params, state_dir=state_dir.resolve(), python="{python}")
 
     return {
         "what": what or f"{name} on the data servers",

@@ -232,11 +232,11 @@ def _runs(
     last = None  # the counters after the run before: nothing touches the servers in between
     for name in group["runs"]:
         out = runs / name
-        parts = server_parts.parts_of(group, name)
         if run_done(group, runs, specs, name, comp):
             done.append(name)
             last = None
             continue
+        parts = server_parts.parts_of(group, name)
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
         for suffix, _ in comp:

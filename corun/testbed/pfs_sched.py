@@ -25,14 +25,13 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from corun.errors import CorunError, one_line_errors
 from corun.testbed import inventory
 from corun.testbed.pfs import AIOLI_TYPE, remote
 from corun.testbed.pfs_plan import NetnsHost
-from corun.util import atomic_write_text, repo_path
+from corun.util import atomic_write_text, on_each, repo_path
 
 POLICIES = ("fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware")
 # The translator's numeric keys and their bounds (src/policy.c, aioli_params_set).
@@ -171,14 +170,6 @@ def check_status(t: dict, doc: dict | None, policy: str, params: dict, generatio
 def fill(value, t: dict):
     """{dir} in a path value: that server's folder ({root}/{host} of the pfs configuration)."""
     return value.replace("{dir}", t["dir"]) if isinstance(value, str) else value
-
-
-def on_each(ts: list[dict], fn) -> list:
-    """fn(t) for every server at once (each is an ssh round trip on a cluster), in ts's order."""
-    if len(ts) <= 1:
-        return [fn(t) for t in ts]
-    with ThreadPoolExecutor(max_workers=min(16, len(ts))) as pool:
-        return list(pool.map(fn, ts))
 
 
 def write_control(t: dict, text: str):

@@ -37,7 +37,6 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +44,11 @@ from corun.errors import CorunError
 from corun.machine.state import Journal
 from corun.testbed import inventory
 from corun.testbed.hosts import remote_python, rsync_argv
-from corun.util import atomic_write_json, repo_root
+from corun.util import atomic_write_json, on_each, repo_root
 
 RECORD_KEY = "server_parts"
 TIMEOUT_S = 120
+WORKERS = 32  # the parts of this many hosts at once
 
 
 @dataclass
@@ -99,9 +99,13 @@ def parts_of(group: dict, run: str) -> list[Part]:
 
 
 def _call(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=repo_root()
-    )
+    """ARGV's run; one that cannot start or outlasts TIMEOUT_S is a CorunError."""
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=repo_root()
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CorunError(f"pfs_runs: {type(exc).__name__}: {exc}") from None
 
 
 def _last(res: subprocess.CompletedProcess) -> str:
@@ -133,7 +137,7 @@ class Applied:
                     }
                 )
             )
-        _first_error(_each(self._apply, self.parts, self.records))
+        on_each(list(zip(self.parts, self.records)), lambda pr: self._apply(*pr), WORKERS)
 
     def _apply(self, part: Part, rec: dict) -> None:
         t0 = time.monotonic()
@@ -158,7 +162,7 @@ class Applied:
             rec["verified_at_end"] = self._verify(part)
             rec["verify_end_s"] = round(time.monotonic() - t0, 3)
 
-        _first_error(_each(one, self.parts, self.records))
+        on_each(list(zip(self.parts, self.records)), lambda pr: one(*pr), WORKERS)
 
     def stop(self, out: Path | None) -> list[str]:
         """Restore every part applied, at once, whatever failed before; fetch each part's files
@@ -174,37 +178,18 @@ class Applied:
             if err:
                 errors.append(f"pfs_runs: {part.what}: restore failed: {err}")
         fetching = [p for p, _, _ in applied if out is not None and p.fetch and out.is_dir()]
-        for errs in _each(lambda p, _: fetch(p, out / RECORD_KEY / p.where), fetching, fetching):
-            errors += errs if isinstance(errs, list) else [str(errs)]
+        for errs in on_each(fetching, lambda p: fetch(p, out / RECORD_KEY / p.where), WORKERS):
+            errors += errs
         self.actions = []
         return errors
 
 
-def _each(fn, parts: list, recs: list) -> list:
-    """fn(part, rec) for every part at once: each one's result, or the exception it raised."""
-
-    def call(pr):
-        try:
-            return fn(*pr)
-        except Exception as exc:  # noqa: BLE001 - returned, the caller raises the first
-            return exc
-
-    if len(parts) < 2:
-        return [call(pr) for pr in zip(parts, recs)]
-    with ThreadPoolExecutor(max_workers=min(32, len(parts))) as pool:
-        return list(pool.map(call, zip(parts, recs)))
-
-
-def _first_error(results: list) -> None:
-    for r in results:
-        if isinstance(r, CorunError):
-            raise r
-        if isinstance(r, Exception):
-            raise CorunError(f"pfs_runs: {type(r).__name__}: {r}")
-
-
 def fetch(part: Part, dest: Path) -> list[str]:
-    dest.mkdir(parents=True, exist_ok=True)
+    """The part's `fetch` files into DEST; the errors met (never raises: stop goes on)."""
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return [f"pfs_runs: {part.what}: {dest}: {exc.strerror}"]
     errors = []
     for name in part.fetch:
         src = f"{part.state_dir}/{name}"
@@ -214,7 +199,11 @@ def fetch(part: Part, dest: Path) -> list[str]:
             except OSError as exc:
                 errors.append(f"pfs_runs: {part.what}: {src}: {exc.strerror}")
             continue
-        res = _call(rsync_argv(part.host, f":{src}", str(dest / name)))
+        try:
+            res = _call(rsync_argv(part.host, f":{src}", str(dest / name)))
+        except CorunError as exc:
+            errors.append(str(exc))
+            continue
         if res.returncode != 0:
             errors.append(f"pfs_runs: {part.what}: copying {src} back failed: {_last(res)}")
     return errors
