@@ -8,9 +8,9 @@ experiments/io_latency_split/metrics.py.
 
 Claims (claims.yaml, judged by analysis.verdicts) on one workload, cmp_stacking.latency_workload
 (the paper's workload #1 by default), per rep: each run at k over the k = 1 run of the same rep
-at the highest k measured (the waiting time's and the serving time's growth against 1.05, and
-the waiting time's growth over the serving time's against 1, by the signed-rank test), and the
-paper's numbers at 1 and 8 CMPs. A run with a failed job is failed; a run without an iostat
+at the highest k measured (the waiting time's increase against 0 and the growth of its share of
+the latency against 0, by the signed-rank test; the serving time's growth factor against 1), and
+the paper's numbers at 1 and 8 CMPs. A run with a failed job is failed; a run without an iostat
 interval with I/O has no value, and a claim on it says failed with the reason in
 latency_runs.csv.
 

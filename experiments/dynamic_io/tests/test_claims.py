@@ -1,6 +1,8 @@
 """The claims of experiments/dynamic_io/claims.yaml judged by the engine (analysis.verdicts) on
 hand-made per-rep tables: each test names the old rule it replaces, which would decide otherwise."""
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -208,3 +210,31 @@ def test_no_claim_or_value_is_cut_short_by_a_yaml_comment():
     for key, text in texts:
         assert text.count("(") == text.count(")") and not text.rstrip().endswith(" but"), (key, text)
     assert "#10 (#11-#15)" in cs.claims["m_throughput"]["says"]
+
+
+# ----------------------------------------------------------------------------- kinds, bands, stand-ins
+
+
+@pytest.mark.parametrize("experiment", ["dynamic_io", "io_latency_split"])
+def test_every_claim_has_a_kind_and_its_band_holds_the_papers_value(experiment):
+    """Every claim of paper 000's two sections says what kind of result it is; a declared
+    magnitude band holds the paper's own number (or range) on the effect's scale, and its lower
+    end lies on the paper's side of the direction's null, so "in magnitude" implies "in direction"."""
+    import yaml
+
+    from analysis.claims import paper_on_effect_scale
+
+    folder = FOLDER.parent / experiment
+    words = set(yaml.safe_load((FOLDER.parents[1] / "analysis" / "schemas" / "stand_ins.yaml").read_text()))
+    for cid, c in load_claims(folder / "claims.yaml", experiment, PAPERS_DIR).claims.items():
+        assert c.get("kind") in ("headline", "finding", "premise", "conjecture"), cid
+        assert set(c.get("stand_ins") or ()) <= words, cid
+        band = c.get("magnitude")
+        if not band:
+            continue
+        lo, hi = band.get("at_least", -math.inf), band.get("at_most", math.inf)
+        paper = paper_on_effect_scale(c)
+        if paper is not None:
+            assert lo <= paper[0] + 1e-9 and paper[1] <= hi + 1e-9, (cid, paper, band)
+        side_ok = hi < c["null"] if c["expect"] == "less" else lo > c["null"]
+        assert side_ok, (cid, band, c["null"])
