@@ -56,6 +56,21 @@ def test_paper_profile_plans(repo_root):
     assert "run_sensitivity" in res.stdout
 
 
+def test_paper_profile_plans_on_a_clone_never_provisioned(repo_root, tmp_path):
+    """The README's dry run needs no build: the kernels a clone lacks are planned as jobs."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=repo_root, capture_output=True, check=True).stdout
+    clone = tmp_path / "clone"
+    for name in files.decode().split("\0"):
+        if name and (repo_root / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo_root / name, clone / name)
+    assert not (clone / "kernels" / "build").exists()
+    res = smk(clone, "--profile", "workflows/profiles/paper", "-n", "all")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "rule build_kernel:" in res.stdout and "kernels/build/sensitivity_ranking" in res.stdout
+    assert "run_sensitivity_ranking" in res.stdout
+
+
 def test_every_experiment_plans_on_other_hosts(repo_root):
     """all_hosts repeats every experiment's runs on each host; each needs its own data step's file."""
     res = smk(repo_root, "-n", "all_hosts", "--config", 'hosts=["localhost"]')
@@ -102,9 +117,10 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     sa = json.loads((out / "sais" / "analysis" / "section.json").read_text())
     rows = {r["claim"]: r for r in sa["claims"]}  # paper 004's claims, judged by the engine
     assert "comparison" not in sa and rows["speedup_1gbe_rfs"]["paper_value"].startswith("6.05 %")
-    assert rows["gain_in_all_cases_rfs"]["n"] > 0  # the smoke matrix's point (2 servers, 2 client hosts)
-    unhalted = rows["unhalted_fewer_1gbe_rfs"]
-    assert unhalted["outcome"] == "not measurable here" or unhalted["n"] > 0
+    # the netns cluster's veth links have no NIC interrupts to steer: sec. 5's claims say so
+    for cid in ("gain_in_all_cases_rfs", "unhalted_larger_1gbe_rfs"):
+        assert rows[cid]["outcome"] == "not measurable here" and "physical NICs" in rows[cid]["why"], rows[cid]
+    assert rows["inmem_speedup"]["n"] == 2  # sec. 6's in-memory study needs no NIC: its pm runs, judged
     pts = (out / "sais" / "analysis" / "points.csv").read_text()
     assert "irqbalance" in pts and "source_aware" in pts
     assert "softirq_pct" in (out / "sais" / "analysis" / "per_cpu.csv").read_text()

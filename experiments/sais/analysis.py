@@ -16,9 +16,10 @@ Metrics
   per CPU         busy_pct (100 - idle - iowait), softirq_pct, NET_RX softirqs and softnet
                   packets per second from cpustat, averaged over the run's intervals, and each
                   CPU's share of the run's softnet packets (where receive processing ran);
-  unhalted_cycles / l2_misses   perf's `cycles` and the first event whose name starts with
-                  `l2`, summed over the run: missing, with perf's reason, where the PMU has
-                  no such counter (the runs' own missing records);
+  unhalted_cycles_per_s / l2_miss_rate   the PMU figures as the paper forms them
+                  (experiments.sais.pmu): perf's `cycles` per second the counters ran, and the
+                  L2 misses over the L2 accesses of sais.l2_events; missing, with perf's reason,
+                  where the PMU has no such counter (the runs' own missing records);
   mark_*          sais_mark's BPF counters over the run (stamped requests, recorded and
                   reflected marks, steered replies, marked packets from elsewhere); a sais_mark
                   run without them, or whose replies were not steered, is failed;
@@ -31,7 +32,10 @@ Metrics
 
 Evidence the claims (claims.yaml) read, judged by analysis.verdicts:
   runs       one row per read run: labels, bandwidth, PMU totals, sais_mark's counters, failed;
-  speedups   one row per (policy, point, rep): the policy's bandwidth over irqbalance's.
+  speedups   one row per (policy, point, rep): the policy's bandwidth over irqbalance's;
+  pmu        one row per read run: its PMU figures, failed as well when the counters ran too
+             briefly for them (experiments.sais.pmu);
+  inmem, inmem_pmu   one row per pm run: the in-memory study (experiments.sais.inmem).
 
 Run by the workflow: python -m experiments analyze sais.
 """
@@ -51,7 +55,9 @@ from analysis.experiment import Figure, Inputs, Result
 from analysis.figures import no_data, plt, save_png
 from analysis.stats import paired_ratio_t, t_interval
 from corun.errors import ConfigError
+from experiments.sais import inmem as sais_inmem
 from experiments.sais import model as sais_model
+from experiments.sais import pmu
 
 EXPERIMENT = "sais"
 BASELINE = "irqbalance"
@@ -65,7 +71,7 @@ KEY = ["servers", "client_links", "transfer_size_bytes", "clients", "client_host
 DEFAULTS = {"client_hosts": 1}  # runs made before a key existed had its default
 # One run per client host (an inventory) is summed only when they read at the same time.
 MIN_HOST_OVERLAP = 0.9
-PMU_REASON_DEFAULT = "no perf table for the run (perf monitor disabled)"
+PMU_POINT = ("unhalted_cycles_per_s", "l2_miss_rate")  # points.csv: per policy and against irqbalance
 # sais_mark's counters (schedulers/irq_steering/bpf/sais_mark.bpf.c, sais_stats), as the run records them
 MARK_COUNTERS_FILE = Path("sched") / "state" / "sais_mark_counters.json"
 MARK_COUNTERS = ("stamped", "recorded", "reflected", "steered", "foreign")
@@ -85,24 +91,6 @@ MODEL_COLUMNS = (
 
 
 # ----------------------------------------------------------------------------- per run
-
-
-def perf_totals(run_dir: Path | None) -> tuple[dict, str | None]:
-    """{"unhalted_cycles", "l2_misses"} summed over the run, or NaN each, and a reason."""
-    out = {"unhalted_cycles": math.nan, "l2_misses": math.nan}
-    if run_dir is None:
-        return out, PMU_REASON_DEFAULT
-    df, why = rt.load_tidy(run_dir, "perf")
-    if df is None:
-        return out, why
-    ev = df["event"].astype(str)
-    cyc = df[ev == "cycles"]["value"].dropna()
-    l2 = df[ev.str.lower().str.startswith("l2")]["value"].dropna()
-    if len(cyc):
-        out["unhalted_cycles"] = float(cyc.sum())
-    if len(l2):
-        out["l2_misses"] = float(l2.sum())
-    return out, None
 
 
 def cpu_rows(run_dir: Path | None, run_id: str, log: rt.MissingLog) -> pd.DataFrame:
@@ -189,9 +177,12 @@ def mark_failure(counters: dict, why: str | None) -> str | None:
     return None
 
 
-def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) -> pd.DataFrame:
-    """One row per read run: labels, bandwidth, read time, the PMU totals, sais_mark's counters,
-    failed and why."""
+def read_runs(
+    jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog, sec: dict | None = None
+) -> pd.DataFrame:
+    """One row per read run: labels, bandwidth, read time, the PMU figures, sais_mark's counters,
+    failed and why (perf_intervals: how long the counters ran; the pmu table judges it)."""
+    sec = sec or {}
     rd = jobs[jobs["kind"] == "read"]
     rows = []
     for rid, g in rd.groupby("run_id", sort=True):
@@ -205,9 +196,9 @@ def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log
                 f"the client hosts' runs read at different times (their reading overlapped {100 * together:.0f} %, "
                 f"below {100 * MIN_HOST_OVERLAP:.0f} %): their bandwidths cannot be summed"
             )
-        perf, why = perf_totals(dirs.get(rid))
+        perf, why, span = pmu.totals(dirs.get(rid), sec)
         if why:
-            log.add("unhalted cycles, L2 misses", why, "experiments.sais.analysis", rid)
+            log.add("unhalted cycles, L2 miss rate", why, "experiments.sais.analysis", rid)
         counters, cwhy = mark_counters(dirs.get(rid))
         if first["policy"] == MARK:
             bad = mark_failure(counters, cwhy)
@@ -227,6 +218,7 @@ def read_runs(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log
                 "strip_size_bytes": float(first.get("result_strip_size_bytes", math.nan)),
                 "failed_jobs": int((~g["exit_code"].eq(0)).sum()),
                 **perf,
+                "perf_intervals": span["intervals"],
                 **counters,
                 "failed": not ok,
                 "failed_reason": reason,
@@ -278,8 +270,7 @@ def points(per_run: pd.DataFrame) -> pd.DataFrame:
             "bw_ci95_low": lo,
             "bw_ci95_high": hi,
             "read_time_s": good["read_time_s"].mean() if len(good) else math.nan,
-            "unhalted_cycles": good["unhalted_cycles"].mean() if len(good) else math.nan,
-            "l2_misses": good["l2_misses"].mean() if len(good) else math.nan,
+            **{m: good[m].mean() if len(good) else math.nan for m in PMU_POINT},
         }
         base = per_run[
             (per_run["policy"] == BASELINE) & np.logical_and.reduce([per_run[k] == v for k, v in zip(KEY, key)])
@@ -290,9 +281,9 @@ def points(per_run: pd.DataFrame) -> pd.DataFrame:
             row.update(
                 speedup_pct=100 * (ratio - 1), speedup_ci95_low=100 * (low - 1), speedup_ci95_high=100 * (high - 1)
             )
-            for m in ("unhalted_cycles", "l2_misses"):
+            for m in PMU_POINT:  # the paper's figures: unhalted time larger, L2 miss rate lower
                 b, h = pair[f"{m}_base"].mean(), pair[m].mean()
-                row[f"{m}_reduction_pct"] = 100 * (1 - h / b) if b and np.isfinite(b) and np.isfinite(h) else math.nan
+                row[f"{m}_change_pct"] = 100 * (h / b - 1) if b and np.isfinite(b) and np.isfinite(h) else math.nan
             row["n_pairs"] = len(pair)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -467,8 +458,8 @@ def summary_lines(sec: dict, per_run: pd.DataFrame, pts: pd.DataFrame, n_c, p_s,
             "Locally the client (every client host) and every data server are network namespaces of one machine: "
             f"they share its {n_c or '?'} CPUs, so the servers' and the links' (veth, tc) work competes with the "
             "clients' receive processing and the per-CPU figures hold both; there is no NIC and no hardware "
-            "interrupt (RPS/RFS stand in for the APIC), and the paper's gain from keeping a request's strips on "
-            "one core's cache is bounded by what a 2-CPU VM with shared caches can show."
+            "interrupt (RPS/RFS stand in for the APIC): the claims on the paper's NIC experiments (sec. 5) need "
+            "physical NICs with their own interrupts and are not measurable on these links."
         )
     return out
 
@@ -477,11 +468,11 @@ def analyse(inputs: Inputs) -> Result:
     sec = (inputs.config or {}).get(EXPERIMENT) or {}
     jobs = inputs.jobs
     log = rt.MissingLog()
-    per_run = read_runs(jobs, inputs.runs, inputs.run_dirs, log)
+    per_run = read_runs(jobs, inputs.runs, inputs.run_dirs, log, sec)
     if per_run.empty:
         per_run = pd.DataFrame(columns=["run_id", "policy", *KEY, "rep", "bw_mib_s", "read_time_s",
-                                        "bytes_per_client", "strip_size_bytes", "failed_jobs", "unhalted_cycles",
-                                        "l2_misses", *(f"mark_{k}" for k in MARK_COUNTERS), "failed",
+                                        "bytes_per_client", "strip_size_bytes", "failed_jobs", *pmu.FIGURES,
+                                        "perf_intervals", *(f"mark_{k}" for k in MARK_COUNTERS), "failed",
                                         "failed_reason"])  # fmt: skip
     cpus = pd.concat([cpu_rows(inputs.run_dirs.get(r), r, log) for r in per_run["run_id"]] or [pd.DataFrame()])
     n_c = int(cpus["cpu"].nunique()) if len(cpus) else None
@@ -491,7 +482,11 @@ def analyse(inputs: Inputs) -> Result:
         log.add("model P and M", why, "experiments.sais.analysis", "-")
     model = model_table(pts, per_run, n_c, p_s, m_s, why, sec)
     per_cpu = cpu_table(per_run, cpus)
-    l2_event = any(str(e).lower().startswith("l2") for e in sec.get("perf_events", []))
+    interval = float(sec.get("monitor_interval_s", 0.5))
+    pmu_table = pmu.evidence(per_run, ["run_id", "policy", *KEY, "rep"], interval)
+    inmem, inmem_pmu = sais_inmem.rows(jobs, inputs.run_dirs, sec, log)
+    inmem_points = sais_inmem.summary(inmem)
+    l2_why = pmu.l2_missing_reason(sec)
     notes = [
         "points.csv, for reading: speedup_pct = 100 x (mean bandwidth of the policy / mean of irqbalance - 1) at "
         "the same point; 95% CI: t-interval of the per-rep log ratios, exponentiated (rep i of each policy ran in "
@@ -504,8 +499,14 @@ def analyse(inputs: Inputs) -> Result:
         "is failed.",
         "PMU figures: "
         + _pmu_reason(inputs)
-        + ("" if l2_event else "; no L2 event among sais.perf_events (the CPU's own name, e.g. l2_rqsts.miss)")
-        + ".",
+        + (f"; {l2_why}" if l2_why else "")
+        + ". unhalted_cycles_per_s: perf's cycles (the paper's CPU_CLK_UNHALTED) per second the counters ran; "
+        "l2_miss_rate: L2 misses / L2 accesses (Figs. 6-7); a run whose counters ran fewer than "
+        f"{pmu.MIN_PERF_INTERVALS} intervals is failed in the pmu table, never pooled.",
+        "In-memory study (sec. 6, inmem.csv): kernels/sais_inmem, Si-SAIs = mode thread (reader and assembler "
+        "threads of one process on one CPU), Si-Irqbalance = mode process (two processes the Linux scheduler "
+        "places); bw_mb_s timed by the kernel over sais.pm.duration_s; moved_share: strips consumed on another "
+        "CPU than the one that read them.",
         "Per-CPU: busy_pct and softirq_pct are shares of each CPU's time (/proc/stat), softnet_share its share "
         "of the packets the stack processed (/proc/net/softnet_stat); counters are machine-wide, so on the "
         "netns cluster they include the servers' side.",
@@ -514,21 +515,31 @@ def analyse(inputs: Inputs) -> Result:
     ]
     marks = mark_table(per_run)
     outputs = {"points.csv": pts, "per_cpu.csv": per_cpu, "model.csv": model, "read_runs.csv": per_run,
-               "sais_mark.csv": marks}  # fmt: skip
+               "sais_mark.csv": marks, "inmem.csv": inmem_points, "inmem_runs.csv": inmem,
+               "pmu_runs.csv": pmu_table}  # fmt: skip
     tables = [
         {"title": "Bandwidth and speed-up over irqbalance per point (for reading)", "csv": "points.csv"},
         {"title": "CPU utilisation, softirq and receive processing per CPU", "csv": "per_cpu.csv"},
         {"title": "Eqs. 1-9 with measured P and M beside the measured read times", "csv": "model.csv"},
         {"title": "sais_mark's counters per run: requests stamped, replies steered", "csv": "sais_mark.csv"},
         {"title": "Read runs", "csv": "read_runs.csv"},
+        {"title": "In-memory study (sec. 6): Si-SAIs and Si-Irqbalance per application count", "csv": "inmem.csv"},
+        {"title": "In-memory runs", "csv": "inmem_runs.csv"},
+        {"title": "PMU figures per read run (unhalted cycles per second, L2 miss rate)", "csv": "pmu_runs.csv"},
     ]
     figures = [
         Figure(FIG_NAME, "Read bandwidth per policy at each (servers, client links, transfer size, clients) point; "
                "error bars: 95% t-interval over reps.", lambda out: plot(pts, out)),
     ]  # fmt: skip
     return Result(
-        summary=summary_lines(sec, per_run, pts, n_c, p_s, m_s),
-        evidence={"runs": per_run, "speedups": speedup_rows(per_run)},
+        summary=summary_lines(sec, per_run, pts, n_c, p_s, m_s) + sais_inmem.lines(inmem_points),
+        evidence={
+            "runs": per_run,
+            "speedups": speedup_rows(per_run),
+            "pmu": pmu_table,
+            "inmem": inmem,
+            "inmem_pmu": inmem_pmu,
+        },  # fmt: skip
         levels={"policy": POLICIES | set(sec.get("policies") or []) | set(per_run["policy"].dropna())},
         outputs=outputs,
         tables=tables,

@@ -42,6 +42,7 @@ from corun.plan.pfs_clients import (
     volfiles,
 )
 from corun.util import atomic_write_json, atomic_write_text, cli_options, repo_root
+from experiments.sais import pmu
 
 NAME = "sais"
 GROUPS_FILE = "groups.json"
@@ -165,7 +166,7 @@ def monitors(cfg: dict) -> dict:
     return {
         "enabled": list(sec["monitors"]),
         "interval_s": sec["monitor_interval_s"],
-        "perf_events": list(sec["perf_events"]),
+        "perf_events": pmu.monitor_events(sec),
     }
 
 
@@ -268,10 +269,15 @@ def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
     argv = [str(repo_root() / "kernels" / "build" / "sais_inmem"), *cli_options(options)]
     return {
         "name": f"{NAME}-pm_{mode}_r{rep}",
-        "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "rep": rep},
+        "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "apps": 1, "rep": rep},
         "placement": {"slots_per_core": 1},
         "jobs": [{"name": f"sais_inmem-{mode}", "cmd": argv, "result": "json"}],
-        "monitors": {"enabled": [], "interval_s": sec["monitor_interval_s"], "perf_events": list(sec["perf_events"])},
+        # perf (where the read runs have it) counts the in-memory study's L2 miss rate (sec. 6)
+        "monitors": {
+            "enabled": [m for m in sec["monitors"] if m == "perf"],
+            "interval_s": sec["monitor_interval_s"],
+            "perf_events": pmu.monitor_events(sec),
+        },
     }
 
 

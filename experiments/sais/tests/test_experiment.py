@@ -31,6 +31,7 @@ cfg_with = functools.partial(experiment_helpers.cfg_with, "sais")
         ({"min_speedup_pct": 1.0}, "min_speedup_pct"),
         ({"reps": 3, "max_reps": 2}, "sais.max_reps: 2 (expected an integer >= sais.reps (3))"),
         ({"client_hosts": [0]}, "sais.client_hosts[0]: 0 (expected an integer >= 1)"),
+        ({"l2_events": {"misses": "l2_rqsts.miss", "hits": "x"}}, "hits"),
     ],
 )  # fmt: skip
 def test_bad_config_is_one_line_naming_key_value_and_expectation(section, line):
@@ -102,6 +103,20 @@ def test_specs_on_the_netns_cluster(tmp_path):
     assert "--write" in g["write_cmd"] and g["volfiles"][1] == vol
     pm = yaml.safe_load((tmp_path / "specs" / "pm_process_r0.yaml").read_text())
     assert pm["jobs"][0]["cmd"][1:3] == ["--mode", "process"] and pm["labels"]["kind"] == "pm"
+    # the in-memory study's runs are counted by perf as the read runs are (its L2 miss rate)
+    assert pm["labels"]["apps"] == 1 and pm["monitors"]["enabled"] == ["perf"]
+    assert pm["monitors"]["perf_events"] == spec["monitors"]["perf_events"] == ["cycles", "cache-misses"]
+
+
+def test_the_l2_events_of_the_miss_rate_are_counted(tmp_path):
+    """The paper's L2 figure is misses / accesses: both events of sais.l2_events go to perf."""
+    l2 = {"misses": "l2_rqsts.miss", "accesses": "l2_rqsts.references"}
+    cfg = cfg_with({"policies": ["irqbalance"], "servers": [2], "reps": 1, "l2_events": l2, "monitors": ["cpustat"]})
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    spec = yaml.safe_load((tmp_path / "specs" / "s2_l1_irqbalance_t1024k_c1_r0.yaml").read_text())
+    assert spec["monitors"]["perf_events"] == ["cycles", "cache-misses", "l2_rqsts.miss", "l2_rqsts.references"]
+    pm = yaml.safe_load((tmp_path / "specs" / "pm_thread_r0.yaml").read_text())
+    assert pm["monitors"]["enabled"] == []  # no perf among the monitors: none for the pm runs either
 
 
 def test_specs_with_several_client_hosts(tmp_path):
