@@ -11,7 +11,9 @@ Evidence the claims (claims.yaml) read, judged by analysis.verdicts:
   pairing   one row per cfs run whose tasks met on a core: the same-type share of the pairs
             placed together, against chance;
   premise   one row per premise repetition and task: PELT's mean util_avg, where the load/store
-            task wrote.
+            task wrote;
+  numa_gain one row per program and rep with both NUMA placements: spread over concentrate,
+            beside the program's memory bandwidth alone (perf's LLC misses).
 
 Run by the workflow: python -m experiments analyze noisy_neighbour.
 """
@@ -61,6 +63,8 @@ def levels(sec: dict, runs: pd.DataFrame) -> dict[str, set]:
         "task": set(nm.PREMISE_TASKS),
         "layout": {"alone", "together"},
         "store_medium": {"pmem", "memory"},
+        "io_medium": {"pmem", "memory", "disk"},
+        "cache_sensitivity": {"low", "medium", "high"},
     }
 
 
@@ -90,6 +94,11 @@ def analyse(inputs: Inputs) -> Result:
     runs = nm.normalise(measures, base) if len(measures) else pd.DataFrame(columns=nm.RUN_COLUMNS)
     table = nm.points(runs, plan)
     pairs, apart = nm.pairing(runs, jobs, dirs, plan, log)
+    # the bandwidth alone only of the programs run at the NUMA level (the trend's x)
+    numa_programs = set(runs[runs["domain"] == "numa"]["workload"]) if len(runs) else set()
+    of_numa = measures[measures["workload"].isin(numa_programs)] if numa_programs else measures.iloc[0:0]
+    bandwidth = nm.cpu_bandwidth(of_numa, runs_csv, dirs, log) if len(of_numa) else {}
+    gains = nm.numa_gain(runs, bandwidth)
     premise, summaries = nm.premise(inputs.files.get("premise") or [], log)
     for r in plan["rows"]:
         if r["not_measurable"]:
@@ -125,6 +134,10 @@ def analyse(inputs: Inputs) -> Result:
         "last ran on one physical core are a pair placed together (with one hardware thread per core "
         "they time-share it); a job's worker thread stands for it. same_type_excess = the same-type "
         "share of these pairs over the share that random placement gives.",
+        "NUMA gain: per program and rep, numa_spread's overall performance over numa_concentrate's; the "
+        f"program's memory bandwidth alone is (LLC-load-misses + LLC-store-misses) x {nm.LINE_BYTES} B per "
+        f"second from perf's intervals inside its alone runs (at least {nm.MIN_PERF_INTERVALS}; fewer: the "
+        "rows are failed with that reason).",
         "Premise: PELT's util_avg (0-1024) of each task alone, after the warm-up, per repetition of "
         "corun.monitors.pelt; the load/store task is the paper's PM I/O task only on a DAX mount of "
         "persistent memory (store_medium pmem).",
@@ -135,6 +148,7 @@ def analyse(inputs: Inputs) -> Result:
         "pair_runs.csv": runs,
         "pairing.csv": pairs,
         "premise.csv": premise,
+        "numa_gain.csv": gains,
         "setup.csv": setup(inputs, sec, runs),
     }
     tables = [
@@ -143,6 +157,8 @@ def analyse(inputs: Inputs) -> Result:
         {"title": "Pair runs (failed ones with the reason)", "csv": "pair_runs.csv"},
         {"title": "CFS's placement: pairs of tasks on one core, same-type share against chance", "csv": "pairing.csv"},
         {"title": "Premise: PELT's util_avg per task and repetition", "csv": "premise.csv"},
+        {"title": "NUMA: spread over concentrate per program and rep, beside its memory bandwidth alone",
+         "csv": "numa_gain.csv"},
         {"title": "The paper's setup beside this run's (compared, not judged)", "csv": "setup.csv"},
     ]  # fmt: skip
     figures = [
@@ -153,7 +169,7 @@ def analyse(inputs: Inputs) -> Result:
     ]  # fmt: skip
     return Result(
         summary=summary,
-        evidence={"runs": runs, "pairing": pairs, "premise": premise},
+        evidence={"runs": runs, "pairing": pairs, "premise": premise, "numa_gain": gains},
         levels=levels(sec, runs),
         outputs=outputs,
         tables=tables,

@@ -12,12 +12,25 @@ Definitions
                    not define "overall performance"; this is corun's reading, experiments/_papers).
   failed           a pair run with a job that did not exit 0, a CPU task whose kernel check
                    failed, a fio task without its JSON output, or no alone run to normalise by.
+  io medium        where a pair run's fio tasks wrote: pmem (libpmem on a DAX mount of persistent
+                   memory), memory (mmap on tmpfs, the stand-in) or disk (psync), from the jobs'
+                   `binary` label; "" when the run has no I/O task.
+  NUMA gain        per program and rep at the NUMA level: overall performance under numa_spread
+                   over numa_concentrate in that rep (both runs of one rep, neither failed).
+  CPU bandwidth    a CPU program's memory bandwidth alone, MB/s: (LLC-load-misses +
+                   LLC-store-misses) x 64 B per second, from the perf monitor's intervals inside
+                   each of its alone runs (system-wide counts; hardware prefetches the events do
+                   not count are not in it), the mean over its alone runs that have at least
+                   MIN_PERF_INTERVALS such intervals; fewer: missing with that reason, and the
+                   program's NUMA gain rows are failed (a run shorter than the metric needs).
   same-type pairs  in a cfs run, at each sample instant, every two of the run's tasks whose
                    threads last ran on one physical core (sibling hardware threads, or one CPU
                    they time-share) form a pair placed together; same_type_share = the same-type
                    share of these pairs over the run, random_share = the same-type share of all
                    pairs of the run's tasks (what placing them at random gives),
-                   same_type_excess = same_type_share - random_share.
+                   same_type_excess = same_type_share - random_share. A cfs run with fewer
+                   than MIN_SAMPLE_INSTANTS sample instants is failed (too short for the
+                   placement daemon's samples), never pooled.
   premise          per repetition of corun.monitors.pelt: the mean util_avg of each task (the
                    load/store task `store`, the conventional `psync` task, the CPU task `cpu`).
 """
@@ -36,14 +49,22 @@ import pandas as pd
 from analysis import runtables as rt
 from analysis.stats import t_interval
 from corun.machine.topology import parse_cpulist
+from corun.monitors.perf import derive_perf_rates
 
 SOURCE = "experiments.noisy_neighbour.metrics"
-RUN_COLUMNS = ["run_id", "domain", "variant", "workload", "rep", "cpu_norm", "io_norm", "overall", "overlap_pct",
-               "failed", "failed_reason"]  # fmt: skip
+RUN_COLUMNS = ["run_id", "domain", "variant", "workload", "cache_sensitivity", "io_medium", "rep", "cpu_norm",
+               "io_norm", "overall", "overlap_pct", "failed", "failed_reason"]  # fmt: skip
 POINT_COLUMNS = ["domain", "variant", "workload", "n_reps", "cpu_norm", "io_norm", "overall", "ci95_low",
                  "ci95_high", "overlap_pct", "not_measurable"]  # fmt: skip
-PAIRING_COLUMNS = ["run_id", "domain", "variant", "workload", "rep", "pairs_together", "same_type_pairs",
-                   "same_type_share", "random_share", "same_type_excess", "failed", "failed_reason"]  # fmt: skip
+PAIRING_COLUMNS = ["run_id", "domain", "variant", "workload", "io_medium", "rep", "instants", "pairs_together",
+                   "same_type_pairs", "same_type_share", "random_share", "same_type_excess", "failed",
+                   "failed_reason"]  # fmt: skip
+GAIN_COLUMNS = ["run_id", "domain", "workload", "cache_sensitivity", "io_medium", "rep", "gain", "cpu_bw_mb_s",
+                "failed", "failed_reason"]  # fmt: skip
+IO_MEDIUM = {"fio libpmem": "pmem", "fio mmap": "memory", "fio psync": "disk"}
+LINE_BYTES = 64  # one LLC miss moves one cache line
+MIN_PERF_INTERVALS = 3  # a bandwidth from fewer of perf's intervals inside the run is not one
+MIN_SAMPLE_INSTANTS = 4  # a placement from fewer of the daemon's samples is not one
 PREMISE_COLUMNS = ["run_id", "layout", "rep", "task", "util_avg", "store_medium", "failed", "failed_reason"]
 PREMISE_TASKS = ("store", "psync", "cpu")
 
@@ -92,6 +113,8 @@ def job_measures(jobs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) 
                 "workload": r["workload"],
                 "rep": int(r["rep"]),
                 "task_type": r["task_type"],
+                "binary": _text(r.get("binary")),
+                "cache_sensitivity": _text(r.get("cache_sensitivity")),
                 "value": value if not why else None,
                 "why": why,
                 "end_s": r.get("end_s"),
@@ -127,12 +150,16 @@ def normalise(m: pd.DataFrame, base: dict) -> pd.DataFrame:
         ends = pd.to_numeric(g["end_s"], errors="coerce").dropna()
         vals = [x for x in cpu + io if math.isfinite(x)]
         failed = bool(reasons)
+        media = sorted({IO_MEDIUM.get(b, b) for b in g[g["task_type"] == "io"].get("binary", pd.Series(dtype=str))})
+        sens = sorted({x for x in g[g["task_type"] == "cpu"].get("cache_sensitivity", pd.Series(dtype=str)) if x})
         out.append(
             {
                 "run_id": run_id,
                 "domain": first["domain"],
                 "variant": first["variant"],
                 "workload": first["workload"],
+                "cache_sensitivity": "/".join(sens),
+                "io_medium": "/".join(media),
                 "rep": int(first["rep"]),
                 "cpu_norm": float(np.mean(cpu)) if cpu and not failed else math.nan,
                 "io_norm": float(np.mean(io)) if io and not failed else math.nan,
@@ -209,6 +236,7 @@ def run_pairing(samples: pd.DataFrame, types: dict[str, str], cores: dict[int, i
     chance = sum(a == b for a, b in pairs) / len(pairs) if pairs else math.nan
     share = same / together if together else math.nan
     return {
+        "instants": int(s["t_s"].nunique()),
         "pairs_together": together,
         "same_type_pairs": same,
         "same_type_share": share,
@@ -229,7 +257,7 @@ def pairing(
         jt = jobs[jobs["run_id"] == r["run_id"]]
         types = dict(zip(jt["job_id"].astype(str), jt["task_type"]))
         f = dirs[r["run_id"]] / "sched" / "state" / "cpu_samples.csv" if r["run_id"] in dirs else None
-        base = {k: r[k] for k in ("run_id", "domain", "variant", "workload", "rep")}
+        base = {k: r[k] for k in ("run_id", "domain", "variant", "workload", "io_medium", "rep")}
         if f is None or not f.is_file():
             why = "absent: the placement daemon wrote no samples"
             log.add("CFS placement (cpu_samples.csv)", why, SOURCE, r["run_id"])
@@ -241,8 +269,89 @@ def pairing(
         if p["pairs_together"] == 0:
             apart.append(r["run_id"])
             continue
-        rows.append({**base, **p, "failed": r["failed"], "failed_reason": r["failed_reason"]})
+        reasons = [r["failed_reason"]] if r["failed"] else []
+        if p["instants"] < MIN_SAMPLE_INSTANTS:
+            reasons.append(
+                f"{p['instants']} placement sample instant(s), fewer than the {MIN_SAMPLE_INSTANTS} CFS's pairing "
+                "needs (the run was shorter than the metric needs: measure it longer)"
+            )
+        rows.append({**base, **p, "failed": bool(reasons), "failed_reason": "; ".join(reasons)})
     return pd.DataFrame(rows, columns=PAIRING_COLUMNS), apart
+
+
+def cpu_bandwidth(
+    measures: pd.DataFrame, runs_csv: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog
+) -> dict[str, tuple[float, str]]:
+    """workload -> (its memory bandwidth alone in MB/s, "") or (NaN, why), from the perf
+    monitor's LLC misses in each of its alone runs (module doc: CPU bandwidth)."""
+    durations = {}
+    if {"run_id", "duration_s"} <= set(runs_csv.columns):
+        durations = dict(zip(runs_csv["run_id"].astype(str), pd.to_numeric(runs_csv["duration_s"], errors="coerce")))
+    per: dict[str, list[float]] = {}
+    why: dict[str, str] = {}
+    alone = measures[(measures["kind"] == "alone_cpu") & (measures["why"] == "")] if len(measures) else measures
+    for run_id, g in alone.groupby("run_id", sort=True):
+        workload = str(g.iloc[0]["workload"])
+        bw, bad = _run_bandwidth(dirs.get(run_id), durations.get(run_id))
+        if bad:
+            why.setdefault(workload, f"alone run {run_id}: {bad}")
+            log.add("CPU program's memory bandwidth (perf LLC misses)", bad, SOURCE, run_id)
+        else:
+            per.setdefault(workload, []).append(bw)
+    out = {w: (float(np.mean(v)), "") for w, v in per.items()}
+    for w, text in why.items():
+        out.setdefault(w, (math.nan, text))
+    return out
+
+
+def _run_bandwidth(run_dir: Path | None, duration_s: float | None) -> tuple[float, str]:
+    if run_dir is None:
+        return math.nan, "no run folder"
+    df, bad = rt.load_tidy(run_dir, "perf")
+    if df is None:
+        return math.nan, bad or "no perf table"
+    rates = derive_perf_rates(rt.in_run(df, duration_s))
+    ok = rates[rates["llc_misses_per_s"].notna() & (rates["interval_s"] > 0)]
+    if len(ok) < MIN_PERF_INTERVALS:
+        return math.nan, (
+            f"{len(ok)} perf interval(s) with LLC-load-misses and LLC-store-misses counted inside the run, fewer "
+            f"than the {MIN_PERF_INTERVALS} a bandwidth needs (no PMU counter, or a run shorter than the metric needs)"
+        )
+    misses = float((ok["llc_misses_per_s"] * ok["interval_s"]).sum() / ok["interval_s"].sum())
+    return misses * LINE_BYTES / 1e6, ""
+
+
+def numa_gain(runs: pd.DataFrame, bandwidth: dict[str, tuple[float, str]]) -> pd.DataFrame:
+    """One row per (program, rep) with both NUMA placements run: numa_spread's overall
+    performance over numa_concentrate's, beside the program's bandwidth alone; failed (why) when
+    either run failed or the bandwidth is missing."""
+    rows = []
+    numa = runs[(runs["domain"] == "numa") & runs["variant"].isin(["numa_spread", "numa_concentrate"])]
+    for (workload, rep), g in numa.groupby(["workload", "rep"], sort=True):
+        by = {r["variant"]: r for r in g.to_dict(orient="records")}
+        if len(by) < 2:
+            continue
+        sp, co = by["numa_spread"], by["numa_concentrate"]
+        bw, bw_why = bandwidth.get(str(workload), (math.nan, f"no alone run of {workload} succeeded"))
+        reasons = [f"{r['run_id']}: {r['failed_reason']}" for r in (sp, co) if r["failed"]]
+        if bw_why:
+            reasons.append(f"no bandwidth of {workload} ({bw_why})")
+        ok = not reasons and co["overall"] > 0
+        rows.append(
+            {
+                "run_id": f"{sp['run_id']} / {co['run_id']}",
+                "domain": "numa",
+                "workload": workload,
+                "cache_sensitivity": sp["cache_sensitivity"],
+                "io_medium": sp["io_medium"] if sp["io_medium"] == co["io_medium"] else "mixed",
+                "rep": int(rep),
+                "gain": sp["overall"] / co["overall"] if ok else math.nan,
+                "cpu_bw_mb_s": bw,
+                "failed": bool(reasons),
+                "failed_reason": "; ".join(reasons),
+            }
+        )
+    return pd.DataFrame(rows, columns=GAIN_COLUMNS)
 
 
 _REP = re.compile(r"^r(\d+)$")

@@ -26,8 +26,23 @@ BIG = Machine({"smt": True, "numa_nodes": 2, "pmem": True, "cpus": 64})
 TOPOLOGY = {"cpus": 2, "sockets": 1, "numa_nodes": 1, "smt": False}
 
 
-def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", samples=None, exit_codes=None):
-    """tasks: [(job_id, type, value)] with value the CPU time (s) or the fio bandwidth (MB/s)."""
+def make_run(
+    root,
+    run_id,
+    kind,
+    variant,
+    workload,
+    rep,
+    tasks,
+    domain="smt",
+    samples=None,
+    exit_codes=None,
+    medium="mmap",
+    sensitivity="low",
+    perf_misses=None,
+):
+    """tasks: [(job_id, type, value)] with value the CPU time (s) or the fio bandwidth (MB/s);
+    perf_misses: LLC misses per second in each of the perf monitor's 1 s intervals."""
     d = root / "runs" / run_id
     (d / "jobs").mkdir(parents=True)
     meta = {"run_id": run_id, "missing": [], "topology": TOPOLOGY, "host": {"pmem": []}}
@@ -49,6 +64,8 @@ def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", sa
             "end_s": 9.0,
             "result_elapsed_s": value if t == "cpu" else None,
             "result_check": "ok" if t == "cpu" else None,
+            "binary": f"fio {medium}" if t == "io" else "llc_miss",
+            "cache_sensitivity": sensitivity if t == "cpu" else None,
         }
         if t == "io":
             (d / "jobs" / f"{job_id}.out").write_text("fio: a warning first\n" + FIO.format(bw=value * 1e6))
@@ -57,8 +74,15 @@ def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", sa
         (d / "sched" / "state").mkdir(parents=True)
         pd.DataFrame(samples, columns=["t_s", "job", "cpu"]).to_csv(d / "sched" / "state" / "cpu_samples.csv",
                                                                     index=False)  # fmt: skip
+    if perf_misses is not None:
+        (d / "tidy").mkdir()
+        perf = [{"time_epoch_s": 100.0 + i, "t_s": i + 1.0, "event": ev, "value": m / 2, "unit": "count",
+                 "running_pct": 100.0, "interval_s": 1.0}
+                for i, m in enumerate(perf_misses) for ev in ("LLC-load-misses", "LLC-store-misses")]  # fmt: skip
+        pd.DataFrame(perf).to_csv(d / "tidy" / "perf.csv", index=False)
     run = {"run_id": run_id, "variant": variant, "kind": kind, "domain": domain if kind == "pair" else "",
-           "workload": workload, "rep": rep, "metadata_path": str(d / "metadata.json"), "run_dir": str(d)}  # fmt: skip
+           "workload": workload, "rep": rep, "duration_s": 9.0, "metadata_path": str(d / "metadata.json"),
+           "run_dir": str(d)}  # fmt: skip
     return rows, run
 
 
@@ -66,6 +90,8 @@ def make_run(root, run_id, kind, variant, workload, rep, tasks, domain="smt", sa
 # t=1.0 (cpu, io) twice: 2 same-type pairs of 4 placed together, against 1/3 at random
 SAMPLES = [(0.5, "c0", 0), (0.5, "c1", 0), (0.5, "i0", 1), (0.5, "i1", 1),
            (1.0, "c0", 0), (1.0, "i0", 0), (1.0, "c1", 1), (1.0, "i1", 1)]  # fmt: skip
+# the same two placements again at 1.5 and 2.0 s: the 4 sample instants a run's pairing needs
+RUN_SAMPLES = SAMPLES + [(t + 1.0, job, cpu) for t, job, cpu in SAMPLES]
 
 
 @pytest.fixture
@@ -82,10 +108,11 @@ def campaign(tmp_path):
     add("alone_io_r0", "alone_io", "linux", "fio", 0, [("i0", "io", 100.0)])
     # same-type: CPU at half speed, fio at half bandwidth -> overall 0.5; mixed: 0.75 and 0.75
     for rep in (0, 1):
-        add(f"smt_same_r{rep}", "pair", "smt_same_type", "w", rep, [("c0", "cpu", 4.0), ("i0", "io", 50.0)])
-        add(f"smt_mixed_r{rep}", "pair", "smt_mixed", "w", rep, [("c0", "cpu", 2.0 / 0.75), ("i0", "io", 75.0)])
+        pm = {"medium": "libpmem"}  # as on a machine with persistent memory; the cfs run below on tmpfs
+        add(f"smt_same_r{rep}", "pair", "smt_same_type", "w", rep, [("c0", "cpu", 4.0), ("i0", "io", 50.0)], **pm)
+        add(f"smt_mixed_r{rep}", "pair", "smt_mixed", "w", rep, [("c0", "cpu", 2.0 / 0.75), ("i0", "io", 75.0)], **pm)
     four = [("c0", "cpu", 2.0), ("c1", "cpu", 2.0), ("i0", "io", 100.0), ("i1", "io", 100.0)]
-    add("smt_cfs_r0", "pair", "cfs", "w", 0, four, samples=SAMPLES)
+    add("smt_cfs_r0", "pair", "cfs", "w", 0, four, samples=RUN_SAMPLES)
     pd.DataFrame(jobs).to_csv(tmp_path / "jobs.csv", index=False)
     pd.DataFrame(runs).to_csv(tmp_path / "runs.csv", index=False)
     plan = {
@@ -141,9 +168,16 @@ def test_every_claim_end_to_end_on_this_kind_of_machine(campaign):
     light = rows["pelt_sees_conventional_io_as_light"]
     assert light["outcome"] == "reproduced" and light["n"] == 2
     assert light["estimate"] == pytest.approx(math.sqrt(150 / 1000 * 170 / 1010))
-    # one cfs run with one rep: never decided by its direction
+    # CFS's pairing is SMT-domain balancing of PM I/O tasks: neither here (the old rule judged one
+    # CPU time-shared, with tmpfs stores for PM I/O)
     cfs = rows["cfs_pairs_same_types"]
-    assert cfs["outcome"] == "inconclusive" and cfs["n"] == 1 and "at least 2" in cfs["why"]
+    assert cfs["outcome"] == "not measurable here" and "SMT" in cfs["why"] and "persistent memory" in cfs["why"]
+    for cid in ("smt_low_sensitivity_gains_more", "numa_gain_at_the_most_bandwidth", "numa_gain_rises_with_bandwidth"):
+        assert rows[cid]["outcome"] == "not measurable here", rows[cid]
+    assert "hardware performance counters" in rows["numa_gain_rises_with_bandwidth"]["why"]
+    pairing = pd.read_csv(campaign / "out" / "pairing.csv").set_index("run_id")
+    assert pairing.loc["smt_cfs_r0", "instants"] == 4 and not pairing.loc["smt_cfs_r0", "failed"]
+    assert pairing.loc["smt_cfs_r0", "io_medium"] == "memory"
     assert any(m["metric"] == "numa numa_spread" for m in section["missing"])
     setup = pd.read_csv(campaign / "out" / "setup.csv")
     assert list(setup["paper_value"]) == [6, 8]
@@ -190,12 +224,14 @@ def test_an_unreadable_plan_is_one_line(campaign):
 # ----------------------------------------------------------------------------- claims on tables
 
 
-def overall_runs(domain, head, base, per_workload: dict[str, tuple[list[float], list[float]]]) -> pd.DataFrame:
+def overall_runs(domain, head, base, per_workload: dict[str, tuple[list[float], list[float]]],
+                 medium: str = "pmem", sensitivity: dict[str, str] | None = None) -> pd.DataFrame:  # fmt: skip
     rows = []
     for w, (hs, bs) in per_workload.items():
         for variant, values in ((head, hs), (base, bs)):
             for rep, v in enumerate(values):
                 rows.append({"run_id": f"{variant}_{w}_r{rep}", "domain": domain, "variant": variant, "workload": w,
+                             "cache_sensitivity": (sensitivity or {}).get(w, "low"), "io_medium": medium,
                              "rep": rep, "overall": v, "failed": False, "failed_reason": ""})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -253,20 +289,25 @@ def test_pm_io_seen_as_busy_only_on_persistent_memory():
     assert judge("c", apart, {"premise": busy}, BIG)["outcome"] == "reproduced"
 
 
-def pairing_rows(excess: list[float], variant: str = "cfs") -> pd.DataFrame:
+def pairing_rows(excess: list[float], variant: str = "cfs", medium: str = "pmem") -> pd.DataFrame:
     return pd.DataFrame([{"run_id": f"smt_{variant}_w_r{rep}", "domain": "smt", "variant": variant, "workload": "w",
-                          "rep": rep, "same_type_excess": e, "failed": False, "failed_reason": ""}
-                         for rep, e in enumerate(excess)])  # fmt: skip
+                          "io_medium": medium, "rep": rep, "same_type_excess": e, "failed": False,
+                          "failed_reason": ""} for rep, e in enumerate(excess)])  # fmt: skip
 
 
 def test_cfs_pairing_that_flips_between_reps_is_inconclusive():
     """Two reps of same-type pairs and one of mixed pairs: the old rule pooled the CPU-instants
     (share 0.67 > 1/3: reproduced in direction); per rep the interval contains 0."""
     claim = CLAIMS["cfs_pairs_same_types"]
-    row = judge("c", claim, {"pairing": pairing_rows([2 / 3, 2 / 3, -1 / 3])}, VM)
+    row = judge("c", claim, {"pairing": pairing_rows([2 / 3, 2 / 3, -1 / 3])}, BIG)
     assert row["outcome"] == "inconclusive" and row["ci_low"] < 0 < row["ci_high"] and row["reps_needed"] > 3
-    steady = judge("c", claim, {"pairing": pairing_rows([0.6, 0.67, 0.62, 0.65])}, VM)
+    steady = judge("c", claim, {"pairing": pairing_rows([0.6, 0.67, 0.62, 0.65])}, BIG)
     assert steady["outcome"] == "reproduced"
+    assert judge("c", claim, {"pairing": pairing_rows([-0.3, -0.28, -0.31])}, BIG)["outcome"] == "contradicted"
+    # tmpfs stores for PM I/O: measured in the table, never judged as the paper's claim
+    row = judge("c", claim, {"pairing": pairing_rows([0.6, 0.67, 0.62], medium="memory")}, BIG)
+    assert row["outcome"] == "inconclusive" and row["n"] == 0
+    assert judge("c", claim, {"pairing": pairing_rows([0.6, 0.67, 0.62])}, VM)["outcome"] == "not measurable here"
 
 
 def test_run_pairing_counts_pairs_on_a_core_and_chance():
@@ -285,3 +326,132 @@ def test_a_jobs_worker_thread_stands_for_it():
                      columns=["t_s", "job", "pid", "tid", "cpu"])  # fmt: skip
     p = nm.run_pairing(s, {"c0": "cpu", "i0": "io"}, {})
     assert p["pairs_together"] == 1 and p["same_type_pairs"] == 0
+
+
+# ----------------------------------------------------------------------------- NUMA gain and bandwidth
+
+
+@pytest.fixture
+def numa_campaign(tmp_path):
+    """Two programs at the NUMA level, 2 reps: lo (1e6 LLC misses/s alone, 64 MB/s) gains 1.5x,
+    hi (1e8/s, 6400 MB/s) 4x; hi's second alone run has perf in 2 intervals only."""
+    jobs, runs = [], []
+
+    def add(*a, **k):
+        j, r = make_run(tmp_path, *a, domain="numa", medium="libpmem", **k)
+        jobs.extend(j)
+        runs.append(r)
+
+    add("alone_lo_r0", "alone_cpu", "linux", "lo", 0, [("c0", "cpu", 2.0)], perf_misses=[1e6] * 5)
+    add("alone_hi_r0", "alone_cpu", "linux", "hi", 0, [("c0", "cpu", 2.0)], perf_misses=[1e8] * 5)
+    add("alone_hi_r1", "alone_cpu", "linux", "hi", 1, [("c0", "cpu", 2.0)], perf_misses=[3e8] * 2)
+    add("alone_io_r0", "alone_io", "linux", "fio", 0, [("i0", "io", 100.0)])
+    for rep in (0, 1):
+        for w, gain in (("lo", 1.5), ("hi", 4.0)):
+            conc = 0.2  # overall 0.2 concentrated: CPU at 0.2, fio at 0.2
+            spread = conc * gain
+            for variant, o in (("numa_concentrate", conc), ("numa_spread", spread)):
+                tasks = [("c0", "cpu", 2.0 / o), ("i0", "io", 100.0 * o)]
+                add(f"numa_{variant}_{w}_r{rep}", "pair", variant, w, rep, tasks)
+    pd.DataFrame(jobs).to_csv(tmp_path / "jobs.csv", index=False)
+    pd.DataFrame(runs).to_csv(tmp_path / "runs.csv", index=False)
+    plan = {"domains": {"cores": ["0", "1"]},
+            "rows": [{"domain": "numa", "variant": v, "workload": w, "not_measurable": None}
+                     for v in ("numa_concentrate", "numa_spread") for w in ("lo", "hi")]}  # fmt: skip
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "premise" / "alone").mkdir(parents=True)
+    return tmp_path
+
+
+def test_numa_gain_beside_the_bandwidth_alone(numa_campaign):
+    res, rows, section = analyse(numa_campaign)
+    g = res.evidence["numa_gain"].set_index(["workload", "rep"])
+    assert g.loc[("lo", 0), "gain"] == pytest.approx(1.5) and g.loc[("hi", 1), "gain"] == pytest.approx(4.0)
+    assert g.loc[("lo", 0), "cpu_bw_mb_s"] == pytest.approx(1e6 * 64 / 1e6)
+    # hi's second alone run is too short for a bandwidth: the mean of the runs that have one
+    assert g.loc[("hi", 0), "cpu_bw_mb_s"] == pytest.approx(1e8 * 64 / 1e6)
+    assert (g["io_medium"] == "pmem").all() and not g["failed"].any()
+    (m,) = [m for m in section["missing"] if m["metric"].startswith("CPU program's memory bandwidth")]
+    assert "2 perf interval(s)" in m["reason"] and "fewer than the 3" in m["reason"]
+    # judged where the machine has what the claims need
+    trend = judge("c", CLAIMS["numa_gain_rises_with_bandwidth"], res.evidence, BIG_PMU)
+    assert trend["n"] == 4 and trend["estimate"] > 0.8
+    top = judge("c", CLAIMS["numa_gain_at_the_most_bandwidth"], res.evidence, BIG_PMU)
+    assert top["estimate"] == pytest.approx(4.0) and top["n"] == 2
+
+
+def test_a_program_without_a_bandwidth_fails_its_gain_rows(numa_campaign):
+    import shutil
+
+    shutil.rmtree(numa_campaign / "runs" / "alone_lo_r0" / "tidy")
+    res, _, _ = analyse(numa_campaign)
+    g = res.evidence["numa_gain"].set_index(["workload", "rep"])
+    assert g.loc[("lo", 0), "failed"] and "no bandwidth of lo" in g.loc[("lo", 0), "failed_reason"]
+    row = judge("c", CLAIMS["numa_gain_rises_with_bandwidth"], res.evidence, BIG_PMU)
+    assert row["outcome"] == "failed" and "no bandwidth of lo" in row["why"]
+
+
+BIG_PMU = Machine({"smt": True, "numa_nodes": 2, "pmem": True, "pmu": True, "cpus": 64})
+
+
+def gain_rows(per_program: dict[float, list[float]], medium: str = "pmem") -> pd.DataFrame:
+    """bandwidth (MB/s) -> the per-rep NUMA gains of a program with that bandwidth alone."""
+    return pd.DataFrame([{"run_id": f"numa_{bw:g}_r{rep}", "domain": "numa", "workload": f"w{bw:g}",
+                          "cache_sensitivity": "high", "io_medium": medium, "rep": rep, "gain": g,
+                          "cpu_bw_mb_s": bw, "failed": False, "failed_reason": ""}
+                         for bw, gains in per_program.items() for rep, g in enumerate(gains)])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "per_program, outcome",
+    [
+        ({100: [1.2, 1.25, 1.22], 800: [2.0, 2.1, 2.05], 3000: [5.0, 5.5, 5.2], 9000: [15, 16, 17]}, "reproduced"),
+        ({100: [15, 16, 17], 800: [5.0, 5.5, 5.2], 3000: [2.0, 2.1, 2.05], 9000: [1.2, 1.25, 1.22]}, "contradicted"),
+        ({100: [2.0, 1.2, 5.0], 800: [5.0, 2.0, 1.2], 3000: [1.2, 5.0, 2.0], 9000: [2.0, 5.0, 1.2]}, "inconclusive"),
+    ],
+)  # fmt: skip
+def test_the_gain_rises_with_bandwidth(per_program, outcome):
+    claim = CLAIMS["numa_gain_rises_with_bandwidth"]
+    row = judge("c", claim, {"numa_gain": gain_rows(per_program)}, BIG_PMU)
+    assert row["outcome"] == outcome, row["why"]
+    assert judge("c", claim, {"numa_gain": gain_rows(per_program)}, BIG)["outcome"] == "not measurable here"
+    # fio on tmpfs: not the paper's PM I/O, nothing judged
+    row = judge("c", claim, {"numa_gain": gain_rows(per_program, medium="memory")}, BIG_PMU)
+    assert row["outcome"] == "inconclusive" and row["n"] == 0
+
+
+@pytest.mark.parametrize(
+    "top, outcome",
+    [([14.0, 16.0, 18.0], "reproduced"), ([0.8, 0.82, 0.79], "contradicted"), ([0.7, 3.0, 1.4], "inconclusive")],
+)
+def test_the_largest_gain_is_read_at_the_most_bandwidth(top, outcome):
+    """The most bandwidth-hungry program is judged, never the best ratio of ours: the program at
+    100 MB/s gains 20x in every rep and is not the point."""
+    rows = gain_rows({100: [20.0, 20.5, 19.5], 9000: top})
+    row = judge("c", CLAIMS["numa_gain_at_the_most_bandwidth"], {"numa_gain": rows}, BIG_PMU)
+    assert row["outcome"] == outcome, row["why"]
+    assert CLAIMS["numa_gain_at_the_most_bandwidth"]["magnitude"]["at_least"] < 16.6
+
+
+@pytest.mark.parametrize(
+    "low, high, outcome",
+    [
+        (([1.3, 1.32, 1.31], [1.0, 1.0, 1.0]), ([1.05, 1.06, 1.05], [1.0, 1.0, 1.0]), "reproduced"),
+        (([1.05, 1.06, 1.05], [1.0, 1.0, 1.0]), ([1.3, 1.32, 1.31], [1.0, 1.0, 1.0]), "contradicted"),
+        (([1.3, 1.0, 1.1], [1.0, 1.0, 1.0]), ([1.1, 1.3, 1.0], [1.0, 1.0, 1.0]), "inconclusive"),
+    ],
+)  # fmt: skip
+def test_low_cache_sensitivity_gains_more_on_smt(low, high, outcome):
+    runs = overall_runs("smt", "smt_mixed", "smt_same_type", {"exchange2_r": low, "mcf_r": high},
+                        sensitivity={"exchange2_r": "low", "mcf_r": "high"})  # fmt: skip
+    row = judge("c", CLAIMS["smt_low_sensitivity_gains_more"], {"runs": runs}, BIG)
+    assert row["outcome"] == outcome, row["why"]
+
+
+def test_a_cfs_run_shorter_than_its_samples_need_is_failed(campaign):
+    """Two sample instants are no placement: the run is failed with the reason, never pooled."""
+    d = campaign / "runs" / "smt_cfs_r0" / "sched" / "state"
+    pd.DataFrame(SAMPLES, columns=["t_s", "job", "cpu"]).to_csv(d / "cpu_samples.csv", index=False)
+    res, _, _ = analyse(campaign)
+    p = res.evidence["pairing"].set_index("run_id").loc["smt_cfs_r0"]
+    assert p["failed"] and "2 placement sample instant(s), fewer than the 4" in p["failed_reason"]
