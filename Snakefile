@@ -9,6 +9,7 @@ configfile: "workflows/config/local.yaml"
 
 
 include: "workflows/rules/common.smk"
+include: "workflows/rules/build.smk"
 # every experiment of experiments/ (experiments.registry()), from one rule file
 include: "workflows/rules/experiments.smk"
 include: "workflows/rules/device.smk"
