@@ -310,8 +310,10 @@ def cpu_table(per_run: pd.DataFrame, cpus: pd.DataFrame) -> pd.DataFrame:
 
 
 def pm_inputs(jobs: pd.DataFrame) -> tuple[float | None, float | None, str]:
-    """P and M (s per strip) averaged over the reps of pm runs, or None and why."""
+    """P and M (s per strip) averaged over the reps of the one-application pm runs, or None and why."""
     pm = jobs[jobs["kind"] == "pm"]
+    if "apps" in pm:  # runs made before pm.apps existed ran one application
+        pm = pm[pd.to_numeric(pm["apps"], errors="coerce").fillna(1) == 1]
     if pm.empty:
         return None, None, "no pm runs (kernels/sais_inmem) in the experiment"
     ps, ms = [], []
@@ -540,7 +542,10 @@ def analyse(inputs: Inputs) -> Result:
             "inmem": inmem,
             "inmem_pmu": inmem_pmu,
         },  # fmt: skip
-        levels={"policy": POLICIES | set(sec.get("policies") or []) | set(per_run["policy"].dropna())},
+        levels={
+            "policy": POLICIES | set(sec.get("policies") or []) | set(per_run["policy"].dropna()),
+            "mode": set(sais_inmem.STANDS_FOR),
+        },
         outputs=outputs,
         tables=tables,
         figures=figures,

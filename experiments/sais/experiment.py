@@ -11,8 +11,10 @@ On the workflow's own netns cluster (`cluster.kind: netns`) the clients run in t
 host's namespace (`ip netns exec`); on an inventory (`cluster.kind: inventory`) on its client
 host.
 
-Two more runs per repetition (`pm_thread_r*`, `pm_process_r*`) measure the model's P and M
-with kernels/sais_inmem (thread pair against process pair, one application), for eqs. 1-9.
+Two more runs per repetition and application count of `pm.apps` (`pm_thread_r*`,
+`pm_process_r*`; `pm_<mode>_a<apps>_r*` beyond one) run kernels/sais_inmem: the in-memory study
+of sec. 6 (Si-SAIs, a thread pair, against Si-Irqbalance, a process pair) and, at one
+application, the model's P and M for eqs. 1-9.
 """
 
 from __future__ import annotations
@@ -88,8 +90,19 @@ def run_name(p: dict) -> str:
     )
 
 
+def pm_runs(sec: dict) -> list[tuple[str, str, int, int]]:
+    """(name, mode, apps, rep) of every pm run: per application count, reps, then the two modes;
+    one application's runs are pm_<mode>_r<rep>, more applications' pm_<mode>_a<apps>_r<rep>."""
+    return [
+        (f"pm_{mode}_r{r}" if apps == 1 else f"pm_{mode}_a{apps}_r{r}", mode, apps, r)
+        for apps in sec["pm"]["apps"]
+        for r in range(sec["reps"])
+        for mode in ("thread", "process")
+    ]
+
+
 def pm_names(sec: dict) -> list[str]:
-    return [f"pm_{mode}_r{r}" for r in range(sec["reps"]) for mode in ("thread", "process")]
+    return [name for name, *_ in pm_runs(sec)]
 
 
 def file_bytes(sec: dict) -> int:
@@ -253,13 +266,14 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) 
     }
 
 
-def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
-    """One sais_inmem run at one application: the thread pair gives P, the process pair M."""
+def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path, apps: int = 1, name: str | None = None) -> dict:
+    """One sais_inmem run of `apps` applications: Si-SAIs (thread) or Si-Irqbalance (process); at
+    one application the thread pair gives the model's P, the process pair M."""
     sec = section(cfg)
     pm = sec["pm"]
     options = {
         "--mode": mode,
-        "--apps": 1,
+        "--apps": apps,
         "--files": pm["files"],
         "--strip-size": sec["strip_size_bytes"],
         "--request-size": pm["request_size_bytes"],
@@ -268,8 +282,8 @@ def make_pm_spec(cfg: dict, mode: str, rep: int, data_dir: Path) -> dict:
     }
     argv = [str(repo_root() / "kernels" / "build" / "sais_inmem"), *cli_options(options)]
     return {
-        "name": f"{NAME}-pm_{mode}_r{rep}",
-        "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "apps": 1, "rep": rep},
+        "name": f"{NAME}-{name or f'pm_{mode}_r{rep}'}",
+        "labels": {"experiment": NAME, "kind": "pm", "mode": mode, "apps": apps, "rep": rep},
         "placement": {"slots_per_core": 1},
         "jobs": [{"name": f"sais_inmem-{mode}", "cmd": argv, "result": "json"}],
         # perf (where the read runs have it) counts the in-memory study's L2 miss rate (sec. 6)
@@ -394,9 +408,8 @@ class Sais(Experiment):
             parts = {run_name(p): server_parts(sec, p, work_dir(out_dir, servers, links, hosts)) for p in pts}
             if any(parts.values()):
                 group_list[-1]["server_parts"] = {r: v for r, v in parts.items() if v}
-        for name in pm_names(sec):
-            _, mode, rep = name.split("_")
-            spec = make_pm_spec(cfg, mode, int(rep[1:]), data_dir)
+        for name, mode, apps, rep in pm_runs(sec):
+            spec = make_pm_spec(cfg, mode, rep, data_dir, apps, name)
             atomic_write_text(out_dir / f"{name}.yaml", yaml.safe_dump(spec, sort_keys=False))
             n += 1
         atomic_write_json(out_dir / GROUPS_FILE, {"experiment": NAME, "groups": group_list})

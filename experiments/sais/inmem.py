@@ -5,7 +5,8 @@ scheduler may run on different CPUs), 64 KiB strips from files in tmpfs (the pap
 assembled into 1 MiB requests.
 
 Evidence the claims read (claims.yaml, inmem_*):
-  inmem       one row per pm run: mode, stands_for, apps, rep, bw_mb_s (the kernel's MB/s over
+  inmem       one row per pm run: mode, stands_for, apps, online_cpus, saturates (apps >= the
+              CPUs: the paper's saturated point), rep, bw_mb_s (the kernel's MB/s over
               its measured seconds), same_cpu_share (strips consumed on the CPU that read them)
               and moved_share = 1 - same_cpu_share (strips that crossed cores), cpu_util_pct;
               failed when the kernel failed or printed no result;
@@ -29,9 +30,10 @@ from analysis.common import fmt_num
 from experiments.sais import pmu
 
 STANDS_FOR = {"thread": "Si-SAIs", "process": "Si-Irqbalance"}
-COLUMNS = ["run_id", "mode", "stands_for", "apps", "rep", "bw_mb_s", "same_cpu_share", "moved_share",
-           "cpu_util_pct", "failed", "failed_reason"]  # fmt: skip
-PMU_COLUMNS = ["run_id", "mode", "apps", "rep", *pmu.FIGURES, "perf_intervals", "failed", "failed_reason"]
+COLUMNS = ["run_id", "mode", "stands_for", "apps", "online_cpus", "saturates", "rep", "bw_mb_s", "same_cpu_share",
+           "moved_share", "cpu_util_pct", "failed", "failed_reason"]  # fmt: skip
+PMU_COLUMNS = ["run_id", "mode", "apps", "online_cpus", "saturates", "rep", *pmu.FIGURES, "perf_intervals", "failed",
+               "failed_reason"]  # fmt: skip
 
 
 def _num(row: dict, key: str) -> float:
@@ -51,11 +53,15 @@ def rows(jobs: pd.DataFrame, dirs: dict[str, Path], sec: dict, log: rt.MissingLo
         ok = bool(g["exit_code"].eq(0).all()) and math.isfinite(bw)
         reason = "" if ok else "sais_inmem failed or printed no result"
         apps = next((int(v) for v in (_num(r, "apps"), _num(r, "result_apps")) if math.isfinite(v)), 1)
+        cpus = _num(r, "result_online_cpus")
+        # as many applications as CPUs fill them (the paper: 99.47 % utilisation), fewer leave room
+        saturates = bool(apps >= cpus) if math.isfinite(cpus) else None
         same = _num(r, "result_same_cpu_share")
         util = _num(r, "result_cpu_util_user_pct") + _num(r, "result_cpu_util_sys_pct")
         if not ok:
             log.add("in-memory bandwidth", reason, "experiments.sais.inmem", rid)
-        base = {"run_id": rid, "mode": mode, "apps": apps, "rep": int(r["rep"])}
+        base = {"run_id": rid, "mode": mode, "apps": apps, "online_cpus": cpus, "saturates": saturates,
+                "rep": int(r["rep"])}  # fmt: skip
         out.append({**base, "stands_for": STANDS_FOR.get(mode, mode), "bw_mb_s": bw if ok else math.nan,
                     "same_cpu_share": same, "moved_share": 1 - same if math.isfinite(same) else math.nan,
                     "cpu_util_pct": util, "failed": not ok, "failed_reason": reason})  # fmt: skip

@@ -120,7 +120,8 @@ def make_runs(tmp_path, bw=BW, counters=None, pmu=NO_PMU, rfs=True, nics=None, i
         jobs.append({"run_id": rid, "job_id": f"0000-sais_inmem-{mode}", "name": "x", "kind": "pm", "mode": mode,
                      "apps": 1, "rep": rep, "exit_code": 0, "runtime_s": wall, "result_strips": 1000,
                      "result_measured_s": wall, "result_bw_mb_s": mb_s, "result_same_cpu_share": same,
-                     "result_cpu_util_user_pct": 40.0, "result_cpu_util_sys_pct": 10.0})  # fmt: skip
+                     "result_online_cpus": 2, "result_cpu_util_user_pct": 40.0,
+                     "result_cpu_util_sys_pct": 10.0})  # fmt: skip
     pd.DataFrame(jobs).to_csv(tmp_path / "jobs.csv", index=False)
     pd.DataFrame(runs).to_csv(tmp_path / "runs.csv", index=False)
 

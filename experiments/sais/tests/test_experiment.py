@@ -108,6 +108,19 @@ def test_specs_on_the_netns_cluster(tmp_path):
     assert pm["monitors"]["perf_events"] == spec["monitors"]["perf_events"] == ["cycles", "cache-misses"]
 
 
+def test_pm_runs_per_application_count(tmp_path):
+    """One application's runs keep their names (the model's P and M); more are the saturated point."""
+    cfg = cfg_with({"policies": ["irqbalance"], "servers": [2], "reps": 2, "pm": {"apps": [1, 2]}})
+    names = sais.EXPERIMENT.run_names(cfg)
+    assert names[-8:] == ["pm_thread_r0", "pm_process_r0", "pm_thread_r1", "pm_process_r1", "pm_thread_a2_r0",
+                          "pm_process_a2_r0", "pm_thread_a2_r1", "pm_process_a2_r1"]  # fmt: skip
+    sais.EXPERIMENT.specs(cfg, {}, tmp_path / "data", tmp_path / "specs")
+    pm = yaml.safe_load((tmp_path / "specs" / "pm_process_a2_r1.yaml").read_text())
+    cmd = pm["jobs"][0]["cmd"]
+    assert cmd[cmd.index("--apps") + 1] == "2" and pm["labels"]["apps"] == 2 and pm["labels"]["rep"] == 1
+    assert pm["name"] == "sais-pm_process_a2_r1"
+
+
 def test_the_l2_events_of_the_miss_rate_are_counted(tmp_path):
     """The paper's L2 figure is misses / accesses: both events of sais.l2_events go to perf."""
     l2 = {"misses": "l2_rqsts.miss", "accesses": "l2_rqsts.references"}

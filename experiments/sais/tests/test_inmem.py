@@ -32,19 +32,21 @@ def write_perf(run_dir: Path, intervals: int, counts: dict) -> None:
     pd.DataFrame(rows).to_csv(run_dir / "tidy" / "perf.csv", index=False)
 
 
-def tables(tmp_path, reps: dict, intervals: int = 4, failed: tuple = ()) -> dict:
+def tables(tmp_path, reps: dict, intervals: int = 4, failed: tuple = (), apps: int = 1) -> dict:
     """reps: (mode, rep) -> (MB/s, same-CPU share, L2 misses per interval, L2 accesses per
-    interval or None for no perf table). `failed`: (mode, rep) whose kernel exited 1."""
+    interval or None for no perf table), of `apps` applications on 2 CPUs. `failed`: (mode, rep)
+    whose kernel exited 1."""
     jobs, dirs = [], {}
     for (mode, rep), (mb_s, same, misses, accesses) in reps.items():
-        rid = f"pm_{mode}_r{rep}"
+        rid = f"pm_{mode}_a{apps}_r{rep}"
         d = tmp_path / rid
         d.mkdir(parents=True)
         dirs[rid] = d
         if accesses is not None:
             write_perf(d, intervals, {"cycles": 1e9, "l2_rqsts.miss": misses, "l2_rqsts.references": accesses})
         code = 1 if (mode, rep) in failed else 0
-        jobs.append({"run_id": rid, "kind": "pm", "mode": mode, "apps": 1, "rep": rep, "exit_code": code,
+        jobs.append({"run_id": rid, "kind": "pm", "mode": mode, "apps": apps, "rep": rep, "exit_code": code,
+                     "result_online_cpus": 2,
                      "result_bw_mb_s": mb_s if not code else math.nan, "result_same_cpu_share": same,
                      "result_cpu_util_user_pct": 40.0, "result_cpu_util_sys_pct": 9.0})  # fmt: skip
     runs, runs_pmu = inmem.rows(pd.DataFrame(jobs), dirs, SEC, rt.MissingLog())
@@ -85,7 +87,7 @@ def test_inmem_speedup_undecided_failed_and_not_measurable(tmp_path):
     # a run whose kernel failed is never dropped from the pair
     t = tables(tmp_path / "b", sweep(3000.0, 2000.0, 0.4), failed=(("process", 2),))
     row = judge("inmem_speedup", CLAIMS["inmem_speedup"], t, HERE)
-    assert row["outcome"] == "failed" and row["runs"] == ["pm_process_r2"]
+    assert row["outcome"] == "failed" and row["runs"] == ["pm_process_a1_r2"]
     assert "sais_inmem failed or printed no result" in row["why"]
     # one CPU: no second core for Si-Irqbalance's data to move to
     one = Machine({"cpus": 1}, {"cpus": "1 CPUs"})
@@ -148,3 +150,24 @@ def test_pmu_figures_as_the_paper_forms_them(tmp_path):
     # no perf table (no PMU): missing, not short
     figures, why, span = pmu.totals(tmp_path / "none", SEC)
     assert why and pmu.too_short(span, figures, 0.5) is None
+
+
+@pytest.mark.parametrize(
+    "thread, outcome",
+    [(2020.0, "reproduced"), (2600.0, "contradicted"), (1500.0, "contradicted")],
+)
+def test_inmem_same_when_saturated_on_each_outcome(tmp_path, thread, outcome):
+    """Two applications on 2 CPUs fill them: the paper's modes then read about the same (+1 %);
+    +30 % or -25 % lies beyond the 10 % margin: not the same (the equivalence's contradiction)."""
+    t = tables(tmp_path, sweep(thread, 2000.0, 0.4, jitter=0.002), apps=2)
+    row = judge("inmem_same_when_saturated", CLAIMS["inmem_same_when_saturated"], t, HERE)
+    assert row["outcome"] == outcome, row["why"]
+    # ... and the claims below saturation select none of these runs
+    assert judge("inmem_speedup", CLAIMS["inmem_speedup"], t, HERE)["n"] == 0
+    assert t["inmem"]["saturates"].all()
+
+
+def test_a_profile_without_the_saturated_point_measures_nothing_for_it(tmp_path):
+    t = tables(tmp_path, sweep(2020.0, 2000.0, 0.4))
+    row = judge("inmem_same_when_saturated", CLAIMS["inmem_same_when_saturated"], t, HERE)
+    assert row["n"] == 0 and row["outcome"] == "inconclusive"
