@@ -5,6 +5,9 @@ An experiment's analysis (experiments/<name>/analysis.py) defines
     JOB_TEXT, RUN_TEXT        the text columns of its jobs.csv and runs.csv (read as strings)
     analyse(inputs) -> Result its metrics: the evidence tables its claims read, the levels of its
                               factors, the files and figures it writes, summary and notes
+    METRIC_BOUNDS (optional)  {metric: (low, high)}: the range a metric's definition gives it
+                              (requests per dispatch >= 1, a share in [0, 1]); the check that
+                              every claim can fail builds its evidence inside it (analysis.claim_reach)
 
 and nothing else of the section: `run` reads the collected tables and the runs' metadata, loads
 the experiment's claims.yaml, checks every claim against what the analysis declares, judges them

@@ -14,6 +14,7 @@ when its runs use an emulated rotating disk and the report calibrates it, the ca
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +29,8 @@ from experiments.implicit_io import metrics as m
 JOB_TEXT = ["workload", "result_check"]
 RUN_TEXT = ["workload", "variant", "device"]
 FIG_NAME = "fig8_memory_contention.png"
+# the ranges the metrics' definitions give them (analysis.claim_reach): a share of intervals
+METRIC_BOUNDS = {"contention_share": (0.0, 1.0), "mem_util_pct": (0.0, math.inf)}
 
 
 def criterion_of(inputs: Inputs) -> m.Criterion:
