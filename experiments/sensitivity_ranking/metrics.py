@@ -45,7 +45,8 @@ The claims' evidence (table slowdown, one row per run of a demand group at k > 1
   control_slowdown_ratio  the same of the control at the same k and rep.
   io_slowdown_ratio       slowdown_ratio / control_slowdown_ratio with a control (what stacking
                           costs beyond the compute-only jobs), else slowdown_ratio.
-  below_paper_threshold   the group's demand lies below the paper's no-degradation demand.
+  below_paper_threshold   the group's demand lies below the paper's no-degradation demand
+                          (descriptive: a property of the paper's disk, no claim selects by it).
 """
 
 from __future__ import annotations

@@ -93,8 +93,9 @@ def test_control_fixture_matches_golden(tmp_path):
         # per rep over the control's: groups 2, 4, 8, 12 MB/s at 1.0, 1.0-1.18, 1.38, 1.62
         "degradation_rises_with_demand": "reproduced",
         "onset_falls_with_demand": "reproduced",  # K = 2: the same trend at k = 2
-        # group 1 (2 MB/s) within 5 %; group 2 (4 MB/s) 1.07 [0.875, 1.32]: undecided
-        "low_demand_not_degraded": "inconclusive",
+        # the lowest-demand group (1, 2 MB/s) within 5 %; group 2 (4 MB/s, 1.07 [0.875, 1.32])
+        # lies below the paper's 5.63 MB/s too, but that number is its disk's: not read
+        "low_demand_not_degraded": "reproduced",
         "highest_demand_degrades_at_2c": "reproduced",
     }
     assert rows["highest_demand_degrades_at_2c"]["estimate"] == pytest.approx(21 / 13, abs=0.001)
