@@ -1,9 +1,10 @@
 """What the machine that ran (or would run) an experiment has, for the claims' declared needs
-(analysis.verdicts.Machine): SMT, NUMA nodes, CMPs, CPUs, a PMU perf can use, persistent memory,
-RFS's flow table, hosts, physical NICs.
+(analysis.verdicts.Machine): every need word claims.yaml accepts: SMT, NUMA nodes, sockets, CMPs,
+CPUs, a PMU perf can use, persistent memory, RFS's flow table, physical NICs with their own
+interrupts, hosts.
 
 From the runs' metadata.json when there are runs (`topology`, `host.pmu`, `host.pmem`,
-`host.rfs_flow_table`, a cluster's `hosts`, the file system's kind of links); from this machine
+`host.rfs_flow_table`, `host.physical_nics`, a cluster's `hosts`); from this machine
 itself when there are none, so a claim whose need is missing is "not measurable here" before
 anything runs. A fact a run did not record is None ("not recorded"), never guessed.
 """
@@ -45,6 +46,10 @@ def from_metadata(metas: list[dict]) -> Machine:
         if cmps:
             facts["cmps"] = min(cmps)
             seen["cmps"] = f"{min(cmps)} CMPs"
+        sockets = [int(t["sockets"]) for t in topo if t.get("sockets") is not None]
+        if sockets:
+            facts["sockets"] = min(sockets)
+            seen["sockets"] = f"{min(sockets)} socket{'s' if min(sockets) != 1 else ''}"
         cpus = [int(t["cpus"]) for t in topo if t.get("cpus") is not None]
         if cpus:
             facts["cpus"] = min(cpus)
@@ -67,14 +72,28 @@ def from_metadata(metas: list[dict]) -> Machine:
         seen["rfs_flow_table"] = (
             "in the runs' network namespace" if all(rfs) else f"no {host.RFS_FLOW_TABLE} in a run's network namespace"
         )
-    hosts = [len((m.get("cluster") or {}).get("hosts") or []) for m in metas]
-    if any(hosts):
-        facts["hosts"] = max(hosts)
-        seen["hosts"] = f"{max(hosts)} hosts in a run's cluster"
-    elif any("run_id" in m for m in metas):
-        facts["hosts"] = 1
-        seen["hosts"] = "one host"
+    nics = [_nics(m) for m in metas]
+    nics = [n for n in nics if n is not None]
+    if nics:
+        facts["physical_nics"] = all(bool(n) for n in nics)
+        if facts["physical_nics"]:
+            names = sorted({x.get("name", "?") for n in nics if isinstance(n, list) for x in n})
+            seen["physical_nics"] = "NICs with their own interrupts" + (f" ({', '.join(names)})" if names else "")
+        else:
+            seen["physical_nics"] = "no NIC with its own interrupts where a run ran (veth links, lo, bridges have none)"
+    # every run must have had the hosts too: the fewest of any run (one, for a run without a cluster)
+    hosts = [len((m.get("cluster") or {}).get("hosts") or []) or 1 for m in metas if "run_id" in m or "cluster" in m]
+    if hosts:
+        facts["hosts"] = min(hosts)
+        seen["hosts"] = "one host" if min(hosts) == 1 else f"{min(hosts)} hosts in each run's cluster"
     return Machine(facts, seen)
+
+
+def _nics(meta: dict):
+    """A run's host.physical_nics: the list of NICs with interrupts (corun.machine.host), or a bool;
+    None when the run did not record it."""
+    v = (meta.get("host") or {}).get("physical_nics")
+    return v if isinstance(v, (list, bool)) else None
 
 
 def from_metadata_files(paths: list[Path]) -> Machine:
@@ -86,7 +105,12 @@ def here() -> Machine:
     t = topology.discover()
     desc = {
         "topology": t.as_dict(),
-        "host": {"pmu": host.pmu(), "pmem": host.pmem_devices(), "rfs_flow_table": host.rfs_flow_table()},
+        "host": {
+            "pmu": host.pmu(),
+            "pmem": host.pmem_devices(),
+            "rfs_flow_table": host.rfs_flow_table(),
+            "physical_nics": host.physical_nics(),
+        },
     }
     m = from_metadata([desc])
     m.facts.pop("hosts", None)  # a cluster is brought up by the runs (a netns cluster, an inventory)

@@ -26,6 +26,7 @@ DECIDED = (REPRODUCED, CONTRADICTED)
 NEED_WORDS = {
     "smt": "SMT (two hardware threads per core)",
     "numa_nodes": "NUMA nodes",
+    "sockets": "sockets",
     "pmu": "hardware performance counters (a PMU perf can use)",
     "pmem": "persistent memory",
     "physical_nics": "physical NICs with their own interrupts",

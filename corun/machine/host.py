@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -178,6 +179,70 @@ def rfs_flow_table() -> bool:
     return Path(RFS_FLOW_TABLE).exists()
 
 
+def _netdev_names(text: str) -> list[str]:
+    """The interfaces /proc/net/dev lists (those of the reader's network namespace)."""
+    names = []
+    for line in text.splitlines()[2:]:
+        name, sep, _ = line.partition(":")
+        if sep and name.strip():
+            names.append(name.strip())
+    return names
+
+
+def _interrupt_numbers(text: str) -> set[int]:
+    """The numbered IRQs /proc/interrupts lists (NMI, LOC and the like are not a device's)."""
+    out = set()
+    for line in text.splitlines()[1:]:
+        head = line.split(":", 1)[0].strip()
+        if head.isdigit():
+            out.add(int(head))
+    return out
+
+
+def _device_irqs(device: Path) -> set[int]:
+    """The IRQs of a bus device: its MSI vectors (msi_irqs/) or its line (irq); a virtio device's
+    are its PCI function's, one level up."""
+    out: set[int] = set()
+    for d in (device, device.parent) if device.name.startswith("virtio") else (device,):
+        msi = d / "msi_irqs"
+        if msi.is_dir():
+            out |= {int(p.name) for p in msi.iterdir() if p.name.isdigit()}
+        line = _read(str(d / "irq"))
+        if line and line.isdigit() and int(line) > 0:
+            out.add(int(line))
+    return out
+
+
+def physical_nics(root: str | Path = "/", index_of=socket.if_nametoindex) -> list[dict]:
+    """The network interfaces of this network namespace that are devices with interrupts of their
+    own: [{"name", "device", "irqs"}]. An interface counts when /sys/class/net/<name>/device is a
+    bus device (a PCI NIC, a virtio NIC on PCI) and one of that device's IRQs is listed in
+    /proc/interrupts; veth, lo, bridges, bonds, tun and ifb have no device and never count, so a
+    node of the emulated testbed (veth links in a namespace) has none. /proc/net/dev names the
+    namespace's interfaces; an entry of /sys/class/net whose ifindex is not the namespace's own
+    (a sysfs mounted in another namespace) is left out. ROOT: the file system's root (tests)."""
+    root = Path(root)
+    names = _netdev_names(_read(str(root / "proc/net/dev"), "") or "")
+    listed = _interrupt_numbers(_read(str(root / "proc/interrupts"), "") or "")
+    out = []
+    for name in names:
+        entry = root / "sys/class/net" / name
+        device = entry / "device"
+        if not device.exists():
+            continue
+        index = _read(str(entry / "ifindex"))
+        try:
+            if index is not None and index_of is not None and int(index) != index_of(name):
+                continue
+        except (OSError, ValueError):
+            continue
+        real = device.resolve()
+        irqs = sorted(_device_irqs(real) & listed)
+        if irqs:
+            out.append({"name": name, "device": real.name, "irqs": irqs})
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def pmu() -> dict:
     """Whether perf can count hardware events here: {"supported": bool | None, "seen": text}.
@@ -238,6 +303,7 @@ def host_state() -> dict:
         "pmu": pmu(),
         "pmem": pmem_devices(),
         "rfs_flow_table": rfs_flow_table(),
+        "physical_nics": physical_nics(),
     }
 
 
