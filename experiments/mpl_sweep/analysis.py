@@ -24,12 +24,15 @@ Definitions
                    test gives p = 1/8); the t-interval with 2 degrees of freedom says how
                    little 3 reps decide.
 
-Claims (claims.yaml, judged by analysis.verdicts): each at WL6 heavy (WL5 for the execution
-time), the highest MPL measured, head over base paired by rep; BCR only when the base counted
-enough conflict context switches; blocking against spinning on the per-rep means of each kind
-(`scheme_kind`); CC's gain growing with the MPL as the ratio of the two MPLs' paired ratios. A run
-with a failed job is failed (`failed`, `failed_reason`): its mean over the jobs that exited 0
-would favour a scheme whose slow jobs fail.
+Claims (claims.yaml, judged by analysis.verdicts): each at the paper's point (WL6 under heavy
+load at MPL 5 for Figs. 7-8, WL1-WL5 at MPL 5 for Fig. 9, MPL 3 and 5 for Figs. 10-11), head over
+base paired by rep; BCR only when the base counted enough conflict context switches. Claims on
+every pair of schemes (blocking against spinning, CC-B against every other scheme, each CC scheme
+against the others of its kind) judge each contest of the `pairs` table on its own
+(experiments.mpl_sweep.contests); CC's gain growing with the MPL as the ratio of the two MPLs'
+paired ratios, with the communication intensity as the rank trend of the `gains` table's ratios
+over Table 3's order. A run with a failed job is failed (`failed`, `failed_reason`): its mean
+over the jobs that exited 0 would favour a scheme whose slow jobs fail.
 
 Run by the workflow: python -m experiments analyze mpl_sweep (inputs: jobs.csv, runs.csv, the plan).
 """
@@ -48,13 +51,14 @@ from analysis.common import AnalysisInputError, fmt_num, run_checks
 from analysis.experiment import Figure, Inputs, Result
 from analysis.figures import no_data, plt, save_png
 from analysis.stats import t_interval
+from experiments.mpl_sweep import contests
 from experiments.mpl_sweep import model as mpl_model
 
 JOB_TEXT = ["workload", "load", "scheme", "bench", "hosts"]
 RUN_TEXT = ["workload", "load", "scheme"]
 KEYS = ["workload", "load", "scheme", "mpl"]
-BLOCKING = ("sb", "hybrid", "cc_b")
-SPINNING = ("local", "dcs", "pb", "cc_s")
+BLOCKING = contests.BLOCKING
+SPINNING = contests.SPINNING
 SCHEME_ORDER = ["batch", "local", "dcs", "pb", "cc_s", "ib", "sb", "hybrid", "cc_b", "gang"]
 COUNTERS = ["boosts", "conflicts", "reordered", "context_switches", "conflict_context_switches", "arrivals"]
 METRICS = ["response_s", "exec_s", "wait_s", "makespan_s", "bcr", "md_us", *COUNTERS]
@@ -224,6 +228,8 @@ def levels(runs: pd.DataFrame) -> dict[str, set]:
         "scheme_kind": {"blocking", "spinning", "other"},
         "workload": {f"wl{i}" for i in range(1, 7)} | set(runs.get("workload", pd.Series(dtype=str)).dropna()),
         "load": {"heavy", "light", "burst"} | set(runs.get("load", pd.Series(dtype=str)).dropna()),
+        "contest": set(contests.CONTESTS),
+        "side": {"head", "base"},
     }
 
 
@@ -255,6 +261,7 @@ def analyse(inputs: Inputs) -> Result:
     log = rt.MissingLog()
     by_run = per_run(jobs, runs, metas, log)
     table = points(by_run)
+    pair_rows = contests.pairs(by_run)
     bmp = sorted({m.get("bcr_min_pending") for m in [daemon_measures(x)[0] for x in metas.values()] if m} - {None})
     bmp_text = ", ".join(str(b) for b in bmp) if bmp else str(plan.get("bcr_min_pending", 2))
     reading = "two or more" if bmp_text == "2" else f"{bmp_text} or more"
@@ -327,7 +334,7 @@ def analyse(inputs: Inputs) -> Result:
     ]  # fmt: skip
     return Result(
         summary=summary,
-        evidence={"runs": by_run},
+        evidence={"runs": by_run, "pairs": pair_rows, "gains": contests.gains(pair_rows)},
         levels=levels(by_run),
         outputs=outputs,
         tables=tables,
