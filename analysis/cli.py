@@ -84,6 +84,7 @@ def _cmd_index(a) -> int:
 
 def _cmd_campaign(a) -> int:
     if a.action == "order":
+        campaign.check_names(_csv(a.variants))  # a plan of a variant that does not exist is no plan
         plan = campaign.order(_csv(a.variants), a.reps, a.seed, a.warmup)
         print(
             json.dumps(plan, indent=None if a.lines else 2) if not a.lines else "\n".join(json.dumps(e) for e in plan)

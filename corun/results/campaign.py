@@ -143,6 +143,12 @@ def scheduler_for(template: dict, variant: str) -> dict:
     return {"name": variant, "params": params} if params else {"name": variant}
 
 
+def check_names(variants: list[str], key: str = "--variants") -> None:
+    """Each name is a variant of schedulers/ (one line with the nearest names, else)."""
+    for name in variants:
+        lookup(name, "command line", key)
+
+
 def check_variants(template: dict, variants: list[str], arms: dict | None, source: str) -> None:
     """Every variant a campaign would run, checked before the first run: the name (one line with
     the nearest names), the template's params for it, the programs it needs and its build. An

@@ -161,6 +161,13 @@ def test_cli_order(tmp_path):
         [PY, "-m", "corun", "campaign", "order", "--variants", "linux", "--reps", "0"], capture_output=True, text=True
     )
     assert res.returncode == 2 and "reps: 0 (expected an integer >= 1)" in res.stderr
+    res = subprocess.run(
+        [PY, "-m", "corun", "campaign", "order", "--variants", "linux,nosuch"], capture_output=True, text=True
+    )
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert res.stderr.strip().splitlines() == [
+        "corun: command line: --variants: 'nosuch' (expected one of the variants (corun sched list shows them))"
+    ]
 
 
 def test_template_params_go_to_the_variants_that_declare_them():
