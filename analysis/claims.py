@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from corun import config as corun_config
 from corun.errors import ConfigError
 
 SCHEMA = Path(__file__).resolve().parent / "schemas" / "claims.schema.json"
+STAND_INS = Path(__file__).resolve().parent / "schemas" / "stand_ins.yaml"
 POINT_KEYWORDS = ("max", "min")
 RATIO_EFFECTS = ("ratio", "ratio_of_ratios")
 
@@ -107,10 +109,30 @@ def load_claims(
     )
 
 
+@functools.cache
+def stand_in_words() -> dict[str, str]:
+    """analysis/schemas/stand_ins.yaml: {word: the text a row names it by}."""
+    try:
+        doc = corun_config.read_document(STAND_INS)
+    except ConfigError as exc:
+        raise AnalysisInputError(str(exc)) from None
+    return {str(k): " ".join(str(v).split()) for k, v in (doc or {}).items()}
+
+
+def stand_in_texts(words) -> list[str]:
+    """The texts of a claim's stand-in words (a word not listed shown as itself)."""
+    known = stand_in_words()
+    return [known.get(w, w) for w in words or []]
+
+
 def complete_claim(source: str, cid: str, c: dict, values: dict) -> dict:
     """Cross-key checks the schema cannot say, and the defaults that depend on the effect."""
     key = f"claims.{cid}"
     effect = c["effect"]
+    known = stand_in_words()
+    for w in c.get("stand_ins") or []:
+        if w not in known:
+            _fail(source, f"{key}.stand_ins", w, f"one of {', '.join(known)} (analysis/schemas/stand_ins.yaml)")
     if "value" in c:
         if c["value"] not in values:
             _fail(source, f"{key}.value", c["value"], "a key of values: " + (", ".join(sorted(values)) or "none"))

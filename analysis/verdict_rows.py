@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.claims import POINT_KEYWORDS
+from analysis.claims import POINT_KEYWORDS, stand_in_texts
 from analysis.common import fmt_num
 
 REPRODUCED = "reproduced"
@@ -97,6 +97,7 @@ def make_row(cid: str, claim: dict, looks: Looks, **kw) -> dict:
         else (f"{fmt_num(paper)} {unit}".strip() if isinstance(paper, (int, float)) else f"{paper} {unit}".strip()),
         "source": claim["source"],
         "quote": " ".join(claim["quote"].split()),
+        "stand_ins": stand_in_texts(claim.get("stand_ins")),
         "effect": describe_effect(claim),
         "test": describe_test(claim, looks),
         "estimate": None,
