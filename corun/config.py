@@ -248,6 +248,37 @@ def save_valid() -> None:
         pass
 
 
+def _of_no_type(err) -> bool:
+    """A oneOf/anyOf whose every alternative refused the value's type (at the value itself)."""
+    return err.validator in ("oneOf", "anyOf") and all(
+        e.validator == "type" and list(e.absolute_path) == list(err.absolute_path) for e in err.context
+    )
+
+
+def _alternatives(err) -> tuple[str, Any, str]:
+    """(key, value, the alternatives in words) of a value that is none of a oneOf's forms."""
+    key = ".".join(str(p) for p in err.absolute_path)
+    words = []
+    for alt in err.schema.get(err.validator, []):
+        kinds = alt.get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        for kind in kinds:
+            if kind == "null":
+                words.append("null")
+            elif kind == "array":
+                item = alt.get("items") or {}
+                words.append("a list" + (f" of {item['description']}" if item.get("description") else ""))
+            elif kind == "object":
+                keys = sorted(alt.get("properties") or {})
+                words.append("a mapping" + (f" with keys {', '.join(keys)}" if keys else ""))
+            elif kind:
+                words.append({"string": "a string", "integer": "an integer", "number": "a number"}.get(kind, kind))
+    expected = (
+        ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else (words[0] if words else "a documented form")
+    )
+    return key, err.instance, expected
+
+
 def validate(instance: Any, schema: dict | str, source: str) -> Any:
     """Validate; return the instance with defaults filled in. Raise ConfigError on the first error."""
     if isinstance(schema, str):
@@ -260,10 +291,11 @@ def validate(instance: Any, schema: dict | str, source: str) -> Any:
         _remember_valid(digest)
     if errors:
         err = jsonschema.exceptions.best_match(errors)
-        # prefer the deepest, most specific error
-        while err.context:
+        # prefer the deepest, most specific error; but a value of none of a oneOf's types is
+        # wrong as a whole: its alternatives are what was expected, not the first of them
+        while err.context and not _of_no_type(err):
             err = jsonschema.exceptions.best_match(err.context)
-        key, value, expected = describe_error(err)
+        key, value, expected = _alternatives(err) if err.context else describe_error(err)
         raise ConfigError(source, key, value, expected)
     return _fill_defaults(instance, schema, schema)
 

@@ -70,6 +70,10 @@ def test_missing_file(tmp_path):
         ({"sensitivity_ranking": {"cache_mode": "mmap"}}, "sensitivity_ranking.cache_mode", "one of direct, evict"),
         ({"cmp": {"cores_per_cmp": 0}}, "cmp.cores_per_cmp", "an integer >= 1"),
         ({"experiment": ["x"]}, "experiment", "one of"),
+        # a value of none of hosts' forms: every form named, not the first ("expected null")
+        ({"hosts": "node1"}, "hosts", "null, a list of ssh destinations [user@]host or a mapping with keys"),
+        ({"hosts": ["a@@b"]}, "hosts[0]", "ssh destinations [user@]host"),
+        ({"hosts": {"from_inventory": "x", "grop": "y"}}, "hosts.grop", "one of from_inventory, group, names"),
     ],
 )
 def test_workflow_config_errors(cfg, key, expected):
