@@ -3,8 +3,8 @@
 
 A campaign runs every selected workload under every selected scheduler variant, `reps` times,
 in the interleaved order `campaign(cfg)` gives (experiments/dynamic_io/plan.py says how it is
-drawn, and where the runs of T_alone, eq. 4, stand in it); the workflow gives each run a priority
-from that order.
+drawn, and where the runs of T_alone, eq. 4, and the overhead runs of Sec. 3.5 stand in it); the
+workflow gives each run a priority from that order.
 
 Workloads (`dynamic_io.table3`, defaults in experiments/dynamic_io/config.schema.json) name their
 applications (`dynamic_io.apps`). A D-TYPE workload duplicates one application; an M-TYPE one
@@ -45,6 +45,7 @@ from experiments.dynamic_io.inputs import (  # noqa: F401 - the plan's steps, im
 from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configuration, importable from here
     DYNAMIC_FAMILY,
     NAME,
+    OVERHEAD_VARIANT,
     app_s,
     batch_length,
     batch_scale,
@@ -54,6 +55,8 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
     fill_from_manifest,
     full_load,
     job_types,
+    overhead_params,
+    overhead_workload,
     overlay_catalog,
     paper_variant,
     params_to_check,
@@ -104,6 +107,9 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             jobs.append(job)
         params = variant_params(cfg, variant, wid)
         shown = effective_params(cfg, variant, wid)
+        if entry["kind"] == "overhead":  # the daemon samples and decides, no job over its bound
+            params = overhead_params(cfg, wid, entry["timeslice_s"])
+            shown = {k: params[k] for k in ("timeslice_s", "io_bound_mbps")}
         labels.update(
             workload=wid,
             workload_id=int(wid[1:]),

@@ -15,7 +15,8 @@ Metrics of one run (one workload under one variant, one rep); N jobs, all submit
                          experiments.io_latency_split.analysis derives them (svc = 10 x %util /
                          IOPS, wait = await - svc).
   daemon_cpu_pct         the scheduler daemon's CPU time (user + system) over its wall time, from
-                         its sched/state/summary.json.
+                         its sched/state/summary.json (shown; the overhead claim reads the
+                         makespans of the overhead runs, experiments.dynamic_io.evidence).
 
 A run fails when the runner did not finish it (`status` other than ok), when it has no job, or
 when a job failed (exit code other than 0, no positive runtime, a self-check other than ok): its
@@ -99,11 +100,12 @@ def checked_tables(jobs: pd.DataFrame, runs: pd.DataFrame, jobs_src: str, runs_s
         for col in cols:
             if col in df.columns:
                 df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
-    bad = ~runs["run_kind"].isin(["campaign", "alone"])
+    bad = ~runs["run_kind"].isin(["campaign", "alone", "overhead"])
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise AnalysisInputError(
-            f"{runs_src}: row {row + 2}: run_kind: {runs['run_kind'].iloc[row]!r} (expected 'campaign' or 'alone')"
+            f"{runs_src}: row {row + 2}: run_kind: {runs['run_kind'].iloc[row]!r} "
+            "(expected 'campaign', 'alone' or 'overhead')"
         )
     return jobs, runs
 

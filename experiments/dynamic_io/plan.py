@@ -9,6 +9,14 @@ of the machine over time lands on every variant alike. T_alone (eq. 4) comes fro
 distinct job type alone on the machine, `alone_reps` of them, placed at the start of the first
 reps. `campaign(cfg)` is that order; the workflow gives each run a priority from it.
 
+Overhead runs (Sec. 3.5, "the overheads would not exceed 1% when TIMESLICE varies from 1s to
+20s"): in every rep, the overhead workload (`overhead.workload`, by default the first of
+`workloads`) also runs under dynamic_io with IO_BOUND_INTERVAL at its manifest's maximum, once
+per TIMESLICE of `overhead.timeslices_s`: the daemon samples every job's /proc/<pid>/io and runs
+its decision module each quantum, but no job is ever over the bound, so it suspends none. Against
+the rep's baseline run of the workload, the makespan measures what the daemon's machinery costs
+the jobs. They are shuffled in among the workload's variants of the rep.
+
 Variant parameters: the section's timeslice_s (timeslice_graph_s for workloads with graph jobs)
 and io_bound_mbps go to the paper's own variants (DYNAMIC_FAMILY) and to every variant named under
 variant_params, where their manifests declare them; any other variant runs with its manifest's
@@ -30,6 +38,8 @@ NAME = "dynamic_io"
 # sched/state/decisions.jsonl and summary.json (the analysis expects them there).
 DYNAMIC_FAMILY = ("dynamic_io", "dynamic_io_psi", "dynamic_io_fair", "cgroup_io_throttle")
 SECTION_PARAMS = ("timeslice_s", "io_bound_mbps")
+# the variant of the overhead runs, run with IO_BOUND_INTERVAL at its manifest's maximum
+OVERHEAD_VARIANT = "dynamic_io"
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -74,6 +84,14 @@ def check(cfg: dict, source: str = "config") -> None:
             f"{NAME}.paper_variant",
             None,
             "the variant that stands for the paper's scheduler, one of " + ", ".join(others),
+        )
+    ow = e["overhead"]["workload"]
+    if ow is not None and ow not in e["workloads"]:
+        raise ConfigError(
+            source,
+            f"{NAME}.overhead.workload",
+            ow,
+            "one of dynamic_io.workloads (its baseline runs are the overhead runs' base): " + ", ".join(e["workloads"]),
         )
     for name in e["variant_params"]:
         # a variant the campaign leaves out keeps its parameters unused (a profile merged over
@@ -185,11 +203,31 @@ def timeslice(cfg: dict, wid: str) -> float:
     return e["timeslice_graph_s"] if has_graph(cfg, wid) else e["timeslice_s"]
 
 
+def overhead_workload(e: dict) -> str | None:
+    """The workload of the overhead runs, None when there are none (no TIMESLICE, no workload)."""
+    if not e["overhead"]["timeslices_s"] or not e["workloads"]:
+        return None
+    return e["overhead"]["workload"] or e["workloads"][0]
+
+
+def overhead_params(cfg: dict, wid: str, timeslice_s: float) -> dict:
+    """An overhead run's parameters: the overhead variant's, at this TIMESLICE, with
+    IO_BOUND_INTERVAL at its manifest's maximum (no job is ever over it)."""
+    man = schedulers.load_manifest(schedulers.find(OVERHEAD_VARIANT, "config", f"{NAME}.overhead"))
+    bound = man["params"]["io_bound_mbps"]["maximum"]
+    return {**variant_params(cfg, OVERHEAD_VARIANT, wid), "timeslice_s": timeslice_s, "io_bound_mbps": bound}
+
+
+def overhead_name(wid: str, timeslice_s: float, rep: int) -> str:
+    return f"{wid}-{OVERHEAD_VARIANT}-overhead-ts{f'{timeslice_s:g}'.replace('.', 'p')}-r{rep}"
+
+
 def campaign(cfg: dict) -> list[dict]:
     """Every run in the order it must be measured (see the module doc)."""
     e = cfg[NAME]
     order: list[dict] = []
     types = job_types(cfg)
+    ow = overhead_workload(e)
 
     def alone(rep: int) -> None:
         for app in types:
@@ -199,19 +237,17 @@ def campaign(cfg: dict) -> list[dict]:
         if rep < e["alone_reps"]:
             alone(rep)
         for wid in e["workloads"]:
-            vs = list(e["variants"])
+            vs: list = list(e["variants"])
+            if wid == ow:
+                vs += [("overhead", t) for t in e["overhead"]["timeslices_s"]]
             random.Random(f"{e['seed']}-order-{rep}-{wid}").shuffle(vs)
             for pos, v in enumerate(vs):
-                order.append(
-                    {
-                        "kind": "campaign",
-                        "workload": wid,
-                        "variant": v,
-                        "rep": rep,
-                        "rep_order": pos,
-                        "name": f"{wid}-{v}-r{rep}",
-                    }
-                )
+                entry = {"kind": "campaign", "workload": wid, "variant": v, "rep": rep, "rep_order": pos,
+                         "name": f"{wid}-{v}-r{rep}"}  # fmt: skip
+                if isinstance(v, tuple):
+                    entry.update(kind="overhead", variant=OVERHEAD_VARIANT, timeslice_s=v[1],
+                                 name=overhead_name(wid, v[1], rep))  # fmt: skip
+                order.append(entry)
     for rep in range(e["reps"], e["alone_reps"]):
         alone(rep)
     for i, entry in enumerate(order):
@@ -316,4 +352,8 @@ def params_to_check(cfg: dict) -> list[tuple[str, str, str, object]]:
                 out.append((f"{NAME}.{key}", v, "timeslice_s", e[key]))
         if "io_bound_mbps" in declared and "io_bound_mbps" not in e["variant_params"].get(v, {}):
             out.append((f"{NAME}.io_bound_mbps", v, "io_bound_mbps", e["io_bound_mbps"]))
+    if overhead_workload(e) is not None:
+        out.append((f"{NAME}.overhead", OVERHEAD_VARIANT, None, None))
+        for i, t in enumerate(e["overhead"]["timeslices_s"]):
+            out.append((f"{NAME}.overhead.timeslices_s[{i}]", OVERHEAD_VARIANT, "timeslice_s", t))
     return out

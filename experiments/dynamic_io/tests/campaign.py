@@ -10,6 +10,9 @@ x264 under linux with reps 0 and 1 (1.9 s and 2.1 s: T_alone = 2.0 s).
   dynamic_io r0        3, 3          3     2/3     3.0  1.5, 1.5       4/3      1.5     1
   dynamic_io r1        2, 4          4     0.5     3.0  1, 2           1.5      1.5     0.9
   dynamic_io r2        4, 4          4     0.5     4.0  2, 2           1.0      2.0     1
+
+`overhead` {(timeslice_s, rep): [runtimes]} adds overhead runs of w01 (dynamic_io, no job over
+its bound), each with a daemon summary of `suspends` 0 unless {(timeslice_s, rep): n} says more.
 """
 
 import json
@@ -55,14 +58,16 @@ def job_row(rid, i, t, app, workload, variant, exit_code=0):
     }
 
 
-def write_campaign(root, runtimes=None, decisions_for=("r0", "r1"), topology=TOPOLOGY, exit_codes=None):
+def write_campaign(
+    root, runtimes=None, decisions_for=("r0", "r1"), topology=TOPOLOGY, exit_codes=None, overhead=None, suspends=None
+):
     """jobs.csv, runs.csv and the run folders of the campaign; `runtimes` {(variant, rep): [s]}
     replaces RUNTIMES (variant names other than linux are runs of that variant), `exit_codes`
     {(variant, rep): {job: code}} fails jobs."""
     runtimes = runtimes or RUNTIMES
     jobs, runs = [], []
 
-    def run_dir(rid, variant, kind, rep, duration, workload):
+    def run_dir(rid, variant, kind, rep, duration, workload, timeslice_s=0.5):
         d = root / "runs" / rid
         (d / "tidy").mkdir(parents=True)
         meta = {
@@ -85,7 +90,7 @@ def write_campaign(root, runtimes=None, decisions_for=("r0", "r1"), topology=TOP
                 "duration_s": duration,
                 "device": "vda",
                 "throttle_read_bps": 8000000,
-                "timeslice_s": 0.5 if variant != "linux" else None,
+                "timeslice_s": timeslice_s if variant != "linux" else None,
                 "io_bound_mbps": 6.0 if variant != "linux" else None,
                 "batch_length": 2 if kind == "campaign" else 1,
                 "paper_batch_length": 128 if kind == "campaign" else None,
@@ -121,12 +126,18 @@ def write_campaign(root, runtimes=None, decisions_for=("r0", "r1"), topology=TOP
         ).to_csv(d / "tidy" / "iostat.csv", index=False)
         if variant != "linux" and f"r{rep}" in decisions_for:
             write_decisions(d)
+    for (ts, rep), times in (overhead or {}).items():
+        rid = f"w01-dynamic_io-overhead-ts{ts:g}-r{rep}"
+        d = run_dir(rid, "dynamic_io", "overhead", rep, max(times), "w01", timeslice_s=ts)
+        for i, t in enumerate(times):
+            jobs.append(job_row(rid, i, t, "x264", "w01", "dynamic_io"))
+        write_decisions(d, suspends=(suspends or {}).get((ts, rep), 0))
     pd.DataFrame(jobs).to_csv(root / "jobs.csv", index=False)
     pd.DataFrame(runs).to_csv(root / "runs.csv", index=False)
     return root / "jobs.csv", root / "runs.csv"
 
 
-def write_decisions(d):
+def write_decisions(d, suspends=1):
     state = d / "sched" / "state"
     state.mkdir(parents=True)
     lines = [
@@ -137,8 +148,8 @@ def write_decisions(d):
         {"q": 3, "t_s": 1.0, "suspended": 0, "running": 2, "throttled": 0, "actions": []},
     ]  # fmt: skip
     (state / "decisions.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    summary = {"quanta": 3, "suspends": 1, "resumes": 1, "forced_resumes": 0, "throttles": 0, "cpu_user_s": 0.01,
-               "cpu_sys_s": 0.01, "wall_s": 4.0, "jobs": {}}  # fmt: skip
+    summary = {"quanta": 3, "suspends": suspends, "resumes": suspends, "forced_resumes": 0, "throttles": 0,
+               "cpu_user_s": 0.01, "cpu_sys_s": 0.01, "wall_s": 4.0, "jobs": {}}  # fmt: skip
     (state / "summary.json").write_text(json.dumps(summary))
 
 

@@ -99,3 +99,48 @@ def test_paper_variant_errors_are_one_line(section, expected):
         validate_config({"experiments": ["dynamic_io"], "dynamic_io": section}, "c.yaml")
     msg = str(ei.value)
     assert "\n" not in msg and expected in msg, msg
+
+
+# ----------------------------------------------------------------------------- overhead runs (Sec. 3.5)
+
+
+def test_overhead_runs_one_per_timeslice_and_rep_on_the_first_workload(tmp_path):
+    """Sec. 3.5 bounds the scheduler's cost at 1 % "when TIMESLICE varies from 1s to 20s": each rep
+    runs the first workload under dynamic_io once per TIMESLICE with a bound no job reaches,
+    beside the rep's linux run of the same workload; the other workloads' orders do not change."""
+    c = cfg(overhead={"timeslices_s": [1.0, 20.0]})
+    order = dio.campaign(c)
+    over = [e for e in order if e["kind"] == "overhead"]
+    assert [(e["rep"], e["workload"], e["timeslice_s"]) for e in over if e["timeslice_s"] == 1.0] == [
+        (0, "w01", 1.0),
+        (1, "w01", 1.0),
+    ]
+    assert len(over) == 4 and over[0]["name"].startswith("w01-dynamic_io-overhead-ts")
+    assert {e["name"] for e in over} >= {"w01-dynamic_io-overhead-ts1-r0", "w01-dynamic_io-overhead-ts20-r1"}
+    none = dio.campaign(cfg(overhead={"timeslices_s": []}))
+    assert [e for e in none if e["kind"] == "overhead"] == []
+    w07 = [e["name"] for e in order if e.get("workload") == "w07"]
+    assert w07 == [e["name"] for e in none if e.get("workload") == "w07"]
+    cal = {"needed": True, "block_size": 65536, "t_read_s": 1e-4, "t_nop_s": 2e-10}
+    entry = next(e for e in over if e["timeslice_s"] == 20.0)
+    spec = dio.make_spec(c, cal, entry, tmp_path)
+    assert spec["scheduler"]["name"] == "dynamic_io"
+    assert spec["scheduler"]["params"]["timeslice_s"] == 20.0
+    assert spec["scheduler"]["params"]["io_bound_mbps"] == 1e9  # the manifest's maximum
+    lab = spec["labels"]
+    assert (lab["run_kind"], lab["workload"], lab["timeslice_s"], lab["io_bound_mbps"]) == (
+        "overhead",
+        "w01",
+        20.0,
+        1e9,
+    )
+    assert ("dynamic_io.overhead.timeslices_s[1]", "dynamic_io", "timeslice_s", 20.0) in dio.params_to_check(c)
+    assert dio.EXPERIMENT.estimate(c)["runs"] == len(order)
+
+
+def test_the_overhead_workload_must_be_one_of_the_campaigns():
+    with pytest.raises(ConfigError) as ei:
+        cfg(overhead={"workload": "w13"})
+    msg = str(ei.value)
+    assert msg.startswith("test.yaml: dynamic_io.overhead.workload: ") and "one of dynamic_io.workloads" in msg
+    assert "\n" not in msg
