@@ -35,6 +35,7 @@ def _cmd_run(a) -> int:
         a.out,
         max_steal_pct=a.max_steal_pct,
         attempts=a.attempts,
+        max_foreign_pct=a.max_foreign_pct,
         progress=not a.quiet,
         allow_job_failures=a.allow_job_failures,
     )
@@ -81,18 +82,32 @@ def _cmd_sched(a) -> int:
         good, broken = schedulers.listing()
         for man in good:
             if a.kind is None or man["kind"] == a.kind:
-                print(f"{man['name']:24s} {man['kind']:12s} {man['description'].strip().splitlines()[0][:80]}")
+                print(f"{man['name']:24s} {man['kind']:12s} {_sched_summary(man)}")
         for err in broken:  # one line each; the other variants are listed and usable
             print(f"corun: {err}", file=sys.stderr)
         return 2 if broken and a.strict else 0
     if not a.name:
         raise CorunError(f"corun sched {a.action}: a variant name is needed", exit_code=2)
-    v = schedulers.Variant.load(a.name, {}, source="command line", need_built=a.action != "build")
+    # show describes a variant before it is built (a clone not yet provisioned); run and build check
+    v = schedulers.Variant.load(a.name, {}, source="command line", need_built=False, need_tools=a.action == "build")
     if a.action == "show":
-        print(json.dumps({**v.describe(), "manifest": v.manifest}, indent=2, default=str))
+        print(json.dumps({**v.describe(), "missing_here": v.missing(), "manifest": v.manifest}, indent=2, default=str))
     elif a.action == "build":
         sys.stdout.write(v.build())
     return 0
+
+
+def _sched_summary(man: dict, width: int = 80) -> str:
+    """One line of `corun sched list`: a family member's own setting first (elevator_bfq:
+    elevator=bfq), then the description's first line, cut at a word."""
+    own = ""
+    if man.get("family"):
+        own = " ".join(f"{k}={p['default']}" for k, p in sorted(man["params"].items()) if len(p.get("enum") or []) == 1)
+    text = man["description"].strip().splitlines()[0]
+    line = f"[{own}] {text}" if own else text
+    if len(line) > width:
+        line = line[: width - 3].rsplit(" ", 1)[0] + " ..."
+    return line
 
 
 def _cmd_recover(a) -> int:
@@ -130,7 +145,15 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
         "--attempts",
         type=int,
         default=None,
-        help="measurements at most with a steal limit (default: the spec's remeasure.attempts, else 3)",
+        help="measurements at most with a steal or foreign CPU limit (default: the spec's remeasure.attempts, else 3)",
+    )
+    r.add_argument(
+        "--max-foreign-pct",
+        type=float,
+        default=None,
+        help="measure the run again when processes that are neither its own nor corun's runner and monitors "
+        "(the orchestrator, other users) took more than this %% of the CPUs' time while its jobs ran "
+        "(default: the spec's remeasure.max_foreign_pct, else never)",
     )
     r.set_defaults(fn=_cmd_run)
     v = sub.add_parser("validate", help="check a run spec against this machine without running anything")

@@ -1,5 +1,7 @@
 """CLI table: bad input -> exit code -> one line on stderr naming key, value, expectation; nothing runs."""
 
+import json
+import os
 import subprocess
 import sys
 
@@ -73,3 +75,24 @@ def test_topology_and_sched_list(repo_root):
     res = subprocess.run([PY, "-m", "corun", "sched", "list"], capture_output=True, text=True, cwd=repo_root)
     for name in ("linux", "elevator_none", "elevator_mq_deadline", "elevator_bfq", "elevator_kyber"):
         assert name in res.stdout
+
+
+def test_sched_list_tells_a_family_apart_and_show_needs_no_build(repo_root, tmp_path):
+    res = subprocess.run([PY, "-m", "corun", "sched", "list"], capture_output=True, text=True, cwd=repo_root)
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("elevator_")]
+    assert len(rows) == 4 and len({ln.split(None, 2)[2] for ln in rows}) == 4, rows  # four different lines
+    assert any("[elevator=bfq]" in ln for ln in rows) and all(len(ln) <= 24 + 1 + 12 + 1 + 80 for ln in rows)
+    # a daemon never built (a clone not provisioned): show describes it and says what is missing
+    folder = tmp_path / "notbuilt"
+    folder.mkdir()
+    (folder / "manifest.yaml").write_text(
+        "name: notbuilt\ndescription: a daemon never built\nkind: daemon\ndaemon: true\n"
+        "requires: [no-such-tool-here]\nstart: ['{scheduler_dir}/build/notbuilt']\n"
+    )
+    env = dict(os.environ, CORUN_SCHEDULERS_PATH=str(tmp_path))
+    res = subprocess.run(
+        [PY, "-m", "corun", "sched", "show", "notbuilt"], capture_output=True, text=True, cwd=repo_root, env=env
+    )
+    assert res.returncode == 0, res.stderr
+    shown = json.loads(res.stdout)
+    assert shown["missing_here"] == {"tools": ["no-such-tool-here"], "build": str(folder / "build" / "notbuilt")}

@@ -185,6 +185,7 @@ class Variant:
         source: str = "spec",
         need_built: bool = True,
         kinds: str | Iterable[str] | None = None,
+        need_tools: bool = True,
     ) -> Variant:
         path, fixed = lookup(name, source, kinds=kinds)
         man = manifest(name)
@@ -195,16 +196,25 @@ class Variant:
                     source, f"scheduler.params.{pname}", given[pname], f"{value!r}, which the name {name} stands for"
                 )
         resolved = resolve_params(man, {**given, **fixed}, source)
-        for tool in man["requires"]:
-            if shutil.which(tool) is None:
-                raise MissingTool(tool, "corun_schedulers", f"scheduler variant {name}")
         variant = cls(name, man, path.parent, resolved)
-        start = man.get("start") or []
-        if need_built and man["daemon"] and start and "{scheduler_dir}" in start[0]:
-            exe = start[0].replace("{scheduler_dir}", str(path.parent))
-            if not os.access(exe, os.X_OK):  # a daemon that was never built
-                raise MissingTool(os.path.normpath(exe), "corun_schedulers", f"scheduler variant {name}")
+        missing = variant.missing()
+        for tool in missing["tools"] if need_tools else []:
+            raise MissingTool(tool, "corun_schedulers", f"scheduler variant {name}")
+        if need_built and missing["build"]:  # a daemon that was never built
+            raise MissingTool(missing["build"], "corun_schedulers", f"scheduler variant {name}")
         return variant
+
+    def missing(self) -> dict:
+        """What this machine lacks to run the variant: {"tools": the required programs not on
+        PATH, "build": the daemon's executable when it was never built, else None}."""
+        man = self.manifest
+        tools = [tool for tool in man["requires"] if shutil.which(tool) is None]
+        start = man.get("start") or []
+        exe = None
+        if man["daemon"] and start and "{scheduler_dir}" in start[0]:
+            path = start[0].replace("{scheduler_dir}", str(self.directory))
+            exe = None if os.access(path, os.X_OK) else os.path.normpath(path)
+        return {"tools": tools, "build": exe}
 
     @property
     def kind(self) -> str:
