@@ -38,16 +38,21 @@ def remote_report(host, data_dir: str, min_free_gib: float, timeout: float = 120
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return summary(host.name, [finding("ssh", "fail", f"no answer in {timeout:g} s", "check the host")])
+        return summary(
+            host.name, [finding("ssh", "fail", f"no answer in {timeout:g} s", "check the host")], quiet_checked=False
+        )
     if proc.returncode == 255:
         reason = (proc.stderr.strip().splitlines() or ["ssh failed"])[-1]
         return summary(
-            host.name, [finding("ssh", "fail", reason, "check that the host is up and the inventory's ssh settings")]
+            host.name,
+            [finding("ssh", "fail", reason, "check that the host is up and the inventory's ssh settings")],
+            quiet_checked=False,
         )
     if proc.returncode == 3:
         return summary(
             host.name,
             [finding("corun checkout", "fail", f"none at {root}", "clone corun to the same path on the host")],
+            quiet_checked=False,
         )
     try:
         report = json.loads(proc.stdout)
@@ -55,7 +60,9 @@ def remote_report(host, data_dir: str, min_free_gib: float, timeout: float = 120
     except (ValueError, KeyError, TypeError):
         reason = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return summary(
-            host.name, [finding("corun doctor", "fail", reason, "run make setup on the host (corun's venv)")]
+            host.name,
+            [finding("corun doctor", "fail", reason, "run make setup on the host (corun's venv)")],
+            quiet_checked=False,
         )
     return summary(host.name, [finding("ssh", "ok", host.address)] + entry["findings"])
 
@@ -82,6 +89,7 @@ def check_hosts(names: list[str], inventory: str | None, group: str, data_dir: s
                                 "create the data folder (the corun_schedulers role does)",
                             )
                         ],
+                        quiet_checked=False,
                     )
                 )
                 continue
@@ -109,7 +117,8 @@ def table(reports: list[dict]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + ("  " + r[4] if r[4] else "") for r in rows]
     for r in reports:
-        state = ("ready" if r["ready"] else "NOT READY") + (", quiet" if r["quiet"] else ", not quiet")
+        quiet = {True: ", quiet", False: ", not quiet", None: ", quiet not checked"}[r["quiet"]]
+        state = ("ready" if r["ready"] else "NOT READY") + quiet
         lines.append(f"{r['host']}: {state}")
     return "\n".join(line.rstrip() for line in lines)
 
@@ -119,12 +128,18 @@ def run(a) -> int:
         raise ConfigError("command line", "--min-free-gib", a.min_free_gib, "a number of GiB >= 0")
     reports = check_hosts(a.hosts, a.inventory, a.group, a.data_dir, a.min_free_gib)
     ready = all(r["ready"] for r in reports)
-    quiet = all(r["quiet"] for r in reports)
+    quiet = (
+        False
+        if any(r["quiet"] is False for r in reports)
+        else None
+        if any(r["quiet"] is None for r in reports)
+        else True
+    )
     if a.json:
         print(json.dumps({"ready": ready, "quiet": quiet, "hosts": reports}, indent=2, default=str))
     else:
         print(table(reports))
-    bad = [r for r in reports if not r["ready"] or (a.strict and not r["quiet"])]
+    bad = [r for r in reports if not r["ready"] or (a.strict and r["quiet"] is not True)]
     if bad:
         parts = []
         for r in bad:

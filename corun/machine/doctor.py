@@ -182,10 +182,12 @@ def local_findings(
     )
 
 
-def summary(name: str, findings: list[dict]) -> dict:
+def summary(name: str, findings: list[dict], quiet_checked: bool = True) -> dict:
+    """A host's report; `quiet` is None when its quiet checks could not run (no answer over ssh,
+    no checkout): an unreachable host is not quiet, nor known to be noisy."""
     return {
         "host": name,
         "ready": not any(f["status"] == "fail" for f in findings),
-        "quiet": not any(f["status"] == "warn" for f in findings),
+        "quiet": not any(f["status"] == "warn" for f in findings) if quiet_checked else None,
         "findings": findings,
     }

@@ -95,6 +95,12 @@ def test_unreachable_host_is_not_ready(repo_root):
     assert res.returncode == 1 and not report["ready"]
     assert report["hosts"][0]["findings"][0]["check"] == "ssh"
     assert "not ready: 127.0.0.1 (ssh)" in res.stderr
+    # its quietness was never checked: neither quiet nor noisy
+    assert report["hosts"][0]["quiet"] is None and report["quiet"] is None
+    res = subprocess.run(
+        [PY, "-m", "corun", "doctor", "nobody@127.0.0.1"], capture_output=True, text=True, cwd=repo_root, timeout=120
+    )
+    assert "127.0.0.1: NOT READY, quiet not checked" in res.stdout, res.stdout
 
 
 NOISY = {
