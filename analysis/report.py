@@ -5,9 +5,11 @@ next to its figures (PNG) and tables (CSV); paths inside it are relative to the 
 `write_report` validates each section, then writes one HTML file with inline CSS and the figures
 embedded as base64 PNG, so it opens anywhere without network access. All text is HTML-escaped.
 
-The report leads with the verdicts: a roll-up per paper (claims per outcome), then per
-experiment: its claims (the claim in words, the paper's value, ours with its interval and n, the
-test, the outcome and one line of why; analysis.verdicts decides them all), the summary, missing
+The report leads with the verdicts (analysis.report_verdicts): the papers' headline results per
+outcome, apart from their findings, premises and conjectures, direction and magnitude counted
+apart; then per experiment: its claims (the claim in words with its kind, the paper's value and
+words, the stand-ins it rests on, ours with its interval and n, the test, the outcome and one line
+of why; analysis.verdicts decides them all), the summary, missing
 measurements (always, with the word "missing"), figures with captions, a device's calibration
 checks (pass or fail against their tolerance, not paper verdicts), the tables, the runs'
 metadata (runs that share every field but id and time are shown as one row with a count) and
@@ -30,25 +32,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from analysis.common import AnalysisInputError, fmt_num, read_json, validate, write_atomic
+from analysis.report_verdicts import (  # noqa: F401 - the report's verdict parts, as they were named here
+    OUTCOMES,
+    PAPER_NAMES,
+    VERDICT_CSS,
+    legend,
+    outcome_cell,
+    render_claims,
+    rollup,
+)
 from corun import __version__ as CORUN_VERSION
 from corun.errors import one_line_errors
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-OUTCOMES = {
-    "reproduced": ("ok", "the interval of the paired effect excludes no change, on the paper's side"),
-    "contradicted": ("bad", "the interval excludes no change on the other side"),
-    "inconclusive": ("open", "the evidence cannot decide; the row says n and how many reps would"),
-    "not measurable here": ("na", "this machine lacks what the claim needs (named)"),
-    "failed": ("fail", "runs failed or data is missing (named)"),
-    "differs (machine-specific)": ("machine", "a property of the hardware; both values shown, not judged"),
-}
-PAPER_NAMES = {
-    "000": "dynamic I/O-aware batch scheduling",
-    "001": "contention-aware MPI coscheduling",
-    "002": "aIOLi, server-side I/O scheduling",
-    "003": "noisy neighbours from persistent-memory I/O",
-    "004": "SAIs, source-aware interrupt scheduling",
-}
 NOT_RECORDED = "not recorded"
 # a run whose CPUs lost more than this share of their time to the VM's host is pointed out
 STEAL_NOTE_PCT = 5.0
@@ -222,59 +218,7 @@ def _run_ids(ids: list[str]) -> str:
     return shown + (f" ... {ids[-1]}" if len(ids) > 3 else "")
 
 
-# ----------------------------------------------------------------------------- verdicts
-
-
-def outcome_cell(row: dict) -> str:
-    cls = OUTCOMES[row["outcome"]][0]
-    text = row["outcome"]
-    if row["outcome"] == "reproduced" and row.get("in_magnitude") is not None:
-        text += ", in magnitude" if row["in_magnitude"] else ", in direction"
-    return f'<td class="verdict v-{cls}">{esc(text)}</td>'
-
-
-def render_claims(rows: list[dict]) -> str:
-    out = []
-    for r in rows:
-        why = r["why"]
-        if r["outcome"] == "inconclusive" and r.get("reps_needed"):
-            why += f" (look {r['look']} of {r['looks']})" if r.get("looks", 1) > 1 else ""
-        out.append(
-            f'<tr><td>{esc(r["says"])}<div class="quote">{esc(r["source"])}: \u201c{esc(r["quote"])}\u201d</div>'
-            + (f'<div class="quote">Measured as: {esc(r["definition"])}</div>' if r.get("definition") else "")
-            + "</td>"
-            + _cell(r["paper_value"], missing_word="a direction")
-            + _cell(r["measured"], missing_word="none")
-            + f"<td>{esc(r['effect'])}; {esc(r['test'])}</td>"
-            + outcome_cell(r)
-            + f'<td class="why">{esc(why)}</td></tr>'
-        )
-    return _table(["claim", "paper", "ours (interval, n)", "comparison and test", "outcome", "why"], out, "claims")
-
-
-def rollup(sections: list[tuple[dict, Path]], anchors: list[str]) -> str:
-    """Claims per outcome per paper, the experiments of each paper linked."""
-    papers: dict[str, dict] = {}
-    for (s, _), anchor in zip(sections, anchors):
-        if not s.get("claims"):
-            continue
-        p = papers.setdefault(s.get("paper_id") or "", {"counts": dict.fromkeys(OUTCOMES, 0), "links": []})
-        for r in s["claims"]:
-            p["counts"][r["outcome"]] += 1
-        p["links"].append(f'<a href="#{esc(anchor)}">{esc(s["experiment"])}</a>')
-    if not papers:
-        return ""
-    rows = []
-    total = dict.fromkeys(OUTCOMES, 0)
-    for pid in sorted(papers):
-        p = papers[pid]
-        name = f"{pid}: {PAPER_NAMES.get(pid, '')}".strip(": ")
-        cells = "".join(f'<td class="num">{p["counts"][o] or ""}</td>' for o in OUTCOMES)
-        rows.append(f"<tr><td>{esc(name)}<br>{' '.join(p['links'])}</td>{cells}</tr>")
-        for o in OUTCOMES:
-            total[o] += p["counts"][o]
-    rows.append("<tr><th>all papers</th>" + "".join(f'<th class="num">{total[o]}</th>' for o in OUTCOMES) + "</tr>")
-    return "<h2>Verdicts by paper</h2>" + _table(["paper", *OUTCOMES], rows, "rollup")
+# ----------------------------------------------------------------------------- checks
 
 
 def render_checks(checks: list[dict]) -> str:
@@ -424,9 +368,6 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
     recorded = f" Runs recorded with corun {esc(', '.join(versions))}." if versions else ""
     anchors = [f"exp-{i}-{s['experiment']}" for i, (s, _) in enumerate(sections, 1)]
     toc = "".join(f'<li><a href="#{esc(a)}">{esc(s["title"])}</a></li>' for a, (s, _) in zip(anchors, sections))
-    legend = "".join(
-        f'<li><span class="verdict v-{cls}">{esc(v)}</span>: {esc(text)}</li>' for v, (cls, text) in OUTCOMES.items()
-    )
     roll = rollup(sections, anchors)
     stamp = generated.strftime("%Y-%m-%d %H:%M:%S UTC")
     body = "\n".join(render_section(s, base, a) for a, (s, base) in zip(anchors, sections))
@@ -436,7 +377,7 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
-<style>{CSS}</style>
+<style>{CSS}{VERDICT_CSS}</style>
 </head>
 <body>
 <header>
@@ -444,7 +385,7 @@ def render_report(sections: list[tuple[dict, Path]], title: str, generated: date
 <p class="meta">Generated {esc(stamp)} by corun {esc(CORUN_VERSION)}.{recorded}</p>
 <nav><ul>{toc}</ul></nav>
 {roll}
-<p class="meta">Outcomes (one engine decides every claim: analysis/verdicts.py):</p><ul class="meta">{legend}</ul>
+{legend()}
 </header>
 {body}
 </body>
