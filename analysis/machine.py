@@ -91,9 +91,19 @@ def from_metadata(metas: list[dict]) -> Machine:
 
 def _nics(meta: dict):
     """A run's host.physical_nics: the list of NICs with interrupts (corun.machine.host), or a bool;
-    None when the run did not record it."""
+    None when the run did not record it. A run whose steering policy (an irq_policy scheduler)
+    names the interfaces it steers counts only the NICs among them: an interface named inside a
+    network namespace (`<netns>/<if>`, a netns cluster's node) is a veth end, never the host's NIC,
+    so runs whose jobs read through a netns cluster on a host that has a NIC have none."""
     v = (meta.get("host") or {}).get("physical_nics")
-    return v if isinstance(v, (list, bool)) else None
+    if not isinstance(v, (list, bool)):
+        return None
+    sched = meta.get("scheduler") or {}
+    steered = (sched.get("params") or {}).get("interfaces") if sched.get("kind") == "irq_policy" else None
+    if isinstance(v, list) and isinstance(steered, str) and steered.strip():
+        names = {x.strip() for x in steered.split(",") if x.strip() and "/" not in x}
+        return [n for n in v if n.get("name") in names]
+    return v
 
 
 def from_metadata_files(paths: list[Path]) -> Machine:

@@ -53,6 +53,23 @@ def test_veth_links_are_no_physical_nics():
     ]
 
 
+@pytest.mark.parametrize(
+    "interfaces, has",
+    [
+        ("sais-n1/eth0,sais-v1", False),  # the netns cluster's client end and its bridge-side veth
+        ("eth0", True),  # an inventory's client: its own NIC
+        ("eth0,sais-n1/eth0", True),
+    ],
+)
+def test_a_steering_run_counts_only_the_nics_it_steers(interfaces, has):
+    """The host has a virtio NIC, but a run on the netns cluster steers veth ends in namespaces:
+    the NIC carries none of its data, so its claims on NIC interrupts are not measurable."""
+    meta = run() | {"scheduler": {"kind": "irq_policy", "params": {"interfaces": interfaces}}}
+    assert machine.from_metadata([meta]).facts["physical_nics"] is has
+    other = run() | {"scheduler": {"kind": "placement", "params": {"interfaces": interfaces}}}
+    assert machine.from_metadata([other]).facts["physical_nics"] is True
+
+
 def test_a_bool_of_nics_is_read_too():
     assert machine.from_metadata([{"run_id": "r", "host": {"physical_nics": True}}]).facts["physical_nics"] is True
 
