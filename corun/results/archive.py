@@ -319,6 +319,14 @@ def _write(out: Path, root: str, files: dict[str, bytes], mtime: int) -> None:
                     tar.addfile(ti, io.BytesIO(files[rel]))
 
 
+def check_creators(creators) -> None:
+    """Each creator as the archive's metadata (RO-Crate, Zenodo) wants a person: 'Family, Given'."""
+    for name in creators:
+        family, comma, given = str(name).partition(",")
+        if not comma or not family.strip() or not given.strip():
+            raise ConfigError("command line", "--creator", name, "'Family, Given', e.g. --creator 'Doe, Jane'")
+
+
 def archive(src: Path, out: Path, *, exclude: list[str] = (), title: str | None = None,
             description: str | None = None, creators: list[str] = (), license: str = "CC-BY-4.0",
             version: str = "1") -> dict:
@@ -326,6 +334,7 @@ def archive(src: Path, out: Path, *, exclude: list[str] = (), title: str | None 
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise ConfigError("command line", "CAMPAIGN_DIR", str(src), "an existing folder")
+    check_creators(creators)
     root = archive_root_name(out)
     paths, skipped = _gather(src, list(exclude))
     if not paths:
@@ -333,6 +342,9 @@ def archive(src: Path, out: Path, *, exclude: list[str] = (), title: str | None 
     scrub = Scrubber()
     files = {rel: scrub.file(p.read_bytes(), rel) for rel, p in paths.items()}
     runs = _runs(files)
+    if not runs and not any(PurePosixPath(rel).name == "metadata.json" for rel in files):
+        raise ConfigError("command line", "CAMPAIGN_DIR", str(src),
+                          "a results folder with at least one finished run (a runs/<run>/metadata.json)")
     created = os.environ.get("SOURCE_DATE_EPOCH")
     now = int(created) if created and created.isdigit() else int(time.time())
     info = {"corun_version": __version__, "git_describe": git_describe(), "created": _iso(now),
@@ -476,6 +488,7 @@ def publish(path: Path, *, sandbox: bool = False, base_url: str | None = None, d
     if problems:
         raise CorunError(f"{path}: does not verify ({problems[0]}): not published")
     info = _crate_info(read_archive(path))
+    check_creators(creators)
     names = list(creators) or info["creators"]
     if not names:
         raise ConfigError("command line", "--creator", "none", "at least one creator (Zenodo requires one), "

@@ -193,6 +193,16 @@ def test_verify_extracted_folder_and_bad_input(campaign, tmp_path):
     assert res.returncode == 2 and "--out" in res.stderr and ".tar.gz" in res.stderr
     res = corun("verify", str(tmp_path / "nope.tar.gz"))
     assert res.returncode == 2 and "ARCHIVE" in res.stderr
+    res = corun("archive", str(campaign), "--out", str(tmp_path / "d.tar.gz"), "--creator", "Jane Doe")
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "corun: command line: --creator: 'Jane Doe' (expected 'Family, Given', e.g. --creator 'Doe, Jane')"
+    ]
+    norun = tmp_path / "norun"
+    (norun / "analysis").mkdir(parents=True)
+    (norun / "analysis" / "notes.txt").write_text("no run here\n")
+    res = corun("archive", str(norun), "--out", str(tmp_path / "e.tar.gz"))
+    assert res.returncode == 2 and "at least one finished run" in res.stderr
+    assert not (tmp_path / "d.tar.gz").exists() and not (tmp_path / "e.tar.gz").exists()
 
 
 def test_round_trip_reanalysis_identical(campaign, tmp_path):
