@@ -73,6 +73,16 @@ def test_grid5000_job_not_running_is_one_line(tmp_path):
     assert not (tmp_path / "x.yml").exists()
 
 
+def test_grid5000_nodefile_garbage_is_one_line(tmp_path):
+    """A line that is not a host name (a pasted prompt, a path) is refused, not made a host."""
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("dahu-3.grenoble.grid5000.fr\nroot@dahu-3:~# oarsub -I\n")
+    proc = generate("grid5000/oar_inventory.py", "--nodefile", str(nodefile), "--out", str(tmp_path / "x.yml"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"{nodefile}: line 2: 'root@dahu-3:~# oarsub -I' (expected a node's host name" in proc.stderr
+    assert not (tmp_path / "x.yml").exists()
+
+
 def test_cloudlab_inventory_from_manifest(tmp_path):
     options = [str(FIXTURES / "cloudlab_manifest.xml"), "--user", "bob", "--corun-dir", "/users/bob/corun"]
     hosts, hostvars = generated(tmp_path / "cl.yml", "cloudlab/manifest_inventory.py", *options)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -50,11 +51,21 @@ def corun_vars(corun_dir: str) -> dict:
 # Grid'5000 ------------------------------------------------------------------------------------
 
 
-def oar_nodes_from_nodefile(text: str) -> list[str]:
-    """$OAR_NODEFILE lists each node once per reserved core: the nodes, in order, once."""
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+
+
+def oar_nodes_from_nodefile(text: str, source: str = "$OAR_NODEFILE") -> list[str]:
+    """$OAR_NODEFILE lists each node once per reserved core: the nodes, in order, once. A line
+    that is not a host name (a pasted command, a path) is an error naming the line."""
     out: list[str] = []
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), 1):
         node = line.strip()
+        if node and not _HOSTNAME.match(node):
+            raise ConfigError(
+                source, f"line {n}", node, "a node's host name, one a line (e.g. grisou-1.nancy.grid5000.fr)"
+            )
         if node and node not in out:
             out.append(node)
     return out
@@ -73,7 +84,7 @@ def oar_nodes_from_oarstat(doc: dict, job: str | None, source: str) -> list[str]
         raise ConfigError(
             source, f"{key}.state", entry.get("state"), "a running job with nodes (wait for oarstat to say Running)"
         )
-    return oar_nodes_from_nodefile("\n".join(nodes))
+    return oar_nodes_from_nodefile("\n".join(nodes), f"{source}: assigned_network_address")
 
 
 def run_oarstat(job: str) -> dict:

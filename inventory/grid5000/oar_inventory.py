@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     if a.nodefile:
         source = a.nodefile
         try:
-            nodes = testbeds.oar_nodes_from_nodefile(Path(a.nodefile).read_text())
+            nodes = testbeds.oar_nodes_from_nodefile(Path(a.nodefile).read_text(), a.nodefile)
         except OSError:
             raise ConfigError("--nodefile", "nodefile", a.nodefile, "a readable $OAR_NODEFILE") from None
     else:
