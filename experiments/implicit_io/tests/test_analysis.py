@@ -135,6 +135,23 @@ def test_missing_memory_and_psi_tables_make_the_run_failed_not_left_out(tmp_path
     assert metrics == {"memory utilization (cgroup cap (cg_used_pct))", "contention share (psi_io_some_pct>=10)"}
 
 
+def test_a_run_shorter_than_the_monitor_interval_is_failed_with_that_reason(tmp_path):
+    """A fresh machine ran the lower levels in 0.6 to 0.9 s, inside the first 1 s interval: the run
+    has no memory utilization and no share, so the trend says failed and names it, never ranks the
+    runs that remain (the runs are sized to a measured length elsewhere: the claim stays as it is)."""
+    copy = tmp_path / "implicit_io"
+    shutil.copytree(FIXTURES, copy)
+    runs = pd.read_csv(copy / "runs.csv")
+    runs.loc[runs["run_id"] == "s16_e8_k2_r0", "duration_s"] = 0.7
+    runs.to_csv(copy / "runs.csv", index=False)
+    result, section, _ = analysed(tmp_path, fixtures=copy)
+    r = result.evidence["runs"].set_index("run_id").loc["s16_e8_k2_r0"]
+    assert r["failed"] and "no memory interval inside the run" in r["failed_reason"]
+    rows = {c["claim"]: c for c in section["claims"]}
+    for cid in ("share_rises_with_mem_util", "paging_rises_with_mem_util"):
+        assert rows[cid]["outcome"] == "failed" and rows[cid]["runs"] == ["s16_e8_k2_r0"], cid
+
+
 def test_a_run_with_a_failed_graph_job_is_failed(tmp_path):
     copy = tmp_path / "implicit_io"
     shutil.copytree(FIXTURES, copy)
@@ -170,7 +187,7 @@ def test_criterion_forms():
 
 
 def run_rows(levels: dict[tuple[int, int], dict]) -> pd.DataFrame:
-    """runs rows: (scale, edgefactor) -> {util: [per rep], share: [per rep], intervals: per run}."""
+    """runs rows: (scale, edgefactor) -> {util, share[, faults]: [per rep], intervals: per run}."""
     rows = []
     for (scale, ef), v in levels.items():
         below = sum(v["util"]) / len(v["util"]) < 50
@@ -186,6 +203,7 @@ def run_rows(levels: dict[tuple[int, int], dict]) -> pd.DataFrame:
                     "graph_edges": ef * 2**scale,
                     "mem_util_pct": u,
                     "contention_share": s,
+                    "majfault_per_s": v["faults"][rep] if "faults" in v else 0.0,
                     "n_intervals": v.get("intervals", 400),
                     "below_half": below,
                     "resolves_rare": v.get("intervals", 400) * len(v["util"]) >= m.RARE_TRIALS,
@@ -254,10 +272,48 @@ def test_frequent_needs_the_top_level_above_half_and_more_than_one_rep():
     assert judged("frequent_at_top", one)["outcome"] == "inconclusive"  # one rep never decides
 
 
+def test_frequent_at_top_is_judged_in_magnitude_apart_from_its_direction():
+    """ "nearly 3/4 of our sampling period": a declared band, apart from "more than half"."""
+    mag = CLAIMS["frequent_at_top"]["magnitude"]
+    assert mag["at_least"] < 0.75 < mag["at_most"]
+    near = run_rows({(18, 16): {"util": [70, 74, 72, 71], "share": [0.74, 0.76, 0.75, 0.75]}})
+    row = judged("frequent_at_top", near)
+    assert row["outcome"] == "reproduced" and row["in_magnitude"] is True
+    always = run_rows({(18, 16): {"util": [70, 74, 72, 71], "share": [0.97, 0.98, 0.99, 0.98]}})
+    row = judged("frequent_at_top", always)
+    assert row["outcome"] == "reproduced" and row["in_magnitude"] is False
+
+
+def paging(per_level: dict[tuple[int, int], tuple[list[float], list[float]]]) -> pd.DataFrame:
+    """(scale, edgefactor) -> (memory utilization per rep, major faults per second per rep)."""
+    return run_rows({key: {"util": u, "share": [0.0] * len(u), "faults": f} for key, (u, f) in per_level.items()})
+
+
+def test_paging_rises_with_memory_used():
+    """ "the more memory we use, the more I/O quantities would be generated": major faults per
+    second, the pages the jobs' mappings read back, against memory utilization per run."""
+    rising = paging({(16, 8): ([25, 30], [0, 1]), (16, 16): ([40, 44], [5, 8]), (17, 16): ([55, 57], [200, 260]),
+                     (18, 16): ([70, 74], [900, 950])})  # fmt: skip
+    row = judged("paging_rises_with_mem_util", rising)
+    assert row["outcome"] == "reproduced" and row["n"] == 8
+    falling = paging({(16, 8): ([25, 30], [950, 900]), (16, 16): ([40, 44], [260, 200]), (17, 16): ([55, 57], [8, 5]),
+                      (18, 16): ([70, 74], [1, 0])})  # fmt: skip
+    assert judged("paging_rises_with_mem_util", falling)["outcome"] == "contradicted"
+    two = paging({(16, 8): ([25], [0]), (18, 16): ([74], [900])})
+    row = judged("paging_rises_with_mem_util", two)
+    assert row["outcome"] == "inconclusive" and "even a perfect ranking" in row["why"]
+    failed = rising.copy()
+    failed.loc[3, ["failed", "failed_reason"]] = [True, "no memory utilization: no memory interval inside the run"]
+    row = judged("paging_rises_with_mem_util", failed)
+    assert row["outcome"] == "failed" and row["runs"] == ["s16_e16_r1"]
+
+
 def test_the_trend_is_reproduced_on_the_fixture_runs(default):
     rows = {c["claim"]: c for c in default[1]["claims"]}
     trend = rows["share_rises_with_mem_util"]
     assert trend["outcome"] == "reproduced" and trend["n"] == 8
+    paged = rows["paging_rises_with_mem_util"]  # 0, 0, 10, 10, 200, 200, 900, 900 faults/s
+    assert paged["outcome"] == "reproduced" and paged["n"] == 8
     top = rows["frequent_at_top"]  # s18/e16: 0.75 and 1.0 in 2 reps
     assert top["outcome"] == "inconclusive" and top["n"] == 2 and top["reps_needed"]
 
