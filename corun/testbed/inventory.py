@@ -113,6 +113,7 @@ def _listing_key(p: Path) -> str | None:
     if files is None:
         return None
     h = hashlib.sha256()
+    h.update(b"listing 2: unparsed sources fail\0")  # a listing kept by an earlier way of listing is not reused
     h.update(str(p.resolve()).encode())
     prog = Path(ansible_inventory_program())  # another Ansible may list it otherwise
     h.update(f"\0{prog}\0{prog.stat().st_mtime_ns}".encode())
@@ -145,25 +146,35 @@ def read_inventory(path: str | Path, source: str = "--inventory") -> dict:
 
 def _list_inventory(p: Path, path: str | Path, source: str) -> dict:
     # No standard input: Ansible refuses a non-blocking one (an MPI job beside it may leave one).
+    # A source no plugin parses is an error, with the parser's own reason (Ansible itself only
+    # warns and lists an empty inventory, which would read as "no hosts in the group").
+    env = dict(os.environ, ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED="true")
     proc = subprocess.run(
         [ansible_inventory_program(), "-i", str(p), "--list"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
     if proc.returncode != 0:
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
         raise ConfigError(
-            source,
-            "inventory",
-            str(path),
-            f"an inventory ansible-inventory can read ({lines[-1].strip() if lines else 'failed'})",
+            source, "inventory", str(path), f"an inventory ansible-inventory can read ({parse_failure(proc.stderr)})"
         )
     try:
         return json.loads(proc.stdout)
     except ValueError:
         raise ConfigError(source, "inventory", str(path), "an inventory ansible-inventory can list") from None
+
+
+def parse_failure(stderr: str) -> str:
+    """The reason in ansible-inventory's error output: the deepest "Failed to parse ...: why"
+    (the cause under the plugins' warnings), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    causes = [m.group(1) for line in lines if (m := re.match(r"^Failed to parse inventory: (.+)$", line))]
+    if causes:
+        return causes[-1]
+    return re.sub(r"^\[(ERROR|WARNING)\]: ", "", lines[-1]) if lines else "failed"
 
 
 def group_hosts(listing: dict, group: str) -> list[str]:

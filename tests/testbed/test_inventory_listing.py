@@ -85,3 +85,17 @@ def test_hosts_from_an_inventory_may_name_some_of_its_hosts(listings, tmp_path):
     with pytest.raises(inv.ConfigError) as exc:
         inv.resolve({"from_inventory": str(path), "names": ["n3"]}, "t.yaml")
     assert str(exc.value) == "t.yaml: hosts.names: 'n3' (expected a host of the inventory's group: n1, n2)"
+
+
+def test_an_inventory_no_plugin_parses_says_why(tmp_path, listings):
+    """Ansible only warns about a source it cannot parse and lists an empty inventory; corun says
+    the parser's reason in one line, not "expected a group with hosts"."""
+    from corun.errors import ConfigError
+
+    f = tmp_path / "hosts.ini"
+    f.write_text("[testbed\nnode1 ansible_host=10.0.0.1\n")
+    with pytest.raises(ConfigError) as ei:
+        inv.load(f)
+    msg = str(ei.value)
+    assert "\n" not in msg and "expected an inventory ansible-inventory can read (" in msg, msg
+    assert "group with hosts" not in msg and "not enough values to unpack" in msg, msg
