@@ -17,6 +17,8 @@ cmp_stacking runs too, its analysis/normalized_runtime.csv).
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from analysis import runtables as rt
@@ -28,6 +30,14 @@ from experiments.llc_miss import metrics as m
 JOB_TEXT = ["workload", "result_check"]
 RUN_TEXT = ["workload", "variant", "device"]
 FIG_NAME = "fig2_cc_cost.png"
+# the ranges the metrics' definitions give them (analysis.claim_reach): a CC cost is 100 x (a
+# ratio of times - 1), above -100 %; the access and miss rates are positive; the CC cost minus
+# half an I/O degradation has no bound (the I/O degradation has none above)
+METRIC_BOUNDS = {
+    "cc_cost_pct": (-100.0, math.inf),
+    m.ACCESS: (0.0, math.inf),
+    m.MISS: (0.0, math.inf),
+}
 
 
 def setup_table(inputs: Inputs, by_run: pd.DataFrame, stacking: pd.DataFrame | None, k_io: int | None):
