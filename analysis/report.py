@@ -159,20 +159,22 @@ def _params(params: object) -> str | None:
     return "; ".join(f"{k}={v}" for k, v in params.items())
 
 
-PER_RUN = ("run_id", "start", "end", "steal_pct", "remeasured")
+PER_RUN = ("run_id", "start", "end", "steal_pct", "foreign_pct", "corun_pct", "remeasured")
 
 
 def _grouped_runs(runs: list[dict]) -> list[dict]:
-    """Runs that agree on everything but run_id, start, end and steal, merged into one row."""
+    """Runs that agree on everything but run_id, start, end, steal and foreign CPU, merged into one row."""
     groups: dict[str, dict] = {}
     for run in runs:
         key = json.dumps({k: v for k, v in run.items() if k not in PER_RUN}, sort_keys=True)
-        g = groups.setdefault(key, {**run, "run_ids": [], "starts": [], "ends": [], "steals": []})
+        g = groups.setdefault(key, {**run, "run_ids": [], "starts": [], "ends": [], "steals": [], "foreigns": []})
         g["run_ids"].append(run["run_id"])
         g["starts"].append(run["start"])
         g["ends"].append(run["end"])
         if run.get("steal_pct") is not None:
             g["steals"].append(run["steal_pct"])
+        if run.get("foreign_pct") is not None:
+            g["foreigns"].append(run["foreign_pct"])
     for g in groups.values():
         starts = [s for s in g["starts"] if s]
         ends = [e for e in g["ends"] if e]
@@ -207,8 +209,26 @@ def steal_note(runs: list[dict]) -> str | None:
         )
     if again:
         text += (
-            f". {len(again)} runs were measured again because of their steal ({sum(again)} attempts set aside, "
-            "kept in each run's remeasured/ folder)"
+            f". {len(again)} runs were measured again because of their steal or foreign CPU "
+            f"({sum(again)} attempts set aside, kept in each run's remeasured/ folder)"
+        )
+    return text + "."
+
+
+def foreign_note(runs: list[dict]) -> str | None:
+    """One sentence on the CPU time processes that were not the runs' own took while their jobs
+    ran (corun.machine.foreign_cpu), corun's runner and monitors apart; None when no run recorded it."""
+    shares = [r["foreign_pct"] for r in runs if r.get("foreign_pct") is not None]
+    if not shares:
+        return None
+    text = (
+        f"CPU time processes that were not the run's own took while its jobs ran (foreign): median "
+        f"{statistics.median(shares):.1f} %, at most {max(shares):.1f} %, over {len(shares)} runs"
+    )
+    corun = [r["corun_pct"] for r in runs if r.get("corun_pct") is not None]
+    if corun:
+        text += (
+            f"; of it corun's runner and monitors: median {statistics.median(corun):.1f} %, at most {max(corun):.1f} %"
         )
     return text + "."
 
@@ -318,6 +338,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
             + _cell(g["end"], missing_word=NOT_RECORDED)
             + _cell(version, missing_word=NOT_RECORDED)
             + _cell(_steal_cell(g["steals"]), missing_word=NOT_RECORDED)
+            + _cell(_steal_cell(g["foreigns"]), missing_word=NOT_RECORDED)
             + advice_cell
             + "</tr>"
         )
@@ -339,12 +360,16 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
                     "last end (UTC)",
                     "corun",
                     "CPU steal % (median / max)",
+                    "foreign CPU % (median / max)",
                     "advice",
                 ],
                 rows,
             )
         )
         note = steal_note(section["runs"])
+        if note:
+            out.append(f'<p class="steal">{esc(note)}</p>')
+        note = foreign_note(section["runs"])
         if note:
             out.append(f'<p class="steal">{esc(note)}</p>')
     else:

@@ -77,7 +77,11 @@ def summarize_metadata(path: str | os.PathLike) -> dict:
         "end": _iso_utc(meta.get("end_epoch_s")),
         "advice": [str(a) for a in advice] if isinstance(advice, list) else [str(advice)],
         "steal_pct": _number((meta.get("machine_cpu") or {}).get("steal_pct")),
-        # attempts set aside for their steal before this one was kept (corun run's remeasure)
+        # processes that were not the run's own, and corun's runner and monitors among them
+        # (corun.machine.foreign_cpu), in % of the CPUs' time while the jobs ran
+        "foreign_pct": _number((meta.get("machine_cpu") or {}).get("foreign_pct")),
+        "corun_pct": _number((meta.get("machine_cpu") or {}).get("corun_pct")),
+        # attempts set aside for their steal or foreign CPU before this one was kept (corun run's remeasure)
         "remeasured": len((meta.get("remeasured") or {}).get("earlier") or []),
         "git_describe": _text(meta.get("git_describe")),
         "corun_version": _text(meta.get("corun_version")),

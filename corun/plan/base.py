@@ -174,7 +174,9 @@ def stamp_remeasure(out_dir: Path, remeasure: dict) -> int:
         if not isinstance(spec, dict) or "jobs" not in spec:
             continue
         if "remeasure" not in spec:
-            spec["remeasure"] = {**remeasure, "max_steal_pct": None} if path.stem in once else dict(remeasure)
+            spec["remeasure"] = (
+                {**remeasure, "max_steal_pct": None, "max_foreign_pct": None} if path.stem in once else dict(remeasure)
+            )
             atomic_write_text(path, yaml.safe_dump(spec, sort_keys=False))
             n += 1
         # checked here, once: a bad spec stops the specs step, and `corun run` on this machine

@@ -14,7 +14,8 @@ its own module:
 
 `Runner` puts them together in that order, with the restore in a `finally` (also on an error,
 SIGINT, SIGTERM or SIGHUP); `run_spec_file` measures a run again when the machine lost too much of
-its CPU time to steal (the spec's `remeasure` section).
+its CPU time to steal, or other processes took too much of it (foreign CPU,
+corun.machine.foreign_cpu), while the jobs ran (the spec's `remeasure` section).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 from corun.errors import ConfigError
+from corun.machine import foreign_cpu
 from corun.machine import host as hostmod
 from corun.machine.recovery import recover_stale
 from corun.run.executor import Executor
@@ -36,7 +38,7 @@ from corun.run.recorder import write_run
 from corun.run.session import MachineSession
 from corun.util import atomic_write_json, proc_starttime
 
-__all__ = ["Runner", "load_spec", "process_age_s", "remeasure_policy", "run_spec_file"]
+__all__ = ["Runner", "foreign_limit", "load_spec", "process_age_s", "remeasure_policy", "run_spec_file"]
 
 
 class Runner:
@@ -98,11 +100,17 @@ class Runner:
         try:
             session.setup()
             phases["setup_s"] = _lap(t_phase)
-            # what the machine's CPUs did while the jobs ran (steal: the VM's host took them)
-            cpu0, mono0 = hostmod.cpu_ticks(), time.monotonic()
+            # what the machine's CPUs did while the jobs ran (steal: the VM's host took them;
+            # foreign: processes that are not the run's own took them)
+            fg0 = foreign_cpu.snapshot()
+            cpu0, mono0 = fg0.machine, time.monotonic()
             ex.run()
-            meta["machine_cpu"] = hostmod.cpu_shares(cpu0, hostmod.cpu_ticks(), time.monotonic() - mono0)
             phases["jobs_s"] = _lap(mono0)
+            fg1 = foreign_cpu.snapshot()
+            meta["machine_cpu"] = {
+                **hostmod.cpu_shares(cpu0, fg1.machine, phases["jobs_s"]),
+                **foreign_cpu.shares(fg0, fg1, monitors=_monitor_pids(plan), job_pids=plan.cgroup.pids()),
+            }
             ok = ex.stop_reason is None
         finally:
             t_phase = time.monotonic()
@@ -121,6 +129,11 @@ class Runner:
 
 def _lap(since: float) -> float:
     return round(time.monotonic() - since, 4)
+
+
+def _monitor_pids(plan: RunPlan) -> list[int]:
+    """The pids of the monitors' programs (a monitor sampling in the runner has none)."""
+    return [m._proc.pid for m in plan.monitors if getattr(m, "_proc", None) is not None]
 
 
 def process_age_s() -> float | None:
@@ -153,48 +166,93 @@ def remeasure_policy(
     )
 
 
+def foreign_limit(spec: dict, max_foreign_pct: float | None = None) -> float | None:
+    """The foreign CPU limit in % (None: never measured again for it): the spec's
+    remeasure.max_foreign_pct, replaced by the argument given (`corun run --max-foreign-pct`)."""
+    if max_foreign_pct is not None and not 0 <= max_foreign_pct <= 100:
+        raise ConfigError("command line", "--max-foreign-pct", max_foreign_pct, "a number from 0 to 100")
+    return spec["remeasure"].get("max_foreign_pct") if max_foreign_pct is None else max_foreign_pct
+
+
+def _disturbed(cpu: dict, steal_limit: float | None, foreign_limit: float | None) -> list[str]:
+    """Why a run's machine was disturbed beyond the limits: its steal, its foreign CPU beyond
+    corun's own runner and monitors (which every attempt has alike: measuring again cannot
+    remove them; they are recorded as corun_pct)."""
+    out = []
+    foreign, corun = cpu.get("foreign_pct"), cpu.get("corun_pct") or 0.0
+    for v, limit, what in (
+        (cpu.get("steal_pct"), steal_limit, "went to steal"),
+        (
+            None if foreign is None else round(foreign - corun, 2),
+            foreign_limit,
+            "went to processes not of the run nor corun",
+        ),
+    ):
+        if limit is not None and v is not None and v > limit:
+            out.append(f"{v:.1f} % of the machine's CPU time {what} (limit {limit:g} %)")
+    return out
+
+
 def run_spec_file(
-    spec_path: str | Path, out_dir: str | Path, max_steal_pct: float | None = None, attempts: int | None = None, **kw
+    spec_path: str | Path,
+    out_dir: str | Path,
+    max_steal_pct: float | None = None,
+    attempts: int | None = None,
+    max_foreign_pct: float | None = None,
+    **kw,
 ) -> Path:
     """Run a spec. With a steal limit, a run whose machine lost more than that share of its CPU
     time to steal while the jobs ran (a VM's host running others: noise no scheduler caused) is
-    measured again, `attempts` times at most; the last is kept whatever its steal. The disturbed
+    measured again, `attempts` times at most; the last is kept whatever its steal. So is a run
+    during which processes that are neither its own nor corun's runner and monitors
+    (corun.machine.foreign_cpu: the orchestrator, other users) took more than the foreign limit
+    (metadata.json machine_cpu: foreign_pct - corun_pct). The disturbed
     attempts stay in the run's folder, under remeasured/attempt-N/, and metadata.json says so
     (`remeasured`)."""
     spec = load_spec(spec_path)
     limit, attempts = remeasure_policy(spec, max_steal_pct, attempts)
+    flimit = foreign_limit(spec, max_foreign_pct)
     out = Path(out_dir)
     earlier: list[tuple[dict, Path]] = []
     for attempt in range(1, attempts + 1):
         res = Runner(spec, out, source=str(spec_path), attempt=attempt, **kw).run()
-        if limit is None:  # measured once: nothing to read back
+        if limit is None and flimit is None:  # measured once: nothing to read back
             break
         meta = json.loads((res / "metadata.json").read_text())
-        steal = (meta.get("machine_cpu") or {}).get("steal_pct")
-        if steal is None or steal <= limit or attempt == attempts:
+        cpu = meta.get("machine_cpu") or {}
+        why = _disturbed(cpu, limit, flimit)
+        if not why or attempt == attempts:
             break
-        aside = out.parent / f"{out.name}.steal-attempt-{attempt}"
+        aside = out.parent / f"{out.name}.remeasure-attempt-{attempt}"
         shutil.rmtree(aside, ignore_errors=True)
         os.replace(res, aside)
         earlier.append(
             (
-                {"attempt": attempt, "steal_pct": steal, "duration_s": meta["duration_s"], "run_id": meta["run_id"]},
+                {
+                    "attempt": attempt,
+                    "steal_pct": cpu.get("steal_pct"),
+                    "foreign_pct": cpu.get("foreign_pct"),
+                    "corun_pct": cpu.get("corun_pct"),
+                    "duration_s": meta["duration_s"],
+                    "run_id": meta["run_id"],
+                },
                 aside,
             )
         )
         print(
-            f"corun: run {spec['name']}: {steal:.1f} % of the machine's CPU time went to steal while the jobs ran "
-            f"(limit {limit:g} %): measuring it again ({attempt + 1} of {attempts})",
+            f"corun: run {spec['name']}: {'; '.join(why)} while the jobs ran: "
+            f"measuring it again ({attempt + 1} of {attempts})",
             file=sys.stderr,
             flush=True,
         )
-    if limit is not None:
+    if limit is not None or flimit is not None:
         kept = res / "remeasured"
         for rec, aside in earlier:
             kept.mkdir(exist_ok=True)
             os.replace(aside, kept / f"attempt-{rec['attempt']}")
         meta["remeasured"] = {
             "max_steal_pct": limit,
+            "max_foreign_pct": flimit,
             "attempts": attempts,
             "attempt": len(earlier) + 1,
             "earlier": [{**rec, "folder": f"remeasured/attempt-{rec['attempt']}"} for rec, _ in earlier],

@@ -274,7 +274,7 @@ def test_steal_note_counts_the_runs_measured_again():
     note = report.steal_note(runs)
     assert "1 of them above 5 %" in note
     assert note.endswith(
-        "2 runs were measured again because of their steal (3 attempts set aside, "
+        "2 runs were measured again because of their steal or foreign CPU (3 attempts set aside, "
         "kept in each run's remeasured/ folder)."
     )
 

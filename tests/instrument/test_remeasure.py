@@ -30,7 +30,11 @@ def test_the_policy_is_the_specs_section_else_its_schema_defaults_and_the_comman
         ({"max_steal_pct": "high"}, {}, "s: remeasure.max_steal_pct: 'high' (expected a number or null"),
         ({"attempts": 2.5}, {}, "s: remeasure.attempts: 2.5 (expected an integer"),
         ({"attempts": 1}, {}, "s: remeasure.attempts: 1 (expected an integer >= 2)"),
-        ({"after": 3}, {}, "s: remeasure.after: 'unknown key' (expected one of attempts, max_steal_pct)"),
+        (
+            {"after": 3},
+            {},
+            "s: remeasure.after: 'unknown key' (expected one of attempts, max_foreign_pct, max_steal_pct)",
+        ),
         ({}, {"max_steal_pct": 120}, "command line: --max-steal-pct: 120 (expected a number from 0 to 100"),
         ({}, {"attempts": 1}, "command line: --attempts: 1 (expected an integer from 2 to 10)"),
     ],
@@ -118,14 +122,14 @@ def test_the_specs_step_writes_the_configurations_section_into_every_spec(tmp_pa
     (tmp_path / "pfs.yaml").write_text(yaml.safe_dump({"servers": 2}))
     groups = {"groups": [{"name": "g", "runs": ["fs_a"], "pfs": {}, "companions": [{"suffix": ".h1"}]}]}
     (tmp_path / "groups.json").write_text(json.dumps(groups))
-    assert stamp_remeasure(tmp_path, {"max_steal_pct": 5, "attempts": 3}) == 3
+    assert stamp_remeasure(tmp_path, {"max_steal_pct": 5, "max_foreign_pct": 2, "attempts": 3}) == 3
 
     def section(name):
         return load_spec(tmp_path / f"{name}.yaml")["remeasure"]
 
-    assert section("plain") == {"max_steal_pct": 5, "attempts": 3}
-    assert section("fs_a") == section("fs_a.h1") == {"max_steal_pct": None, "attempts": 3}
-    assert section("own") == {"max_steal_pct": 50, "attempts": 2}
+    assert section("plain") == {"max_steal_pct": 5, "max_foreign_pct": 2, "attempts": 3}
+    assert section("fs_a") == section("fs_a.h1") == {"max_steal_pct": None, "max_foreign_pct": None, "attempts": 3}
+    assert section("own") == {"max_steal_pct": 50, "max_foreign_pct": None, "attempts": 2}
     assert yaml.safe_load((tmp_path / "pfs.yaml").read_text()) == {"servers": 2}
 
 
