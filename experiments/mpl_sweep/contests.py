@@ -9,10 +9,12 @@ its own (`over: [contest]`) with the engine's paired rule. BATCH runs at MPL 1 o
 its runs stand at every MPL its head ran (`run_mpl` keeps 1), as in the paper's Fig. 7.
 
 The `gains` table holds one row per (contest, workload, load, mpl, rep): the head's mean
-execution and response time over the base's (`exec_ratio`, `response_ratio`; below 1, the head
-is faster) and the workload's communication intensity in Table 3's order (`comm_rank`, WL1 1 to
-WL5 5), for Fig. 9's "the performance benefit ... becomes more pronounced" as intensity grows. A
-gain row is failed when either of its runs failed, named by both runs.
+execution and response time and message delay over the base's (`exec_ratio`, `response_ratio`,
+`md_ratio`; below 1, the head is faster) and the workload's communication intensity in Table 3's
+order (`comm_rank`, WL1 1 to WL5 5): for Fig. 9's "the performance benefit ... becomes more
+pronounced" as intensity grows (a rank trend) and Figs. 10-11's gain growing with the MPL (the
+ratio at MPL 5 over the ratio at MPL 3, paired by rep). A gain row is failed when either of its
+runs failed, named by both runs.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def pairs(runs: pd.DataFrame) -> pd.DataFrame:
 def gains(pair_rows: pd.DataFrame) -> pd.DataFrame:
     """Per (contest, workload, load, mpl, rep): head over base of the mean execution and response
     time, the workload's comm_rank, failed when a run of either side failed."""
-    cols = [*GAIN_KEYS, "comm_rank", "exec_ratio", "response_ratio", "run_id", "failed", "failed_reason"]
+    cols = [*GAIN_KEYS, "comm_rank", "exec_ratio", "response_ratio", "md_ratio", "run_id", "failed", "failed_reason"]
     if pair_rows.empty or not {"head", "base"} <= set(pair_rows["side"]):
         return pd.DataFrame(columns=cols)
     df = pair_rows.assign(
@@ -84,6 +86,7 @@ def gains(pair_rows: pd.DataFrame) -> pd.DataFrame:
         {
             "exec_s": g["exec_s"].mean(),
             "response_s": g["response_s"].mean(),
+            "md_us": g["md_us"].mean() if "md_us" in df else float("nan"),
             "failed": g["failed"].any(),
             "run_id": g["run_id"].agg(lambda r: "+".join(sorted(set(r)))),
             "failed_reason": g["failed_reason"].agg(lambda r: "; ".join(sorted({x for x in r if x}))),
@@ -91,8 +94,8 @@ def gains(pair_rows: pd.DataFrame) -> pd.DataFrame:
     )
     head, base = side.xs("head", level="side").align(side.xs("base", level="side"), join="inner", axis=0)
     out = pd.DataFrame(index=head.index)
-    for metric in ("exec", "response"):
-        h, b = head[f"{metric}_s"].astype(float), base[f"{metric}_s"].astype(float)
+    for metric, col in (("exec", "exec_s"), ("response", "response_s"), ("md", "md_us")):
+        h, b = head[col].astype(float), base[col].astype(float)
         out[f"{metric}_ratio"] = (h / b).where(b > 0)
     out["run_id"] = head["run_id"] + "+" + base["run_id"]
     out["failed"] = head["failed"] | base["failed"]

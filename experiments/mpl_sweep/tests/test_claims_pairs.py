@@ -19,9 +19,10 @@ CLAIMS = load_claims(Path(__file__).resolve().parents[1] / "claims.yaml", "mpl_s
 TWO_HOSTS = Machine({"hosts": 2}, {"hosts": "2 hosts in a run's cluster"})
 NOT_RUN = {INCONCLUSIVE, "not run in this profile"}
 ALL = ("batch", "local", "dcs", "pb", "cc_s", "sb", "hybrid", "cc_b")
-# three reps of little spread, in another order for each scheme (so that every pair's ratio
-# spreads too): a clear order decides even at the Bonferroni level of 12 contests
-REPS = (1.0, 1.02, 1.01)
+# ten reps of little spread, in another order for each scheme (so that every pair's ratio spreads
+# too): a clear order decides even at the Bonferroni level of 12 contests (the engine's exact
+# sign-flip test needs 9 pairs on one side for 0.025 / 12)
+REPS = (1.0, 1.02, 1.01, 1.03, 0.99, 1.015, 1.005, 0.995, 1.025, 0.985)
 
 
 def factors(scheme: str, mpl: int) -> tuple[float, ...]:
@@ -89,7 +90,7 @@ def test_blocking_beats_spinning_needs_every_pair_not_the_pooled_means():
     assert row["outcome"] == CONTRADICTED and "sb_vs_cc_s" in row["why"], row["why"]
     # one pair too close to tell: undecided, the rest reproduced
     close = runs_of({**CLEAR, "hybrid": 2.0})
-    close.loc[(close["scheme"] == "hybrid"), "response_s"] = [2.1, 1.9, 2.04]
+    close.loc[(close["scheme"] == "hybrid"), "response_s"] = [2.1, 1.9, 2.04, 1.95, 2.05, 1.9, 2.1, 1.97, 2.03, 2.0]
     row = verdict("blocking_beats_spinning", close)
     assert row["outcome"] == INCONCLUSIVE and "hybrid_vs_cc_s" in row["why"], row["why"]
 
@@ -110,7 +111,7 @@ def test_cc_b_best_against_every_rival_batch_at_its_own_mpl():
     row = verdict("cc_b_best", runs_of({**CLEAR, "batch": 0.5}))
     assert row["outcome"] == CONTRADICTED and "cc_b_vs_batch" in row["why"], row["why"]
     close = runs_of({**CLEAR, "sb": 1.0})
-    close.loc[close["scheme"] == "sb", "response_s"] = [1.08, 0.98, 1.02]
+    close.loc[close["scheme"] == "sb", "response_s"] = [1.08, 0.98, 1.02, 0.97, 1.05, 0.99, 1.03, 0.96, 1.04, 1.0]
     assert verdict("cc_b_best", close)["outcome"] == INCONCLUSIVE
     assert verdict("cc_b_best", runs_of(CLEAR, mpls=(3,)))["outcome"] in NOT_RUN
     assert verdict("cc_b_best", runs_of(CLEAR, failed={("batch", 1, 0)}))["outcome"] == FAILED
@@ -143,7 +144,8 @@ def test_cc_gain_grows_with_mpl_every_contest(cid):
     assert verdict(cid, runs_of(grows(0.7, 0.95), mpls=(3, 5)))["outcome"] == CONTRADICTED
     noisy = runs_of(grows(0.8, 0.8), mpls=(3, 5))
     cc = noisy["scheme"].isin(["cc_b", "cc_s"]) & (noisy["mpl"] == 5)
-    noisy.loc[cc, ["response_s", "md_us"]] *= pd.Series([1.1, 0.9, 1.02] * 2, index=noisy.index[cc]).to_numpy()[:, None]
+    wobble = [1.1, 0.9, 1.02, 0.95, 1.08, 0.92, 1.05, 0.97, 1.0, 1.03] * 2
+    noisy.loc[cc, ["response_s", "md_us"]] *= pd.Series(wobble, index=noisy.index[cc]).to_numpy()[:, None]
     assert verdict(cid, noisy)["outcome"] == INCONCLUSIVE
     assert verdict(cid, runs_of(grows(0.95, 0.7), mpls=(5,)))["outcome"] in NOT_RUN
 
