@@ -6,8 +6,10 @@ Variants (--base A --head B):
    its cached pages evicted first) under a shared read cap, PSI monitored;
 2. runs it as a controlled campaign (corun.results.campaign): --warmup warm-up runs and --reps measured
    runs per variant, in a randomised interleaved order whose seed is recorded in every run;
-3. compares HEAD against BASE with `corun compare` (Mann-Whitney, Holm, bootstrap CIs) into
-   OUT/compare/ (comparison.md/.html/.json/.csv, figures/).
+3. compares HEAD against BASE with `corun compare`, paired by block, decided by the verdict
+   engine (the geometric mean of the per-block ratios with its t-interval, Bonferroni over the
+   metrics; better / worse / inconclusive with the runs that would decide: docs/verdicts.md)
+   into OUT/compare/ (comparison.md/.html/.json/.csv, figures/).
 
 Builds (--variant NAME --base-ref REF [--head-ref REF]): the variant as built from commit REF
 against the variant as built from the working tree (or from --head-ref):
@@ -336,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
             variant_build_id(a.variant, ROOT / "schedulers", "HEAD")
         result, md = compare_builds(a, threshold)
     else:
+        for name in (a.base, a.head):  # each variant compared is built here first, as a run needs it
+            print(f"building {name}", file=sys.stderr)
+            build_variant(name, {}, "the working tree")
         spec = write_inputs(a.out, a.size_mib, a.readers, a.read_bps)
         camp_dir = a.out / "campaign"
         state = campaign.run_campaign(

@@ -6,6 +6,8 @@ Prints step outputs for $GITHUB_OUTPUT:
                  folder; else the first (by name) changed variant that the working tree has
   args=...       --allow-same when no variant's folder changed: the two builds of --default may
                  then be the same, and comparing them checks the flow and the machine's noise
+  base=, head=   for a variant new in the pull request (no folder at --base-ref): variant= is
+                 empty, and the variant is compared with linux (base=linux head=NAME)
 
 Variants changed besides the one picked are named on stderr (they are not compared).
 Exit status: 0; 2 bad input (an unknown --base-ref, a --default that is not a variant).
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,14 +61,31 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not NAME.match(a.default) or not (ROOT / "schedulers" / a.default / "manifest.yaml").is_file():
         raise ConfigError("command line", "--default", a.default, "a scheduler variant in schedulers/")
-    changed = changed_variants(resolve_ref(a.base_ref, "--base-ref"))
+    base_commit = resolve_ref(a.base_ref, "--base-ref")
+    changed = changed_variants(base_commit)
     variant = a.default if not changed or a.default in changed else changed[0]
     others = [n for n in changed if n != variant]
     if others:
         print(f"ci_pick_variant: changed but not compared: {', '.join(others)}", file=sys.stderr)
+    if not exists_at(base_commit, variant):  # nothing to build at the base: the new variant against linux
+        print(f"ci_pick_variant: {variant} is new (none at {a.base_ref}): compared with linux", file=sys.stderr)
+        print("variant=")
+        print("base=linux")
+        print(f"head={variant}")
+        print("args=")
+        return 0
     print(f"variant={variant}")
     print(f"args={'' if changed else '--allow-same'}")
     return 0
+
+
+def exists_at(commit: str, variant: str) -> bool:
+    """The variant has a manifest at that commit."""
+    res = subprocess.run(
+        ["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}:schedulers/{variant}/manifest.yaml"],
+        capture_output=True,
+    )
+    return res.returncode == 0
 
 
 if __name__ == "__main__":

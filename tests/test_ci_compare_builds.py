@@ -170,6 +170,26 @@ def test_pick_variant(clone, args, outputs):
     assert res.returncode == 0 and res.stdout.splitlines() == outputs, res.stderr
 
 
+def test_pick_variant_new_in_the_pull_request(clone, tmp_path):
+    """A variant with no folder at the base commit has no base build: it is compared with linux."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "--quiet", str(clone), str(repo)], check=True)
+    shutil.copytree(repo / "schedulers" / "linux", repo / "schedulers" / "my_new_variant")
+    manifest = repo / "schedulers" / "my_new_variant" / "manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("name: linux", "name: my_new_variant"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "a new variant")
+    res = subprocess.run(
+        [PY, "scripts/ci_pick_variant.py", "--base-ref", "HEAD~1", "--default", "linux"],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["variant=", "base=linux", "head=my_new_variant", "args="]
+    assert "my_new_variant is new (none at HEAD~1): compared with linux" in res.stderr
+
+
 def test_pick_variant_bad_input(clone):
     res = subprocess.run(
         [PY, "scripts/ci_pick_variant.py", "--base-ref", "no-such-ref"], capture_output=True, text=True, cwd=clone
