@@ -8,6 +8,8 @@ min_version("9.0")
 configfile: "workflows/config/local.yaml"
 
 
+# Snakemake's rate-limit timers kept from waking the scheduler while runs measure
+include: "workflows/rules/scheduler.smk"
 include: "workflows/rules/common.smk"
 include: "workflows/rules/build.smk"
 # every experiment of experiments/ (experiments.registry()), from one rule file

@@ -1,0 +1,135 @@
+"""The orchestrator stays quiet while runs measure: Snakemake's scheduler, patched by the workflow
+(workflows/rules/scheduler.smk, corun/snakemake_scheduler.py), starts no chain of rate-limit
+timers, so its threads stay bounded as jobs finish instead of growing with every one."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from corun import snakemake_scheduler as ss
+
+ROOT = Path(__file__).resolve().parents[2]
+SMK = str(Path(sys.executable).parent / "snakemake")
+INCLUDE = ROOT / "workflows" / "rules" / "scheduler.smk"
+JOBS = 20
+
+TOY = """
+rule all:
+    input:
+        expand("out/{i}.txt", i=range(NJOBS)),
+
+
+rule one:
+    output:
+        "out/{i}.txt",
+    resources:
+        testbed=1,
+    shell:
+        "sleep 0.05; touch {output}"
+""".replace("NJOBS", str(JOBS))
+
+
+def _most_threads(tmp: Path, include: bool) -> tuple[int, int]:
+    """Run the toy workflow one job at a time (as the measuring profiles do) and return the most
+    threads its Snakemake process had, and its exit code."""
+    head = f'include: "{INCLUDE}"\n\n' if include else ""
+    (tmp / "Snakefile").write_text(head + TOY)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen(
+        [SMK, "--cores", "1", "--resources", "testbed=1", "-q"],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    most = 0
+    while p.poll() is None:
+        try:
+            most = max(most, len(os.listdir(f"/proc/{p.pid}/task")))
+        except OSError:
+            break
+        time.sleep(0.05)
+    return most, p.wait(timeout=120)
+
+
+def test_the_workflow_applies_the_patch_first():
+    text = (ROOT / "Snakefile").read_text()
+    includes = [ln.split('"')[1] for ln in text.splitlines() if ln.startswith("include:")]
+    assert includes[0] == "workflows/rules/scheduler.smk", includes
+
+
+def test_the_schedulers_threads_stay_bounded_as_jobs_finish(tmp_path):
+    plain, patched = tmp_path / "plain", tmp_path / "patched"
+    plain.mkdir()
+    patched.mkdir()
+    most, rc = _most_threads(patched, include=True)
+    assert rc == 0 and len(list((patched / "out").iterdir())) == JOBS
+    assert most <= 6, f"{most} threads with the patch after {JOBS} jobs"
+    # the same workflow unpatched: a chain of timers per finished job (the test sees the growth)
+    most_plain, rc = _most_threads(plain, include=False)
+    assert rc == 0
+    assert most_plain >= most + JOBS // 3, (most_plain, most)
+
+
+class _Limiter:
+    timespan = 1
+
+    def __init__(self, free):
+        self.free = free
+
+    def get_free_jobs(self):
+        return self.free
+
+
+def _scheduler(free, queue=False):
+    s = SimpleNamespace(
+        job_rate_limiter=_Limiter(free),
+        workflow=SimpleNamespace(dag=SimpleNamespace(has_unfinished_queue_input_jobs=lambda: queue)),
+        _open_jobs=threading.Semaphore(0),
+    )
+    return s
+
+
+def test_a_timer_only_when_the_limit_holds_jobs_back_and_one_at_most():
+    s = _scheduler(free=5)
+    ss._quiet_reevaluation(s, 1)
+    assert getattr(s, "_corun_pending_timer", None) is None  # room for more jobs: no timer
+    s.job_rate_limiter.free = 0
+    ss._quiet_reevaluation(s, 0.05)  # the limit is full ...
+    ss._quiet_reevaluation(s, 1)
+    timer = s._corun_pending_timer
+    assert timer.daemon and timer.interval == 0.05  # ... one timer, the second request joins it
+    assert s._open_jobs.acquire(timeout=5)  # it releases the loop
+    timer.join(timeout=5)
+    # waits for queue input keep their timer, whatever the limit
+    q = _scheduler(free=5, queue=True)
+    ss._quiet_reevaluation(q, 10)
+    assert q._corun_pending_timer.is_alive()
+    q._corun_pending_timer.cancel()
+
+
+def test_the_patch_is_applied_once_and_a_changed_snakemake_runs_unpatched(monkeypatch, capsys):
+    from snakemake.scheduling import job_scheduler
+
+    monkeypatch.setattr(job_scheduler.JobScheduler, "_schedule_reevalutation", lambda self, delay: None)
+    assert ss.quiet_reevaluation() == "patched"
+    assert ss.quiet_reevaluation() == "patched already"
+    monkeypatch.setattr(job_scheduler.JobScheduler, "_schedule_reevalutation", lambda self, delay, more: None)
+    assert ss.quiet_reevaluation().startswith("not patched")
+    assert "run unchanged" in capsys.readouterr().err
+
+
+@pytest.fixture(autouse=True)
+def _no_patch_left(monkeypatch):
+    """The unit tests' patching of Snakemake's class stays in them (monkeypatch undoes it)."""
+    from snakemake.scheduling import job_scheduler
+
+    monkeypatch.setattr(
+        job_scheduler.JobScheduler, "_schedule_reevalutation", job_scheduler.JobScheduler._schedule_reevalutation
+    )
