@@ -10,7 +10,7 @@ Metrics
   bw_mib_s        a read run's bandwidth: the sum over its client jobs (every client host's) of pfs_read's
                   result_read_bw_mean_mib_s (the clients read at the same time);
   speedup_pct     points.csv, for reading: a policy over irqbalance at the same (servers, links, transfer,
-                  clients): 100 x (ratio - 1), ratio of the mean bandwidths, 95% CI a t-interval of the
+                  clients): 100 x (ratio - 1), the paired ratio and its 95% CI, a t-interval of the
                   per-rep log ratios (analysis.stats.paired_ratio_t, rep i of each paired);
   speedup_ratio   the evidence of the trend claims: per rep, a policy's bandwidth over irqbalance's;
   per CPU         busy_pct (100 - idle - iowait), softirq_pct, NET_RX softirqs and softnet
@@ -499,8 +499,8 @@ def analyse(inputs: Inputs) -> Result:
     inmem_points = sais_inmem.summary(inmem)
     l2_why = pmu.l2_missing_reason(sec)
     notes = [
-        "points.csv, for reading: speedup_pct = 100 x (mean bandwidth of the policy / mean of irqbalance - 1) at "
-        "the same point; 95% CI: t-interval of the per-rep log ratios, exponentiated (rep i of each policy ran in "
+        "points.csv, for reading: speedup_pct = 100 x (the policy's bandwidth over irqbalance's, paired by rep - 1) "
+        "at the same point; 95% CI: t-interval of the per-rep log ratios, exponentiated (rep i of each policy ran in "
         "the same repetition block; analysis.stats.paired_ratio_t). The claims read the runs, paired by rep, at "
         "the point each names in advance.",
         "sais_mark's counters (mark_stamped: requests stamped with the sending CPU; mark_recorded and "
