@@ -35,6 +35,8 @@ Evidence the claims (claims.yaml) read, judged by analysis.verdicts:
   speedups   one row per (policy, point, rep): the policy's bandwidth over irqbalance's;
   pmu        one row per read run: its PMU figures, failed as well when the counters ran too
              briefly for them (experiments.sais.pmu);
+  cpu        one row per read run: the client's CPU utilisation (experiments.sais.cpu), failed
+             as well when cpustat sampled too few intervals;
   inmem, inmem_pmu   one row per pm run: the in-memory study (experiments.sais.inmem).
 
 Run by the workflow: python -m experiments analyze sais.
@@ -55,6 +57,7 @@ from analysis.experiment import Figure, Inputs, Result
 from analysis.figures import no_data, plt, save_png
 from analysis.stats import paired_ratio_t, t_interval
 from corun.errors import ConfigError
+from experiments.sais import cpu as sais_cpu
 from experiments.sais import inmem as sais_inmem
 from experiments.sais import model as sais_model
 from experiments.sais import pmu
@@ -79,6 +82,7 @@ METRIC_BOUNDS = {
     "unhalted_cycles_per_s": (0.0, math.inf),
     "l2_miss_rate": (0.0, 1.0),
     "moved_share": (0.0, 1.0),
+    "cpu_busy_pct": (0.0, 100.0),
 }
 PMU_POINT = ("unhalted_cycles_per_s", "l2_miss_rate")  # points.csv: per policy and against irqbalance
 # sais_mark's counters (schedulers/irq_steering/bpf/sais_mark.bpf.c, sais_stats), as the run records them
@@ -116,6 +120,7 @@ def cpu_rows(run_dir: Path | None, run_id: str, log: rt.MissingLog) -> pd.DataFr
     pk = (df["softnet_processed_per_s"] * df["interval_s"]).groupby(df["cpu"]).sum()
     total = pk.sum()
     out["softnet_share"] = pk / total if total > 0 else np.nan
+    out["intervals"] = g["t_s"].nunique()
     out = out.reset_index()
     out.insert(0, "run_id", run_id)
     return out
@@ -495,6 +500,7 @@ def analyse(inputs: Inputs) -> Result:
     per_cpu = cpu_table(per_run, cpus)
     interval = float(sec.get("monitor_interval_s", 0.5))
     pmu_table = pmu.evidence(per_run, ["run_id", "policy", *KEY, "rep"], interval)
+    cpu_runs = sais_cpu.evidence(per_run, cpus, ["run_id", "policy", *KEY, "rep"], interval)
     inmem, inmem_pmu = sais_inmem.rows(jobs, inputs.run_dirs, sec, log)
     inmem_points = sais_inmem.summary(inmem)
     l2_why = pmu.l2_missing_reason(sec)
@@ -527,7 +533,7 @@ def analyse(inputs: Inputs) -> Result:
     marks = mark_table(per_run)
     outputs = {"points.csv": pts, "per_cpu.csv": per_cpu, "model.csv": model, "read_runs.csv": per_run,
                "sais_mark.csv": marks, "inmem.csv": inmem_points, "inmem_runs.csv": inmem,
-               "pmu_runs.csv": pmu_table}  # fmt: skip
+               "pmu_runs.csv": pmu_table, "cpu_runs.csv": cpu_runs}  # fmt: skip
     tables = [
         {"title": "Bandwidth and speed-up over irqbalance per point (for reading)", "csv": "points.csv"},
         {"title": "CPU utilisation, softirq and receive processing per CPU", "csv": "per_cpu.csv"},
@@ -548,6 +554,7 @@ def analyse(inputs: Inputs) -> Result:
             "runs": per_run,
             "speedups": speedup_rows(per_run),
             "pmu": pmu_table,
+            "cpu": cpu_runs,
             "inmem": inmem,
             "inmem_pmu": inmem_pmu,
         },  # fmt: skip

@@ -417,3 +417,28 @@ def test_fig12_point_is_eight_client_hosts_and_eight_servers(clients, hosts, n):
     row = judge("speedup_8_client_hosts_rfs", CLAIMS["speedup_8_client_hosts_rfs"], {"runs": pd.DataFrame(rows)}, PMU)
     assert row["n"] == n
     assert row["outcome"] == ("reproduced" if n else "not run in this profile")
+
+
+@pytest.mark.parametrize("busy, outcome", [(40.0, "reproduced"), (75.0, "contradicted")])
+def test_cpu_utilisation_claim_reads_the_client_cpus(busy, outcome):
+    """Fig. 9: irqbalance spends more CPU on data movement, so SAIs' utilisation is the lower."""
+    rows = []
+    for rep in range(8):
+        for policy, pct in (("irqbalance", 60.0), ("sais_mark", busy)):
+            rows.append({"run_id": f"{policy}{rep}", "policy": policy, "servers": 4, "client_links": 3,
+                         "client_hosts": 1, "transfer_size_bytes": 1048576, "clients": 1, "rep": rep,
+                         "cpu_busy_pct": pct * (1 + 0.01 * rep + 0.001 * rep * (policy == "sais_mark")),
+                         "failed": False, "failed_reason": ""})  # fmt: skip
+    cid = "cpu_utilisation_lower_3gbe_mark"
+    row = judge(cid, CLAIMS[cid], {"cpu": pd.DataFrame(rows)}, PMU)
+    assert row["outcome"] == outcome
+
+
+def test_a_run_too_short_for_its_cpu_utilisation_is_failed(tmp_path):
+    """The fixture's cpustat has one interval per CPU: too few for the figure, failed, naming it."""
+    make_runs(tmp_path, nics=True)
+    res, _, _ = analyse(tmp_path)
+    cpu = res.evidence["cpu"]
+    assert cpu["failed"].all() and cpu["cpustat_intervals"].eq(1).all()
+    assert "cpustat sampled 1 interval(s) over the run" in cpu["failed_reason"].iloc[0]
+    assert not res.evidence["runs"]["failed"].any()  # the bandwidth, which needs no monitor, stands
