@@ -204,6 +204,9 @@ def test_cores_taken_as_cmps_cannot_show_a_coherence_cost():
     assert trend(rising, unrecorded)["outcome"] == "not measurable here"
 
 
+EIGHT_REPS = [20.0, 24.0, 22.0, 21.0, 23.0, 20.5, 23.5, 22.0]  # enough pairs for the exact sign-flip test
+
+
 def io_rows(cc: list[float], io: dict[str, float], k: int = 8) -> pd.DataFrame:
     rows = []
     for w, d in io.items():
@@ -233,20 +236,20 @@ def test_far_below_needs_every_workload_not_the_largest_io_degradation():
     """The old rule compared the largest CC cost with the largest I/O degradation of any workload
     (22 % against 107 %: 'reproduced'); the claim is on every workload, and a workload whose I/O
     degradation is as small as the CC cost keeps it from being reproduced."""
-    table = io_rows([20.0, 24.0, 22.0], {"x264_simlarge": 107.1, "graph_s22_e16": 0.5})
+    table = io_rows(EIGHT_REPS, {"x264_simlarge": 107.1, "graph_s22_e16": 0.5})
     row = far_below(table)
     assert row["outcome"] == "contradicted" and "graph_s22_e16" in row["why"]
-    both = io_rows([20.0, 24.0, 22.0], {"x264_simlarge": 107.1, "x264_native": 151.2})
+    both = io_rows(EIGHT_REPS, {"x264_simlarge": 107.1, "x264_native": 151.2})
     assert far_below(both)["outcome"] == "reproduced"
 
 
 def test_far_below_is_judged_at_8_cmps_the_papers_8_c():
     """ "The maximum CC costs is about 33.7% ... during 8-C co-running": at k = 2 the graph
     workloads have not degraded yet (stable before 4-C), so a comparison there is not the paper's."""
-    at_2 = io_rows([20.0, 24.0, 22.0], {"x264_simlarge": 107.1, "graph_s22_e16": 0.5}, k=2)
+    at_2 = io_rows(EIGHT_REPS, {"x264_simlarge": 107.1, "graph_s22_e16": 0.5}, k=2)
     row = far_below(at_2)
-    assert row["outcome"] == "inconclusive" and row["n"] == 0
-    both = pd.concat([at_2, io_rows([20.0, 24.0, 22.0], {"x264_simlarge": 1500.0, "graph_s22_e16": 150.0})])
+    assert row["outcome"] in ("inconclusive", "not run in this profile") and row["n"] == 0
+    both = pd.concat([at_2, io_rows(EIGHT_REPS, {"x264_simlarge": 1500.0, "graph_s22_e16": 150.0})])
     assert far_below(both)["outcome"] == "reproduced"
     # 8 CMPs that are sockets: two sockets are not enough for the paper's point
     row = far_below(both, Machine({"cmps": 2, "sockets": 2, "pmu": True}, {}))
