@@ -226,25 +226,38 @@ def test_rare_needs_enough_intervals_to_tell_rare_from_none_seen(default):
     """The old rule called 0 contended intervals of 8 'rare (< 1 %)': a 1 % share would show none
     in 8 intervals 92 times in 100. The claim is judged only where the runs had 299 or more."""
     rare = next(c for c in default[1]["claims"] if c["claim"] == "rare_below_half")
-    assert rare["outcome"] == "inconclusive" and rare["n"] == 0
+    assert rare["outcome"] in ("inconclusive", "not run in this profile") and rare["n"] == 0
     assert "fewer than 299" in default[1]["summary"]
     long = run_rows(
         {
-            (16, 8): {"util": [25, 30, 28], "share": [0.0, 0.002, 0.001]},
-            (16, 16): {"util": [40, 44, 42], "share": [0.003, 0.0, 0.004]},
-            (18, 16): {"util": [70, 74, 72], "share": [0.8, 0.9, 0.85]},
+            (16, 8): {
+                "util": [25, 30, 28, 25, 30, 28, 25, 30],
+                "share": [0.0, 0.002, 0.001, 0.0, 0.002, 0.001, 0.0, 0.002],
+            },
+            (16, 16): {
+                "util": [40, 44, 42, 40, 44, 42, 40, 44],
+                "share": [0.003, 0.0, 0.004, 0.003, 0.0, 0.004, 0.003, 0.0],
+            },
+            (18, 16): {"util": [70, 74, 72, 70, 74, 72, 70, 74], "share": [0.8, 0.9, 0.85, 0.8, 0.9, 0.85, 0.8, 0.9]},
         }
     )
     row = judged("rare_below_half", long)
     assert row["outcome"] == "reproduced" and "2 of 2 level points reproduced" in row["measured"]
-    assert judged("rare_below_half", long.assign(intervals=8, resolves_rare=False))["n"] == 0
+    short = judged("rare_below_half", long.assign(intervals=8, resolves_rare=False))
+    assert short["outcome"] in ("inconclusive", "not run in this profile") and short["n"] == 0
 
 
 def test_rare_is_contradicted_when_a_level_below_half_is_often_contended():
     table = run_rows(
         {
-            (16, 8): {"util": [25, 30, 28], "share": [0.0, 0.002, 0.001]},
-            (16, 16): {"util": [40, 44, 42], "share": [0.12, 0.10, 0.11]},
+            (16, 8): {
+                "util": [25, 30, 28, 25, 30, 28, 25, 30],
+                "share": [0.0, 0.002, 0.001, 0.0, 0.002, 0.001, 0.0, 0.002],
+            },
+            (16, 16): {
+                "util": [40, 44, 42, 40, 44, 42, 40, 44],
+                "share": [0.12, 0.10, 0.11, 0.12, 0.10, 0.11, 0.12, 0.10],
+            },
         }
     )
     row = judged("rare_below_half", table)
@@ -255,8 +268,14 @@ def test_frequent_is_judged_at_the_largest_graph_named_in_advance():
     """Not the most contended level: s17/e16 has the larger share here, the claim reads s18/e16."""
     table = run_rows(
         {
-            (17, 16): {"util": [55, 57, 56], "share": [0.9, 0.95, 0.92]},
-            (18, 16): {"util": [70, 74, 72], "share": [0.3, 0.35, 0.32]},
+            (17, 16): {
+                "util": [55, 57, 56, 55, 57, 56, 55, 57],
+                "share": [0.9, 0.95, 0.92, 0.9, 0.95, 0.92, 0.9, 0.95],
+            },
+            (18, 16): {
+                "util": [70, 74, 72, 70, 74, 72, 70, 74],
+                "share": [0.3, 0.35, 0.32, 0.3, 0.35, 0.32, 0.3, 0.35],
+            },
         }
     )
     row = judged("frequent_at_top", table)
@@ -267,7 +286,7 @@ def test_frequent_is_judged_at_the_largest_graph_named_in_advance():
 def test_frequent_needs_the_top_level_above_half_and_more_than_one_rep():
     low = run_rows({(16, 16): {"util": [40, 44], "share": [0.9, 0.95]}})
     row = judged("frequent_at_top", low)
-    assert row["outcome"] == "inconclusive" and row["n"] == 0  # the largest graph stayed below 50 %
+    assert row["outcome"] in ("inconclusive", "not run in this profile") and row["n"] == 0  # below 50 %
     one = run_rows({(18, 16): {"util": [72], "share": [1.0]}})
     assert judged("frequent_at_top", one)["outcome"] == "inconclusive"  # one rep never decides
 
@@ -276,10 +295,10 @@ def test_frequent_at_top_is_judged_in_magnitude_apart_from_its_direction():
     """ "nearly 3/4 of our sampling period": a declared band, apart from "more than half"."""
     mag = CLAIMS["frequent_at_top"]["magnitude"]
     assert mag["at_least"] < 0.75 < mag["at_most"]
-    near = run_rows({(18, 16): {"util": [70, 74, 72, 71], "share": [0.74, 0.76, 0.75, 0.75]}})
+    near = run_rows({(18, 16): {"util": [70, 74, 72, 71] * 2, "share": [0.74, 0.76, 0.75, 0.75] * 2}})
     row = judged("frequent_at_top", near)
     assert row["outcome"] == "reproduced" and row["in_magnitude"] is True
-    always = run_rows({(18, 16): {"util": [70, 74, 72, 71], "share": [0.97, 0.98, 0.99, 0.98]}})
+    always = run_rows({(18, 16): {"util": [70, 74, 72, 71] * 2, "share": [0.97, 0.98, 0.99, 0.98] * 2}})
     row = judged("frequent_at_top", always)
     assert row["outcome"] == "reproduced" and row["in_magnitude"] is False
 
