@@ -33,16 +33,21 @@ def verdict(cid: str, table: pd.DataFrame, machine: Machine = TWO_CMPS) -> dict:
     return judge(cid, CLAIMS[cid], {"slowdown": table}, machine)
 
 
-RISING = {2.0: {2: [1.0, 1.01, 0.99]}, 4.0: {2: [1.02, 1.0, 1.03]}, 8.0: {2: [1.3, 1.35, 1.28]},
-          16.0: {2: [1.8, 1.9, 1.85]}, 32.0: {2: [2.6, 2.5, 2.7]}}  # fmt: skip
+def eight(*values: float) -> list[float]:
+    """Eight reps of the values given, in turn: enough pairs for the exact sign-flip test to decide."""
+    return [values[i % len(values)] for i in range(8)]
+
+
+RISING = {2.0: {2: eight(1.0, 1.01, 0.99)}, 4.0: {2: eight(1.02, 1.0, 1.03)}, 8.0: {2: eight(1.3, 1.35, 1.28)},
+          16.0: {2: eight(1.8, 1.9, 1.85)}, 32.0: {2: eight(2.6, 2.5, 2.7)}}  # fmt: skip
 
 
 def test_highest_group_without_degradation_is_decided_never_not_reproduced_without_a_value():
     """The old rule said "not reproduced" with no measured value when the highest-demand group was
     never marked degraded: the claim now has its interval at k = 2, whatever it shows."""
-    flat = {2.0: {2: [1.0, 1.0, 1.01]}, 32.0: {2: [1.01, 0.99, 1.0, 1.02]}}
+    flat = {2.0: {2: [1.0, 1.0, 1.01]}, 32.0: {2: eight(1.01, 0.99, 1.0, 1.02)}}
     row = verdict("highest_demand_degrades_at_2c", slowdown(flat))
-    assert row["outcome"] == "contradicted" and row["n"] == 4 and row["estimate"] == pytest.approx(1.005, abs=0.01)
+    assert row["outcome"] == "contradicted" and row["n"] == 8 and row["estimate"] == pytest.approx(1.005, abs=0.01)
     assert "at demand_target_mb_s 32" in row["why"]
     noisy = {2.0: {2: [1.0, 1.0]}, 32.0: {2: [1.0, 1.3, 1.1]}}
     row = verdict("highest_demand_degrades_at_2c", slowdown(noisy))
@@ -52,7 +57,7 @@ def test_highest_group_without_degradation_is_decided_never_not_reproduced_witho
 
 def test_degradation_rises_with_demand_on_the_reps():
     row = verdict("degradation_rises_with_demand", slowdown(RISING))
-    assert row["outcome"] == "reproduced" and row["n"] == 15
+    assert row["outcome"] == "reproduced" and row["n"] == 40
     # two groups, one rep each: no ranking of two points reaches the level
     few = {2.0: {2: [1.0]}, 14.0: {2: [1.5]}}
     row = verdict("degradation_rises_with_demand", slowdown(few))
@@ -75,13 +80,14 @@ def test_low_demand_not_degraded_is_an_equivalence_of_the_lowest_group_at_every_
     row = verdict("low_demand_not_degraded", slowdown(RISING))
     assert row["outcome"] == "reproduced" and "1 of 1 k points reproduced" in row["measured"]
     assert row["paper_value"] == "5.63 MB/s per CMP"  # shown beside, never a selector
-    degraded = {2.0: {2: [1.2, 1.22, 1.21]}, 4.0: {2: [1.0, 1.01, 1.0]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    degraded = {2.0: {2: eight(1.2, 1.22, 1.21)}, 4.0: {2: [1.0, 1.01, 1.0]}, 32.0: {2: [2.0, 2.1, 2.2]}}
     assert verdict("low_demand_not_degraded", slowdown(degraded))["outcome"] == "contradicted"
     # an interval that merely contains 1 shows nothing when it is wide
     wide = {2.0: {2: [0.9, 1.1, 1.0]}, 32.0: {2: [2.0, 2.1, 2.2]}}
     assert verdict("low_demand_not_degraded", slowdown(wide))["outcome"] == "inconclusive"
     # every k: flat at 2 CMPs but degraded at 4 is not "no degradation"
-    late = {2.0: {2: [1.0, 1.01, 0.99], 3: [1.0, 1.0, 1.01], 4: [1.3, 1.32, 1.31]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    late = {2.0: {2: eight(1.0, 1.01, 0.99), 3: eight(1.0, 1.0, 1.01), 4: eight(1.3, 1.32, 1.31)},
+            32.0: {2: [2.0, 2.1, 2.2]}}  # fmt: skip
     row = verdict("low_demand_not_degraded", slowdown(late), FOUR_CMPS)
     assert row["outcome"] == "contradicted" and "at k 4" in row["why"]
 
@@ -92,11 +98,11 @@ def test_low_demand_is_the_lowest_group_never_the_papers_device_specific_thresho
     reads the configuration's lowest demand, as the paper's 1.5 MB/s is the lowest of its range."""
     assert "where" not in CLAIMS["low_demand_not_degraded"]
     # no group below 5.63 MB/s: the lowest one is still read, and decides
-    high = {8.0: {2: [1.0, 1.0, 1.01]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    high = {8.0: {2: eight(1.0, 1.0, 1.01)}, 32.0: {2: [2.0, 2.1, 2.2]}}
     row = verdict("low_demand_not_degraded", slowdown(high))
-    assert row["outcome"] == "reproduced" and row["n"] == 3
+    assert row["outcome"] == "reproduced" and row["n"] == 8
     # a second group below 5.63 MB/s that degrades on this disk is not the claim's
-    two_low = {1.0: {2: [1.0, 1.01, 0.99]}, 4.0: {2: [1.3, 1.32, 1.31]}, 32.0: {2: [2.0, 2.1, 2.2]}}
+    two_low = {1.0: {2: eight(1.0, 1.01, 0.99)}, 4.0: {2: [1.3, 1.32, 1.31]}, 32.0: {2: [2.0, 2.1, 2.2]}}
     assert verdict("low_demand_not_degraded", slowdown(two_low))["outcome"] == "reproduced"
     one_cmp = Machine({"cmps": 1}, {})
     assert verdict("low_demand_not_degraded", slowdown(high), one_cmp)["outcome"] == "not measurable here"
