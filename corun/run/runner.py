@@ -32,6 +32,7 @@ from corun.errors import ConfigError
 from corun.machine import foreign_cpu
 from corun.machine import host as hostmod
 from corun.machine.recovery import recover_stale
+from corun.run import run_length
 from corun.run.executor import Executor
 from corun.run.plan import RunPlan, load_spec
 from corun.run.recorder import write_run
@@ -206,22 +207,26 @@ def run_spec_file(
     measured again, `attempts` times at most; the last is kept whatever its steal. So is a run
     during which processes that are neither its own nor corun's runner and monitors
     (corun.machine.foreign_cpu: the orchestrator, other users) took more than the foreign limit
-    (metadata.json machine_cpu: foreign_pct - corun_pct). The disturbed
+    (metadata.json machine_cpu: foreign_pct - corun_pct). A run whose jobs lasted less than the
+    spec's remeasure.min_measure_s (its monitors' metrics need that many intervals) is measured
+    again longer, its jobs repeated (corun.run.run_length.lengthen). The disturbed
     attempts stay in the run's folder, under remeasured/attempt-N/, and metadata.json says so
     (`remeasured`)."""
     spec = load_spec(spec_path)
     limit, attempts = remeasure_policy(spec, max_steal_pct, attempts)
     flimit = foreign_limit(spec, max_foreign_pct)
+    min_s = spec["remeasure"].get("min_measure_s")
     out = Path(out_dir)
     earlier: list[tuple[dict, Path]] = []
     for attempt in range(1, attempts + 1):
         res = Runner(spec, out, source=str(spec_path), attempt=attempt, **kw).run()
-        if limit is None and flimit is None:  # measured once: nothing to read back
+        if limit is None and flimit is None and min_s is None:  # measured once: nothing to read back
             break
         meta = json.loads((res / "metadata.json").read_text())
         cpu = meta.get("machine_cpu") or {}
         why = _disturbed(cpu, limit, flimit)
-        if not why or attempt == attempts:
+        short = run_length.too_short(spec, meta)
+        if not (why or short) or attempt == attempts:
             break
         aside = out.parent / f"{out.name}.remeasure-attempt-{attempt}"
         shutil.rmtree(aside, ignore_errors=True)
@@ -235,17 +240,20 @@ def run_spec_file(
                     "corun_pct": cpu.get("corun_pct"),
                     "duration_s": meta["duration_s"],
                     "run_id": meta["run_id"],
+                    **({"short": short} if short else {}),
                 },
                 aside,
             )
         )
+        if short:  # measured again longer: every job repeated enough to last min_measure_s
+            spec, copies = run_length.lengthen(spec, meta["duration_s"], min_s)
+            why.append(f"{short}: {copies} copies of each job")
         print(
-            f"corun: run {spec['name']}: {'; '.join(why)} while the jobs ran: "
-            f"measuring it again ({attempt + 1} of {attempts})",
+            f"corun: run {spec['name']}: {'; '.join(why)}: measuring it again ({attempt + 1} of {attempts})",
             file=sys.stderr,
             flush=True,
         )
-    if limit is not None or flimit is not None:
+    if limit is not None or flimit is not None or min_s is not None:
         kept = res / "remeasured"
         for rec, aside in earlier:
             kept.mkdir(exist_ok=True)
@@ -253,6 +261,7 @@ def run_spec_file(
         meta["remeasured"] = {
             "max_steal_pct": limit,
             "max_foreign_pct": flimit,
+            "min_measure_s": min_s,
             "attempts": attempts,
             "attempt": len(earlier) + 1,
             "earlier": [{**rec, "folder": f"remeasured/attempt-{rec['attempt']}"} for rec, _ in earlier],

@@ -16,7 +16,9 @@ Definitions (per run; its intervals are monitor rows with 0 < t_s <= duration_s)
   major faults/s      mean of cg_pgmajfault_per_s with a cap, else of pgmajfault_per_s.
   failed run          a job that did not exit 0 with self-check 'ok' (a graph job killed under the
                       cap takes its memory with it), no memory utilization or no contention share
-                      (the reason named), or a run on an emulated disk that failed its calibration.
+                      (the reason named), a run shorter than MIN_INTERVALS monitor intervals
+                      (analysis.run_length), or a run on an emulated disk that failed its
+                      calibration.
   level               (scale, edge factor, k): graph_edges = edgefactor x 2^scale, its designed
                       size; below_half: the level's mean memory utilization over its runs is below
                       the paper's onset (50 %, of the cap with one); resolves_rare: its runs
@@ -43,12 +45,16 @@ import pandas as pd
 
 from analysis import runtables as rt
 from analysis.common import AnalysisInputError, fmt_num
+from analysis.run_length import short_run_reason
 
 SOURCE = "experiments.implicit_io.metrics"
 DEFAULT_CRITERION = "psi_io_some_pct>=10"
 RARE = 0.01  # the null of the claim "rare below half" (claims.yaml)
 RARE_TRIALS = math.ceil(math.log(0.05) / math.log(1 - RARE))  # 299 intervals
 LEVEL = ["scale", "edgefactor", "k"]
+# a share of the run's intervals, a mean utilization over them: from fewer than 3 a share is 0,
+# 1/2 or 1, no measurement (analysis.run_length; the plan sizes runs to implicit_io.min_intervals)
+MIN_INTERVALS = 3
 
 # criterion metric -> (tidy table, column, PSI resource or None)
 CRITERIA = {
@@ -218,7 +224,9 @@ def per_run(jobs, runs, run_dirs, criterion: Criterion, onset_pct: float, disk_f
         mem = memory_values(run, run_dirs.get(rid), log)
         n, hit, why = contention_values(run, run_dirs.get(rid), criterion, log)
         js = jobs[jobs["run_id"].astype(str) == rid]
-        storage = js["result_storage_bytes"] if "result_storage_bytes" in js else pd.Series(dtype=float)
+        first = js[pd.to_numeric(js["copy"], errors="coerce").fillna(0) == 0] if "copy" in js else js
+        # at once: a slot's copies run one after another (corun.run.run_length), the first counts
+        storage = first["result_storage_bytes"] if "result_storage_bytes" in first else pd.Series(dtype=float)
         storage_run = float(storage.sum()) if storage.notna().any() else math.nan
         if not js.empty and not storage.notna().any():
             log.add("storage of the file-backed arrays", "its program reports none (Graph500)", SOURCE, rid)
@@ -230,6 +238,8 @@ def per_run(jobs, runs, run_dirs, criterion: Criterion, onset_pct: float, disk_f
         problems += [f"no memory utilization: {mem['reason']}"] if mem["reason"] else []
         problems += [f"no contention share: {why}"] if why else []
         problems += [disk_failed[rid]] if rid in disk_failed else []
+        short = short_run_reason(run, MIN_INTERVALS)
+        problems += [short] if short else []
         b = pooled.setdefault(key, {"util": [], "majflt": [], "n": 0, "hit": 0, "basis": set()})
         b["util"].append(mem["util"])
         b["majflt"].append(mem["majflt"])

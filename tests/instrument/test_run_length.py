@@ -1,0 +1,74 @@
+"""corun.run.run_length: runs sized in time. The copies a level needs, the jobs repeated in each
+slot, and the runner measuring a run that came out shorter than its spec's min_measure_s again,
+longer (the short attempt kept and said)."""
+
+import json
+
+import pytest
+import yaml
+
+from corun.errors import CorunError
+from corun.run import run_length as rl
+from corun.run import runner
+
+
+@pytest.mark.parametrize(
+    "job_s, min_s, slots, copies",
+    [
+        (0.7, 10.0, 2, 15),  # a fresh machine's 0.7 s Graph500 level: 15 after another, 10.5 s
+        (12.0, 10.0, 2, 1),  # already long enough: as it was
+        (0.01, 10.0, 2, 32),  # at most 64 jobs a run: 32 copies of 2 slots
+        (2.0, 0.0, 2, 1),  # no minimum
+        (float("nan"), 10.0, 4, 16),  # no time measured: the most
+    ],
+)
+def test_copies_for_a_minimum_length(job_s, min_s, slots, copies):
+    assert rl.copies_for(job_s, min_s, slots) == copies
+
+
+def test_repeat_jobs_keeps_each_slots_pin_and_names_the_copies():
+    jobs = [{"name": "g-s0", "cmd": ["x"], "cmp": 0, "labels": {"slot": 0}}, {"name": "g-s1", "cmd": ["x"], "cmp": 1}]
+    out = rl.repeat_jobs(jobs, 3)
+    assert [j["name"] for j in out] == ["g-s0", "g-s1", "g-s0-c1", "g-s1-c1", "g-s0-c2", "g-s1-c2"]
+    assert [j["cmp"] for j in out] == [0, 1] * 3 and [j["labels"]["copy"] for j in out] == [0, 0, 1, 1, 2, 2]
+    assert out[2]["labels"]["slot"] == 0 and "copy" not in jobs[0]["labels"]  # the input untouched
+
+
+def test_lengthen_scales_the_copies_by_what_was_missing():
+    spec = {"name": "r", "labels": {"copies": 2}, "jobs": rl.repeat_jobs([{"name": "a", "cmd": ["x"]}], 2)}
+    longer, copies = rl.lengthen(spec, measured_s=2.5, min_s=10.0)
+    assert copies == 8 and len(longer["jobs"]) == 8 and longer["labels"]["copies"] == 8
+    assert rl.too_short({"remeasure": {"min_measure_s": 10}}, {"duration_s": 2.5}).startswith("its jobs ran 2.50 s")
+    assert rl.too_short({"remeasure": {"min_measure_s": 10}}, {"duration_s": 12.0}) == ""
+    assert rl.too_short({"remeasure": {}}, {"duration_s": 0.1}) == ""
+
+
+def test_timing_a_job_that_fails_is_one_line():
+    assert rl.time_job(["/bin/true"]) >= 0
+    with pytest.raises(CorunError) as err:
+        rl.time_job(["/bin/sh", "-c", "echo broken >&2; exit 3"])
+    assert "exit 3: broken" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.root
+def test_a_run_shorter_than_its_minimum_is_measured_again_longer(disk_tmp):
+    spec = {
+        "name": "short",
+        "remeasure": {"min_measure_s": 0.6, "attempts": 3},
+        "jobs": [{"name": "j", "cmd": ["/bin/sleep", "0.2"]}],
+        "device": {"path": str(disk_tmp)},
+        "monitors": {"enabled": []},
+    }
+    path = disk_tmp / "s.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = runner.run_spec_file(path, disk_tmp / "run", progress=False)
+    meta = json.loads((out / "metadata.json").read_text())
+    rm = meta["remeasured"]
+    assert rm["min_measure_s"] == 0.6 and rm["attempt"] >= 2
+    first = rm["earlier"][0]
+    assert first["duration_s"] < 0.6 and "shorter than the 0.6 s" in first["short"]
+    assert meta["duration_s"] >= 0.6 or rm["attempt"] == 3
+    names = [j["name"] for j in meta["spec"]["jobs"]]
+    assert names[:2] == ["j", "j-c1"] and meta["labels"]["copies"] == len(names) >= 3
+    kept = json.loads((out / first["folder"] / "metadata.json").read_text())
+    assert len(kept["spec"]["jobs"]) == 1
