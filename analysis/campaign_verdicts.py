@@ -4,7 +4,8 @@ A campaign is a results folder (results/local), an extracted archive, or an arch
 (.tar.gz, .zip: corun archive); its claims are those of every `<experiment>/analysis/section.json`
 in it (the report's sections; a look's section under looks/ is not the campaign's).
 
-  corun verdicts show CAMPAIGN [...]   claims per outcome per paper, per campaign
+  corun verdicts show CAMPAIGN [...]   claims per outcome per paper, per campaign (headline
+                                       results first, then each kind, magnitude apart)
   corun verdicts diff CAMPAIGN ...     every claim whose outcome differs between the campaigns,
                                        then how stable they were: claims that flipped between
                                        reproduced and contradicted, and claims that moved between
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from analysis.campaign_chance import chance_text
 from analysis.common import fmt_num
+from analysis.report_verdicts import KINDS, NO_KIND, kind_of, tally
 from analysis.verdicts import DECIDED, OUTCOMES
 from corun.errors import ConfigError
 from corun.results.archive import SUFFIXES, read_archive
@@ -96,13 +98,31 @@ def diff(campaigns: list[dict[tuple[str, str], dict]]) -> dict:
     return {"claims": len(keys), "changed": changed, "flips": flips, "moves": moves}
 
 
+def _kind_text(rows: list[dict]) -> str:
+    """Outcomes of ROWS, reproduced in direction with its magnitudes apart."""
+    n = tally(rows)
+    parts = []
+    for col, k in n.items():
+        if k and col != "claims":
+            parts.append(f"{col} {k}")
+    return ", ".join(parts)
+
+
 def show_text(names: list[str], campaigns: list[dict]) -> str:
+    """Claims per outcome per paper; where the claims have kinds, the headline results first, then
+    the other kinds, each with reproduced in direction and its magnitudes apart."""
     lines = []
     for name, c in zip(names, campaigns):
         lines.append(f"{name}: {len(c)} claims")
         for paper, n in counts(c).items():
             parts = ", ".join(f"{o} {k}" for o, k in n.items() if k)
             lines.append(f"  paper {paper}: {parts}")
+            rows = [r for r in c.values() if r["paper"] == paper]
+            if any(r.get("kind") for r in rows):
+                for kind in [*KINDS, NO_KIND]:
+                    mine = [r for r in rows if kind_of(r) == kind]
+                    if mine:
+                        lines.append(f"    {kind} ({len(mine)}): {_kind_text(mine)}")
     return "\n".join(lines) + "\n"
 
 

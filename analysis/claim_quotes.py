@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+from corun import config as corun_config
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS_TEXT = REPO.parent / "shared" / "papers"
@@ -163,8 +166,6 @@ def claims_files(experiments_dir: Path = REPO / "experiments") -> list[Path]:
 
 def check_all(experiments_dir: Path = REPO / "experiments", papers_dir: Path = PAPERS_TEXT) -> tuple[list, list]:
     """(misses, experiments whose paper has no text in papers_dir)."""
-    from corun import config as corun_config
-
     misses, untexted = [], []
     for path in claims_files(experiments_dir):
         doc = corun_config.read_document(path) or {}
@@ -178,8 +179,6 @@ def check_all(experiments_dir: Path = REPO / "experiments", papers_dir: Path = P
 
 def main(argv: list[str] | None = None) -> int:
     """python -m analysis.claim_quotes [PAPERS_DIR]: every quote not found, with its nearest passage."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     papers = Path(args[0]) if args else PAPERS_TEXT
     if not papers.is_dir():

@@ -25,8 +25,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.claims import POINT_KEYWORDS
+from analysis.claims import POINT_KEYWORDS, load_claims
+from analysis.common import AnalysisInputError
 from analysis.verdict_rows import CONTRADICTED, Looks, Machine
+from analysis.verdicts import judge
+
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 
 OTHER = "__other__"  # a side's value of a column only the other side selects
 REPS = 10  # repetitions of the built evidence (at least the claim's min_reps)
@@ -216,8 +220,6 @@ def reach(cid: str, claim: dict, bounds: dict | None = None) -> Reach:
 
 
 def _reach(cid: str, claim: dict, bounds: dict | None) -> Reach:
-    from analysis.verdicts import judge
-
     if claim["effect"] == "machine":
         return Reach(cid, False, False, 0, "a machine-specific value: compared with the paper's, never judged")
     lo, hi = bounds_for(claim, bounds or {})
@@ -268,16 +270,12 @@ def reach_all(experiment: str, claims: dict) -> list[Reach]:
 def check_all(experiments_dir: Path | None = None) -> tuple[list[tuple[str, Reach]], list[str]]:
     """(experiment, Reach) of every judged claim that no evidence contradicts, and the claims
     files that do not load (one line each)."""
-    from analysis.claims import load_claims
-    from analysis.common import AnalysisInputError
-    from experiments import EXPERIMENTS_DIR, PAPERS_DIR
-
     root = Path(experiments_dir or EXPERIMENTS_DIR)
     stuck, broken = [], []
     for path in sorted(root.glob("*/claims.yaml")):
         name = path.parent.name
         try:
-            cs = load_claims(path, name, PAPERS_DIR, shown=f"experiments/{name}/claims.yaml")
+            cs = load_claims(path, name, root / "_papers", shown=f"experiments/{name}/claims.yaml")
         except AnalysisInputError as exc:
             broken.append(str(exc))
             continue

@@ -91,3 +91,19 @@ def test_bad_campaigns_are_one_line(tmp_path, repo_root):
         text=True,
     )
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "CAMPAIGN" in res.stderr
+
+
+def test_show_puts_headline_results_first_with_magnitude_apart(tmp_path):
+    rows = [
+        {**row("h1", "reproduced", 0.8), "kind": "headline", "magnitude": "in magnitude"},
+        {**row("h2", "reproduced", 0.9), "kind": "headline", "magnitude": "not in magnitude"},
+        {**row("h3", "not run in this profile"), "kind": "headline"},
+        {**row("p1", "reproduced", 0.7), "kind": "premise"},
+    ]
+    text = cv.show_text(["a"], [cv.load(campaign(tmp_path / "a", {"mpl_sweep": rows}))])
+    lines = text.splitlines()
+    assert lines[1] == "  paper 001: reproduced 3, not run in this profile 1"
+    assert lines[2] == (
+        "    headline (3): reproduced in direction 2, in magnitude 1, not in magnitude 1, not run in this profile 1"
+    )
+    assert lines[3] == "    premise (1): reproduced in direction 1"
