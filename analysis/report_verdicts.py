@@ -20,9 +20,9 @@ NOT_RUN = "not run in this profile"
 OUTCOMES = {
     "reproduced": (
         "ok",
-        "reproduced in direction: the interval of the paired effect, at the look's level, excludes the null "
-        "on the paper's side (a trend: the one-sided permutation test in the paper's direction; a no-change "
-        "claim: the interval inside its margin)",
+        "the interval of the paired effect, at the look's level, excludes the null on the paper's side "
+        "(a trend: the one-sided permutation test in the paper's direction; a no-change claim: the "
+        "interval inside its margin)",
     ),
     "contradicted": (
         "bad",
