@@ -94,7 +94,7 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     section = json.loads((out / "sensitivity_ranking" / "analysis" / "section.json").read_text())
     assert {r["claim"] for r in section["claims"]} == {
         "degradation_rises_with_demand", "onset_falls_with_demand", "low_demand_not_degraded",
-        "highest_demand_degrades_at_2c"}  # fmt: skip
+        "highest_demand_degrades_at_2c", "compute_only_not_degraded"}  # fmt: skip
     dio = json.loads((out / "dynamic_io" / "analysis" / "section.json").read_text())
     assert {"d_explicit_throughput", "m_throughput"} <= {r["claim"] for r in dio["claims"]}  # section 4, judged
     campaign = json.loads((out / "dynamic_io" / "specs" / "campaign.json").read_text())["order"]

@@ -37,7 +37,11 @@ JOB_TEXT = m.JOB_TEXT
 RUN_TEXT = m.RUN_TEXT
 # the ranges the metrics' definitions give them (analysis.claim_reach): a slowdown is a ratio of
 # runtimes, an achieved demand a rate
-METRIC_BOUNDS = {"io_slowdown_ratio": (0.0, math.inf), "demand_per_cmp_mb_s": (0.0, math.inf)}
+METRIC_BOUNDS = {
+    "io_slowdown_ratio": (0.0, math.inf),
+    "slowdown_ratio": (0.0, math.inf),
+    "demand_per_cmp_mb_s": (0.0, math.inf),
+}
 
 
 def throttle(runs: pd.DataFrame) -> tuple[float | None, str | None]:
@@ -189,6 +193,7 @@ def analyse(inputs: Inputs) -> Result:
     thr = m.threshold(table, tol_pct, cap_bps)
     by_run = m.per_run(jobs, runs)
     slowdown = m.slowdown(by_run, table, float(values["no_degradation_below_mb_s"]["value"]))
+    control = m.control_slowdown(by_run, table)
     summary, notes = summary_and_notes(table, thr, by_run, inputs)
     if cap_note:
         notes.append(cap_note)
@@ -208,7 +213,7 @@ def analyse(inputs: Inputs) -> Result:
     threshold_json = {**thr, "onset_k": {str(g): k for g, k in thr["onset_k"].items()}}
     return Result(
         summary=summary,
-        evidence={"slowdown": slowdown},
+        evidence={"slowdown": slowdown, "control": control},
         levels={"below_paper_threshold": {True, False}},
         outputs={
             "degradation.csv": table,

@@ -47,6 +47,11 @@ The claims' evidence (table slowdown, one row per run of a demand group at k > 1
                           costs beyond the compute-only jobs), else slowdown_ratio.
   below_paper_threshold   the group's demand lies below the paper's no-degradation demand
                           (descriptive: a property of the paper's disk, no claim selects by it).
+
+The premise's evidence (table control, one row per run of the compute-only control at k > 1)
+  slowdown_ratio          the control run's mean runtime over that of its k = 1 run of the same
+                          rep: what stacking costs jobs without I/O, which the paper's
+                          confinement makes nothing. Empty without a control group.
 """
 
 from __future__ import annotations
@@ -130,6 +135,7 @@ SLOWDOWN_COLUMNS = [
     "failed_reason",
     "reason",
 ]
+CONTROL_COLUMNS = ["run_id", "group", "k", "rep", "slowdown_ratio", "failed", "failed_reason", "reason"]
 
 
 # ----------------------------------------------------------------------------- input
@@ -469,3 +475,15 @@ def slowdown(by_run: pd.DataFrame, table: pd.DataFrame, paper_threshold_mb_s: fl
     out["failed"] = out["failed"].astype(bool)
     out["below_paper_threshold"] = out["below_paper_threshold"].astype(bool)
     return out
+
+
+def control_slowdown(by_run: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Per run of the compute-only control at k > 1: its slowdown over the k = 1 run of its rep
+    (module doc: the premise's evidence); empty without a control group."""
+    control = control_group(table)
+    if control is None or by_run.empty:
+        return pd.DataFrame(columns=CONTROL_COLUMNS).astype({"failed": bool})
+    ratios = rt.ratio_to_k1(by_run[by_run["group"] == control], ["group"], {"mean_runtime_s": "slowdown_ratio"})
+    out = ratios.reindex(columns=CONTROL_COLUMNS)
+    out["failed"] = out["failed"].astype(bool)
+    return out.reset_index(drop=True)

@@ -8,6 +8,7 @@ import pytest
 from analysis.claims import load_claims
 from analysis.verdicts import Machine, judge
 from experiments import PAPERS_DIR
+from experiments.sensitivity_ranking import metrics
 
 FOLDER = Path(__file__).resolve().parents[1]
 CLAIMS = load_claims(FOLDER / "claims.yaml", "sensitivity_ranking", PAPERS_DIR).claims
@@ -30,7 +31,8 @@ def slowdown(groups: dict[float, dict[int, list[float]]], failed: dict | None = 
 
 
 def verdict(cid: str, table: pd.DataFrame, machine: Machine = TWO_CMPS) -> dict:
-    return judge(cid, CLAIMS[cid], {"slowdown": table}, machine)
+    no_control = pd.DataFrame(columns=metrics.CONTROL_COLUMNS)
+    return judge(cid, CLAIMS[cid], {"slowdown": table, "control": no_control}, machine)
 
 
 def eight(*values: float) -> list[float]:
@@ -114,6 +116,44 @@ def test_a_failed_run_fails_the_claims_that_read_it():
         row = verdict(cid, table)
         assert row["outcome"] == "failed" and "g4-k2-r1" in row["runs"]
     assert verdict("low_demand_not_degraded", table)["outcome"] == "reproduced"  # reads group 0
+
+
+def control_rows(per_k: dict[int, list[float]], failed: dict | None = None) -> pd.DataFrame:
+    """The control table: {k: per-rep slowdown of the compute-only control}."""
+    rows = []
+    for k, values in per_k.items():
+        for rep, v in enumerate(values):
+            rid = f"g0-k{k}-r{rep}"
+            bad = (failed or {}).get(rid, "")
+            rows.append({"run_id": rid, "group": 0, "k": k, "rep": rep, "slowdown_ratio": v,
+                         "failed": bool(bad), "failed_reason": bad, "reason": ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def premise(table: pd.DataFrame, machine: Machine = TWO_CMPS) -> dict:
+    return judge("compute_only_not_degraded", CLAIMS["compute_only_not_degraded"], {"control": table}, machine)
+
+
+def test_the_confinement_premise_is_the_control_without_degradation_at_every_k():
+    """The paper builds on stacking costing nothing but I/O ("confinement"); the compute-only
+    control shows whether this machine does: a premise, counted apart from the findings."""
+    assert CLAIMS["compute_only_not_degraded"]["kind"] == "premise"
+    row = premise(control_rows({2: eight(1.0, 1.01, 0.99, 1.0)}))
+    assert row["outcome"] == "reproduced" and "1 of 1 k points reproduced" in row["measured"]
+    # the 2-CPU development VM: the control's own slowdown from 0.75x to 1.06x
+    row = premise(control_rows({2: eight(1.3, 1.32, 1.29, 1.31)}))
+    assert row["outcome"] == "contradicted"
+    row = premise(control_rows({2: [0.75, 1.06, 0.9]}))
+    assert row["outcome"] == "inconclusive"
+    row = premise(control_rows({2: eight(1.0, 1.01, 0.99)}, failed={"g0-k2-r1": "1 of 2 jobs failed"}))
+    assert row["outcome"] == "failed" and row["runs"] == ["g0-k2-r1"]
+    assert premise(control_rows({2: eight(1.0)}), Machine({"cmps": 1}, {}))["outcome"] == "not measurable here"
+    # every k: flat at 2 CMPs, degraded at 4
+    row = premise(control_rows({2: eight(1.0, 1.01, 0.99), 4: eight(1.2, 1.21, 1.19)}), FOUR_CMPS)
+    assert row["outcome"] == "contradicted" and "at k 4" in row["why"]
+    # no control group in the configuration: nothing to judge
+    row = premise(control_rows({}).reindex(columns=metrics.CONTROL_COLUMNS))
+    assert row["outcome"] in ("inconclusive", "not run in this profile") and row["n"] == 0
 
 
 def test_one_cmp_is_not_enough():
