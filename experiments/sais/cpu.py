@@ -5,7 +5,8 @@
 
 The `cpu` evidence table holds one row per read run; a run whose cpustat ran fewer than
 MIN_INTERVALS intervals on some CPU is too short for the figure: failed with that reason, never
-pooled (measure it longer: sais.file_mib, sais.read_repetitions).
+pooled. The plan sizes read runs to last sais.min_read_intervals intervals at the link cap
+(experiments.sais.experiment.read_repetitions), so this catches a run that still came out short.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ application, the model's P and M for eqs. 1-9.
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -107,6 +108,22 @@ def pm_names(sec: dict) -> list[str]:
 
 def file_bytes(sec: dict) -> int:
     return sec["file_mib"] << 20
+
+
+def link_cap_bytes_s(sec: dict, p: dict) -> float:
+    """The run's read bandwidth bound: the client hosts' links or the servers' (one link each)."""
+    return min(p["client_hosts"] * p["client_links"], p["servers"]) * sec["link_rate_mbit"] * 1e6 / 8
+
+
+def read_repetitions(sec: dict, p: dict) -> int:
+    """Reads of the whole file per client in run `p`: sais.read_repetitions, more where that many
+    reads at the link cap (every client of every host reading at once) last less than
+    min_read_intervals x monitor_interval_s, so that the run's monitors have the intervals its
+    figures need on a fast machine too (the links are shaped to the cap on the netns cluster)."""
+    reps = sec["read_repetitions"]
+    need_s = sec["min_read_intervals"] * sec["monitor_interval_s"]
+    one_s = file_bytes(sec) * p["clients"] * p["client_hosts"] / link_cap_bytes_s(sec, p)
+    return max(reps, math.ceil(need_s / one_s)) if need_s > 0 and one_s > 0 else reps
 
 
 def pfs_args(sec: dict, data_dir: Path, servers: int, host: int = 0) -> list[str]:
@@ -216,12 +233,12 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) 
     def read(host: int) -> list[str]:
         if program is not None:  # IOR's -i repetitions of one whole-file read, one task
             opts = ["-a", "POSIX", "-t", str(p["transfer_size_bytes"]), "-b", str(file_bytes(sec)), "-s", "1"]
-            opts += ["-r", "-k", "-i", str(sec["read_repetitions"])]
+            opts += ["-r", "-k", "-i", str(read_repetitions(sec, p))]
             return ior_cmd(sec, data_dir, p["servers"], program, opts, host)
         reads = {
             "--transfer-size": p["transfer_size_bytes"],
             "--compute-passes": sec["compute_passes"],
-            "--repetitions": sec["read_repetitions"],
+            "--repetitions": read_repetitions(sec, p),
         }
         pfs = pfs_args(sec, data_dir, p["servers"], host)
         return [pfs_read(), *pfs, "--block-size", str(file_bytes(sec)), "--read", *cli_options(reads)]
@@ -242,6 +259,7 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, only_host: int | None = None) 
         "clients": p["clients"],
         "client_hosts": hosts,
         "rep": p["rep"],
+        "read_repetitions": read_repetitions(sec, p),
         **reader,
     }
     jobs = [
@@ -425,14 +443,13 @@ class Sais(Experiment):
 
     def estimate(self, cfg: dict) -> dict:
         sec = section(cfg)
-        rate = sec["link_rate_mbit"] * 1e6 / 8  # one link, bytes/s
         reads, read_s = 0, 0.0
         for s, ln, h in groups(sec):
             pts = points(sec, s, ln, h)
             reads += len(pts)
             for p in pts:  # every client reads the whole file; the clients' links or the servers' cap it
-                cap = min(h * ln, s) * rate
-                read_s += RUN_OVERHEAD_S + file_bytes(sec) * sec["read_repetitions"] * p["clients"] * h / cap
+                cap = link_cap_bytes_s(sec, p)
+                read_s += RUN_OVERHEAD_S + file_bytes(sec) * read_repetitions(sec, p) * p["clients"] * h / cap
         pm = len(pm_names(sec))
         seconds = len(groups(sec)) * PFS_SETUP_S + read_s + pm * (RUN_OVERHEAD_S + sec["pm"]["duration_s"])
         return {"runs": reads + pm, "seconds": seconds, "k_dropped": []}

@@ -12,9 +12,10 @@ tidy table (<run_dir>/tidy/perf.csv; perf stat -a, one row per event and interva
 
 A run whose counters ran for fewer than MIN_PERF_INTERVALS intervals is too short for its PMU
 figures: its row in the `pmu` table is failed with that reason (never pooled), so the run is
-measured again longer (sais.file_mib, sais.read_repetitions; sais.pm.duration_s for the
-in-memory runs). A machine without the counters has no rows: the figures are missing, with perf's
-reason, and the claims that need a PMU are not measurable there before any run.
+measured again longer (the plan sizes read runs to sais.min_read_intervals at the link cap;
+sais.pm.duration_s sizes the in-memory runs). A machine without the counters has no rows: the
+figures are missing, with perf's reason, and the claims that need a PMU are not measurable there
+before any run.
 """
 
 from __future__ import annotations

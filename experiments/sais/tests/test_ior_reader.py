@@ -33,7 +33,8 @@ def test_ior_reads_without_a_compute_step_and_records_its_pin(tmp_path, upstream
     assert cmd[:4] == ["ip", "netns", "exec", "sais-n1"] and cmd[4].endswith("scripts/ior-job")
     assert cmd[cmd.index("--ior") + 1] == exe and cmd[cmd.index("--tasks") + 1] == "1"
     ior = cmd[cmd.index("--") + 1 :]
-    reps = str(cfg_with({})["sais"]["read_repetitions"])
+    reps = str(spec["labels"]["read_repetitions"])
+    assert reps == "15"  # 8 MiB at the 1 GbE cap: 0.067 s a read; 15 of them last two intervals of 0.5 s
     assert ior == ["-a", "POSIX", "-t", "131072", "-b", str(8 << 20), "-s", "1", "-r", "-k", "-i", reps,
                    "-o", "/corun-pfs/sais.dat"]  # fmt: skip
     labels = spec["labels"]
