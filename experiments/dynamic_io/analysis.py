@@ -14,8 +14,7 @@ Evidence (one row per measured unit, paired by rep)
   per_job    one row per job of a campaign run: its runtime, by job index (Figs. 23-24).
   overhead   the overhead runs' makespans beside the baseline's, per TIMESLICE (Sec. 3.5);
   gain       per workload and rep, its sensitivity under Linux and the scheduler's speed-up
-             (Sec. 4.4); latency: waiting and serving time in long form (Figs. 18-19, 21-22).
-             The three are formed in experiments.dynamic_io.evidence.
+             (Sec. 4.4). Both are formed in experiments.dynamic_io.evidence.
 Alone runs (T_alone) run under the baseline variant but never enter these tables.
 
 paper_role says which runs stand for the paper's two schedulers: `dynamic` for the runs of
@@ -51,6 +50,8 @@ RUN_TEXT = ["run_kind", "workload", "variant", "device", "metadata_path", "run_d
 TABLE3 = [f"w{i:02d}" for i in range(1, 16)]
 FIG_IMPROVEMENT = "fig16_17_20_improvement.png"
 FIG_SUSPENDED = "suspended_jobs.png"
+# the range each metric's definition gives it (analysis.claim_reach builds its evidence inside it)
+METRIC_BOUNDS = {"jain_fairness": (0.0, 1.0)}
 
 
 def roles(inputs: Inputs, runs: pd.DataFrame) -> tuple[str, str | None, list[str]]:
@@ -71,7 +72,6 @@ def levels(inputs: Inputs, by_run: pd.DataFrame, variants: list[str]) -> dict[st
     return {
         "paper_role": set(mx.ROLES),
         "arm": set(ev.ARMS),
-        "part": set(ev.PARTS),
         "workload": set(TABLE3) | set(sec.get("table3") or ()) | set(by_run["workload"].astype(str)),
         "variant": set(variants),
     }
@@ -180,7 +180,6 @@ def analyse(inputs: Inputs) -> Result:
     pj = mx.per_job(jobs, by_run)
     overhead = ev.overhead_table(jobs, runs, by_run, dirs, log)
     gain = ev.gain_table(by_run, slowdown)
-    latency = ev.latency_table(by_run)
     means = mx.per_job_means(pj)
     improvement = mx.improvement_table(by_run, baseline)
     workloads = sorted(by_run["workload"].dropna().astype(str).unique())
@@ -318,8 +317,7 @@ def analyse(inputs: Inputs) -> Result:
             "per_job": pj,
             "overhead": overhead,
             "gain": gain,
-            "latency": latency,
-        },  # fmt: skip
+        },
         levels=levels(inputs, by_run, variants),
         outputs=outputs,
         tables=tables,

@@ -1,6 +1,6 @@
 """The dynamic_io evidence beyond one run's metrics (experiments.dynamic_io.metrics): the overhead
-runs against their baseline, the gain of each workload against its sensitivity, and the waiting
-and serving time side by side. No verdicts; the claims read these tables (claims.yaml).
+runs against their baseline and the gain of each workload against its sensitivity. No verdicts;
+the claims read these tables (claims.yaml).
 
 Evidence
   overhead  Sec. 3.5. One row per overhead run (arm `observer`: dynamic_io sampling every job
@@ -14,9 +14,6 @@ Evidence
             runtime_speedup, Linux's average runtime over the dynamic scheduler's in that rep
             (above 1: the scheduler gains). The sensitivity is the workload's, not the rep's, so a
             slow Linux run of one rep does not raise both of its own coordinates.
-  latency   Figs. 18-19 and 21-22. The runs' waiting and serving time in long form, one row per
-            run and part (`wait`, `svc`): latency_ms, so a claim compares the scheduler's effect on
-            one part with its effect on the other (a ratio of ratios across `part`).
 """
 
 from __future__ import annotations
@@ -31,13 +28,10 @@ from experiments.dynamic_io import metrics as mx
 from experiments.dynamic_io.plan import OVERHEAD_VARIANT
 
 ARMS = ("observer", "linux")
-PARTS = ("wait", "svc")
 OVERHEAD_COLUMNS = ["run_id", "workload", "arm", "variant", "timeslice_s", "rep", "t_workload_s", "quanta",
                     "suspends", "daemon_cpu_pct", "failed", "failed_reason"]  # fmt: skip
 GAIN_COLUMNS = ["run_id", "base_run_id", "workload", "rep", "io_sensitivity", "runtime_speedup", "failed",
                 "failed_reason"]  # fmt: skip
-LATENCY_COLUMNS = ["run_id", "workload", "variant", "paper_role", "rep", "part", "latency_ms", "failed",
-                   "failed_reason"]  # fmt: skip
 
 
 def overhead_table(jobs: pd.DataFrame, runs: pd.DataFrame, by_run: pd.DataFrame, dirs: dict, log) -> pd.DataFrame:
@@ -122,22 +116,6 @@ def gain_table(by_run: pd.DataFrame, slowdown: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=GAIN_COLUMNS)
-
-
-def latency_table(by_run: pd.DataFrame) -> pd.DataFrame:
-    """The runs' waiting and serving time, one row per run and part."""
-    keep = ["run_id", "workload", "variant", "paper_role", "rep", "failed", "failed_reason"]
-    parts = []
-    for part in PARTS:
-        t = by_run[keep].copy()
-        t["part"] = part
-        t["latency_ms"] = by_run[f"{part}_ms"].to_numpy(float)
-        parts.append(t)
-    out = pd.concat(parts, ignore_index=True) if len(by_run) else pd.DataFrame(columns=LATENCY_COLUMNS)
-    out["failed"] = out["failed"].astype(bool)
-    return (
-        out[LATENCY_COLUMNS].sort_values(["workload", "variant", "rep", "part"], kind="stable").reset_index(drop=True)
-    )
 
 
 def overhead_summary(table: pd.DataFrame) -> list[str]:

@@ -137,22 +137,23 @@ def test_every_claim_is_judged_on_the_campaign(done):
     r = rows(section)
     assert len(r) == 33 and all(x["paper"] == "000" for x in r.values())
     assert not any(x["outcome"] == "not measurable here" for x in r.values())
-    rt_ = r["d_explicit_runtime"]  # #1 of #1-#6 measured: #2-#6 undecided
-    assert rt_["outcome"] == "inconclusive" and "5 of 6 points undecided" in rt_["why"]
-    assert "1 of 6 workload points reproduced" in rt_["measured"] and "workload" in rt_["effect"]
-    assert r["w01_wait"]["outcome"] == "reproduced" and r["w01_wait"]["estimate"] == pytest.approx(50 / 175)
+    # #1 of #1-#6 measured: undecided (or not run) at #2-#6, whatever #1 shows in 3 reps; the
+    # outcomes on enough reps are shown in test_claims.py, these rows' evidence here
+    rt_ = r["d_explicit_runtime"]
+    assert rt_["outcome"] in ("inconclusive", "not run in this profile") and "workload" in rt_["effect"]
+    assert r["w01_wait"]["estimate"] == pytest.approx(50 / 175) and r["w01_wait"]["n"] == 3
     assert r["w01_wait_linux_ms"]["outcome"] == "differs (machine-specific)"
     assert r["w01_wait_linux_ms"]["estimate"] == pytest.approx(175.0)
     graph = r["d_graph_throughput"]  # no graph workload in the campaign: n = 0, never "not measurable"
-    assert graph["outcome"] == "inconclusive" and graph["n"] == 0
-    assert "measured no workload w08" in r["w08_throughput"]["why"]
+    assert graph["outcome"] in ("inconclusive", "not run in this profile") and graph["n"] == 0
+    assert re.search("measured no workload w08|does not run workload w08", r["w08_throughput"]["why"])
     # no overhead run in this campaign: the overhead claim has no observer arm to compare
     over = r["overhead_below_1pct"]
     assert over["outcome"] in ("inconclusive", "not run in this profile") and over["n"] == 0
     # one workload: the trend of gain with sensitivity has one x, no spread to rank
     assert r["gain_grows_with_sensitivity"]["outcome"] == "inconclusive"
     both = r["w01_wait_gains_more_than_svc"]  # waiting 50 / 175 ms, serving 1.75 / 1.75 ms: 0.286
-    assert both["outcome"] == "reproduced" and both["estimate"] == pytest.approx(50 / 175)
+    assert both["estimate"] == pytest.approx(50 / 175) and both["n"] == 3
     for f in section["figures"]:
         assert (out / f["path"]).stat().st_size > 0
     assert {f["path"] for f in section["figures"]} >= {
@@ -220,7 +221,7 @@ def test_my_variant_against_linux_without_paper_variant(tmp_path):
     config["dynamic_io"]["paper_variant"] = "dynamic_io"
     _, _, section, _ = analysed(tmp_path / "named", config=config, runtimes=runtimes)
     row = rows(section)["d_explicit_runtime"]
-    assert row["outcome"] == "inconclusive" and row["n"] == 0
+    assert row["outcome"] in ("inconclusive", "not run in this profile") and row["n"] == 0
 
 
 def test_no_number_typed_by_hand_and_numbers_rounded_for_reading(done):
@@ -273,22 +274,28 @@ def test_the_device_note_names_the_disk_and_each_variants_elevator(tmp_path):
 
 def test_the_overhead_claim_reads_the_overhead_runs_makespans(tmp_path):
     """Sec. 3.5: the makespan of #1 with the daemon sampling and deciding (nothing suspended) over
-    the same rep's linux run (5, 4 and 6 s), at each TIMESLICE. The old claim read the daemon's
-    CPU share, always far below 1 %, whatever the jobs paid."""
-    light = {(1.0, 0): [4, 5.02], (1.0, 1): [4.02, 4], (1.0, 2): [6.027, 4]}  # x1.004, 1.005, 1.0045
-    _, res, section, out = analysed(tmp_path / "light", overhead=light)
+    the same rep's linux run, at each TIMESLICE, on 8 reps. The old claim read the daemon's CPU
+    share, always far below 1 %, whatever the jobs paid."""
+    jitter = (0.0, 0.0003, -0.0003, 0.0002, -0.0002, 0.0001, -0.0001, 0.00015)
+    runtimes = {(v, r): [4.0, 5.0 + 0.1 * r] for v in ("linux", "dynamic_io") for r in range(8)}
+
+    def observer(ts, factor):
+        return {(ts, r): [4.0, (5.0 + 0.1 * r) * (factor + jitter[r])] for r in range(8)}
+
+    light = observer(1.0, 1.0045)
+    _, res, section, out = analysed(tmp_path / "light", runtimes=runtimes, overhead=light)
     ov = res.evidence["overhead"]
     assert sorted(set(ov["arm"])) == ["linux", "observer"] and set(ov["timeslice_s"]) == {1.0}
-    assert ov.loc[ov["arm"] == "linux", "t_workload_s"].tolist() == [5.0, 4.0, 6.0]
+    assert ov.loc[ov["arm"] == "linux", "t_workload_s"].tolist() == pytest.approx([5.0 + 0.1 * r for r in range(8)])
     row = rows(section)["overhead_below_1pct"]
     assert row["outcome"] == "reproduced" and "1 of 1 timeslice_s points reproduced" in row["measured"], row
-    assert (out / "overhead.csv").is_file() and "TIMESLICE 1 s: makespan x1.004" in " ".join(section["notes"])
-    heavy = {**light, (20.0, 0): [4, 5.25], (20.0, 1): [4.2, 4], (20.0, 2): [6.33, 4]}  # x1.05, 1.05, 1.055
-    _, _, section, _ = analysed(tmp_path / "heavy", overhead=heavy)
+    assert (out / "overhead.csv").is_file() and "TIMESLICE 1 s: makespan x1.00" in " ".join(section["notes"])
+    heavy = {**light, **observer(20.0, 1.05)}
+    _, _, section, _ = analysed(tmp_path / "heavy", runtimes=runtimes, overhead=heavy)
     row = rows(section)["overhead_below_1pct"]
     assert row["outcome"] == "contradicted" and "timeslice_s 20" in row["why"]
     # an overhead run whose daemon suspended a job reordered the jobs: it measures no overhead
-    _, res, section, _ = analysed(tmp_path / "moved", overhead=light, suspends={(1.0, 1): 2})
+    _, res, section, _ = analysed(tmp_path / "moved", runtimes=runtimes, overhead=light, suspends={(1.0, 1): 2})
     row = rows(section)["overhead_below_1pct"]
     assert row["outcome"] == "failed" and row["runs"] == ["w01-dynamic_io-overhead-ts1-r1"]
     assert "suspended 2 job(s)" in row["why"]
@@ -296,13 +303,10 @@ def test_the_overhead_claim_reads_the_overhead_runs_makespans(tmp_path):
 
 def test_gain_and_latency_evidence_by_hand(done):
     """gain: Linux's average runtime over dynamic_io's per rep (4.5 / 3, 4 / 3, 5 / 4) against #1's
-    mean slowdown under Linux, (2.25 + 2 + 2.5) / 3; latency: one row per run and part."""
+    mean slowdown under Linux, (2.25 + 2 + 2.5) / 3; wait_over_svc: a run's waiting over serving time."""
     res = done[1]
     g = res.evidence["gain"].set_index("rep")
     assert g["runtime_speedup"].tolist() == pytest.approx([1.5, 4 / 3, 1.25])
     assert g["io_sensitivity"].tolist() == pytest.approx([2.25] * 3)
     assert g.loc[0, "run_id"] == "w01-dynamic_io-r0" and g.loc[0, "base_run_id"] == "w01-linux-r0"
-    lat = res.evidence["latency"]
-    assert len(lat) == 2 * len(res.evidence["runs"]) and set(lat["part"]) == {"wait", "svc"}
-    one = lat[(lat["run_id"] == "w01-linux-r0")].set_index("part")["latency_ms"]
-    assert one["wait"] == pytest.approx(175.0) and one["svc"] == pytest.approx(1.75)
+    assert metric(res, "linux", 0, "wait_over_svc") == pytest.approx(175.0 / 1.75)
