@@ -395,3 +395,18 @@ def test_aggregation_rows_pair_performed_and_possible_within_a_run():
     rows = am.aggregation_rows(runs)
     assert list(rows["measure"]) == ["performed", "performed", "possible", "possible"]
     assert list(rows["avg_reqs"]) == [2.0, 3.0, 4.0, 3.5]
+
+
+@pytest.mark.skipif(not hasattr(vr, "IN_MAGNITUDE"), reason="the engine judges no magnitude band")
+@pytest.mark.parametrize(
+    "app_aware, magnitude",
+    [
+        (around(1.752), "in magnitude"),  # 1.46 x aioli's 1.2, inside +23 % to +69 %
+        (around(1.26, 0.005), "not in magnitude"),  # +5 %: the direction, far below the slides' +46 %
+        ([1.2, 2.4, 1.5, 2.2, 1.3, 2.0, 1.45, 2.3], "magnitude undecided"),
+    ],
+)
+def test_app_aware_magnitude_is_judged_apart_from_its_direction(app_aware, magnitude):
+    runs = agg_runs({"app_aware": app_aware, "aioli": around(1.2, 0.01)})
+    row = judge("c", CLAIMS["app_aware_aggregates_more_reads"], {"runs": runs}, here())
+    assert row["outcome"] == "reproduced" and row["magnitude"] == magnitude, (row["measured"], row["why"])

@@ -469,3 +469,28 @@ def test_a_cfs_run_shorter_than_its_samples_need_is_failed(campaign):
     res, _, _ = analyse(campaign)
     p = res.evidence["pairing"].set_index("run_id").loc["smt_cfs_r0"]
     assert p["failed"] and "2 placement sample instant(s), fewer than the 4" in p["failed_reason"]
+
+
+@pytest.mark.skipif(not hasattr(vr, "IN_MAGNITUDE"), reason="the engine judges no magnitude band")
+@pytest.mark.parametrize(
+    "top, magnitude",
+    [
+        (around(16.0, 0.1), "in magnitude"),  # inside 8.3x to 33.2x
+        (around(2.0), "not in magnitude"),  # spread better, far from up to 16.6x
+        ([3.0, 30.0, 6.0, 25.0, 4.0, 20.0, 8.0, 12.0], "magnitude undecided"),
+    ],
+)
+def test_the_largest_gain_magnitude_is_judged_apart(top, magnitude):
+    rows = gain_rows({100: around(1.2), 9000: top})
+    row = judge("c", CLAIMS["numa_gain_at_the_most_bandwidth"], {"numa_gain": rows}, BIG_PMU)
+    assert row["outcome"] == "reproduced" and row["magnitude"] == magnitude, (row["measured"], row["why"])
+
+
+@pytest.mark.skipif(not hasattr(vr, "IN_MAGNITUDE"), reason="the engine judges no magnitude band")
+def test_the_smt_gain_magnitude_is_judged_apart():
+    near = overall_runs("smt", "smt_mixed", "smt_same_type", {"a": (around(0.80), around(0.678, 0.01))})
+    far = overall_runs("smt", "smt_mixed", "smt_same_type", {"a": (around(0.80), around(0.5, 0.01))})
+    claim = CLAIMS["smt_mixed_over_same_type"]
+    assert judge("c", claim, {"runs": near}, BIG)["magnitude"] == "in magnitude"  # 1.18 x
+    row = judge("c", claim, {"runs": far}, BIG)  # 1.6 x: above +27 %
+    assert row["outcome"] == "reproduced" and row["magnitude"] == "not in magnitude"
