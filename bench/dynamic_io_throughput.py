@@ -141,6 +141,7 @@ def bench_config(a: argparse.Namespace) -> dict:
         # merged over local.yaml: everything local.yaml sets for its disk campaign is set here
         "device": {"kind": "rotating_disk", "rotating_disk": {"preset": a.disk}} if a.disk else {"kind": "throttle"},
         "variant_params": {"dynamic_io": {"keep_io_running": 0}},  # unused unless it runs
+        "overhead": {"workload": None, "timeslices_s": []},  # no overhead runs: the throughput only
         "apps": {"x264": {"frames": 128}, "km": {"threads": 8, "points": 2000000, "iterations": 2}},
     }
     if a.keep_io_running:
