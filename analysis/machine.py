@@ -94,7 +94,14 @@ def _nics(meta: dict):
     None when the run did not record it. A run whose steering policy (an irq_policy scheduler)
     names the interfaces it steers counts only the NICs among them: an interface named inside a
     network namespace (`<netns>/<if>`, a netns cluster's node) is a veth end, never the host's NIC,
-    so runs whose jobs read through a netns cluster on a host that has a NIC have none."""
+    so runs whose jobs read through a netns cluster on a host that has a NIC have none. A run that
+    traced the interfaces it steers to their devices (steered_nics) has NICs only when every one of
+    them has interrupts of its own."""
+    traced = meta.get("steered_nics")  # corun.machine.host.steered_nics, recorded by the run
+    if isinstance(traced, list) and traced:
+        if any(n.get("kind") is None for n in traced):
+            return None  # an interface the run could not look up: not recorded
+        return list(traced) if all(n.get("irqs") for n in traced) else []
     v = (meta.get("host") or {}).get("physical_nics")
     if not isinstance(v, (list, bool)):
         return None

@@ -243,6 +243,51 @@ def physical_nics(root: str | Path = "/", index_of=socket.if_nametoindex) -> lis
     return out
 
 
+def _ip_link(namespace: str | None, name: str) -> dict | str:
+    """`ip -d -j link show NAME` (in NAMESPACE): the link's JSON object, or the error text."""
+    argv = ["ip", *(["-n", namespace] if namespace else []), "-d", "-j", "link", "show", name]
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"ip failed: {exc}"
+    if res.returncode != 0:
+        return (res.stderr.strip().splitlines() or [f"ip exited {res.returncode}"])[0][:160]
+    try:
+        links = json.loads(res.stdout)
+    except ValueError:
+        return "ip: no JSON output"
+    return links[0] if isinstance(links, list) and links and isinstance(links[0], dict) else "ip: no such link"
+
+
+def steered_nics(interfaces: str, root: str | Path = "/", ip_link=_ip_link) -> list[dict]:
+    """The interfaces a run steers (a scheduler's `interfaces`: IFACE or NETNS/IFACE, comma-
+    separated), each as {"name", "kind", "device", "irqs"}: kind "physical" for a link on a bus
+    device (ip's parentbus and parentdev) whose IRQs /proc/interrupts lists, else the link's own
+    kind (veth, bridge, ...; "virtual" when it has none); kind None and an "error" when it could not
+    be looked up. The device tree under /sys is the same in every network namespace, so a
+    namespace's link is traced to its device from here. ROOT and IP_LINK: for tests."""
+    root = Path(root)
+    listed = _interrupt_numbers(_read(str(root / "proc/interrupts"), "") or "")
+    out = []
+    for spec in (x.strip() for x in interfaces.split(",")):
+        if not spec:
+            continue
+        ns, _, name = spec.rpartition("/")
+        link = ip_link(ns or None, name)
+        if isinstance(link, str):
+            out.append({"name": spec, "kind": None, "device": None, "irqs": [], "error": link})
+            continue
+        bus, dev = link.get("parentbus"), link.get("parentdev")
+        kind = (link.get("linkinfo") or {}).get("info_kind") or ("device" if bus and dev else "virtual")
+        irqs: list[int] = []
+        if bus and dev:
+            device = root / "sys/bus" / bus / "devices" / dev
+            irqs = sorted(_device_irqs(device.resolve()) & listed) if device.exists() else []
+            kind = "physical" if irqs else kind
+        out.append({"name": spec, "kind": kind, "device": dev, "irqs": irqs})
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def pmu() -> dict:
     """Whether perf can count hardware events here: {"supported": bool | None, "seen": text}.

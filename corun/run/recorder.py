@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.machine import topology
+from corun.machine import host, topology
 from corun.run import job_result
 from corun.run.executor import Executor
 from corun.run.plan import Job, RunPlan
@@ -95,6 +95,11 @@ def write_run(
             "status": "ok" if not failed else "jobs_failed",
         }
     )
+    # the interfaces a steering variant works on, traced to their devices: veth links of a netns
+    # cluster have no interrupts of their own, whatever NICs the machine has (analysis.machine)
+    steered = (doc["scheduler"].get("params") or {}).get("interfaces")
+    if steered and doc["scheduler"].get("kind") == "irq_policy":
+        doc["steered_nics"] = host.steered_nics(str(steered))
     # prepare: spec checks and the machine lock (its wait is machine_lock); tables: jobs.csv
     # and the monitors' tidy tables, up to this file
     doc["phases_s"] = {**phases, "tables_s": round(time.monotonic() - t_tables, 4)}

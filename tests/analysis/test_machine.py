@@ -108,3 +108,13 @@ def test_a_need_the_runs_did_not_record_says_so():
     del old["host"]["physical_nics"]
     row = judge("c", claim({"physical_nics": True}), {}, machine.from_metadata([old]))
     assert row["outcome"] == NOT_MEASURABLE and "not recorded" in row["why"]
+
+
+def test_the_steered_interfaces_decide_when_the_run_traced_them():
+    veth = {"name": "sais-n1/eth0", "kind": "veth", "device": None, "irqs": []}
+    nic = {"name": "eth1", "kind": "physical", "device": "0000:01:00.0", "irqs": [52]}
+    assert machine.from_metadata([{**run(), "steered_nics": [veth]}]).facts["physical_nics"] is False
+    assert machine.from_metadata([{**run(nics=()), "steered_nics": [nic]}]).facts["physical_nics"] is True
+    assert machine.from_metadata([{**run(), "steered_nics": [nic, veth]}]).facts["physical_nics"] is False
+    unknown = {"name": "x/eth0", "kind": None, "device": None, "irqs": [], "error": "no such namespace"}
+    assert "physical_nics" not in machine.from_metadata([{**run(), "steered_nics": [unknown]}]).facts

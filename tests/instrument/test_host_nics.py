@@ -107,3 +107,33 @@ def test_every_run_records_its_nics():
     state = host.host_state()
     assert isinstance(state["physical_nics"], list)
     assert all({"name", "device", "irqs"} <= set(n) and n["irqs"] for n in state["physical_nics"])
+
+
+def links(table):
+    """An `ip -d -j link` stand-in: (namespace, name) -> the link's JSON object or an error text."""
+    return lambda ns, name: table.get((ns, name), f'Cannot find device "{name}"')
+
+
+def test_the_steered_interfaces_are_traced_to_their_devices(tmp_path):
+    root = machine(tmp_path, ["eth0"])
+    dev = root / "sys/devices/pci0000:00/0000:00:03.0/virtio2"
+    dev.mkdir(parents=True)
+    msi(root, "pci0000:00/0000:00:03.0", 37, 38)
+    (root / "sys/bus/virtio/devices").mkdir(parents=True)
+    os.symlink(os.path.relpath(dev, root / "sys/bus/virtio/devices"), root / "sys/bus/virtio/devices/virtio2")
+    ip = links(
+        {
+            (None, "eth0"): {"ifname": "eth0", "parentbus": "virtio", "parentdev": "virtio2"},
+            ("sais-n1", "eth0"): {"ifname": "eth0", "linkinfo": {"info_kind": "veth"}},
+            (None, "lo"): {"ifname": "lo"},
+        }
+    )
+    got = host.steered_nics("eth0, sais-n1/eth0,lo,sais-n9/eth0", root, ip)
+    assert got[0] == {"name": "eth0", "kind": "physical", "device": "virtio2", "irqs": [37, 38]}
+    assert got[1] == {"name": "sais-n1/eth0", "kind": "veth", "device": None, "irqs": []}
+    assert got[2]["kind"] == "virtual" and got[2]["irqs"] == []
+    assert got[3]["kind"] is None and "Cannot find device" in got[3]["error"]
+
+
+def test_this_machines_loopback_is_no_nic():
+    assert host.steered_nics("lo") == [{"name": "lo", "kind": "virtual", "device": None, "irqs": []}]
