@@ -107,7 +107,7 @@ class Runner:
             cpu0, mono0 = fg0.machine, time.monotonic()
             ex.run()
             phases["jobs_s"] = _lap(mono0)
-            fg1 = foreign_cpu.snapshot()
+            fg1 = foreign_cpu.snapshot(end=True)
             meta["machine_cpu"] = {
                 **hostmod.cpu_shares(cpu0, fg1.machine, phases["jobs_s"]),
                 **foreign_cpu.shares(fg0, fg1, monitors=_monitor_pids(plan), job_pids=plan.cgroup.pids()),
