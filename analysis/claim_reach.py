@@ -20,7 +20,7 @@ import importlib
 import itertools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -36,6 +36,7 @@ OTHER = "__other__"  # a side's value of a column only the other side selects
 REPS = 10  # repetitions of the built evidence (at least the claim's min_reps)
 X_POINTS = 5  # points of a trend's x
 TRIES = 12  # evidence tables judged per claim, the most contrary first
+BAND_TRIES = 4  # and for a magnitude band, the farthest outside it first
 _JITTER = (-1.0, 1.0, -0.5, 0.5, 0.0, -0.75, 0.75, -0.25, 0.25, 0.1)
 
 
@@ -48,6 +49,9 @@ class Reach:
     judged: bool  # False: a machine-specific value (compared, not judged)
     tried: int  # evidence tables judged
     how: str  # the evidence that contradicted it, or why none could
+    # a claim with a magnitude band: whether some evidence lies wholly outside it (None: no band)
+    band_can_fail: bool | None = None
+    band_how: str = ""
 
 
 def metric_bounds(experiment: str) -> dict[str, tuple[float, float]]:
@@ -225,26 +229,61 @@ def _reach(cid: str, claim: dict, bounds: dict | None) -> Reach:
     lo, hi = bounds_for(claim, bounds or {})
     g = grid(claim, lo, hi)
     reps = max(REPS, int(claim.get("min_reps") or 2))
-    machine = machine_for(claim)
-    pairs = [(v, v) for v in g] if claim["effect"] == "value" else list(itertools.permutations(g, 2))
     if claim["effect"] == "trend":
         reps = max(2, int(claim.get("min_reps") or 2))  # points enough: each x once per rep
-    tried = 0
-    for values in ordered(claim, pairs)[:TRIES]:
-        table = build(claim, values, lo, hi, reps)
-        row = judge(cid, claim, {claim["table"]: table}, machine, Looks())
-        tried += 1
-        if row["outcome"] == CONTRADICTED:
-            shown = values[0] if claim["effect"] == "value" else values
-            return Reach(cid, True, True, tried, f"contradicted by {_describe(claim, shown)}: {row['measured']}")
-    rng = f"[{_num(lo)}, {_num(hi)}]"
-    return Reach(
-        cid,
-        False,
-        True,
-        tried,
-        f"no evidence with {claim['metric']} in {rng} contradicts it ({tried} tables judged)",
-    )
+    machine = machine_for(claim)
+    pairs = [(v, v) for v in g] if claim["effect"] == "value" else list(itertools.permutations(g, 2))
+    rng = f"{claim['metric']} in [{_num(lo)}, {_num(hi)}]"
+
+    def first(candidates, hit, tries=TRIES):
+        """(tables judged, the first evidence whose row HIT accepts, its row) of CANDIDATES."""
+        for n, values in enumerate(candidates[:tries], 1):
+            row = judge(cid, claim, {claim["table"]: build(claim, values, lo, hi, reps)}, machine, Looks())
+            if hit(row):
+                return n, values, row
+        return min(tries, len(candidates)), None, None
+
+    tried, values, row = first(ordered(claim, pairs), lambda r: r["outcome"] == CONTRADICTED)
+    if values is not None:
+        shown = values[0] if claim["effect"] == "value" else values
+        out = Reach(cid, True, True, tried, f"contradicted by {_describe(claim, shown)}: {row['measured']}")
+    else:
+        out = Reach(cid, False, True, tried, f"no evidence with {rng} contradicts it ({tried} tables judged)")
+    band = claim.get("magnitude")
+    if not band:
+        return out
+    n, values, row = first(off_band(claim, pairs), lambda r: r.get("magnitude") == "not in magnitude", BAND_TRIES)
+    if values is not None:
+        shown = values[0] if claim["effect"] == "value" else values
+        return replace(out, band_can_fail=True, band_how=f"not in magnitude with {_describe(claim, shown)}")
+    return replace(out, band_can_fail=False, band_how=f"no evidence with {rng} lies outside the band ({n} judged)")
+
+
+def _shown_effect(claim: dict, values: tuple[float, float]) -> float:
+    """Roughly the effect VALUES give, on the scale the band is declared on."""
+    a, b = values
+    e = claim["effect"]
+    if e == "value":
+        return a
+    if e == "trend":
+        return 1.0 if b > a else -1.0
+    if e == "ratio_of_ratios":
+        return b / a if a else math.inf
+    if e == "difference":
+        return a - b
+    return a / b if b else math.inf
+
+
+def off_band(claim: dict, pairs: list) -> list:
+    """PAIRS, the evidence farthest outside the claim's magnitude band first."""
+    band = claim["magnitude"]
+    least, most = band.get("at_least", -math.inf), band.get("at_most", math.inf)
+
+    def outside(p):
+        e = _shown_effect(claim, p)
+        return max(least - e, e - most)
+
+    return sorted(pairs, key=outside, reverse=True)
 
 
 def _num(v: float) -> str:
@@ -283,6 +322,20 @@ def check_all(experiments_dir: Path | None = None) -> tuple[list[tuple[str, Reac
     return stuck, broken
 
 
+def bands_never_missed(experiments_dir: Path | None = None) -> list[tuple[str, Reach]]:
+    """(experiment, Reach) of every claim whose magnitude band no evidence lies wholly outside."""
+    root = Path(experiments_dir or EXPERIMENTS_DIR)
+    out = []
+    for path in sorted(root.glob("*/claims.yaml")):
+        name = path.parent.name
+        try:
+            cs = load_claims(path, name, root / "_papers", shown=f"experiments/{name}/claims.yaml")
+        except AnalysisInputError:
+            continue
+        out += [(name, r) for r in reach_all(name, cs.claims) if r.band_can_fail is False]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """python -m analysis.claim_reach: every claim no possible evidence could contradict."""
     stuck, broken = check_all()
@@ -290,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     for name, r in stuck:
         print(f"experiments/{name}/claims.yaml: claims.{r.claim}: cannot fail: {r.how}")
-    print(f"{len(stuck)} claim(s) cannot fail")
+    bands = bands_never_missed()
+    for name, r in bands:
+        print(f"experiments/{name}/claims.yaml: claims.{r.claim}.magnitude: never 'not in magnitude': {r.band_how}")
+    print(f"{len(stuck)} claim(s) cannot fail; {len(bands)} magnitude band(s) no evidence lies outside")
     return 1 if stuck or broken else 0
 
 

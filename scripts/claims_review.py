@@ -119,7 +119,7 @@ def outcomes_text(c: dict, reach, note: str | None) -> str:
     else:
         can = ["reproduced in direction"]
         if c.get("magnitude"):
-            can.append("in magnitude or not")
+            can.append("in magnitude or not" if reach.band_can_fail else "magnitude undecided, never not in magnitude")
         if reach.can_fail:
             can.append("contradicted")
         can.append("inconclusive")

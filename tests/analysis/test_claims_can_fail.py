@@ -97,6 +97,21 @@ def test_every_shape_of_claim_can_be_contradicted(kw):
     assert r.tried <= 2  # the most contrary evidence is tried first
 
 
+def test_a_magnitude_band_the_metrics_range_cannot_leave_is_found():
+    band = {"at_least": 1.0, "from": "more than one"}
+    c = claim(effect="value", metric="per_dispatch", scale="log", null=2, expect="equivalent", margin=0.25)
+    c["magnitude"] = band
+    r = cr.reach("c", c, {"per_dispatch": (1, math.inf)})
+    assert r.can_fail and r.band_can_fail is False and "outside the band" in r.band_how
+    c["magnitude"] = {"at_least": 1.5, "at_most": 3.0, "from": "2.4 within a quarter"}
+    assert cr.reach("c", c, {"per_dispatch": (1, math.inf)}).band_can_fail is True
+
+
+def test_a_claim_without_a_band_has_no_band_to_miss():
+    c = claim(effect="ratio", metric="m", head={"p": "a"}, base={"p": "b"}, expect="less")
+    assert cr.reach("c", c, {}).band_can_fail is None
+
+
 def test_the_evidence_is_judged_by_the_engine():
     c = claim(effect="ratio", metric="m", head={"p": "a"}, base={"p": "b"}, expect="less")
     table = cr.build(c, (2.0, 1.0), 0.0, math.inf, 10)
