@@ -222,7 +222,9 @@ def analyse(inputs: Inputs) -> Result:
         "them as cores free up (single-threaded D-TYPE jobs one per core, the others one per CMP).",
         rt.device_note(inputs.metadata_paths),
         "Waiting and serving time are derived from iostat (sysstat has no svctm): svc = 10 x %util / IOPS, "
-        "wait = await - svc, means over requests.",
+        "wait = await - svc; the claims read their means over the run's sampled intervals with I/O "
+        '(wait_iv_ms, svc_iv_ms: the paper\'s "average waiting time from all sampled intervals"), the tables '
+        "also the means over requests (wait_ms, svc_ms).",
         "The scheduler's overhead (Sec. 3.5) is its cost to the makespan: the overhead runs run the workload "
         "under dynamic_io with IO_BOUND_INTERVAL at its maximum (every job sampled each TIMESLICE, none "
         "suspended) against the rep's linux run; the delay before a signalled job stops, which the paper also "

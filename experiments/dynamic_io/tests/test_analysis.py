@@ -95,6 +95,10 @@ def test_request_weighted_latency_inside_the_run(done):
     assert metric(res, "linux", 0, "wait_ms") == pytest.approx(175.0)
     assert metric(res, "linux", 0, "svc_ms") == pytest.approx((10 * 1 + 30 * 2) / 40)
     assert metric(res, "dynamic_io", 0, "wait_ms") == pytest.approx(50.0)
+    # the paper's "average waiting time from all sampled intervals": (100 + 200) / 2 = 150 ms
+    assert metric(res, "linux", 0, "wait_iv_ms") == pytest.approx(150.0)
+    assert metric(res, "linux", 0, "svc_iv_ms") == pytest.approx(1.5)
+    assert metric(res, "dynamic_io", 0, "wait_iv_ms") == pytest.approx(50.0)
 
 
 def test_means_and_improvement_in_the_papers_form(done):
@@ -141,9 +145,9 @@ def test_every_claim_is_judged_on_the_campaign(done):
     # outcomes on enough reps are shown in test_claims.py, these rows' evidence here
     rt_ = r["d_explicit_runtime"]
     assert rt_["outcome"] in ("inconclusive", "not run in this profile") and "workload" in rt_["effect"]
-    assert r["w01_wait"]["estimate"] == pytest.approx(50 / 175) and r["w01_wait"]["n"] == 3
+    assert r["w01_wait"]["estimate"] == pytest.approx(50 / 150) and r["w01_wait"]["n"] == 3
     assert r["w01_wait_linux_ms"]["outcome"] == "differs (machine-specific)"
-    assert r["w01_wait_linux_ms"]["estimate"] == pytest.approx(175.0)
+    assert r["w01_wait_linux_ms"]["estimate"] == pytest.approx(150.0)
     graph = r["d_graph_throughput"]  # no graph workload in the campaign: n = 0, never "not measurable"
     assert graph["outcome"] in ("inconclusive", "not run in this profile") and graph["n"] == 0
     assert re.search("measured no workload w08|does not run workload w08", r["w08_throughput"]["why"])
@@ -152,8 +156,8 @@ def test_every_claim_is_judged_on_the_campaign(done):
     assert over["outcome"] in ("inconclusive", "not run in this profile") and over["n"] == 0
     # one workload: the trend of gain with sensitivity has one x, no spread to rank
     assert r["gain_grows_with_sensitivity"]["outcome"] == "inconclusive"
-    both = r["w01_wait_gains_more_than_svc"]  # waiting 50 / 175 ms, serving 1.75 / 1.75 ms: 0.286
-    assert both["estimate"] == pytest.approx(50 / 175) and both["n"] == 3
+    both = r["w01_wait_gains_more_than_svc"]  # waiting 50 / 150 ms, serving 1.5 / 1.5 ms: 1 / 3
+    assert both["estimate"] == pytest.approx(50 / 150) and both["n"] == 3
     for f in section["figures"]:
         assert (out / f["path"]).stat().st_size > 0
     assert {f["path"] for f in section["figures"]} >= {
@@ -309,4 +313,4 @@ def test_gain_and_latency_evidence_by_hand(done):
     assert g["runtime_speedup"].tolist() == pytest.approx([1.5, 4 / 3, 1.25])
     assert g["io_sensitivity"].tolist() == pytest.approx([2.25] * 3)
     assert g.loc[0, "run_id"] == "w01-dynamic_io-r0" and g.loc[0, "base_run_id"] == "w01-linux-r0"
-    assert metric(res, "linux", 0, "wait_over_svc") == pytest.approx(175.0 / 1.75)
+    assert metric(res, "linux", 0, "wait_over_svc") == pytest.approx(150.0 / 1.5)

@@ -262,12 +262,12 @@ def test_hurts_fairness_is_the_per_rep_mean_over_workloads_paired():
 
 def test_latency_claims_read_their_metrics_at_their_workload():
     lat = runs({"w01": (around(52.0, spread=10), around(175.0)), "w11": (around(9.1), around(3.0)[::-1])},
-               metric="wait_ms")  # fmt: skip
+               metric="wait_iv_ms")  # fmt: skip
     assert row("w01_wait", lat)["outcome"] == "reproduced" and row("w11_wait", lat)["outcome"] == "contradicted"
     machine = row("w01_wait_linux_ms", lat)
     assert machine["outcome"] == "differs (machine-specific)" and machine["estimate"] == pytest.approx(175.0, rel=1e-3)
     assert machine["paper_value"] == "696 ms"
-    assert CLAIMS["w01_svc"]["metric"] == "svc_ms" and CLAIMS["w11_svc"]["metric"] == "svc_ms"
+    assert CLAIMS["w01_svc"]["metric"] == "svc_iv_ms" and CLAIMS["w11_svc"]["metric"] == "svc_iv_ms"
 
 
 def test_no_claim_or_value_is_cut_short_by_a_yaml_comment():
