@@ -36,6 +36,7 @@ from analysis.report_verdicts import (  # noqa: F401 - the report's verdict part
     OUTCOMES,
     PAPER_NAMES,
     VERDICT_CSS,
+    kinds_text,
     legend,
     outcome_cell,
     render_claims,
@@ -274,7 +275,7 @@ def render_section(section: dict, base: Path, anchor: str) -> str:
             if looks.get("of", 1) > 1
             else ""
         )
-        out.append(f'<h3>Claims</h3><p class="meta">{len(section["claims"])} claims.{esc(seq)}</p>')
+        out.append(f'<h3>Claims</h3><p class="meta">{esc(kinds_text(section["claims"]))}{esc(seq)}</p>')
         out.append(render_claims(section["claims"]) if section["claims"] else "<p>No claims declared.</p>")
     if section.get("checks"):
         out.append(render_checks(section["checks"]))

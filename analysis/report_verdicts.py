@@ -117,6 +117,13 @@ def tally(rows: list[dict]) -> dict[str, int]:
     return out
 
 
+def kinds_text(rows: list[dict]) -> str:
+    """'12 claims: 3 headline, 8 finding, 1 premise.' (the kinds present, in the legend's order)."""
+    counts = {k: sum(1 for r in rows if kind_of(r) == k) for k in [*KINDS, NO_KIND]}
+    parts = [f"{n} {k}" for k, n in counts.items() if n]
+    return f"{len(rows)} claim{'s' if len(rows) != 1 else ''}" + (f": {', '.join(parts)}." if parts else ".")
+
+
 # ----------------------------------------------------------------------------- one row
 
 

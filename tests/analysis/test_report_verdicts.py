@@ -147,3 +147,8 @@ def test_a_report_of_such_rows_validates_and_renders(tmp_path):
     assert "Headline results by paper" in html and "tmpfs standing in for persistent memory" in html
     assert '<td class="verdict v-notrun">not run in this profile</td>' in html
     assert json.loads(path.read_text())["claims"][1]["outcome"] == rv.NOT_RUN
+
+
+def test_a_section_counts_its_claims_by_kind():
+    assert rv.kinds_text(ROWS) == "10 claims: 5 headline, 2 finding, 1 premise, 1 conjecture, 1 no kind declared."
+    assert rv.kinds_text([]) == "0 claims."
