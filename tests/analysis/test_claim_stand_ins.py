@@ -13,6 +13,7 @@ title: T
 figure: F
 claims:
   c:
+    kind: finding
     says: s
     source: Sec. 1
     quote: q
