@@ -58,8 +58,9 @@ def _sign(expect: str) -> float | None:
 
 
 def _q(scale: str, alpha: float) -> float:
-    """The decision's normal quantile: a trend is one-sided at alpha, an interval two-sided."""
-    return sps.norm.ppf(1 - alpha) if scale == "rho" else sps.norm.ppf(1 - alpha / 2)
+    """The decision's normal quantile: each side at alpha / 2 (a trend's one-sided test too, as its
+    two-sided interval shown beside it)."""
+    return sps.norm.ppf(1 - alpha / 2)
 
 
 def _band(basis: dict) -> float:

@@ -1,8 +1,8 @@
 """Statistics shared by the analysis modules: t-intervals and a rank-trend permutation test.
 
 t_interval   two-sided t-interval of the mean (default 95%), NaN with fewer than 2 values.
-paired_ratio_t  ratio of means of paired values with a t-interval of the per-pair log ratios:
-             the CI for a few repetitions (mpl_sweep, sais).
+paired_ratio_t  geometric mean of the per-pair ratios with the t-interval of their logs: the CI
+             for a few repetitions (mpl_sweep, sais, aioli), at the level the verdicts use.
 rank_trend   Spearman rank correlation of y on x with a one-sided permutation p-value: exact up
              to 8 points (8! = 40320 pairings), otherwise 40320 resamples with a fixed seed, so
              a rerun gives the same p. `attainable_p` is the p-value a perfect ranking in the
@@ -26,6 +26,8 @@ relative_half_width, repetition_decision
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 import numpy as np
@@ -48,8 +50,10 @@ def t_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
 
 
 def paired_ratio_t(base, head, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """(ratio, low, high) for paired positive values: mean(head) / mean(base), and the t-interval
-    of the per-pair log ratios, exponentiated (NaN with fewer than 2 pairs or a value <= 0).
+    """(ratio, low, high) for paired positive values: the geometric mean of the per-pair ratios
+    head / base and the t-interval of the per-pair log ratios, exponentiated, so the estimate is
+    the interval's own centre (NaN with fewer than 2 pairs or a value <= 0; the ratio alone with
+    one pair).
 
     For a handful of repetitions: a percentile bootstrap of 3 pairs spans little more than the 3
     per-pair ratios, so 3 ratios below 1 read as a gain where a sign test gives p = 1/8; the
@@ -60,9 +64,11 @@ def paired_ratio_t(base, head, confidence: float = CONFIDENCE) -> tuple[float, f
     if len(base) == 0:
         return math.nan, math.nan, math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = float(head.mean() / base.mean())
         logs = np.log(head / base)
-    if len(base) < 2 or not np.all(np.isfinite(logs)):
+    if not np.all(np.isfinite(logs)):
+        return math.nan, math.nan, math.nan
+    ratio = float(np.exp(np.mean(logs)))
+    if len(base) < 2:
         return ratio, math.nan, math.nan
     low, high = t_interval(logs, confidence)
     return ratio, math.exp(low), math.exp(high)
@@ -74,6 +80,30 @@ def spearman_rho(x: np.ndarray, y: np.ndarray) -> float:
     ry = stats.rankdata(y, axis=-1)
     ry = ry - ry.mean(axis=-1, keepdims=True)
     return (ry * rx).sum(axis=-1) / np.sqrt((rx**2).sum() * (ry**2).sum(axis=-1))
+
+
+@functools.lru_cache(maxsize=64)
+def _permutations(n: int) -> np.ndarray:
+    """Every ordering of n items (n <= 8), or N_RESAMPLES seeded random ones, as index rows."""
+    if math.factorial(n) <= N_RESAMPLES:
+        return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+    rng = np.random.default_rng(0)
+    return np.argsort(rng.random((N_RESAMPLES, n)), axis=1)
+
+
+def _rank_permutation(x: np.ndarray, y: np.ndarray, alternative: str) -> tuple[float, float]:
+    """(rho, one-sided p) of y on x over the orderings of y: exact up to 8 points (the share of
+    orderings at least as extreme), else (count + 1) / (N_RESAMPLES + 1) over seeded ones."""
+    rho = float(spearman_rho(x, y))
+    rx = stats.rankdata(x) - (len(x) + 1) / 2
+    ry = stats.rankdata(y) - (len(y) + 1) / 2
+    denom = math.sqrt(float((rx**2).sum() * (ry**2).sum()))
+    perms = _permutations(len(y))
+    null = np.take(ry, perms) @ rx / denom
+    tol = 1e-12 * max(1.0, abs(rho))
+    hits = float(np.sum(null >= rho - tol) if alternative == "greater" else np.sum(null <= rho + tol))
+    exact = math.factorial(len(y)) <= N_RESAMPLES
+    return rho, (hits / len(perms) if exact else (hits + 1) / (len(perms) + 1))
 
 
 def rank_trend(x: list[float], y: list[float], alternative: str) -> dict:
@@ -88,16 +118,7 @@ def rank_trend(x: list[float], y: list[float], alternative: str) -> dict:
         return out
 
     def test(values: np.ndarray) -> tuple[float, float]:
-        res = stats.permutation_test(
-            (values,),
-            lambda v, axis=-1: spearman_rho(x, v),
-            permutation_type="pairings",
-            vectorized=True,
-            n_resamples=N_RESAMPLES,
-            alternative=alternative,
-            rng=np.random.default_rng(0),
-        )
-        return float(res.statistic), float(res.pvalue)
+        return _rank_permutation(x, values, alternative)
 
     out["rho"], out["p"] = test(y)
     ranked = np.sort(y) if alternative == "greater" else np.sort(y)[::-1]
@@ -325,11 +346,98 @@ POWER = 0.8  # the chance a repetition estimate aims for: decide with 4 chances 
 MAX_REPS_SHOWN = 1000
 
 
-def look_alpha(looks: int) -> float:
-    """The nominal two-sided level of each look of a design with `looks` looks (Pocock)."""
-    if looks < 1:
-        raise ValueError(f"looks: {looks!r} (expected an integer >= 1)")
-    return POCOCK_ALPHA.get(looks, POCOCK_ALPHA[10])
+MAX_LOOKS = 100  # more looks than any design plans: a number beyond is a mistake, refused
+_LOOK_PATHS = 200_000  # simulated paths of the null that set a plan's level (seeded: the same level each time)
+
+
+def look_alpha(looks: int, plan: tuple[int, ...] | list[int] | None = None) -> float:
+    """The nominal two-sided level of each look of a design with `looks` looks.
+
+    With the plan (the pairs each look has, e.g. (3, 6, 9)): the level at which t-intervals with
+    the degrees of freedom those looks have (n - 1) make a false decision at some look with chance
+    0.05 under normal data (_t_looks_alpha). Without it: Pocock's z-based level for equally spaced
+    looks (his table up to 10 looks, the same simulation with known variance beyond)."""
+    if isinstance(looks, bool) or not isinstance(looks, (int, np.integer)) or not 1 <= looks <= MAX_LOOKS:
+        raise ValueError(f"looks: {looks!r} (expected an integer from 1 to {MAX_LOOKS})")
+    if plan is not None:
+        plan = tuple(int(n) for n in plan)
+        if len(plan) != looks or any(b <= a for a, b in zip(plan, plan[1:])) or plan[0] < 1:
+            raise ValueError(f"plan: {plan!r} (expected {looks} increasing counts of pairs, one per look)")
+        return 0.05 if looks == 1 else _t_looks_alpha(plan)
+    if looks in POCOCK_ALPHA:
+        return POCOCK_ALPHA[looks]
+    return _z_looks_alpha(int(looks))
+
+
+def _min_p_quantile(min_p: np.ndarray, level: float = ALPHA) -> float:
+    """The level a at which P(min p <= a) = `level`, from simulated paths, taken one Monte Carlo
+    standard error low (so that the level is not exceeded by the simulation's own error)."""
+    se = math.sqrt(level * (1 - level) / len(min_p))
+    return float(np.quantile(min_p, level - se))
+
+
+@functools.lru_cache(maxsize=64)
+def _t_looks_alpha(plan: tuple[int, ...]) -> float:
+    """Per-look level for t-intervals at the looks of `plan` (a look with fewer than 2 pairs decides
+    nothing), from seeded simulated null paths of normal pairs: the chance that any look's
+    two-sided t-test rejects is 0.05."""
+    rng = np.random.default_rng(20260)
+    x = rng.standard_normal((_LOOK_PATHS, plan[-1]))
+    csum, csq = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
+    min_p = np.ones(_LOOK_PATHS)
+    for n in plan:
+        if n < 2:
+            continue
+        mean = csum[:, n - 1] / n
+        var = (csq[:, n - 1] - n * mean**2) / (n - 1)
+        t = mean / np.sqrt(np.maximum(var, 1e-300) / n)
+        min_p = np.minimum(min_p, 2 * stats.t.sf(np.abs(t), n - 1))
+    return _min_p_quantile(min_p)
+
+
+@functools.lru_cache(maxsize=64)
+def _z_looks_alpha(looks: int) -> float:
+    """Pocock's level for `looks` equally spaced looks with known variance, simulated (seeded)."""
+    rng = np.random.default_rng(20261)
+    z = np.cumsum(rng.standard_normal((_LOOK_PATHS, looks)), axis=1) / np.sqrt(np.arange(1, looks + 1))
+    return _min_p_quantile(2 * stats.norm.sf(np.abs(z)).min(axis=1))
+
+
+def sign_flip_p(values, alternative: str) -> float:
+    """The exact one-sided p of the sign-flip (randomization) test of the values' sum: the share of
+    the 2^n sign assignments whose sum is at least as large ('greater') or as small ('less') as the
+    one measured; up to 16 values every assignment, beyond 2^16 seeded ones, (count + 1) /
+    (2^16 + 1). Exact whenever each value is symmetric about 0 under the null: a pair's two members
+    exchangeable, whatever the spread's shape across pairs (long tails, two machine states)."""
+    v = np.asarray(values, float)
+    n = len(v)
+    if n == 0 or alternative not in ("greater", "less"):
+        raise ValueError(f"sign flip: {n} values, alternative {alternative!r}")
+    signs = _sign_patterns(n)
+    sums = signs @ np.abs(v)
+    obs = float(v.sum())
+    tol = 1e-9 * max(1.0, float(np.abs(v).sum()))
+    hits = float(np.sum(sums >= obs - tol) if alternative == "greater" else np.sum(sums <= obs + tol))
+    return hits / len(signs) if n <= SIGN_FLIP_EXACT else (hits + 1) / (len(signs) + 1)
+
+
+SIGN_FLIP_EXACT = 16
+
+
+@functools.lru_cache(maxsize=64)
+def _sign_patterns(n: int) -> np.ndarray:
+    if n <= SIGN_FLIP_EXACT:
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+    else:
+        bits = np.random.default_rng(0).integers(0, 2, size=(2**SIGN_FLIP_EXACT, n))
+    out = (1 - 2 * bits).astype(float)
+    out.setflags(write=False)
+    return out
+
+
+def sign_flip_least_n(level: float) -> int:
+    """The fewest values whose sign-flip test can reach a one-sided `level`: 1 / 2^n <= level."""
+    return max(1, math.ceil(math.log2(1.0 / level) - 1e-12))
 
 
 def signed_rank_pmf(n: int) -> np.ndarray:
@@ -386,10 +494,24 @@ def reps_to_exclude(
         return None
     alpha = 1.0 - confidence
     tail = alpha if margin is not None else alpha / 2.0  # equivalence: two one-sided tests at alpha
-    for n in range(2, MAX_REPS_SHOWN + 1):
-        if (stats.t.ppf(1 - tail, n - 1) + stats.t.ppf(power, n - 1)) * s / math.sqrt(n) < d:
-            return n
-    return MAX_REPS_SHOWN + 1
+    return _least_n(lambda n: (_t_ppf(1 - tail, 1) + _t_ppf(power, 1)) * s / np.sqrt(n) < d)
+
+
+@functools.lru_cache(maxsize=256)
+def _t_ppf(q: float, lost: int) -> np.ndarray:
+    """stats.t.ppf(q, df) for n = 2..MAX_REPS_SHOWN, with df = n - lost (lost 1) or 2 n - 2 (lost 2)."""
+    ns = np.arange(2, MAX_REPS_SHOWN + 1)
+    out = stats.t.ppf(q, ns - 1 if lost == 1 else 2 * ns - 2)
+    out.setflags(write=False)
+    return out
+
+
+def _least_n(enough) -> int:
+    """The least n in 2..MAX_REPS_SHOWN for which `enough` (vectorized over n) holds, else
+    MAX_REPS_SHOWN + 1."""
+    ns = np.arange(2, MAX_REPS_SHOWN + 1)
+    hit = np.flatnonzero(enough(ns))
+    return int(ns[hit[0]]) if len(hit) else MAX_REPS_SHOWN + 1
 
 
 def points_for_trend(rho: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
@@ -456,7 +578,4 @@ def reps_unpaired(
         return None
     alpha = 1.0 - confidence
     tail = alpha if margin is not None else alpha / 2.0
-    for n in range(2, MAX_REPS_SHOWN + 1):
-        if (stats.t.ppf(1 - tail, 2 * n - 2) + stats.t.ppf(power, 2 * n - 2)) * math.sqrt(s2 / n) < d:
-            return n
-    return MAX_REPS_SHOWN + 1
+    return _least_n(lambda n: (_t_ppf(1 - tail, 2) + _t_ppf(power, 2)) * np.sqrt(s2 / n) < d)

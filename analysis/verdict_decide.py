@@ -14,6 +14,7 @@ from analysis.claims import paper_on_effect_scale
 from analysis.common import fmt_num
 from analysis.verdict_rows import (
     CONTRADICTED,
+    FAILED,
     MACHINE,
     REPRODUCED,
     make_row,
@@ -32,7 +33,7 @@ def _interval(effects: np.ndarray, test: str, conf: float) -> tuple[float, float
 def row_basis(claim: dict, scale: str, null: float, alpha: float) -> dict:
     """What the outcome was decided against, as the row records it (analysis.campaign_chance reads
     it): the scale of the interval (log: of value / null; linear: value - null; rho: Fisher's z of
-    a rank correlation, one-sided at alpha), the null and margin as shown, the direction, alpha."""
+    a rank correlation, each side at alpha / 2), the null and margin as shown, the direction, alpha."""
     return {
         "scale": scale,
         "null": float(null),
@@ -42,12 +43,35 @@ def row_basis(claim: dict, scale: str, null: float, alpha: float) -> dict:
     }
 
 
+def no_spread(effects: np.ndarray) -> bool:
+    """True when the effects do not vary beyond numerical noise (a relative 1e-9 of their size):
+    an interval needs variation, and one of zero width decides on nothing."""
+    e = np.asarray(effects, float)
+    if len(e) < 2:
+        return False
+    size = max(float(np.max(np.abs(e))), 1e-300)
+    return float(np.std(e, ddof=1)) <= 1e-9 * size
+
+
+def sign_flip_ok(effects: np.ndarray, claim: dict, side: str, level: float) -> tuple[bool, float | None]:
+    """(whether the exact sign-flip test of the effects rejects on `side` ('greater' or 'less') at
+    one-sided `level`, its p): the t rule's guard at a few pairs. The signed-rank test is exact on
+    its own (True, None)."""
+    if claim["test"] == "wilcoxon":
+        return True, None
+    p = stats.sign_flip_p(effects, side)
+    return p < level, p
+
+
 def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_log, note) -> dict:
-    """Effects are centred on the null (0 = no change): log(ratio / null), or value - null."""
+    """Effects are centred on the null (0 = no change): log(ratio / null), or value - null. A side is
+    decided when the interval at the level lies clear of the null on it and, for the t rule, the
+    exact sign-flip test rejects on that side at half the level: each side's chance of a false
+    decision is then at most alpha / 2 for normal pairs (the t-interval) and for any pairs whose
+    effect is symmetric about the null (the sign-flip test), whatever their spread's shape."""
     expect = claim["expect"]
     null = 0.0
-    fallback = claim["effect"] in ("ratio", "ratio_of_ratios") and not scale_log  # a difference stands in
-    shown_null = 0.0 if fallback else claim["null"]
+    shown_null = claim["null"]
 
     def shown(x):
         if scale_log:
@@ -62,14 +86,12 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
         "difference": "difference",
         "value": claim["metric"],
     }[claim["effect"]]
-    if not scale_log and claim["effect"] == "ratio":
-        word = "difference"
     measured = (
         f"{word} {fmt_num(s_est)}"
         + (f" [{fmt_num(s_lo)}, {fmt_num(s_hi)}]" if math.isfinite(lo) else "")
         + f", n = {n}"
     )
-    basis = row_basis(claim, "log" if scale_log else "linear", claim["null"] if scale_log else shown_null, alpha)
+    basis = row_basis(claim, "log" if scale_log else "linear", claim["null"], alpha)
     row = partial(make_row, cid, claim, looks, estimate=s_est, ci_low=s_lo, ci_high=s_hi, n=n, measured=measured)
     row = partial(row, runs=runs, basis=basis)
     if n < claim["min_reps"]:
@@ -84,69 +106,45 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
             why=f"with n = {n} the signed-rank test's smallest p is {fmt_num(attainable)}, not below "
             f"{fmt_num(alpha)}: no data could decide.{note}",
         )
+    if no_spread(effects):
+        return row(
+            reps_needed=None,
+            why=f"no spread between pairs{at}: every one of the {n} pairs gives {word} {fmt_num(s_est)}, and an "
+            f"interval needs variation; no number of reps decides on it.{note}",
+        )
     if not math.isfinite(lo):
         return row(reps_needed=None, why=f"no interval from n = {n}{at}.{note}")
-    mag = None
-    paper = None if fallback else paper_on_effect_scale(claim)
-    if paper is not None:
-        mag = bool(paper[1] >= s_lo and paper[0] <= s_hi)
-    side_text = "below" if expect == "less" else "above"
+    least = stats.sign_flip_least_n(alpha / 2) if claim["test"] == "t" else 0
     if expect == "equivalent":
-        margin = claim["margin"]
-        band = math.log1p(margin) if scale_log else margin
-        lo2, hi2 = _interval(effects, claim["test"], 1 - 2 * alpha)[1:3]
-        band_text = f"[{fmt_num(shown(-band))}, {fmt_num(shown(band))}]"
-        if math.isfinite(lo2) and -band < lo2 and hi2 < band:
+        return _equivalence(row, claim, effects, n, alpha, scale_log, shown, lo, hi, at, note, least)
+    side_text = "below" if expect == "less" else "above"
+    other_text = "above" if expect == "less" else "below"
+    paper_side, other_side = ("less", "greater") if expect == "less" else ("greater", "less")
+    clear_paper = hi < null if expect == "less" else lo > null
+    clear_other = lo > null if expect == "less" else hi < null
+    if clear_paper or clear_other:
+        ok, p = sign_flip_ok(effects, claim, paper_side if clear_paper else other_side, alpha / 2)
+        if ok and clear_paper:
             return row(
                 outcome=REPRODUCED,
-                in_magnitude=None,
-                why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval [{fmt_num(shown(lo2))}, "
-                f"{fmt_num(shown(hi2))}] lies inside the margin {band_text}{at}.{note}",
+                why=f"the interval lies {side_text} {fmt_num(shown_null)}{at}.{note}",
             )
-        if lo > band or hi < -band:
+        if ok:
             return row(
                 outcome=CONTRADICTED,
-                why=f"the interval lies wholly outside the margin {band_text}{at}: a change.{note}",
+                why=f"the interval lies {other_text} {fmt_num(shown_null)}{at}, against the paper's direction.{note}",
             )
-        need = stats.reps_to_exclude(effects, 0.0, 1 - alpha, margin=band)
-        if need is not None:
-            said = f"; about {need} reps would show no change at the measured spread"
-        else:  # the change measured is the margin's size or more: how many reps would show the change
-            mean = float(np.mean(effects))
-            need = stats.reps_to_exclude(effects, band if mean > 0 else -band, 1 - alpha)
-            said = (
-                f"; the change measured is at least the margin: about {need} reps would show it"
-                if need
-                else "; the change measured sits at the margin: no number of reps would decide"
-            )
+        need = max(least, stats.reps_to_exclude(effects, 0.0, 1 - alpha) or least)
         return row(
             reps_needed=need,
-            why=f"the interval is not inside the margin {band_text}{at}{said}.{note}",
-        )
-    on_paper_side = hi < null if expect == "less" else lo > null
-    on_other_side = lo > null if expect == "less" else hi < null
-    if on_paper_side:
-        return row(
-            outcome=REPRODUCED,
-            in_magnitude=mag,
-            why=f"the interval lies {side_text} {fmt_num(shown_null)}{at}"
-            + (
-                ""
-                if mag is None
-                else "; the paper's value lies inside it"
-                if mag
-                else "; the paper's value lies outside it"
-            )
-            + f".{note}",
-        )
-    if on_other_side:
-        return row(
-            outcome=CONTRADICTED,
-            in_magnitude=False if mag is not None else None,
-            why=f"the interval lies {'above' if expect == 'less' else 'below'} {fmt_num(shown_null)}{at}, "
-            f"against the paper's direction.{note}",
+            why=f"the interval lies {side_text if clear_paper else other_text} {fmt_num(shown_null)}{at}, but the "
+            f"exact sign-flip test of the {n} pairs gives p = {fmt_num(p)}, not below {fmt_num(alpha / 2)}: so few "
+            f"pairs on one side also arise by chance when pairs vary between machine states; at least {least} "
+            f"pairs can decide.{note}",
         )
     need = stats.reps_to_exclude(effects, 0.0, 1 - alpha)
+    if need is not None:
+        need = max(need, least)
     if claim["test"] == "wilcoxon" and need is not None:
         need = max(need, next((k for k in range(2, 64) if stats.signed_rank_attainable_p(k) < alpha), need))
     return row(
@@ -162,13 +160,82 @@ def decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_
     )
 
 
+def _equivalence(row, claim, effects, n, alpha, scale_log, shown, lo, hi, at, note, least) -> dict:
+    """Two one-sided tests against the margin: the (1 - 2 alpha) interval inside it (and, for the t
+    rule, each side's sign-flip test at alpha) reproduces; the (1 - alpha) interval wholly outside
+    it (and the sign-flip test at alpha / 2) contradicts."""
+    margin = claim["margin"]
+    band = math.log1p(margin) if scale_log else margin
+    lo2, hi2 = _interval(effects, claim["test"], 1 - 2 * alpha)[1:3]
+    band_text = f"[{fmt_num(shown(-band))}, {fmt_num(shown(band))}]"
+    t_rule = claim["test"] == "t"
+    if math.isfinite(lo2) and -band < lo2 and hi2 < band:
+        if not t_rule or (
+            stats.sign_flip_p(effects + band, "greater") < alpha and stats.sign_flip_p(effects - band, "less") < alpha
+        ):
+            return row(
+                outcome=REPRODUCED,
+                why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval [{fmt_num(shown(lo2))}, "
+                f"{fmt_num(shown(hi2))}] lies inside the margin {band_text}{at}.{note}",
+            )
+        least_eq = stats.sign_flip_least_n(alpha)
+        return row(
+            reps_needed=max(least_eq, n + 1),
+            why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval lies inside the margin {band_text}{at}, but the "
+            f"exact sign-flip tests of the {n} pairs against its ends do not reach {fmt_num(alpha)}: at least "
+            f"{least_eq} pairs can show no change.{note}",
+        )
+    if lo > band or hi < -band:
+        side = "greater" if lo > band else "less"
+        shifted = effects - band if side == "greater" else effects + band
+        if not t_rule or stats.sign_flip_p(shifted, side) < alpha / 2:
+            return row(
+                outcome=CONTRADICTED,
+                why=f"the interval lies wholly outside the margin {band_text}{at}: a change.{note}",
+            )
+        return row(
+            reps_needed=max(least, n + 1),
+            why=f"the interval lies wholly outside the margin {band_text}{at}, but the exact sign-flip test of the "
+            f"{n} pairs does not reach {fmt_num(alpha / 2)}: at least {least} pairs can show the change.{note}",
+        )
+    need = stats.reps_to_exclude(effects, 0.0, 1 - alpha, margin=band)
+    if need is not None:
+        need = max(need, stats.sign_flip_least_n(alpha) if t_rule else need)
+        said = f"; about {need} reps would show no change at the measured spread"
+    else:  # the change measured is the margin's size or more: how many reps would show the change
+        mean = float(np.mean(effects))
+        need = stats.reps_to_exclude(effects, band if mean > 0 else -band, 1 - alpha)
+        if need is not None:
+            need = max(need, least)
+        said = (
+            f"; the change measured is at least the margin: about {need} reps would show it"
+            if need
+            else "; the change measured sits at the margin: no number of reps would decide"
+        )
+    return row(
+        reps_needed=need,
+        why=f"the interval is not inside the margin {band_text}{at}{said}.{note}",
+    )
+
+
 def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
     """Two independent sets: Welch's interval of the difference of the mean logs (a ratio of
-    geometric means) or of the means; a value <= 0 has no log, and the means' difference decides."""
+    geometric means) or of the means. A ratio of a set with a value <= 0 is no ratio: failed, never
+    judged on the means' difference instead."""
     hv, bv = sides
     expect = claim["expect"]
-    log = claim["effect"] in ("ratio", "ratio_of_ratios") and np.all(hv > 0) and np.all(bv > 0)
-    note = "" if log or claim["effect"] == "difference" else " A value <= 0 has no log: the means' difference decides."
+    log = claim["effect"] in ("ratio", "ratio_of_ratios")
+    note = ""
+    if log and not (np.all(hv > 0) and np.all(bv > 0)):
+        return make_row(
+            cid,
+            claim,
+            looks,
+            outcome=FAILED,
+            runs=runs,
+            why=f"a value <= 0 has no ratio: the {claim['metric']} values{at} include "
+            f"{int(np.sum(hv <= 0) + np.sum(bv <= 0))} at or below 0, and the claim is not judged on another scale.",
+        )
     h, b = (np.log(hv), np.log(bv)) if log else (hv, bv)
     shift = math.log(claim["null"]) if log else (claim["null"] if claim["effect"] == "difference" else 0.0)
     est, lo, hi, _df = stats.welch_interval(b, h, 1 - alpha)
@@ -202,6 +269,11 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
         return row(
             reps_needed=max(claim["min_reps"], n + 1),
             why=f"n = {len(hv)} and {len(bv)}{at}: each set needs at least {claim['min_reps']} runs.{note}",
+        )
+    if no_spread(h) and no_spread(b):
+        return row(
+            reps_needed=None,
+            why=f"no spread within either set{at}: an interval needs variation; no number of runs decides on it.",
         )
     if expect == "equivalent":
         band = math.log1p(claim["margin"]) if log else claim["margin"]
@@ -274,32 +346,44 @@ def decide_trend(cid, claim, looks, info, runs, at, alpha) -> dict:
     row = partial(
         row, estimate=rho, ci_low=lo, ci_high=hi, measured=measured, basis=row_basis(claim, "rho", 0.0, alpha)
     )
-    if t["attainable_p"] >= alpha:
+    # one-sided at alpha / 2 a side: the same level as the two-sided (1 - alpha) interval shown
+    half = alpha / 2
+    if t["attainable_p"] >= half:
         per_rep = _points_per_rep(frame, claim)
         # as many points as a perfect ranking needs to reach the level, or the power estimate's
-        need = max(stats.points_for_trend(rho, alpha) or 0, stats.points_to_reach(alpha, n, t["attainable_p"]))
+        need = max(stats.points_for_trend(rho, half) or 0, stats.points_to_reach(half, n, t["attainable_p"]))
         return row(
             reps_needed=math.ceil(need / per_rep) if need and per_rep else None,
             why=f"with these {n} points even a perfect ranking gives p = {fmt_num(t['attainable_p'])}, "
-            f"not below {fmt_num(alpha)}.",
+            f"not below {fmt_num(half)}.",
         )
-    if t["p"] < alpha:
+    # a decision needs the interval shown to agree (it does not exist below 4 points)
+    clear_up = not math.isfinite(lo) or lo > 0
+    clear_down = not math.isfinite(hi) or hi < 0
+    if t["p"] < half and (clear_up if alt == "greater" else clear_down):
         return row(
             outcome=REPRODUCED,
-            why=f"one-sided permutation p = {fmt_num(t['p'])} < {fmt_num(alpha)}{at}.",
+            why=f"one-sided permutation p = {fmt_num(t['p'])} < {fmt_num(half)}{at}.",
         )
     t2 = stats.rank_trend(list(x), list(y), other)
-    if t2["p"] is not None and t2["p"] < alpha:
+    if t2["p"] is not None and t2["p"] < half and (clear_down if alt == "greater" else clear_up):
         return row(
             outcome=CONTRADICTED,
-            why=f"the trend goes the other way: one-sided p = {fmt_num(t2['p'])} < {fmt_num(alpha)}{at}.",
+            why=f"the trend goes the other way: one-sided p = {fmt_num(t2['p'])} < {fmt_num(half)}{at}.",
         )
     per_rep = _points_per_rep(frame, claim)
-    need = stats.points_for_trend(rho, alpha)
+    need = stats.points_for_trend(rho, half)
     reps = math.ceil(need / per_rep) if need and per_rep else None
+    shown_p = t["p"] if t["p"] <= (t2["p"] if t2["p"] is not None else 1.0) else t2["p"]
+    wide = shown_p < half  # the test decides, the interval of rho does not: wider
     return row(
         reps_needed=reps,
-        why=f"one-sided p = {fmt_num(t['p'])}, not below {fmt_num(alpha)}{at}"
+        why=(
+            f"one-sided p = {fmt_num(shown_p)} < {fmt_num(half)}, but the {fmt_num(100 * (1 - alpha))} % "
+            f"interval of rho contains 0{at}"
+            if wide
+            else f"one-sided p = {fmt_num(t['p'])}, not below {fmt_num(half)}{at}"
+        )
         + (
             f"; about {reps} reps would decide at the measured rho"
             if reps

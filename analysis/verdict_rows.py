@@ -20,7 +20,9 @@ INCONCLUSIVE = "inconclusive"
 NOT_MEASURABLE = "not measurable here"
 FAILED = "failed"
 MACHINE = "differs (machine-specific)"
-OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE, FAILED, MACHINE)
+NOT_RUN = "not run in this profile"
+OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE, NOT_RUN, FAILED, MACHINE)
+IN_MAGNITUDE, NOT_IN_MAGNITUDE, MAGNITUDE_UNDECIDED = "in magnitude", "not in magnitude", "magnitude undecided"
 DECIDED = (REPRODUCED, CONTRADICTED)
 
 NEED_WORDS = {
@@ -42,15 +44,18 @@ NEED_WORDS = {
 
 @dataclass(frozen=True)
 class Looks:
-    """Where a sequential design stands: this look of `of` planned ones, with `reps` repetitions."""
+    """Where a sequential design stands: this look of `of` planned ones, with `reps` repetitions;
+    `plan`, the repetitions of every planned look (e.g. (3, 6, 9)), sets the level for t-intervals
+    with the degrees of freedom those looks have (analysis.stats.look_alpha)."""
 
     look: int = 1
     of: int = 1
     reps: int | None = None
+    plan: tuple[int, ...] | None = None
 
     @property
     def alpha(self) -> float:
-        return stats.look_alpha(self.of)
+        return stats.look_alpha(self.of, self.plan)
 
     @property
     def confidence(self) -> float:
@@ -107,6 +112,8 @@ def make_row(cid: str, claim: dict, looks: Looks, **kw) -> dict:
         "n": 0,
         "measured": None,
         "outcome": INCONCLUSIVE,
+        "kind": claim.get("kind") or "finding",
+        "magnitude": None,
         "in_magnitude": None,
         "why": "",
         "reps_needed": None,
@@ -118,7 +125,29 @@ def make_row(cid: str, claim: dict, looks: Looks, **kw) -> dict:
     for k in ("estimate", "ci_low", "ci_high"):
         v = row[k]
         row[k] = None if v is None or not math.isfinite(v) else float(v)
+    if "magnitude" not in kw:
+        row["magnitude"] = magnitude(claim, row)
+    # the old key, derived: True in magnitude, False not in magnitude, None otherwise
+    row["in_magnitude"] = {IN_MAGNITUDE: True, NOT_IN_MAGNITUDE: False}.get(row["magnitude"])
     return row
+
+
+def magnitude(claim: dict, row: dict) -> str | None:
+    """The declared magnitude band against the row's interval (on the effect's scale as shown),
+    apart from the direction: in magnitude (inside the band), not in magnitude (wholly outside it),
+    magnitude undecided (else, or no interval); None without a band or without a measurement."""
+    band = claim.get("magnitude")
+    if not band or row["outcome"] in (NOT_MEASURABLE, NOT_RUN, FAILED):
+        return None
+    lo, hi = row["ci_low"], row["ci_high"]
+    if lo is None or hi is None:
+        return MAGNITUDE_UNDECIDED
+    least, most = band.get("at_least", -math.inf), band.get("at_most", math.inf)
+    if least <= lo and hi <= most:
+        return IN_MAGNITUDE
+    if hi < least or lo > most:
+        return NOT_IN_MAGNITUDE
+    return MAGNITUDE_UNDECIDED
 
 
 def _sel_text(sel: dict | None) -> str:
@@ -162,12 +191,15 @@ def describe_test(c: dict, looks: Looks) -> str:
     if c["effect"] == "machine":
         return "none: a property of the hardware, compared"
     if c["effect"] == "trend":
-        return f"Spearman's rho, one-sided permutation test at {fmt_num(looks.alpha)}"
+        return f"Spearman's rho, one-sided permutation test at {fmt_num(looks.alpha / 2)} a side"
     scale = "log " if c["scale"] == "log" else ""
     kind = "t-interval" if c["test"] == "t" else "signed-rank (Hodges-Lehmann) interval"
     if c["expect"] == "equivalent":
         return f"two one-sided tests ({scale}{kind}, margin {fmt_num(c['margin'])}) at {fmt_num(looks.alpha)}"
-    return f"{level} {kind} of the {scale}{'ratios' if c['effect'] in ('ratio', 'ratio_of_ratios') else 'values'}"
+    guard = " with the exact sign-flip test" if c["test"] == "t" else ""
+    return (
+        f"{level} {kind} of the {scale}{'ratios' if c['effect'] in ('ratio', 'ratio_of_ratios') else 'values'}" + guard
+    )
 
 
 # ----------------------------------------------------------------------------- selection
@@ -183,6 +215,31 @@ def match_rows(df: pd.DataFrame, sel: dict | None) -> pd.Series:
             hit = col_values.astype(str).isin([str(w) for w in wanted])
         mask &= hit
     return mask
+
+
+def unrun_points(claim: dict, table: pd.DataFrame) -> list[tuple[str, object]]:
+    """(column, value) of each point the claim declares (a `where:` value, listed or not, and an
+    `at:` value other than max / min) that no row of the evidence table has: the configuration did
+    not run it (a run that ran and failed has its row). None checked on an empty table."""
+    if table.empty:
+        return []
+    out = []
+    for col, want in (claim.get("where") or {}).items():
+        for v in want if isinstance(want, list) else [want]:
+            if col in table.columns and not match_rows(table, {col: v}).any():
+                out.append((col, v))
+    rows = table[match_rows(table, {c: w for c, w in (claim.get("where") or {}).items() if c in table.columns})]
+    for col, want in (claim.get("at") or {}).items():
+        if want in POINT_KEYWORDS or col not in table.columns:
+            continue
+        for v in want if isinstance(want, list) else [want]:
+            if not match_rows(rows, {col: v}).any():
+                out.append((col, v))
+    return out
+
+
+def points_text(points: list[tuple[str, object]]) -> str:
+    return ", ".join(f"{col} {point_text(v)}" for col, v in points)
 
 
 def _plain(v):

@@ -1,46 +1,54 @@
 """The verdict engine: one rule, for every experiment, from a declared claim and the measured
-evidence to one of six outcomes. No analysis module decides a verdict itself.
+evidence to one of seven outcomes. No analysis module decides a verdict itself.
 
 Outcomes
   reproduced            the interval of the paired effect (at the look's level) excludes the null on
-                        the paper's side; "in magnitude" as well when the paper's value (or range)
-                        lies inside (overlaps) the interval. A trend: the one-sided permutation test
-                        in the paper's direction below the level.
-  contradicted          the interval excludes the null on the other side (a trend: the other
-                        direction's test below the level).
+                        the paper's side and, for the t rule, the exact sign-flip test rejects on
+                        that side at half the level. A trend: the one-sided permutation test in the
+                        paper's direction below half the level, its interval of rho agreeing.
+  contradicted          the same on the other side.
   inconclusive          neither: the row gives n, the interval and how many repetitions a power
                         estimate from the measured spread says would decide (80 % power). Also
                         when the configuration measured nothing for the claim (n = 0), when fewer
-                        pairs than the claim's least, or too few rare events, were measured, and
-                        when the test's smallest attainable p cannot reach the level.
+                        pairs than the claim's least (or than the sign-flip test needs), or too few
+                        rare events, were measured, when the pairs have no spread at all, and when
+                        the test's smallest attainable p cannot reach the level.
   not measurable here   only when a declared machine need (SMT, NUMA nodes, a PMU, persistent
                         memory, physical NICs, RFS's flow table, hosts, CMPs, CPUs) is missing,
                         named; decided from the machine description, before and without runs.
-  failed                runs failed or a selected run has no value of the metric: loud, the runs
-                        named, never folded into another outcome.
+  not run in this profile
+                        the claim names a point (an `at:` value, a `where:` value) that no row of
+                        the evidence table has: the configuration does not run it, named.
+  failed                runs failed, a selected run has no value of the metric, or a ratio has a
+                        value <= 0: loud, the runs named, never folded into another outcome.
   differs (machine-specific)
                         an absolute property of the hardware (a bandwidth, a time alone): both
                         values shown, not judged.
 
+Apart from the outcome, the row's `magnitude` judges a declared band (claims' `magnitude:`): in
+magnitude, not in magnitude, magnitude undecided, or None without a band (verdict_rows.magnitude).
+
 Effects (claims.schema.json)
   ratio                 per pair (head / base), on logs: a t-interval of the mean log ratio (or the
                         exact signed-rank interval), exponentiated; the estimate is the geometric
-                        mean of the per-pair ratios. A pair with a value <= 0 has no log: the
-                        paired difference decides instead, and the row says so.
+                        mean of the per-pair ratios. A value <= 0 has no log ratio: failed (a
+                        claim never changes scale silently).
   difference            per pair head - base; value: the metric itself (log or linear) against
                         the null; ratio_of_ratios: per pair (head/base at the second point) over
                         (head/base at the first); trend: Spearman's rho of the metric on x over the
                         points, with the one-sided permutation test (analysis.stats.rank_trend).
   equivalent            a "no change" claim: two one-sided tests against the declared margin; the
                         (1 - 2 alpha) interval inside the margin reproduces, the (1 - alpha)
-                        interval wholly outside it contradicts; an interval that merely contains
+                        interval wholly outside it contradicts (each with the sign-flip tests
+                        against the margin's ends for the t rule); an interval that merely contains
                         the null shows nothing when it is wide.
   over                  a claim on every point: reproduced when every point is (an intersection-
                         union test needs no adjustment), contradicted when one point is at the
                         Bonferroni level (Holm's first step), failed when one point failed.
 
-Looks: a design that adds repetitions while a claim is undecided judges every look at Pocock's
-nominal level for its number of looks (analysis.stats.look_alpha); the row records the look.
+Looks: a design that adds repetitions while a claim is undecided judges every look at the level
+its plan keeps at 5 % over all looks for t-intervals with the looks' degrees of freedom
+(analysis.stats.look_alpha; Pocock's z-based level when no plan is given); the row records the look.
 """
 
 from __future__ import annotations
@@ -62,10 +70,14 @@ from analysis.verdict_rows import (
     CONTRADICTED,
     DECIDED,
     FAILED,
+    IN_MAGNITUDE,
     INCONCLUSIVE,
     MACHINE,
+    MAGNITUDE_UNDECIDED,
     NEED_WORDS,
+    NOT_IN_MAGNITUDE,
     NOT_MEASURABLE,
+    NOT_RUN,
     OUTCOMES,
     REPRODUCED,
     Looks,
@@ -78,7 +90,9 @@ from analysis.verdict_rows import (
     named_runs,
     paired_effects,
     point_text,
+    points_text,
     run_names,
+    unrun_points,
 )
 
 # one look of one: the design without added repetitions
@@ -89,6 +103,10 @@ __all__ = [
     "CONTRADICTED",
     "INCONCLUSIVE",
     "NOT_MEASURABLE",
+    "NOT_RUN",
+    "IN_MAGNITUDE",
+    "NOT_IN_MAGNITUDE",
+    "MAGNITUDE_UNDECIDED",
     "FAILED",
     "MACHINE",
     "OUTCOMES",
@@ -100,6 +118,7 @@ __all__ = [
     "describe_test",
     "judge",
     "judge_all",
+    "decide_effects",
     "counts",
 ]
 
@@ -122,6 +141,9 @@ def judge(
     table = tables.get(claim["table"])
     if table is None:
         return make_row(cid, claim, looks, outcome=FAILED, why=f"the analysis produced no table {claim['table']}.")
+    unrun = unrun_points(claim, table)
+    if unrun:
+        return _not_run(cid, claim, table, looks, unrun)
     if claim.get("over"):
         return _judge_over(cid, claim, table, looks)
     row = _judge_one(cid, claim, table, looks, alpha=alpha)
@@ -129,6 +151,34 @@ def judge(
         row["level"] = round(1 - alpha, 6)
         row["test"] = row["test"].replace(f"{100 * looks.confidence:.4g} %", f"{100 * (1 - alpha):.4g} %")
     return row
+
+
+def _not_run(cid: str, claim: dict, table: pd.DataFrame, looks: Looks, unrun: list) -> dict:
+    """A claim whose declared point the configuration did not run. On every point (`over`), the
+    points that did run are judged: a failed or contradicted one stands, named beside what was not
+    run; otherwise the claim is not run in this profile, with what the points run showed."""
+    text = points_text(unrun)
+    over = claim.get("over") or []
+    missing = {(c, str(v)) for c, v in unrun}
+    where = claim.get("where") or {}
+    kept = {
+        c: [v for v in w if (c, str(v)) not in missing] for c, w in where.items() if c in over and isinstance(w, list)
+    }
+    only_over = all(c in over for c, _ in unrun) and all(kept.get(c) for c in over if c in kept)
+    if over and only_over:
+        row = _judge_over(cid, {**claim, "where": {**where, **kept}}, table, looks)
+        if row["outcome"] in (FAILED, CONTRADICTED):
+            row["why"] += f" Not run in this profile: {text}."
+            return row
+        return make_row(
+            cid,
+            claim,
+            looks,
+            outcome=NOT_RUN,
+            why=f"this profile does not run {text}; the points it runs: {row['measured'] or row['why']}.",
+            runs=row["runs"],
+        )
+    return make_row(cid, claim, looks, outcome=NOT_RUN, why=f"this profile does not run {text}, the claim's point.")
 
 
 def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dict:
@@ -146,7 +196,7 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
     sub = {k: v for k, v in claim.items() if k != "over"}
     rows = []
     m = len(points)
-    strict = Looks(looks.look, looks.of, looks.reps)
+    strict = Looks(looks.look, looks.of, looks.reps, looks.plan)
     for p in points:
         where = {**(claim.get("where") or {}), **dict(zip(cols, p))}
         one = _judge_one(cid, {**sub, "where": where}, table, looks)
@@ -218,7 +268,6 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
 
 def _judge_one(cid: str, claim: dict, table: pd.DataFrame, looks: Looks, alpha: float | None = None) -> dict:
     alpha = looks.alpha if alpha is None else alpha
-    conf = 1.0 - alpha
     info, used = paired_effects(claim, table)
     failed, failed_why = failed_rows(used, claim["metric"]) if len(used) else ([], "")
     if failed:
@@ -233,6 +282,15 @@ def _judge_one(cid: str, claim: dict, table: pd.DataFrame, looks: Looks, alpha: 
     runs = run_names(used) if len(used) else []
     if "empty" in info:
         return make_row(cid, claim, looks, runs=runs, why=f"n = 0: {info['empty']}.")
+    return decide_effects(cid, claim, looks, info, runs, used, alpha)
+
+
+def decide_effects(
+    cid: str, claim: dict, looks: Looks, info: dict, runs: list[str], used: pd.DataFrame, alpha: float
+) -> dict:
+    """A claim's row from its measured effects (analysis.verdict_rows.paired_effects' info) once no
+    run failed and something was measured; bench/verdict_coverage.py feeds it simulated effects."""
+    conf = 1.0 - alpha
     point = info.get("point") or {}
     at = (" at " + ", ".join(f"{k} {point_text(v)}" for k, v in point.items())) if point else ""
     if claim["effect"] == "machine":
@@ -245,21 +303,6 @@ def _judge_one(cid: str, claim: dict, table: pd.DataFrame, looks: Looks, alpha: 
     n = len(effects)
     note = ""
     scale_log = claim["scale"] == "log"
-    if not np.all(np.isfinite(effects)):
-        if claim["effect"] == "ratio" and "raw" in info:  # a value <= 0 has no log: decide on the difference
-            hv, bv = info["raw"]
-            effects = hv - bv  # a ratio's null of 1 is a difference of 0
-            scale_log = False
-            note = " A value <= 0 has no log ratio: the paired difference decides."
-        else:
-            return make_row(
-                cid,
-                claim,
-                looks,
-                outcome=FAILED,
-                runs=runs,
-                why=f"the {claim['metric']} values give no finite effect (a value <= 0 on a log scale).",
-            )
     if "min_events" in claim and claim["effect"] in ("ratio", "difference"):
         me = claim["min_events"]
         rows = used[match_rows(used, claim["base"])]
@@ -277,7 +320,34 @@ def _judge_one(cid: str, claim: dict, table: pd.DataFrame, looks: Looks, alpha: 
                 why=f"the base counted {int(count)} {me['column']} over {n} reps{at}, fewer than the "
                 f"{me['at_least']} a comparison of rare events needs.",
             )
+    bad = _bad_pairs(info, used, claim) if claim["effect"] in ("ratio", "ratio_of_ratios") else []
+    if bad or not np.all(np.isfinite(effects)):
+        # a claim never changes scale silently: a ratio of a value <= 0 is no ratio, and its null
+        # and margin mean nothing in the metric's own units
+        bad = bad or _bad_pairs(info, used, claim)
+        what = (
+            "a value <= 0 has no ratio"
+            if claim["effect"] in ("ratio", "ratio_of_ratios")
+            else "a value <= 0 has no log"
+        )
+        return make_row(
+            cid,
+            claim,
+            looks,
+            outcome=FAILED,
+            runs=bad or runs,
+            why=f"{what}: the {claim['metric']} values of {len(bad) or 'some'} run(s){at} "
+            f"({named_runs(bad) if bad else 'a pair'}) give no finite effect on the claim's {claim['scale']} scale.",
+        )
     return decide_interval(cid, claim, looks, effects, n, runs, at, alpha, conf, scale_log, note)
+
+
+def _bad_pairs(info: dict, used: pd.DataFrame, claim: dict) -> list[str]:
+    """The runs among `used` whose metric value is <= 0 (no log), named."""
+    if used is None or used.empty or claim["metric"] not in used.columns:
+        return []
+    v = pd.to_numeric(used[claim["metric"]], errors="coerce")
+    return run_names(used[v <= 0])
 
 
 # ----------------------------------------------------------------------------- many claims

@@ -80,7 +80,7 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
         run_text=getattr(module, "RUN_TEXT", []),
         files=files,
         config=cfg,
-        looks=verdicts.Looks(look, len(plan), plan[min(look, len(plan)) - 1]),
+        looks=verdicts.Looks(look, len(plan), plan[min(look, len(plan)) - 1], tuple(plan)),
     )
     analysis_experiment.write(out_dir, inputs, module.analyse(inputs))
     return 0

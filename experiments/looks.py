@@ -10,8 +10,9 @@ on a spread that is itself uncertain by a factor of two or more, so a claim just
 still runs to it rather than stop in one campaign and be decided in the next; and before
 MIN_FUTILITY_REPS reps no estimate stops a look at all (from 3 reps they varied tenfold between
 campaigns). Every look judges
-its claims at Pocock's nominal level for the number of looks planned (analysis.stats.look_alpha),
-so the chance of a false decision over all looks stays at 5 %; the rows record the look. Without
+its claims at the level computed for the plan (analysis.stats.look_alpha: t-intervals with the
+degrees of freedom its looks have), so the chance of a false decision over all looks stays at
+5 %; the rows record the look. Without
 `max_reps` (or with it at `reps`) there is one look, judged at 95 %, as before.
 
 The workflow (workflows/rules/experiments.smk) writes the specs of every look at once, runs the
@@ -180,13 +181,14 @@ def decide(sections: list[dict], look: int, looks: list[int]) -> dict:
 
 
 def alpha(looks: list[int]) -> float:
-    return stats.look_alpha(len(looks))
+    """Each look's level: the plan's, for t-intervals with the degrees of freedom its looks have."""
+    return stats.look_alpha(len(looks), looks)
 
 
 def describe(looks: list[int]) -> str:
     if len(looks) == 1:
         return f"one look of {looks[0]} reps at 95 %"
     return (
-        f"up to {len(looks)} looks at {', '.join(map(str, looks))} reps, each at Pocock's level "
-        f"{100 * (1 - alpha(looks)):.4g} %"
+        f"up to {len(looks)} looks at {', '.join(map(str, looks))} reps, each at "
+        f"{100 * (1 - alpha(looks)):.4g} % (5 % over the looks for t with their df)"
     )

@@ -31,9 +31,9 @@ def test_a_nil_effect_is_decided_at_the_level_and_a_large_one_always():
     assert pr == pytest.approx(0.025, abs=1e-3) and pc == pytest.approx(0.025, abs=1e-3)
     pr, pc = cc.decided_chance(LOG_LESS, -1.0, 0.1)  # ten standard errors below the null
     assert pr > 0.999 and pc < 1e-6
-    # a trend is one-sided at alpha: a nil rho is decided either way at alpha each
+    # a trend is one-sided at alpha / 2 a side, as its two-sided interval: a nil rho decided at 0.025 each way
     pr, pc = cc.decided_chance({**LOG_LESS, "scale": "rho", "expect": "increasing"}, 0.0, 0.2)
-    assert pr == pytest.approx(0.05, abs=1e-3) and pc == pytest.approx(0.05, abs=1e-3)
+    assert pr == pytest.approx(0.025, abs=1e-3) and pc == pytest.approx(0.025, abs=1e-3)
 
 
 def test_a_no_change_claim_inside_its_margin_is_reproduced_outside_contradicted():

@@ -80,16 +80,24 @@ def three_reps(tmp_path, ratio_runtime: float, noise=(0.0, 0.01, -0.01)) -> Path
     return tmp_path / "three"
 
 
-def test_three_reps_decide_a_large_change(tmp_path):
+NINE = (0.0, 0.01, -0.01, 0.02, -0.02, 0.015, -0.015, 0.005, -0.005)
+
+
+def test_paired_reps_decide_a_large_change_from_enough_pairs(tmp_path):
     """Mann-Whitney with Holm could not reach 0.05 below 5 reps and called a 42 % change 'no
-    significant change'; the paired interval decides it."""
-    camp = three_reps(tmp_path, 0.58)
+    significant change'; the paired interval decides it, once there are pairs enough for the
+    exact sign-flip test at the family's level (3 pairs on one side arise by chance 1 time in 4)."""
+    camp = three_reps(tmp_path / "nine", 0.58, noise=NINE)
     result, _, md = compare_runs.run([camp], by="variant", baseline="linux", pair_by="labels.rep")
     row = rows_by(result, "new")["runtime_s"]
-    assert row["verdict"] == "better" and row["paired"] and row["n_pairs"] == 3
+    assert row["verdict"] == "better" and row["paired"] and row["n_pairs"] == 9
     assert row["ratio"] == pytest.approx(0.58, rel=0.02) and row["ci_high"] < 0.7
     unpaired, _, _ = compare_runs.run([camp], by="variant", baseline="linux")
     assert rows_by(unpaired, "new")["runtime_s"]["verdict"] == "better"
+    three = three_reps(tmp_path, 0.58)
+    result, _, md = compare_runs.run([three], by="variant", baseline="linux", pair_by="labels.rep")
+    row = rows_by(result, "new")["runtime_s"]
+    assert row["verdict"] == "inconclusive" and "sign-flip" in row["why"] and row["n_pairs"] == 3
 
 
 def test_the_gate_fails_passes_or_cannot_decide(tmp_path):
@@ -112,7 +120,7 @@ def test_the_gate_fails_passes_or_cannot_decide(tmp_path):
 
 
 def test_no_change_needs_a_margin_and_an_interval_inside_it(tmp_path):
-    camp = three_reps(tmp_path, 1.001, noise=(0.0, 0.001, -0.001))
+    camp = three_reps(tmp_path, 1.001, noise=(0.0, 0.001, -0.001, 0.002, -0.002, 0.0015))
     result, _, _ = compare_runs.run(
         [camp], by="variant", baseline="linux", pair_by="labels.rep", metric_names=["runtime_s"], margin=0.02
     )
@@ -161,7 +169,8 @@ def test_wilcoxon_option_and_its_attainable_level(campaign):
         sets=["variant=linux", "variant=slow"], metric_names=["runtime_s"], test="wilcoxon", pair_by="labels.rep"
     )
     result, _, _ = compare_runs.run([campaign], **one)
-    assert result["rows"][0]["verdict"] == "worse"  # 6 pairs: smallest p 2/64 < 0.05
+    # 6 pairs of one ratio exactly (1.25): no spread between pairs, and so no interval to decide on
+    assert result["rows"][0]["verdict"] == "inconclusive" and "no spread between pairs" in result["rows"][0]["why"]
     assert result["settings"]["test"] == "wilcoxon"
     # with 15 comparisons each is judged at 0.05/15: 6 pairs can never reach it, and it says so
     result, _, _ = compare_runs.run([campaign], by="variant", baseline="linux", test="wilcoxon", pair_by="labels.rep")

@@ -331,10 +331,11 @@ def test_fixture_claims(analysed):
     assert list(rows) == list(CLAIMS) and all(c["paper"] == "000" for c in rows.values())
     got = {cid: r["outcome"] for cid, r in rows.items()}
     assert got == {
-        "x264_simlarge_grows": "reproduced",  # per rep 1.97 and 2.17
+        # 2 pairs on one side arise by chance one time in two: at least 6 decide (the sign-flip test)
+        "x264_simlarge_grows": "inconclusive",  # per rep 1.97 and 2.17
         "x264_native_grows": "inconclusive",  # 1.46 and 1.56: 2 reps reach below 1.05
         "runtime_grows_with_co_runners": "not measurable here",  # the fixture's machine: 2 CMPs
-        "graph_s22_e16_stable_before_4c": "reproduced",  # 1.0 and 1.01
+        "graph_s22_e16_stable_before_4c": "inconclusive",  # 1.0 and 1.01: 2 pairs, 5 show no change
         "graph_s22_e18_stable_before_4c": "failed",  # a job of w4_k2_r1 exited 1
         "graph_s22_e16_degrades_from_4c": "not measurable here",
         "graph_s22_e18_degrades_from_4c": "not measurable here",
@@ -344,6 +345,6 @@ def test_fixture_claims(analysed):
         "x264_simlarge_runtime_8c": "not measurable here",
     }
     assert rows["graph_s22_e18_stable_before_4c"]["runs"] == ["w4_k2_r1"]
-    assert rows["x264_native_grows"]["reps_needed"] == 3
+    assert rows["x264_native_grows"]["reps_needed"] == 6  # the power estimate says 3; the sign-flip test needs 6
     assert rows["x264_simlarge_runtime_1c"]["paper_value"] == "7 s"
     assert not any(r["outcome"] == "not measurable here" and r["n"] for r in rows.values())
