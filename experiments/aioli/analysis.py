@@ -91,7 +91,7 @@ def analyse(inputs: Inputs) -> Result:
         per_run = pd.DataFrame(columns=["run_id", "policy", "policy_applied", *am.KEY, "servers", "rep",
                                         "throughput_mib_s", "avg_aggregation", "avg_possible", "failed",
                                         "failed_reason"])  # fmt: skip
-    pts = am.points(per_run, baseline)
+    pts = am.points(per_run, baseline, inputs.looks.confidence)
     hist = am.histogram_table(per_run, hist_rows)
     notes = [
         f"points.csv, for reading: speedup_pct = 100 x (mean throughput of the policy / mean of {baseline} - 1) "

@@ -26,7 +26,7 @@ def plot_gains(pts: pd.DataFrame, out: Path, baseline: str) -> None:
             for r in sub.itertuples()
         ]
         x = np.arange(len(sub))
-        err = np.vstack([sub["speedup_pct"] - sub["speedup_ci95_low"], sub["speedup_ci95_high"] - sub["speedup_pct"]])
+        err = np.vstack([sub["speedup_pct"] - sub["speedup_ci_low"], sub["speedup_ci_high"] - sub["speedup_pct"]])
         colors = {p: f"C{i}" for i, p in enumerate(sorted(sub["policy"].unique()))}
         ax.bar(x, sub["speedup_pct"], yerr=np.clip(np.nan_to_num(err), 0, None), capsize=2,
                color=[colors[p] for p in sub["policy"]])  # fmt: skip

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import runtables as rt
-from analysis.stats import paired_ratio_t, t_interval
+from analysis.stats import CONFIDENCE, paired_ratio_t, t_interval
 
 SOURCE = "experiments.aioli.metrics"
 COUNTERS_FILE = "pfs_counters.json"
@@ -290,18 +290,19 @@ def aggregation_rows(per_run: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[AGG_COLUMNS]
 
 
-def points(per_run: pd.DataFrame, baseline: str) -> pd.DataFrame:
+def points(per_run: pd.DataFrame, baseline: str, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Per (policy, pattern, op, request, clients, apps), over its runs that did not fail:
-    throughput and time with 95% t-intervals, the speed-up and normalised time against the
-    baseline (t-intervals of the per-rep log ratios), aggregation and waiting means. For
-    reading and the figure: the claims are judged by the engine on the runs."""
+    throughput and time with t-intervals, the speed-up and normalised time against the baseline
+    (t-intervals of the per-rep log ratios), all at `confidence` (the verdicts' level of the
+    look), aggregation and waiting means. For reading and the figure: the claims are judged by
+    the engine on the runs."""
     rows = []
     if per_run.empty:
         return pd.DataFrame()
     good_runs = per_run[~per_run["failed"]]
     for (policy, *key), g in per_run.groupby(["policy", *KEY], sort=True):
         good = g[~g["failed"]].dropna(subset=["throughput_mib_s"]).sort_values("rep")
-        lo, hi = t_interval(good["throughput_mib_s"])
+        lo, hi = t_interval(good["throughput_mib_s"], confidence)
         row = {
             "policy": policy,
             **dict(zip(KEY, key)),
@@ -309,8 +310,9 @@ def points(per_run: pd.DataFrame, baseline: str) -> pd.DataFrame:
             "n_reps": len(good),
             "n_failed": int(g["failed"].sum()),
             "throughput_mib_s": good["throughput_mib_s"].mean() if len(good) else math.nan,
-            "throughput_ci95_low": lo,
-            "throughput_ci95_high": hi,
+            "throughput_ci_low": lo,
+            "throughput_ci_high": hi,
+            "ci_level": confidence,
             "time_s": good["time_s"].mean() if len(good) else math.nan,
             "avg_aggregation": g["avg_aggregation"].mean(),
             "avg_possible": g["avg_possible"].mean(),
@@ -326,16 +328,16 @@ def points(per_run: pd.DataFrame, baseline: str) -> pd.DataFrame:
         base = good_runs[(good_runs["policy"] == baseline) & same].dropna(subset=["throughput_mib_s"])
         pair = base.merge(good, on="rep", suffixes=("_base", ""))
         if policy != baseline and len(pair):
-            ratio, low, high = paired_ratio_t(pair["throughput_mib_s_base"], pair["throughput_mib_s"])
-            t_ratio, t_low, t_high = paired_ratio_t(pair["time_s_base"], pair["time_s"])
+            ratio, low, high = paired_ratio_t(pair["throughput_mib_s_base"], pair["throughput_mib_s"], confidence)
+            t_ratio, t_low, t_high = paired_ratio_t(pair["time_s_base"], pair["time_s"], confidence)
             per_rep = pair["throughput_mib_s"] / pair["throughput_mib_s_base"]
             row.update(
                 speedup_pct=100 * (ratio - 1),
-                speedup_ci95_low=100 * (low - 1),
-                speedup_ci95_high=100 * (high - 1),
+                speedup_ci_low=100 * (low - 1),
+                speedup_ci_high=100 * (high - 1),
                 norm_time=t_ratio,
-                norm_time_ci95_low=t_low,
-                norm_time_ci95_high=t_high,
+                norm_time_ci_low=t_low,
+                norm_time_ci_high=t_high,
                 n_pairs=len(pair),
                 rep_ratios=" ".join(f"{x:.3g}" for x in per_rep),
             )

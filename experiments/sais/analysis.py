@@ -55,7 +55,7 @@ from analysis import runtables as rt
 from analysis.common import fmt_num, run_checks
 from analysis.experiment import Figure, Inputs, Result
 from analysis.figures import no_data, plt, save_png
-from analysis.stats import paired_ratio_t, t_interval
+from analysis.stats import CONFIDENCE, paired_ratio_t, t_interval
 from corun.errors import ConfigError
 from experiments.sais import cpu as sais_cpu
 from experiments.sais import inmem as sais_inmem
@@ -267,22 +267,24 @@ def speedup_rows(per_run: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- points
 
 
-def points(per_run: pd.DataFrame) -> pd.DataFrame:
-    """Per (policy, servers, links, transfer, clients): mean bandwidth with its 95% t-interval,
-    speed-up over irqbalance with its paired CI, and the PMU figures against irqbalance."""
+def points(per_run: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Per (policy, servers, links, transfer, clients): mean bandwidth with its t-interval,
+    speed-up over irqbalance with its paired CI (both at `confidence`, the verdicts' level of the
+    look), and the PMU figures against irqbalance."""
     rows = []
     if per_run.empty:
         return pd.DataFrame()
     for (policy, *key), g in per_run.groupby(["policy", *KEY], sort=True):
         good = g.dropna(subset=["bw_mib_s"]).sort_values("rep")
-        lo, hi = t_interval(good["bw_mib_s"]) if len(good) >= 2 else (math.nan, math.nan)
+        lo, hi = t_interval(good["bw_mib_s"], confidence) if len(good) >= 2 else (math.nan, math.nan)
         row = {
             "policy": policy,
             **dict(zip(KEY, key)),
             "n_reps": len(good),
             "bw_mib_s": good["bw_mib_s"].mean() if len(good) else math.nan,
-            "bw_ci95_low": lo,
-            "bw_ci95_high": hi,
+            "bw_ci_low": lo,
+            "bw_ci_high": hi,
+            "ci_level": confidence,
             "read_time_s": good["read_time_s"].mean() if len(good) else math.nan,
             **{m: good[m].mean() if len(good) else math.nan for m in PMU_POINT},
         }
@@ -291,10 +293,8 @@ def points(per_run: pd.DataFrame) -> pd.DataFrame:
         ].dropna(subset=["bw_mib_s"])
         pair = base.merge(good, on="rep", suffixes=("_base", ""))
         if policy != BASELINE and len(pair):
-            ratio, low, high = paired_ratio_t(pair["bw_mib_s_base"], pair["bw_mib_s"])
-            row.update(
-                speedup_pct=100 * (ratio - 1), speedup_ci95_low=100 * (low - 1), speedup_ci95_high=100 * (high - 1)
-            )
+            ratio, low, high = paired_ratio_t(pair["bw_mib_s_base"], pair["bw_mib_s"], confidence)
+            row.update(speedup_pct=100 * (ratio - 1), speedup_ci_low=100 * (low - 1), speedup_ci_high=100 * (high - 1))
             for m in PMU_POINT:  # the paper's figures: unhalted time larger, L2 miss rate lower
                 b, h = pair[f"{m}_base"].mean(), pair[m].mean()
                 row[f"{m}_change_pct"] = 100 * (h / b - 1) if b and np.isfinite(b) and np.isfinite(h) else math.nan
@@ -424,7 +424,7 @@ def plot(pts: pd.DataFrame, out: Path) -> None:
         x = np.arange(len(labels))
         for i, p in enumerate(policies):
             g = pts[pts["policy"] == p].set_index(KEY).reindex(pts.drop_duplicates(KEY).set_index(KEY).index)
-            err = np.vstack([g["bw_mib_s"] - g["bw_ci95_low"], g["bw_ci95_high"] - g["bw_mib_s"]])
+            err = np.vstack([g["bw_mib_s"] - g["bw_ci_low"], g["bw_ci_high"] - g["bw_mib_s"]])
             ax.bar(x + i * width, g["bw_mib_s"], width, yerr=np.nan_to_num(err), label=p, capsize=2)
         ax.set_xticks(x + 0.4 - width / 2, labels, rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("read bandwidth (MiB/s)")
@@ -492,7 +492,7 @@ def analyse(inputs: Inputs) -> Result:
                                         "failed_reason"])  # fmt: skip
     cpus = pd.concat([cpu_rows(inputs.run_dirs.get(r), r, log) for r in per_run["run_id"]] or [pd.DataFrame()])
     n_c = int(cpus["cpu"].nunique()) if len(cpus) else None
-    pts = points(per_run)
+    pts = points(per_run, inputs.looks.confidence)
     p_s, m_s, why = pm_inputs(jobs)
     if why:
         log.add("model P and M", why, "experiments.sais.analysis", "-")
