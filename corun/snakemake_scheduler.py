@@ -36,9 +36,19 @@ from snakemake.scheduling import job_scheduler
 PATCHED = "_corun_quiet_reevaluation"
 
 
+def _limit_reached(limiter) -> bool:
+    """Whether the rate limit held jobs back at the pass's selection: the selection took as many
+    jobs as the limit left room for, so its window of submissions is full. Read as the selection
+    left it (without expiring entries since), so a limit that bound is never missed."""
+    window = getattr(limiter, "_jobs", None)
+    if window is None:
+        return limiter.get_free_jobs() == 0
+    return len(window) >= limiter.max_jobs
+
+
 def _quiet_reevaluation(self, delay) -> None:
     limiter = self.job_rate_limiter
-    if limiter is not None and delay == limiter.timespan and limiter.get_free_jobs() > 0:
+    if limiter is not None and delay == limiter.timespan and not _limit_reached(limiter):
         queue = getattr(self.workflow.dag, "has_unfinished_queue_input_jobs", None)
         if queue is None or not queue():
             return  # the limit held nothing back: nothing to wait for

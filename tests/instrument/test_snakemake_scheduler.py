@@ -35,21 +35,24 @@ rule one:
 """.replace("NJOBS", str(JOBS))
 
 
-def _most_threads(tmp: Path, include: bool) -> tuple[int, int]:
-    """Run the toy workflow one job at a time (as the measuring profiles do) and return the most
-    threads its Snakemake process had, and its exit code."""
+def _most_threads(tmp: Path, include: bool, args=("--cores", "1", "--resources", "testbed=1")) -> tuple[int, int]:
+    """Run the toy workflow (by default one job at a time, as the measuring profiles do) and
+    return the most threads its Snakemake process had, and its exit code (-9: stalled, killed
+    after 90 s)."""
     head = f'include: "{INCLUDE}"\n\n' if include else ""
     (tmp / "Snakefile").write_text(head + TOY)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen(
-        [SMK, "--cores", "1", "--resources", "testbed=1", "-q"],
+        [SMK, *args, "-q"],
         cwd=tmp,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    most = 0
+    most, end = 0, time.monotonic() + 90
     while p.poll() is None:
+        if time.monotonic() > end:
+            p.kill()
         try:
             most = max(most, len(os.listdir(f"/proc/{p.pid}/task")))
         except OSError:
@@ -77,14 +80,23 @@ def test_the_schedulers_threads_stay_bounded_as_jobs_finish(tmp_path):
     assert most_plain >= most + JOBS // 3, (most_plain, most)
 
 
+def test_a_limit_that_holds_jobs_back_still_releases_them(tmp_path):
+    """2 jobs a second on 4 cores: the limit binds, and its timer starts the jobs held back."""
+    most, rc = _most_threads(
+        tmp_path, True, ("--cores", "4", "--resources", "testbed=4", "--max-jobs-per-timespan", "2/1s")
+    )
+    assert rc == 0 and len(list((tmp_path / "out").iterdir())) == JOBS
+
+
 class _Limiter:
+    """Snakemake's JobRateLimiter as the scheduler's pass leaves it: `_jobs` holds the recent
+    submissions, `max_jobs` of them fill the limit."""
+
     timespan = 1
+    max_jobs = 5
 
     def __init__(self, free):
-        self.free = free
-
-    def get_free_jobs(self):
-        return self.free
+        self._jobs = [0.0] * (self.max_jobs - free)
 
 
 def _scheduler(free, queue=False):
@@ -100,7 +112,7 @@ def test_a_timer_only_when_the_limit_holds_jobs_back_and_one_at_most():
     s = _scheduler(free=5)
     ss._quiet_reevaluation(s, 1)
     assert getattr(s, "_corun_pending_timer", None) is None  # room for more jobs: no timer
-    s.job_rate_limiter.free = 0
+    s.job_rate_limiter._jobs = [0.0] * 5
     ss._quiet_reevaluation(s, 0.05)  # the limit is full ...
     ss._quiet_reevaluation(s, 1)
     timer = s._corun_pending_timer
