@@ -183,7 +183,8 @@ def shares(
         for name, pids in (("corun", corun), ("orchestrator", orchestrator), ("kernel", kernel), ("own", own))
     }
     own_ticks = jobs + part["own"]
-    foreign = max(0, process_time - own_ticks - part["kernel"])
+    # at least its named parts (the machine's line and the processes' are read apart, each to a tick)
+    foreign = max(part["corun"] + part["orchestrator"], process_time - own_ticks - part["kernel"])
     other = max(0, foreign - part["corun"] - part["orchestrator"])
 
     def pct(x: float) -> float:
