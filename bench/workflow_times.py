@@ -18,9 +18,9 @@ rule time beyond these is the runner's wrapper (a netns cluster brought up and d
 then prints the harness's share per experiment and in total: the experiment's Snakemake time
 (the summed wall time of its jobs: data, specs, runs, collect, analyse; one job at a time under
 `make run`), its runs' summed job time (`phases_s.jobs_s`), the summed duration of the attempts
-measured again because the host took too much CPU time (`remeasured.earlier`: repetitions the
-evidence needs, not the harness's cost), the measurements that are not runs (a JSON file outside
-*/runs/ with phases_s.jobs_s: the device's calibration, noisy_neighbour's premise), and (time -
+measured again because the host or other processes took too much CPU time (`remeasured.earlier`:
+repetitions the evidence needs, not the harness's cost), the measurements that are not runs (a
+JSON file outside */runs/ with phases_s.jobs_s: the device's calibration, noisy_neighbour's premise), and (time -
 job time - not runs - remeasured) / time; the total row takes the workflow's span against every
 run's job time.
 
@@ -112,8 +112,9 @@ def run_phases(results: Path) -> dict[str, dict[str, float]]:
         except (OSError, ValueError):
             meta = {}
         phases = meta.get("phases_s")
-        # attempts measured again because the host took too much CPU time (steal): repetitions
-        # the evidence needed, measured like the kept one (within the run's process_start)
+        # attempts measured again because the host or other processes took too much CPU time
+        # (steal, foreign CPU): repetitions the evidence needed, measured like the kept one
+        # (within the run's process_start)
         acc["remeasured_s"] += sum(
             e.get("duration_s") or 0.0 for e in (meta.get("remeasured") or {}).get("earlier", [])
         )
