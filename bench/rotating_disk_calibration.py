@@ -46,6 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench import _common  # noqa: E402
+from corun.emulators import ROTATING_DISK  # noqa: E402
 from corun.errors import ConfigError, CorunError  # noqa: E402
 from corun.machine import rotating_disk as rd  # noqa: E402
 from corun.machine.device import device_of  # noqa: E402
@@ -340,16 +341,16 @@ def log(msg: str) -> None:
 
 def preset_model(preset: str) -> dict:
     """The preset's parameters and derived figures, from the emulator's model alone."""
-    cfg = rd.resolve({"preset": preset})
+    cfg = rd.resolve({"preset": preset}, ROTATING_DISK)
     with tempfile.NamedTemporaryFile("w", suffix=".trace") as empty:
         res = subprocess.run(
-            [str(rd.BINARY), "--preset", cfg["preset_file"], "--replay", empty.name],
+            [str(ROTATING_DISK.binary), "--preset", cfg["preset_file"], "--replay", empty.name],
             capture_output=True,
             text=True,
             timeout=60,
         )
     if res.returncode != 0:
-        raise CorunError(f"{rd.BINARY.name} --replay exited {res.returncode}: {res.stderr.strip()[-300:]}")
+        raise CorunError(f"{ROTATING_DISK.binary.name} --replay exited {res.returncode}: {res.stderr.strip()[-300:]}")
     out = json.loads(res.stdout)
     return {"params": out["params"], "derived": out["derived"]}
 
@@ -400,7 +401,7 @@ def real_disk(args: argparse.Namespace, readers: list[int]) -> int:
     out = {
         "bench": "rotating_disk_calibration",
         "quick": args.quick,
-        "preset": Path(rd.resolve({"preset": args.preset})["preset_file"]).stem,
+        "preset": Path(rd.resolve({"preset": args.preset}, ROTATING_DISK)["preset_file"]).stem,
         **_common.machine(t0, load_before),
         "device": {"kind": "block", "path": args.device, "name": name, "host_settings": host, "model": model},
         "measured": m,
@@ -500,8 +501,8 @@ def main(argv: list[str] | None = None) -> int:
         return real_disk(args, readers)
     size = (args.size_mib or (512 if args.quick else 4096)) << 20
     try:
-        cfg = rd.resolve({"preset": args.preset, "size_bytes": size, "queue_window": args.queue_window})
-        rd.check_machine()
+        cfg = rd.resolve({"preset": args.preset, "size_bytes": size, "queue_window": args.queue_window}, ROTATING_DISK)
+        rd.check_machine(ROTATING_DISK)
     except ConfigError as exc:
         return skipped(args.out, str(exc))
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from corun.emulators import Emulator
 from corun.errors import ConfigError
 from corun.machine.device import device_of
 from corun.machine.disk_mounts import (
@@ -87,7 +88,9 @@ class RunDevice:
         self.cfg = None
 
     @classmethod
-    def prepare(cls, dspec: dict, source: str) -> RunDevice | None:
+    def prepare(cls, dspec: dict, source: str, emulator: Emulator) -> RunDevice | None:
+        """The device of a run spec's DSPEC checked (EMULATOR: where the emulated disk's program
+        and presets are), or None for a throttled disk."""
         kind = dspec.get("kind", "throttle")
         if kind == "throttle":
             if dspec.get("populate"):
@@ -100,8 +103,8 @@ class RunDevice:
             return None
         rd = cls(kind, dspec, source)
         if kind == "rotating_disk":
-            rd.cfg = resolve(dspec.get("rotating_disk"), source)
-            check_machine(source)
+            rd.cfg = resolve(dspec.get("rotating_disk"), emulator, source)
+            check_machine(emulator, source)
             if rd.cfg["overlay"]:
                 root = Path(dspec["path"]).absolute()
                 if not root.is_dir() or _mount_entry(str(root)) is not None:

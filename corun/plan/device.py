@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from corun.emulators import ROTATING_DISK
 from corun.errors import ConfigError
 from corun.machine import rotating_disk as rd
 
@@ -30,7 +31,7 @@ def check(cfg: dict, source: str = "config") -> None:
                     else "one of " + ", ".join(SETTABLE)
                 )
                 raise ConfigError(source, f"{key}.{k}", v, expected)
-        rd.resolve(dev.get("rotating_disk"), source, key)
+        rd.resolve(dev.get("rotating_disk"), ROTATING_DISK, source, key)
 
 
 def run_device(sec: dict, data_dir: Path, inputs: list[Path], evict: bool, outputs: list[Path] = ()) -> dict:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corun import config
+from corun.emulators import ROTATING_DISK
 from corun.errors import ConfigError, CorunError
 from corun.machine import cgroup as cg
 from corun.machine import device as devmod
@@ -200,7 +201,7 @@ class RunPlan:
         spec, src = self.spec, self.source
         # a device built or formatted for the run (kind rotating_disk, block with format) is found
         # once it exists, first thing in the machine session's set-up
-        self.run_device = RunDevice.prepare(spec["device"], src)
+        self.run_device = RunDevice.prepare(spec["device"], src, ROTATING_DISK)
         for i, js in enumerate(spec["jobs"]):
             if js["kind"] == "mpi":
                 continue  # checked by _cluster

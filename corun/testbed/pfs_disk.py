@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from corun.emulators import ROTATING_DISK
 from corun.errors import CorunError, one_line_errors
 from corun.machine import rotating_disk as rd  # also registers the disk's undo handlers
 from corun.machine.state import Journal, run_undo
@@ -46,8 +47,8 @@ def _state(work: Path) -> dict | None:
 
 def up(work: Path, target: str, cfg: dict) -> dict:
     os.environ["CORUN_STATE_DIR"] = str(work)  # the disk's folder (fuse mount, state) goes there too
-    rd.check_machine("pfs", "brick.backend")
-    resolved = rd.resolve(cfg, "pfs", "brick.rotating_disk")
+    rd.check_machine(ROTATING_DISK, "pfs", "brick.backend")
+    resolved = rd.resolve(cfg, ROTATING_DISK, "pfs", "brick.rotating_disk")
     work.mkdir(parents=True, exist_ok=True)
     if journal_file(work).exists():
         raise CorunError(f"pfs_disk: {journal_file(work)} exists: a disk is up there; run down first")

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from corun.emulators import ROTATING_DISK
+from corun.errors import ConfigError
 from corun.machine import rotating_disk as rd
 from tests.emulators.disk_helpers import loop_device
 
@@ -268,8 +270,8 @@ def test_a_later_run_starts_from_the_cached_image_until_an_input_changes(tmp_pat
 
 
 def test_image_cache_is_true_or_false():
-    with pytest.raises(rd.ConfigError, match=r"device.rotating_disk.image_cache: 'yes' \(expected true or false\)"):
-        rd.resolve({"image_cache": "yes"})
+    with pytest.raises(ConfigError, match=r"device.rotating_disk.image_cache: 'yes' \(expected true or false\)"):
+        rd.resolve({"image_cache": "yes"}, ROTATING_DISK)
 
 
 def test_overlay_needs_inputs_under_the_folder(tmp_path):

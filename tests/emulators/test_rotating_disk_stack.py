@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from corun.emulators import ROTATING_DISK
 from corun.errors import ConfigError, CorunError
 from corun.machine import rotating_disk as rd
 from corun.machine import run_device
@@ -54,7 +55,7 @@ def assert_clean(disk_or_paths):
 
 
 def test_resolve_fills_defaults_and_rejects_bad_values():
-    c = rd.resolve({})
+    c = rd.resolve({}, ROTATING_DISK)
     assert c["host"]["read_ahead_kb"] == 128 and c["host"]["elevator"] == "mq-deadline"
     assert Path(c["preset_file"]).name == "sata_7200_2010.conf"
     for bad, key in [
@@ -66,12 +67,14 @@ def test_resolve_fills_defaults_and_rejects_bad_values():
         ({"host": {"elevator": "cfq"}}, "host.elevator"),
     ]:
         with pytest.raises(ConfigError, match=f"device.rotating_disk.{key}"):
-            rd.resolve(bad, "s.yaml")
+            rd.resolve(bad, ROTATING_DISK, "s.yaml")
 
 
 def test_setup_verifies_settings_and_teardown_leaves_nothing(state, tmp_path):
     j = Journal("t-setup")
-    disk = rd.RotatingDisk(rd.resolve({**SMALL, "host": {"nr_requests": 64}}), j, tmp_path / "data", "t-setup")
+    disk = rd.RotatingDisk(
+        rd.resolve({**SMALL, "host": {"nr_requests": 64}}, ROTATING_DISK), j, tmp_path / "data", "t-setup"
+    )
     paths = (disk.target, disk.fuse_dir, disk.image)
     try:
         disk.start()
@@ -105,7 +108,7 @@ def started_disk(tmp_path, name, fill):
     """A started small disk on TMP_PATH/data holding the file f of FILL bytes; afterwards its
     journal is unwound within 60 s and nothing of it is left."""
     j = Journal(name)
-    disk = rd.RotatingDisk(rd.resolve(SMALL), j, tmp_path / "data", name)
+    disk = rd.RotatingDisk(rd.resolve(SMALL, ROTATING_DISK), j, tmp_path / "data", name)
     paths = (disk.target, disk.fuse_dir, disk.image)
     try:
         disk.start()
@@ -142,10 +145,11 @@ def test_stopped_daemon_does_not_hang_teardown(state, tmp_path):
 RUNNER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, sys.argv[1])
+    from corun.emulators import ROTATING_DISK
     from corun.machine import rotating_disk as rd
     from corun.machine.state import Journal
     j = Journal("t-kill-runner")
-    disk = rd.RotatingDisk(rd.resolve({"size_bytes": 256 << 20}), j, sys.argv[2], "t-kill-runner")
+    disk = rd.RotatingDisk(rd.resolve({"size_bytes": 256 << 20}, ROTATING_DISK), j, sys.argv[2], "t-kill-runner")
     disk.start()
     open(sys.argv[2] + "/busy", "wb").write(b"z" * 1048576)
     print(disk.fuse_dir, disk.image, disk.loop, disk.proc.pid, flush=True)
