@@ -197,3 +197,16 @@ def test_every_claim_has_a_kind_and_names_its_stand_ins():
         k for k, v in kinds.items() if v == "headline"
     }
     assert all({"netns_links", "user_space_cosched"} <= set(c["stand_ins"]) for c in CLAIMS.values())
+
+
+@pytest.mark.parametrize(
+    "cc_b, outcome, magnitude",
+    [
+        (0.65, REPRODUCED, "in magnitude"),  # about the paper's -36.6 %
+        (0.95, REPRODUCED, "not in magnitude"),  # a gain, but 5 % where the paper has up to 36.6 %
+        (1.3, CONTRADICTED, "not in magnitude"),
+    ],
+)
+def test_the_response_claims_judge_the_papers_magnitude_apart_from_the_direction(cc_b, outcome, magnitude):
+    row = verdict("cc_b_over_sb_response", runs_of({"sb": 1.0, "cc_b": cc_b}))
+    assert row["outcome"] == outcome and row["magnitude"] == magnitude, row
