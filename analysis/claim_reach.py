@@ -307,10 +307,10 @@ def reach_all(experiment: str, claims: dict) -> list[Reach]:
 
 
 def check_all(experiments_dir: Path | None = None) -> tuple[list[tuple[str, Reach]], list[str]]:
-    """(experiment, Reach) of every judged claim that no evidence contradicts, and the claims
-    files that do not load (one line each)."""
+    """(experiment, Reach) of every judged claim of the experiments' folder, and the claims files
+    that do not load (one line each)."""
     root = Path(experiments_dir or EXPERIMENTS_DIR)
-    stuck, broken = [], []
+    reached, broken = [], []
     for path in sorted(root.glob("*/claims.yaml")):
         name = path.parent.name
         try:
@@ -318,32 +318,19 @@ def check_all(experiments_dir: Path | None = None) -> tuple[list[tuple[str, Reac
         except AnalysisInputError as exc:
             broken.append(str(exc))
             continue
-        stuck += [(name, r) for r in reach_all(name, cs.claims) if r.judged and not r.can_fail]
-    return stuck, broken
-
-
-def bands_never_missed(experiments_dir: Path | None = None) -> list[tuple[str, Reach]]:
-    """(experiment, Reach) of every claim whose magnitude band no evidence lies wholly outside."""
-    root = Path(experiments_dir or EXPERIMENTS_DIR)
-    out = []
-    for path in sorted(root.glob("*/claims.yaml")):
-        name = path.parent.name
-        try:
-            cs = load_claims(path, name, root / "_papers", shown=f"experiments/{name}/claims.yaml")
-        except AnalysisInputError:
-            continue
-        out += [(name, r) for r in reach_all(name, cs.claims) if r.band_can_fail is False]
-    return out
+        reached += [(name, r) for r in reach_all(name, cs.claims) if r.judged]
+    return reached, broken
 
 
 def main(argv: list[str] | None = None) -> int:
     """python -m analysis.claim_reach: every claim no possible evidence could contradict."""
-    stuck, broken = check_all()
+    reached, broken = check_all()
+    stuck = [(name, r) for name, r in reached if not r.can_fail]
+    bands = [(name, r) for name, r in reached if r.band_can_fail is False]
     for line in broken:
         print(line)
     for name, r in stuck:
         print(f"experiments/{name}/claims.yaml: claims.{r.claim}: cannot fail: {r.how}")
-    bands = bands_never_missed()
     for name, r in bands:
         print(f"experiments/{name}/claims.yaml: claims.{r.claim}.magnitude: never 'not in magnitude': {r.band_how}")
     print(f"{len(stuck)} claim(s) cannot fail; {len(bands)} magnitude band(s) no evidence lies outside")
