@@ -26,6 +26,7 @@ from pathlib import Path
 from corun import upstream as upstream_manifest
 from corun.errors import ConfigError, MissingTool
 from corun.run import graph500
+from corun.run import parsec as parsec_runs
 from corun.run.inputs import PRESETS
 from corun.util import repo_root, tool_version
 
@@ -87,70 +88,97 @@ def _version(argv: tuple[str, ...], pattern: str) -> str:
 
 
 def x264(input_name: str, input_path: Path, out_path: Path, threads: int = 1) -> JobTemplate:
-    """PARSEC x264 with its simlarge/native options; Debian's x264 when PARSEC is absent."""
+    """PARSEC's x264 with its own <input>.runconf command line (its output and input replaced by
+    out_path and input_path) when the parsec role built it; Debian's x264 with the same options
+    (in its newer syntax) when PARSEC is absent. The job records its clip (clip_labels)."""
     if input_name not in PRESETS:
         raise ConfigError("config", "input", input_name, "one of " + ", ".join(PRESETS))
     parsec = upstream().get("parsec", {})
-    args = X264_PARSEC_ARGS + ["--threads", str(threads), "-o", str(out_path), str(input_path)]
-    if parsec.get("x264"):
+    built = parsec.get("x264") if parsec.get("status", "built") == "built" else ""
+    clip = clip_labels(input_name, input_path)
+    if built and os.access(built, os.X_OK):
+        pkg_dir = Path(built).parents[3]  # pkgs/apps/x264
+        argv = parsec_runs.runconf(pkg_dir, input_name, threads)[1:]
+        out = argv.index("-o") if "-o" in argv else None
+        if out is not None:
+            del argv[out : out + 2]
         return JobTemplate(
-            [parsec["x264"], *args],
-            {"binary": f"PARSEC {parsec.get('version', '?')} x264", "stands_in_for": f"PARSEC x264 {input_name}"},
+            [built, *argv[:-1], "-o", str(out_path), str(input_path)],
+            {
+                "binary": f"PARSEC {parsec.get('version', '?')} x264",
+                "stands_in_for": f"PARSEC x264 {input_name}",
+                **clip,
+                **source_labels(parsec),
+            },
         )
+    args = X264_PARSEC_ARGS + ["--threads", str(threads), "-o", str(out_path), str(input_path)]
     if shutil.which("x264") is None:
         raise MissingTool("x264", "x264", "the x264 workloads (or provision PARSEC with the parsec role)")
     ver = _version(("x264", "--version"), r"x264 (\S+)")
-    return JobTemplate(["x264", *args], {"binary": f"debian x264 {ver}", "stands_in_for": f"PARSEC x264 {input_name}"})
+    return JobTemplate(
+        ["x264", *args],
+        {
+            "binary": f"debian x264 {ver}",
+            "stands_in_for": f"PARSEC x264 {input_name}",
+            "stand_in_reason": parsec_stand_in_reason("x264"),
+            **clip,
+        },
+    )
+
+
+def clip_labels(input_name: str, path: Path) -> dict:
+    """What an x264 job records of its clip: PARSEC's own (real) or corun's generated one, its
+    frame size and count read from the file, and the input it stands in for."""
+    real = parsec_input(input_name)
+    if real is not None and Path(path).resolve() == real.resolve():
+        return {"input_provenance": "real", "input_stands_in_for": ""}
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline().decode("ascii", "replace")
+        size = os.path.getsize(path)
+    except OSError:
+        head, size = "", 0
+    m = re.search(r"W(\d+) H(\d+)", head)
+    w, h = (int(m.group(1)), int(m.group(2))) if m else PRESETS[input_name]
+    frames = (size - len(head)) // (len(b"FRAME\n") + w * h * 3 // 2) if size else 0
+    name = f"eledream_{w}x{h}_{PARSEC_FRAMES.get(input_name, frames)}.y4m"
+    return {
+        "input_provenance": f"generated: a seeded 4:2:0 {w}x{h} y4m of {frames} frames",
+        "input_stands_in_for": f"PARSEC x264 {input_name} ({name})",
+    }
 
 
 def parsec_input(input_name: str) -> Path | None:
-    """The provisioned PARSEC input clip, if any."""
-    p = upstream().get("parsec", {}).get("inputs", {}).get(input_name)
+    """PARSEC's own x264 clip of the input set, when an input archive of the parsec role held it
+    (its manifest's x264_clips), else None: corun's generated clip stands in."""
+    p = (upstream().get("parsec", {}).get("x264_clips") or {}).get(input_name)
     return Path(p) if p and Path(p).exists() else None
 
 
-@dataclass
-class ParsecProgram:
-    """A PARSEC package as its own run configuration runs it: `argv` from run_exec and
-    run_args of pkgs/<group>/<pkg>/parsec/<input>.runconf (${NTHREADS} filled in), run in a
-    folder holding the unpacked `input_tar`."""
-
-    template: JobTemplate
-    input_tar: Path
-
-
-_RUNCONF = re.compile(r'^\s*(run_exec|run_args)\s*=\s*"([^"]*)"', re.M)
+ParsecProgram = parsec_runs.ParsecProgram
 
 
 def parsec_program(pkg: str, input_name: str, threads: int = 1) -> ParsecProgram | None:
     """PARSEC's own `pkg` for `input_name` when the parsec role built it and recorded it in the
-    upstream manifest (parsec.binaries); None otherwise, and the caller runs its stand-in."""
-    parsec = upstream().get("parsec", {})
-    binary = (parsec.get("binaries") or {}).get(pkg)
-    if not binary or not os.access(binary, os.X_OK):
+    upstream manifest, with the input this machine has for it (corun.run.parsec); None
+    otherwise, and the caller runs its stand-in."""
+    entry = upstream().get("parsec") or {}
+    if entry.get("status", "built") != "built":
         return None
-    inst = Path(binary).parent.parent  # pkgs/<group>/<pkg>/inst/<platform>
-    pkg_dir = inst.parent.parent  # pkgs/<group>/<pkg>
-    runconf = pkg_dir / "parsec" / f"{input_name}.runconf"
-    tar = pkg_dir / "inputs" / f"input_{input_name}.tar"
-    try:
-        fields = dict(_RUNCONF.findall(runconf.read_text()))
-    except OSError:
-        raise ConfigError(
-            str(runconf), "", "unreadable", f"PARSEC's run configuration of {pkg} {input_name} (re-run the parsec role)"
-        ) from None
-    if "run_exec" not in fields or "run_args" not in fields or not tar.exists():
-        raise ConfigError(
-            str(runconf),
-            "run_exec/run_args",
-            "missing",
-            f"PARSEC's run command of {pkg} and its input {tar.name} (re-run the parsec role)",
-        )
-    args = fields["run_args"].replace("${NTHREADS}", str(threads)).replace("$NTHREADS", str(threads)).split()
-    cmd = [str(inst / fields["run_exec"]), *args]
-    env = {"OMP_NUM_THREADS": str(threads), "IM_CONCURRENCY": str(threads)}  # freqmine, vips
-    labels = {"binary": f"PARSEC {parsec.get('version', '?')} {pkg}", "stands_in_for": f"PARSEC {pkg} {input_name}"}
-    return ParsecProgram(JobTemplate(cmd, labels, env), tar)
+    prog = parsec_runs.program(entry, pkg, input_name, threads, JobTemplate)
+    if prog is not None:
+        prog.template.labels.update(source_labels(entry))
+    return prog
+
+
+def parsec_stand_in_reason(pkg: str) -> str:
+    """Why PARSEC's `pkg` did not run here, for its stand-in's record."""
+    entry = upstream().get("parsec") or {}
+    if not entry:
+        return "parsec not provisioned (no upstream manifest entry)"
+    if entry.get("status", "built") != "built":
+        return f"parsec: {entry.get('status')}: {entry.get('reason', 'no reason recorded')}"
+    return f"parsec {entry.get('version', '?')} built no {pkg} (parsec_packages)"
 
 
 def upstream_program(role: str, name: str) -> tuple[str | None, dict, str]:

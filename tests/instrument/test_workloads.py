@@ -44,9 +44,18 @@ def test_upstream_binaries_win(manifest, tmp_path):
     for p in (seq, omp):
         p.write_text("#!/bin/sh\n")
         p.chmod(0o755)
+    # PARSEC's x264 in a tree of PARSEC's shape, its simlarge.runconf giving the command line
+    x264 = tmp_path / "pkgs" / "apps" / "x264" / "inst" / "amd64-linux.corun" / "bin" / "x264"
+    x264.parent.mkdir(parents=True)
+    x264.write_text("#!/bin/sh\n")
+    x264.chmod(0o755)
+    (tmp_path / "pkgs" / "apps" / "x264" / "parsec").mkdir()
+    (tmp_path / "pkgs" / "apps" / "x264" / "parsec" / "simlarge.runconf").write_text(
+        'run_exec="bin/x264"\nrun_args="--quiet --b-pyramid --threads ${NTHREADS} -o eledream.264 eledream_640x360_128.y4m"\n'
+    )
     manifest(
         {
-            "parsec": {"version": "3.0", "x264": "/opt/parsec/x264", "inputs": {"simlarge": str(clip)}},
+            "parsec": {"status": "built", "version": "3.0", "x264": str(x264), "x264_clips": {"simlarge": str(clip)}},
             "graph500": {
                 "status": "built",
                 "version": "2.1.4",
@@ -69,7 +78,8 @@ def test_upstream_binaries_win(manifest, tmp_path):
     g2 = workloads.graph(22, 16, tmp_path, threads=2)
     assert g2.cmd[0] == str(omp) and g2.env["OMP_NUM_THREADS"] == "2"
     x = workloads.x264("simlarge", clip, tmp_path / "o.264")
-    assert x.cmd[0] == "/opt/parsec/x264" and x.labels["binary"] == "PARSEC 3.0 x264"
+    assert x.cmd == [str(x264), "--quiet", "--b-pyramid", "--threads", "1", "-o", str(tmp_path / "o.264"), str(clip)]
+    assert x.labels["binary"] == "PARSEC 3.0 x264" and x.labels["input_provenance"] == "real"
     assert workloads.parsec_input("simlarge") == clip
 
 
