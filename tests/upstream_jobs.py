@@ -19,6 +19,7 @@ CHECKS = {
     "mpl_sweep": ("npb", None, lambda r: True, "result_time_s"),
     "sais": ("ior", "ior", lambda r: r.get("kind") == "read", "result_read_bw_mean_mib_s"),
     "aioli": ("ior", "ior", lambda r: True, None),
+    "dynamic_io": ("parsec", "x264", lambda r: r.get("app") == "x264", None),
 }
 
 
@@ -53,6 +54,8 @@ def check(out: Path, experiment: str) -> str:
             assert float(r[field]) > 0, (field, r)
         if role in ("graph500", "npb"):
             assert r["result_check"] == "ok", r
+        if role == "parsec":  # PARSEC's program, and the input it read (corun.run.parsec)
+            assert r["binary"].startswith("PARSEC ") and r["input_provenance"], r
     for meta in (out / experiment / "runs").glob("*/metadata.json"):
         rec = json.loads(meta.read_text())["upstream"][role]
         assert rec["status"] == "built" and rec["source"]["sha256"] == pin, (meta, rec)

@@ -16,6 +16,7 @@ import numpy as np
 
 from corun.plan.base import machine_cmps
 from corun.plan.calibration import calibrate_reader, nops_for, write_calibration_files
+from corun.run import parsec as parsec_runs
 from corun.run import workloads
 from corun.run.inputs import PRESETS, fits, make_y4m, unpack_tar, write_random, y4m_bytes
 from corun.util import atomic_file, atomic_write_json, cli_options
@@ -97,6 +98,16 @@ def parsec_of(app: dict, threads: int | None = None):
 def parsec_run_dir(app_name: str, app: dict, i: int, data_dir: Path) -> Path:
     """Job set i's working folder: PARSEC's input set unpacked, as parsecmgmt runs it."""
     return inputs_dir(data_dir) / app_name / f"parsec_{app.get('input', 'simlarge')}_{i:04d}"
+
+
+def parsec_generated(prog, data_dir: Path) -> Path:
+    """The cached generated input of a PARSEC program (corun.run.parsec.generate), made once."""
+    file_name, kind = prog.generated
+    path = inputs_dir(data_dir) / "parsec" / kind / file_name
+    size = parsec_runs.generated_bytes(kind)
+    if not (fits(path, size) if size else path.exists()):
+        parsec_runs.generate(kind, path)
+    return path
 
 
 def _paper_text(path: Path, size: int, seed: int) -> None:
@@ -190,8 +201,12 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
                 run_dir = parsec_run_dir(name, app, i, data_dir)
                 mark = run_dir / ".corun-unpacked"
                 if not mark.exists():
-                    unpack_tar(prog.input_tar, run_dir)
-                    mark.write_text(f"{prog.input_tar}\n")
+                    run_dir.mkdir(parents=True, exist_ok=True)
+                    if prog.input_tar is not None:
+                        unpack_tar(prog.input_tar, run_dir)
+                    if prog.generated is not None:  # seeded, made once, a copy per job set
+                        shutil.copyfile(parsec_generated(prog, data_dir), run_dir / prog.generated[0])
+                    mark.write_text(f"{prog.input_tar or prog.generated}\n")
                     made.append(str(run_dir))
         elif app["kind"] == "file_reader":
             size = _reader_bytes(e, app)
@@ -270,8 +285,14 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         labels.update(target_mb_s=round(rate, 6), target_attainable=ok, file_bytes=size)
     labels.update(t.labels)
     labels["stands_in_for"] = app["stands_in_for"]
+    # PARSEC's and x264's jobs say which input they read (corun.run.parsec); the kernels' are corun's own
+    labels.setdefault("input_provenance", f"generated: corun's {app['kind']} input")
+    if app.get("parsec_package") and cwd is None:  # the kernel stands in for PARSEC's program
+        labels.setdefault("stand_in_reason", workloads.parsec_stand_in_reason(app["parsec_package"]))
     labels["scale_note"] = (
-        app["scale_note"] if cwd is None else f"PARSEC's own {app.get('input', 'simlarge')} input set, not scaled"
+        app["scale_note"]
+        if cwd is None
+        else f"PARSEC's {labels.get('input_set', app.get('input', 'simlarge'))} command line and input, not scaled"
     )
     job = {
         "name": f"{app_name}-{ns[:3]}{i}",

@@ -166,7 +166,7 @@ def cpu_job(w: dict, llc: int | None, upstream: dict | None = None) -> dict:
                     "stands_in_for": w["name"],
                     "scale_note": f"PARSEC {si['package']} {si['input']}; {why}",
                 },
-                "input_tar": str(prog.input_tar),
+                "input_tar": str(prog.input_tar) if prog.input_tar is not None else None,
             }
         out = _llc_miss(
             w["name"], si["fallback_llc_fraction"], 0, 2e9, llc, f"{why}; PARSEC {si['package']} is not built either"
