@@ -147,6 +147,8 @@ WRONG_VALUES = [
     ("glusterfs", "glusterfs_packages", "glusterfs-server"),
     ("glusterfs", "glusterfs_packages", ["Bad Name"]),
     ("glusterfs", "glusterfs_glusterd_enabled", "no"),
+    ("slurm", "slurm_accounting", "filetxt"),
+    ("slurm", "slurm_verify_timeout_s", "60"),
 ]
 
 
