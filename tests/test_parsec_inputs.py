@@ -2,7 +2,9 @@
 archive holds it, swaptions' exact command line, a generated file of simlarge's format for x264,
 vips and raytrace, simdev for bodytrack and freqmine; each job says which."""
 
+import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +83,40 @@ def test_a_package_without_any_input_is_one_line(tmp_path):
 def test_a_package_not_built_is_none(tmp_path):
     entry = tree(tmp_path)
     assert parsec_runs.program(entry, "x264", "simlarge", 1, JobTemplate) is None
+
+
+def test_dynamic_io_gives_a_parsec_job_its_generated_input(tmp_path, monkeypatch, kernels_built):
+    """vips built without a simlarge input: each job set's folder gets a copy of the one seeded
+    LabQ image, and the job records what it read and what that stands in for."""
+    from corun.run import workloads
+    from experiments.config import validate_config
+    from experiments.dynamic_io import experiment as dio
+
+    entry = tree(tmp_path / "parsec")
+    manifest = tmp_path / "upstream.json"
+    manifest.write_text(json.dumps({"parsec": {**entry, "programs": {"vips": entry["programs"]["vips"]}}}))
+    monkeypatch.setattr(workloads, "UPSTREAM_MANIFEST", manifest)
+    monkeypatch.setattr(workloads, "UPSTREAM_DIR", tmp_path / "upstream.d")
+    monkeypatch.setattr(parsec_runs, "VIPS_SIZE", (300, 220))  # the format, at a test's size
+    workloads.upstream.cache_clear()
+    try:
+        section = {"workloads": ["w13"], "variants": ["linux"], "reps": 1, "alone_reps": 1, "scale": 0.05}
+        c = validate_config({"plan_for": "2x1", "experiments": ["dynamic_io"], "dynamic_io": section}, "test.yaml")
+        data = tmp_path / "data"
+        dio.make_data(c, data)
+        run = next(e for e in dio.campaign(c) if e["kind"] == "campaign")
+        cal = {"needed": True, "block_size": 65536, "t_read_s": 1e-4, "t_nop_s": 2e-10}
+        spec = dio.make_spec(c, cal, run, data)
+    finally:
+        workloads.upstream.cache_clear()
+    vips = next(j for j in spec["jobs"] if j["labels"]["app"] == "vips")
+    assert vips["cmd"] == [entry["programs"]["vips"], "im_benchmark", "bigben_2662x5500.v", "output.v"]
+    image = Path(vips["cwd"]) / "bigben_2662x5500.v"
+    assert image.stat().st_size == 64 + 300 * 220 * 4
+    assert image.read_bytes() == (data / "inputs" / "parsec" / "vips" / "bigben_2662x5500.v").read_bytes()
+    assert vips["labels"]["input_provenance"].startswith("generated: a seeded LabQ VIPS image")
+    assert (
+        vips["labels"]["binary"] == "PARSEC 3.0 vips" and vips["labels"]["input_stands_in_for"] == "bigben_2662x5500.v"
+    )
+    freqmine = next(j for j in spec["jobs"] if j["labels"]["app"] == "freqmine")  # not built: the kernel
+    assert freqmine["labels"]["stand_in_reason"] == "parsec 3.0 built no freqmine (parsec_packages)"
