@@ -59,3 +59,23 @@ def _fmt(s: float) -> str:
     if s < 7200:
         return f"{s / 60:.0f} min"
     return f"{s / 3600:.1f} h"
+
+
+def progress_plan(cfg: dict, plan: dict | None = None) -> dict:
+    """What the progress display needs (workflows/logger): the estimate per experiment and the
+    steps that measure runs, `run_<exp>` one run a job, `run_<exp>_group...` the runs of each
+    group stamp it writes (from the campaign's plan where given, as experiments.smk names its
+    rules)."""
+    rows = [
+        {"name": r["experiment"], "runs": r["runs"], "seconds": r["seconds"], "cap_runs": r.get("cap_runs", r["runs"])}
+        for r in estimate(cfg)
+    ]
+    steps: dict[str, dict] = {f"run_{r['name']}": {"experiment": r["name"]} for r in rows}
+    for exp, p in (plan or {}).get("runs", {}).items():
+        if any(r.get("group") is None for r in p.get("runs", [])):
+            steps[f"run_{exp}"] = {"experiment": exp}
+        for look in sorted({g["look"] for g in p.get("groups", [])}):
+            stamps = {g["stamp"]: len(g["runs"]) for g in p["groups"] if g["look"] == look}
+            name = f"run_{exp}_group" + ("" if look == 1 else f"_look{look}")
+            steps[name] = {"experiment": exp, "stamps": stamps, "runs_per_job": sum(stamps.values())}
+    return {"experiments": rows, "steps": steps}

@@ -20,4 +20,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+# corun's Snakemake logger plugin (workflows/logger): Snakemake finds plugins by listing the
+# modules on sys.path, which an editable install does not put there
+.venv/bin/python -c 'import site, sys; open(site.getsitepackages()[0] + "/corun_logger.pth", "w").write(sys.argv[1] + "\n")' "$(pwd)/workflows/logger"
 echo "corun: Python environment ready in .venv" >&2

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from corun.errors import CorunError
 from experiments import registry
-from experiments.estimate import describe
+from experiments.estimate import describe, progress_plan
+from snakemake.logging import logger
 from experiments.config import experiments_with_runs, validate_config
 from corun.util import atomic_write_text
 import yaml
@@ -54,5 +55,7 @@ def section_files():
 # The plan and a lower-bound duration, on every invocation (so `snakemake -n` shows it too).
 try:
     print(describe(config), file=sys.stderr)
+    # the same estimate for corun's progress display (workflows/logger), as one log record
+    logger.info("", extra=dict(corun_plan=progress_plan(config, globals().get("PLAN"))))
 except CorunError as exc:
     sys.exit(f"corun: {exc}")

@@ -1,0 +1,189 @@
+"""What a campaign has done and has left, per experiment, from Snakemake's log events.
+
+Pure state and text: the log handler (this package's __init__) feeds it records and prints what
+`lines` returns. The plan comes from one record the workflow logs at start-up (`corun_plan`: the
+estimate of experiments/estimate.py per experiment and the run steps' names); the times from the
+records' own timestamps, so a recorded sequence of events renders the same every time.
+
+The time left of an experiment is its runs still to measure times the plan's estimate per run,
+corrected by the runs measured so far (their measured time over their estimated time): the plan's
+estimate assumes no contention, so it is a lower bound the measured runs put right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Experiment:
+    name: str
+    planned: int  # runs the plan makes (the first look's)
+    cap: int  # runs the sequential design may reach while a claim is undecided
+    est_per_run_s: float
+    done: int = 0  # runs measured, this invocation or an earlier one
+    done_now: int = 0  # runs measured by this invocation
+    measured_s: float = 0.0  # their time
+    to_run: int | None = None  # runs left to measure, from Snakemake's job counts
+
+    def left_s(self, running_s: float = 0.0) -> float:
+        runs_left = max(self.target() - self.done, 0)
+        est = self.est_per_run_s
+        if self.done_now:
+            est = self.measured_s / self.done_now
+        return max(runs_left * est - running_s, 0.0) if runs_left else 0.0
+
+    def target(self) -> int:
+        """Runs planned: the plan's, or more once later looks were scheduled."""
+        if self.to_run is not None:
+            return max(self.planned, self.done + self.to_run)
+        return max(self.planned, self.done)
+
+
+@dataclass
+class Job:
+    jobid: int
+    rule: str
+    experiment: str | None
+    runs: int
+    label: str
+    started: float
+
+
+@dataclass
+class Progress:
+    experiments: dict[str, Experiment] = field(default_factory=dict)
+    steps: dict[str, dict] = field(default_factory=dict)  # rule -> {"experiment", "stamps"}
+    jobs: dict[int, Job] = field(default_factory=dict)  # running
+    started: float | None = None
+    now: float = 0.0
+    steps_done: int = 0
+    steps_total: int = 0
+    finished: bool = False
+    failed: list[str] = field(default_factory=list)
+
+    # -- feeding ---------------------------------------------------------------------------------
+    def plan(self, plan: dict) -> None:
+        for row in plan.get("experiments", []):
+            runs = int(row["runs"])
+            self.experiments[row["name"]] = Experiment(
+                row["name"], runs, int(row.get("cap_runs") or runs), float(row["seconds"]) / max(runs, 1)
+            )
+        self.steps = dict(plan.get("steps", {}))
+
+    def experiment_of(self, rule: str) -> str | None:
+        if rule in self.steps:
+            return self.steps[rule]["experiment"]
+        return None
+
+    def run_info(self, stats: dict) -> None:
+        """Snakemake's count of jobs per rule still to run: the runs left per experiment."""
+        left: dict[str, int] = {}
+        for rule, count in stats.items():
+            exp = self.experiment_of(rule)
+            if exp is None or exp not in self.experiments:
+                continue
+            per_job = self.steps[rule].get("runs_per_job", 1)
+            left[exp] = left.get(exp, 0) + int(count) * per_job
+        for name, e in self.experiments.items():
+            e.to_run = left.get(name, 0)
+            # what the plan makes and Snakemake no longer runs was measured earlier
+            e.done = max(e.planned - e.to_run, 0) if e.done_now == 0 else e.done
+
+    def job_info(self, jobid: int, rule: str, wildcards: dict, output: list, t: float) -> None:
+        if self.started is None:
+            self.started = t
+        exp = self.experiment_of(rule)
+        runs = 1
+        label = rule
+        if exp is not None:
+            stamps = self.steps[rule].get("stamps") or {}
+            if stamps:
+                runs = sum(stamps.get(str(o).split(" (")[0], 1) for o in output) or 1
+                label = f"{exp}: {runs} runs on a cluster"
+            else:
+                label = f"{exp} {wildcards.get('run', '')}".strip()
+        self.jobs[jobid] = Job(jobid, rule, exp, runs, label, t)
+        self.tick(t)
+
+    def job_finished(self, jobid: int, t: float) -> None:
+        job = self.jobs.pop(jobid, None)
+        self.tick(t)
+        if job is None or job.experiment not in self.experiments:
+            return
+        e = self.experiments[job.experiment]
+        e.done += job.runs
+        e.done_now += job.runs
+        e.measured_s += t - job.started
+        if e.to_run is not None:
+            e.to_run = max(e.to_run - job.runs, 0)
+
+    def job_error(self, jobid: int, rule: str, t: float) -> None:
+        job = self.jobs.pop(jobid, None)
+        self.failed.append(job.label if job else rule)
+        self.tick(t)
+
+    def progress(self, done: int, total: int, t: float) -> None:
+        self.steps_done, self.steps_total = done, total
+        self.tick(t)
+
+    def tick(self, t: float) -> None:
+        if self.started is None:
+            self.started = t
+        self.now = max(self.now, t)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def measuring(self) -> list[Job]:
+        return [j for j in self.jobs.values() if j.experiment is not None]
+
+    def running_of(self, exp: str) -> tuple[float, int]:
+        jobs = [j for j in self.jobs.values() if j.experiment == exp]
+        return sum(self.now - j.started for j in jobs), sum(j.runs for j in jobs)
+
+    def totals(self) -> tuple[int, int, float]:
+        done = sum(e.done for e in self.experiments.values())
+        target = sum(e.target() for e in self.experiments.values())
+        left = sum(e.left_s(self.running_of(n)[0]) for n, e in self.experiments.items())
+        return done, target, left
+
+    def lines(self) -> list[str]:
+        elapsed = self.now - self.started if self.started is not None else 0.0
+        done, target, left = self.totals()
+        state = "done" if self.finished and not self.failed else ("stopped" if self.finished else "running")
+        head = f"corun: {done} of {target} runs, {clock(elapsed)} so far"
+        if not self.finished:
+            head += f", ~{clock(left)} left"
+        if self.steps_total:
+            head += f" ({self.steps_done} of {self.steps_total} steps, {state})"
+        out = [head, f"  {'experiment':<20} {'runs':>9} {'time':>8} {'left':>8}"]
+        for name, e in self.experiments.items():
+            run_s, _ = self.running_of(name)
+            spent = e.measured_s + run_s
+            e_left = e.left_s(run_s)
+            left_txt = "-" if e.done >= e.target() else f"~{clock(e_left)}"
+            more = f" (up to {e.cap})" if e.cap > e.target() and e.done < e.target() else ""
+            out.append(f"  {name:<20} {e.done:>4} of {e.target():<3} {clock(spent):>8} {left_txt:>8}{more}")
+        for j in self.measuring():
+            out.append(f"  measuring now: {j.label} ({clock(self.now - j.started)})")
+        for f in self.failed:
+            out.append(f"  failed: {f}")
+        return out
+
+    def line(self, job: Job) -> str:
+        """One line when a run starts (for a log that is not a terminal)."""
+        e = self.experiments.get(job.experiment)
+        done, target, left = self.totals()
+        run_s, _ = self.running_of(job.experiment)
+        mine = (
+            f"run {e.done + 1} of {e.target()}, {clock(e.measured_s)} so far, ~{clock(e.left_s(run_s))} left"
+            if e
+            else ""
+        )
+        return f"corun: measuring {job.label} ({mine}; all: {done} of {target} runs, ~{clock(left)} left)"
+
+
+def clock(seconds: float) -> str:
+    s = int(round(max(seconds, 0.0)))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
