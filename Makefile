@@ -10,11 +10,12 @@ ANSIBLE_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all setup provision run test test-fast lint bench bench-compare ci-compare clean-results help \
+.PHONY: all setup provision unprovision run test test-fast lint bench bench-compare ci-compare clean-results help \
 	testbed-up testbed-down test-bare
 
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
+	@echo "make unprovision  undo what provisioning changed here (UNPROVISION_ARGS=--check: say only)"
 	@echo "make test     provision and run every test (the bare-node one too: make test-bare alone)"
 	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root) but the bare-node one"
 	@echo "make lint     ruff format and check, snakemake --lint, ansible-lint"
@@ -34,8 +35,15 @@ $(STAMP): requirements.txt pyproject.toml scripts/bootstrap.sh
 setup: $(STAMP)
 	$(BIN)/python -m compileall -q corun analysis >/dev/null
 
+# the first provisioning records the machine as it was (scripts/unprovision.py), so that
+# `make unprovision` undoes what corun changed and only that (UNPROVISION_ARGS=--check: say only)
 provision: setup
+	@$(if $(filter inventory/local,$(INVENTORY)),$(BIN)/python scripts/unprovision.py record)
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml $(ANSIBLE_ARGS)
+
+UNPROVISION_ARGS ?=
+unprovision:
+	$(BIN)/python scripts/unprovision.py undo $(UNPROVISION_ARGS)
 
 # a lock left by a killed Snakemake is removed (and said so) when no Snakemake runs here
 run: provision
