@@ -23,3 +23,7 @@ rule all:
     default_target: True
     input:
         REPORT,
+
+
+# last, once every rule is defined: which rules run on a Slurm cluster's nodes, and where
+include: "workflows/rules/slurm.smk"

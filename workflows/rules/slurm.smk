@@ -1,0 +1,22 @@
+# On a Slurm cluster (roles/slurm; the testbed-slurm profile runs Snakemake's Slurm executor):
+# each measuring run of a single-node experiment is its own exclusive one-node Slurm job, pinned
+# to the node of its repetition (corun.testbed.slurm_placement: the runs a claim pairs are
+# measured on one node), and every other step (plan, data, calibration, specs, groups, collect,
+# analysis, report) runs here, on the controller. Under the local executor (laptop, CI) nothing
+# changes: local rules are all there is, and slurm_extra is a resource no one reads.
+from corun.testbed import slurm_placement
+
+# the rules that measure one run on one host: run_<exp> of the experiments whose runs use one
+# host as they are (the plan's needs.hosts "one"); groups and multi-host runs stay here
+SLURM_MEASURED = sorted(
+    f"run_{e}"
+    for e, P in RUNS.items()
+    if any(r["group"] is None and r["needs"]["hosts"] == "one" for r in P["runs"])
+)
+workflow.localrules(*(r.name for r in workflow.rules if r.name not in SLURM_MEASURED))
+for _name in SLURM_MEASURED:
+    _rule = workflow.get_rule(_name)
+    _rule.resources["nodes"] = 1
+    _rule.resources["slurm_extra"] = lambda wildcards: slurm_placement.slurm_extra(
+        wildcards.run, slurm_placement.partition_nodes()
+    )
