@@ -77,6 +77,15 @@ def test_the_inventory_names_the_nodes_the_proxy_side_mirror_and_the_copy_of_cor
     # a node's root is on a disk of its own (a loop device): its elevators are checked as on a real node
     assert not any("elevators" in k for k in group["vars"])
     assert group["vars"]["ansible_ssh_common_args"] == f"-F {tmp_path / 'ssh_config'}"
+    # Slurm's controller (roles/slurm) is this machine, reached by the nodes on the bridge's address
+    ctl = inv["all"]["children"]["slurm_controller"]["hosts"]
+    assert ctl == {
+        "localhost": {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "/usr/bin/python3",
+            "slurm_controller_address": "10.79.3.1",
+        }
+    }
     cfg = bt.ssh_config_text(state, tmp_path)
     assert "Host tb-n2 10.79.3.12\n  HostName 10.79.3.12\n  HostKeyAlias tb-n2" in cfg
     assert "StrictHostKeyChecking yes" in cfg
