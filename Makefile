@@ -10,11 +10,12 @@ ANSIBLE_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all setup provision unprovision run test test-fast lint bench bench-compare ci-compare clean-results help \
+.PHONY: all setup provision unprovision sample-report run test test-fast lint bench bench-compare ci-compare clean-results help \
 	testbed-up testbed-down test-bare
 
 help:
 	@echo "make run      provision this machine and run the experiments (PROFILE=$(PROFILE))"
+	@echo "make sample-report  docs/sample-report/ from the smoke campaign (make run PROFILE=smoke first)"
 	@echo "make unprovision  undo what provisioning changed here (UNPROVISION_ARGS=--check: say only)"
 	@echo "make test     provision and run every test (the bare-node one too: make test-bare alone)"
 	@echo "make test-fast  the quick loop: every test without provisioning (root tests too when root) but the bare-node one"
@@ -109,6 +110,11 @@ testbed-down:
 # first: the runs start here), and their teardown (root; about 10 minutes).
 test-bare: provision
 	$(BIN)/python -m pytest -ra -m bare tests/test_bare_testbed.py
+
+# docs/sample-report/: the smoke campaign in results/smoke, kept small and rendered by this code
+# (tests/test_sample_report.py checks that it still is)
+sample-report: setup
+	$(BIN)/python scripts/sample_report.py publish --from results/smoke
 
 clean-results:
 	rm -rf results/local results/smoke .snakemake

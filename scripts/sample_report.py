@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The sample report in docs/sample-report/: a small published campaign, rendered by this code.
+
+    sample_report.py publish [--from results/smoke]   keep a campaign's analysis inputs, render
+    sample_report.py render --out DIR                 render the kept campaign into DIR
+    sample_report.py check                            does the committed report match? (exit 1)
+
+`publish` (make sample-report) keeps of a finished campaign what its analyses read (the
+collected job and run tables of every experiment, calibrations, the plan with its
+configuration; not the runs' raw monitor files) in docs/sample-report/campaign/, then renders
+it. `render` analyses the kept campaign again with this code (python -m experiments analyze,
+per experiment, in a temporary results folder) and writes report.html from the sections, as
+the workflow does. `check` renders into a temporary folder and compares it with the committed
+docs/sample-report/report.html, the report's time stamp and versions aside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "docs" / "sample-report"
+KEPT = SAMPLE / "campaign"
+TITLE = "corun sample report (smoke profile)"
+# what changes from one rendering to the next without the data changing
+_VOLATILE = [
+    (re.compile(r'<p class="meta">Generated [^<]*</p>'), '<p class="meta">Generated (time, version)</p>'),
+    (re.compile(r"<dc:date>[^<]*</dc:date>"), "<dc:date/>"),
+    (re.compile(r"Matplotlib v[0-9.]+"), "Matplotlib"),
+]
+
+
+def _analysis_dirs(plan: dict) -> set[str]:
+    return {str(Path(o).parent) for a in plan["analyses"].values() for o in a["outputs"]}
+
+
+def publish(campaign: Path) -> None:
+    plan = json.loads((campaign / "plan.json").read_text())
+    results = plan["config"]["results_dir"].rstrip("/")
+    produced = _analysis_dirs(plan)
+    if KEPT.exists():
+        shutil.rmtree(KEPT)
+    keep = {"plan.json"}
+    for a in plan["analyses"].values():
+        for path in a["inputs"].values():
+            for p in path if isinstance(path, list) else [path]:
+                if isinstance(p, str) and p.startswith(results + "/") and str(Path(p).parent) not in produced:
+                    keep.add(p[len(results) + 1 :])
+    for rel in sorted(keep):
+        src = campaign / rel
+        if src.is_file():
+            (KEPT / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, KEPT / rel)
+    render(SAMPLE)
+
+
+def render(out: Path) -> Path:
+    with tempfile.TemporaryDirectory(prefix="corun-sample-") as tmp:
+        work = Path(tmp) / "results"
+        shutil.copytree(KEPT, work)
+        plan = json.loads((work / "plan.json").read_text())
+        old = plan["config"]["results_dir"].rstrip("/")
+        text = (work / "plan.json").read_text().replace(f'"{old}/', f'"{work}/').replace(f'"{old}"', f'"{work}"')
+        (work / "plan.json").write_text(text)
+        plan = json.loads(text)
+        todo = list(plan["analyses"].items())
+        while todo:  # an analysis that reads another's output runs after it
+            ready = [
+                (e, a)
+                for e, a in todo
+                if all(Path(p).exists() for p in a["inputs"].values() if isinstance(p, str) and p.startswith(str(work)))
+            ] or todo[:1]
+            for exp, a in ready:
+                out_dir = str(Path(a["outputs"][0]).parent)
+                argv = [sys.executable, "-m", "experiments", "analyze", exp, "--plan", str(work / "plan.json")]
+                res = subprocess.run([*argv, "--out-dir", out_dir], cwd=ROOT, capture_output=True, text=True)
+                if res.returncode != 0:
+                    sys.exit(f"corun: sample report: analysing {exp} failed: {res.stderr.strip().splitlines()[-1:]}")
+                todo.remove((exp, a))
+        sections = [a["outputs"][0] for e, a in plan["analyses"].items() if a["outputs"][0].endswith("section.json")]
+        out.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "analysis.report", "--sections", *sections, "--title", TITLE]
+        res = subprocess.run([*argv, "--out", str(out / "report.html")], cwd=ROOT, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.exit(f"corun: sample report: rendering failed: {res.stderr.strip()}")
+        html = (out / "report.html").read_text().replace(str(work), "results/smoke")
+        (out / "report.html").write_text(html)
+    return out / "report.html"
+
+
+def normalised(html: str) -> str:
+    for pattern, repl in _VOLATILE:
+        html = pattern.sub(repl, html)
+    return html
+
+
+def check() -> int:
+    with tempfile.TemporaryDirectory(prefix="corun-sample-check-") as tmp:
+        fresh = normalised(render(Path(tmp)).read_text())
+    committed = normalised((SAMPLE / "report.html").read_text())
+    if fresh == committed:
+        print("corun: docs/sample-report/report.html is what this code renders")
+        return 0
+    diff = list(difflib.unified_diff(committed.splitlines(), fresh.splitlines(), "committed", "rendered", n=0))
+    print("corun: docs/sample-report/report.html differs from what this code renders (make sample-report):")
+    print("\n".join(diff[:40]))
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("action", choices=["publish", "render", "check"])
+    ap.add_argument("--from", dest="campaign", type=Path, default=ROOT / "results" / "smoke")
+    ap.add_argument("--out", type=Path, default=SAMPLE)
+    a = ap.parse_args(argv)
+    if a.action == "publish":
+        if not (a.campaign / "report.html").is_file():
+            sys.exit(f"corun: {a.campaign}: no finished campaign (no report.html; make run PROFILE=smoke first)")
+        publish(a.campaign)
+        print(f"corun: {SAMPLE / 'report.html'} from {a.campaign}")
+        return 0
+    if a.action == "render":
+        print(render(a.out))
+        return 0
+    return check()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
