@@ -47,7 +47,7 @@ def test_counts_and_estimates_corrected_by_measured_runs():
     a, b = p.experiments["alpha"], p.experiments["beta"]
     assert (a.done, a.target(), b.done, b.target()) == (2, 4, 0, 2)
     # alpha's runs took 20 s, not the plan's 10: 2 runs left at 20 s, 5 s of the third spent
-    assert a.left_s(p.running_of("alpha")[0]) == pytest.approx(35.0)
+    assert a.left_s(*p.running_of("alpha")) == pytest.approx(35.0)
     assert b.left_s() == pytest.approx(20.0)  # nothing measured: the plan's estimate
     lines = p.lines()
     assert lines[0] == "corun: 2 of 6 runs, 0:45 so far, ~0:55 left (2 of 10 steps, running)"

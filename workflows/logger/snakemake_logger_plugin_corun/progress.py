@@ -26,12 +26,14 @@ class Experiment:
     measured_s: float = 0.0  # their time
     to_run: int | None = None  # runs left to measure, from Snakemake's job counts
 
-    def left_s(self, running_s: float = 0.0) -> float:
+    def left_s(self, running_s: float = 0.0, running_runs: int = 0) -> float:
+        """The runs still to measure at the measured time per run (the plan's until one is
+        measured); a job measuring now is counted as its estimate less the time it has run,
+        never below nothing, so a slow job does not take time off the runs after it."""
         runs_left = max(self.target() - self.done, 0)
-        est = self.est_per_run_s
-        if self.done_now:
-            est = self.measured_s / self.done_now
-        return max(runs_left * est - running_s, 0.0) if runs_left else 0.0
+        est = self.measured_s / self.done_now if self.done_now else self.est_per_run_s
+        running_runs = min(running_runs, runs_left)
+        return (runs_left - running_runs) * est + max(running_runs * est - running_s, 0.0)
 
     def target(self) -> int:
         """Runs planned: the plan's, or more once later looks were scheduled."""
@@ -143,7 +145,7 @@ class Progress:
     def totals(self) -> tuple[int, int, float]:
         done = sum(e.done for e in self.experiments.values())
         target = sum(e.target() for e in self.experiments.values())
-        left = sum(e.left_s(self.running_of(n)[0]) for n, e in self.experiments.items())
+        left = sum(e.left_s(*self.running_of(n)) for n, e in self.experiments.items())
         return done, target, left
 
     def lines(self) -> list[str]:
@@ -157,9 +159,9 @@ class Progress:
             head += f" ({self.steps_done} of {self.steps_total} steps, {state})"
         out = [head, f"  {'experiment':<20} {'runs':>9} {'time':>8} {'left':>8}"]
         for name, e in self.experiments.items():
-            run_s, _ = self.running_of(name)
+            run_s, run_n = self.running_of(name)
             spent = e.measured_s + run_s
-            e_left = e.left_s(run_s)
+            e_left = e.left_s(run_s, run_n)
             left_txt = "-" if e.done >= e.target() else f"~{clock(e_left)}"
             more = f" (up to {e.cap})" if e.cap > e.target() and e.done < e.target() else ""
             out.append(f"  {name:<20} {e.done:>4} of {e.target():<3} {clock(spent):>8} {left_txt:>8}{more}")
@@ -173,12 +175,10 @@ class Progress:
         """One line when a run starts (for a log that is not a terminal)."""
         e = self.experiments.get(job.experiment)
         done, target, left = self.totals()
-        run_s, _ = self.running_of(job.experiment)
-        mine = (
-            f"run {e.done + 1} of {e.target()}, {clock(e.measured_s)} so far, ~{clock(e.left_s(run_s))} left"
-            if e
-            else ""
-        )
+        mine = ""
+        if e:
+            left_s = e.left_s(*self.running_of(job.experiment))
+            mine = f"run {e.done + 1} of {e.target()}, {clock(e.measured_s)} so far, ~{clock(left_s)} left"
         return f"corun: measuring {job.label} ({mine}; all: {done} of {target} runs, ~{clock(left)} left)"
 
 
