@@ -137,3 +137,5 @@ def test_a_tiny_workflow_run_with_the_plugin(tmp_path):
     (log,) = (tmp_path / ".snakemake" / "log").glob("*.snakemake.log")
     assert "rule run_alpha:" in log.read_text()
     assert f"Complete log(s): {log}" in res.stderr
+    again = subprocess.run(res.args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "Nothing to be done" in again.stderr and "corun:" not in again.stderr  # no table of nothing

@@ -144,7 +144,7 @@ class LogHandler(LogHandlerBase):
             self.drawn = 0
 
     def _redraw(self) -> None:
-        if not self.live or self.progress.started is None:
+        if not self.live or not self.progress.active:
             return
         lines = self.progress.lines()
         self._clear()
@@ -162,7 +162,7 @@ class LogHandler(LogHandlerBase):
         self.stop.set()
         with self.mutex:
             p = self.progress
-            if p.started is not None and not self.common_settings.dryrun and not p.finished:
+            if p.active and not self.common_settings.dryrun and not p.finished:
                 p.finished = True
                 p.tick(time.time())
                 if self.live:

@@ -62,6 +62,7 @@ class Progress:
     steps_done: int = 0
     steps_total: int = 0
     finished: bool = False
+    active: bool = False  # Snakemake had jobs to run (not "Nothing to be done")
     failed: list[str] = field(default_factory=list)
 
     # -- feeding ---------------------------------------------------------------------------------
@@ -80,6 +81,7 @@ class Progress:
 
     def run_info(self, stats: dict) -> None:
         """Snakemake's count of jobs per rule still to run: the runs left per experiment."""
+        self.active = True
         left: dict[str, int] = {}
         for rule, count in stats.items():
             exp = self.experiment_of(rule)
@@ -93,6 +95,7 @@ class Progress:
             e.done = max(e.planned - e.to_run, 0) if e.done_now == 0 else e.done
 
     def job_info(self, jobid: int, rule: str, wildcards: dict, output: list, t: float) -> None:
+        self.active = True
         if self.started is None:
             self.started = t
         exp = self.experiment_of(rule)
