@@ -1,11 +1,8 @@
 """Tests of the roles that build upstream tools: openmpi, parsec, npb's checks, kernel_build, site.yml.
 
 Like test_provision.py, these run the venv's ansible-playbook from the repository root with
-ANSIBLE_CONFIG pointing at ansible.cfg. PARSEC has no published checksum, so nothing of it is
-built here: the parsec role is driven to its fetch, checksum and unpack checks with unreachable
-URLs, a small HTTP server on this host and small fake tarballs, and must stop with one clear line
-naming the variable to set; a stand-in parsecmgmt drives its build stage. The roles with pinned
-sources (graph500, npb, ior) are built from the mirror in test_roles_pinned.py. The openmpi role
+ANSIBLE_CONFIG pointing at ansible.cfg. The roles with pinned sources (graph500, npb, ior) are
+built from the mirror in test_roles_pinned.py, parsec in test_roles_parsec.py. The openmpi role
 really installs MPI (root), and site.yml must skip the parts that are off by default.
 """
 
@@ -35,7 +32,7 @@ UNREACHABLE = "http://127.0.0.1:9/x.tar.gz"
 
 # Each role's folders, redirected into the test's tmp_path.
 DIR_VARIABLES = {
-    "parsec": ["parsec_download_dir", "parsec_install_dir"],
+    "parsec": ["parsec_download_dir", "parsec_install_dir", "parsec_inputs_dir"],
     "graph500": ["graph500_download_dir", "graph500_install_dir"],
     "npb": ["npb_download_dir", "npb_install_dir"],
     "ior": ["ior_download_dir", "ior_install_dir"],
@@ -88,11 +85,6 @@ def role_failure(tmp_path, role, variables, *args):
     return final_failure(run_playbook(role_play(tmp_path / "play.yml", role, variables), *args))
 
 
-def parsec_failure(tmp_path, **extra):
-    """role_failure of the parsec role with its source variables and EXTRA."""
-    return role_failure(tmp_path, "parsec", source_vars(tmp_path, "parsec", **extra))
-
-
 def source_vars(tmp_path, role, **extra):
     variables = {name: str(tmp_path / name) for name in DIR_VARIABLES[role]}
     # Never the machine's own manifest: corun would run the stand-in builds.
@@ -100,7 +92,7 @@ def source_vars(tmp_path, role, **extra):
     # No local mirror unless a test gives one (inventory/group_vars/all.yml points at ../shared/mirror).
     variables["corun_mirror"] = ""
     if role == "parsec":
-        # Only the core tarball: the input tarballs follow the same code path.
+        # No input archives unless a test gives them (tests/test_roles_parsec.py).
         variables["parsec_inputs"] = []
     variables.update(extra)
     return variables
@@ -116,61 +108,6 @@ def fake_tarball(path, top="fake-1.0"):
         tar.addfile(info, io.BytesIO(data))
     path.write_bytes(buffer.getvalue())
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.mark.timeout(120)
-def test_parsec_unreachable_source_names_the_mirror(tmp_path):
-    message = parsec_failure(tmp_path, parsec_source_url=UNREACHABLE)
-    assert "\n" not in message
-    assert message.startswith(f"parsec: cannot fetch {UNREACHABLE} ("), message
-    assert message.endswith("; set corun_mirror to a folder holding x.tar.gz"), message
-
-
-@pytest.mark.timeout(120)
-def test_parsec_mirror_without_the_tarball_downloads_it(tmp_path):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    message = parsec_failure(tmp_path, corun_mirror=str(mirror), parsec_source_url=UNREACHABLE)
-    assert message.startswith(f"parsec: cannot fetch {UNREACHABLE} ("), message
-
-
-@pytest.mark.timeout(120)
-def test_parsec_mirror_with_a_wrong_sha256_names_the_checksum_variable(tmp_path):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    actual = fake_tarball(mirror / "parsec-3.0-core.tar.gz")
-    wrong = hashlib.sha256(b"something else").hexdigest()
-    message = parsec_failure(tmp_path, corun_mirror=str(mirror), parsec_source_sha256=wrong)
-    assert message.startswith(f"parsec: parsec_source_sha256: {wrong} does not match"), message
-    assert actual in message
-
-
-@pytest.mark.timeout(120)
-def test_parsec_mirror_without_a_sha256_names_the_checksum_variable(tmp_path):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    actual = fake_tarball(mirror / "parsec-3.0-core.tar.gz")
-    message = parsec_failure(tmp_path, corun_mirror=str(mirror))
-    assert message.startswith("parsec: parsec_source_sha256 is empty"), message
-    assert f"has sha256 {actual}" in message
-
-
-@pytest.mark.timeout(120)
-def test_parsec_mirror_with_the_right_sha256_reaches_the_unpack_check(tmp_path):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    actual = fake_tarball(mirror / "parsec-3.0-core.tar.gz")
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        source_vars(tmp_path, "parsec", corun_mirror=str(mirror), parsec_source_sha256=actual),
-    )
-    proc = run_playbook(playbook)
-    message = final_failure(proc)
-    assert "\n" not in message
-    assert message.startswith(f"parsec: {mirror / 'parsec-3.0-core.tar.gz'} did not unpack"), message
-    # Nothing was built or installed: the unpack check comes before the build dependencies.
-    assert "TASK [parsec : Install" not in proc.stdout
 
 
 @pytest.fixture
@@ -192,181 +129,6 @@ def web_root(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
-
-
-@pytest.mark.timeout(120)
-def test_parsec_download_with_a_wrong_sha256_names_the_checksum_variable(tmp_path, web_root):
-    root, base = web_root
-    fake_tarball(root / "parsec-3.0-core.tar.gz")
-    wrong = hashlib.sha256(b"something else").hexdigest()
-    url = f"{base}/parsec-3.0-core.tar.gz"
-    message = parsec_failure(tmp_path, parsec_source_url=url, parsec_source_sha256=wrong)
-    assert message.startswith(f"parsec: parsec_source_sha256: {wrong} does not match the file fetched from {url} ("), (
-        message
-    )
-
-
-@pytest.mark.timeout(120)
-def test_parsec_download_with_the_right_sha256_reaches_the_unpack_check(tmp_path, web_root):
-    root, base = web_root
-    digest = fake_tarball(root / "parsec-3.0-core.tar.gz")
-    downloads = tmp_path / "parsec_download_dir"
-    message = parsec_failure(tmp_path, parsec_source_url=f"{base}/parsec-3.0-core.tar.gz", parsec_source_sha256=digest)
-    assert message.startswith(f"parsec: {downloads / 'parsec-3.0-core.tar.gz'} did not unpack"), message
-
-
-@pytest.mark.timeout(120)
-def test_parsec_joins_the_native_parts_before_checking_them(tmp_path, web_root):
-    root, base = web_root
-    core_digest = fake_tarball(root / "parsec-3.0-core.tar.gz")
-    native = tmp_path / "native.tar.gz"
-    native_digest = fake_tarball(native, top="parsec-3.0")
-    data = native.read_bytes()
-    cuts = [0, len(data) // 3, 2 * len(data) // 3, len(data)]
-    urls = []
-    for index in range(3):
-        part = root / f"parsec-3.0-input-native.tar.gz.{index}"
-        part.write_bytes(data[cuts[index] : cuts[index + 1]])
-        urls.append(f"{base}/{part.name}")
-    message = parsec_failure(
-        tmp_path,
-        parsec_inputs=["native"],
-        parsec_source_url=f"{base}/parsec-3.0-core.tar.gz",
-        parsec_source_sha256=core_digest,
-        parsec_input_native_urls=urls,
-        parsec_input_native_sha256=native_digest,
-    )
-    joined = tmp_path / "parsec_download_dir" / "parsec-3.0-input-native.tar.gz"
-    assert joined.read_bytes() == data
-    assert message.startswith("parsec: "), message
-    assert "did not unpack the expected files" in message
-    assert "core and native tarball" in message
-
-
-# A stand-in for PARSEC's bin/parsecmgmt: "builds" a package by writing its program, except
-# bodytrack, which fails the way the pristine tree does with a C++17 compiler.
-STUB_PARSECMGMT = """#!/bin/sh
-while getopts a:p:c: option; do
-  case $option in a) action=$OPTARG;; p) package=$OPTARG;; c) config=$OPTARG;; esac
-done
-tree=$(cd "$(dirname "$0")/.." && pwd)
-echo "$action $package $config" >> "$tree/stub.log"
-case $action in
-  uninstall) exit 0;;
-  build)
-    if [ "$package" = bodytrack ]; then
-      echo "[PARSEC] [---------- Building package parsec.bodytrack ----------]"
-      echo "Thread.h:62:24: error: ISO C++17 does not allow dynamic exception specifications"
-      exit 1
-    fi
-    bin="$tree/pkgs/apps/$package/inst/amd64-linux.$config/bin"
-    mkdir -p "$bin" && printf '#!/bin/sh\\n' > "$bin/$package" && chmod +x "$bin/$package";;
-esac
-"""
-
-STUB_BLDCONFS = {
-    "swaptions": "gcc-pthreads",
-    "bodytrack": "gcc-pthreads",
-    "x264": "gcc-pthreads",
-    "freqmine": "gcc-openmp",
-}
-
-
-def stub_parsec_tarball(path):
-    """A PARSEC-shaped tree whose parsecmgmt is a stand-in; returns the tarball's sha256."""
-    files = {
-        "bin/parsecmgmt": (STUB_PARSECMGMT, 0o755),
-        "version": ("3.0-stub\n", 0o644),
-        "config/gcc.bldconf": ('export CFLAGS="-O3"\nexport CXXFLAGS="-O3"\n', 0o644),
-    }
-    for package, config in STUB_BLDCONFS.items():
-        files[f"pkgs/apps/{package}/parsec/{config}.bldconf"] = (
-            'build_deps=""\nbuild_conf="--extra-cflags=\\"${CFLAGS}\\""\n',
-            0o644,
-        )
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, (text, mode) in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"parsec-3.0/{name}")
-            info.size = len(data)
-            info.mode = mode
-            tar.addfile(info, io.BytesIO(data))
-    path.write_bytes(buffer.getvalue())
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def stub_parsec_vars(tmp_path, packages):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir(exist_ok=True)
-    digest = stub_parsec_tarball(mirror / "parsec-3.0-core.tar.gz")
-    return source_vars(
-        tmp_path,
-        "parsec",
-        corun_mirror=str(mirror),
-        parsec_source_sha256=digest,
-        parsec_packages=packages,
-        parsec_build_packages=[],
-    )
-
-
-@pytest.mark.timeout(180)
-def test_parsec_build_stage_is_idempotent(tmp_path):
-    playbook = role_play(
-        tmp_path / "play.yml",
-        "parsec",
-        stub_parsec_vars(tmp_path, ["x264", "swaptions"]),
-    )
-    first = run_playbook(playbook)
-    assert first.returncode == 0, output(first)
-    tree = tmp_path / "parsec_install_dir"
-    gcc_bldconf = (tree / "config" / "gcc.bldconf").read_text()
-    assert "-fcommon" in gcc_bldconf and "-std=gnu++98" in gcc_bldconf, gcc_bldconf
-    x264_bldconf = (tree / "pkgs/apps/x264/parsec/gcc-pthreads.bldconf").read_text()
-    assert x264_bldconf.index("-no-pie") < x264_bldconf.index("build_conf="), x264_bldconf
-    assert "parsec: PARSEC 3.0-stub (parsec_version 3.0)" in first.stdout
-    second = run_playbook(playbook)
-    assert second.returncode == 0, output(second)
-    assert recap(second) == (0, 0), output(second)
-    # Each package was built once; the first run uninstalled the old builds once per config.
-    assert (tree / "stub.log").read_text().split("\n")[:-1] == [
-        "uninstall all gcc-pthreads",
-        "build x264 gcc-pthreads",
-        "build swaptions gcc-pthreads",
-    ]
-    # The upstream manifest names the built programs as corun/run/workloads.py reads them.
-    manifest = json.loads((tmp_path / "upstream.d" / "parsec.json").read_text())
-    binaries = {
-        name: str(tree / f"pkgs/apps/{name}/inst/amd64-linux.gcc-pthreads/bin/{name}") for name in ("x264", "swaptions")
-    }
-    assert manifest == {
-        "parsec": {
-            "version": "3.0-stub",
-            "x264": binaries["x264"],
-            "binaries": binaries,
-            "inputs": {},
-        }
-    }
-
-
-@pytest.mark.timeout(120)
-def test_parsec_failed_build_names_the_package_and_the_error(tmp_path):
-    message = role_failure(tmp_path, "parsec", stub_parsec_vars(tmp_path, ["bodytrack"]))
-    assert message == (
-        "parsec: parsecmgmt -a build -p bodytrack -c gcc-pthreads failed (Thread.h:62:24: "
-        "error: ISO C++17 does not allow dynamic exception specifications); see the build "
-        f"log in {tmp_path / 'parsec_install_dir' / 'log'}"
-    )
-
-
-@pytest.mark.timeout(120)
-def test_parsec_package_without_the_configuration_names_parsec_config(tmp_path):
-    variables = stub_parsec_vars(tmp_path, ["freqmine"])
-    variables["parsec_package_configs"] = {}
-    message = role_failure(tmp_path, "parsec", variables)
-    assert message.startswith("parsec: parsec_config: pkgs/apps/freqmine/parsec/gcc-pthreads.bldconf does not exist"), (
-        message
-    )
 
 
 @pytest.mark.timeout(120)
@@ -444,11 +206,11 @@ def test_openmpi_installs_runs_and_changes_nothing_the_second_time(tmp_path):
 
 
 # site.yml includes each optional role with one task, skipped while its switch is off: PARSEC
-# (no published checksum) and the kernel build by default, every upstream benchmark with
-# corun_upstream_benchmarks empty. (graph500, npb and ior are built by default: make provision,
-# then test_provisioning_again_changes_nothing in test_provision.py.)
+# when corun_upstream_benchmarks leaves it out, the kernel build by default, every upstream
+# benchmark with corun_upstream_benchmarks empty. (graph500, npb, ior and parsec are built by
+# default: make provision, then test_provisioning_again_changes_nothing in test_provision.py.)
 SITE_INCLUDES = {
-    "parsec": ([], {"Build PARSEC": "parsec"}),
+    "parsec": (["-e", "corun_upstream_benchmarks=graph500,npb,ior"], {"Build PARSEC": "parsec"}),
     "upstream": (
         ["-e", "corun_upstream_benchmarks="],
         {
