@@ -86,3 +86,27 @@ def test_the_paper_profile_plans_against_the_same_inventory(bare_inventory, tmp_
     assert res.returncode == 0, res.stderr
     for rule in ("run_mpl_sweep", "run_sais_group", "run_aioli_group", "make_report"):
         assert rule in res.stdout, rule
+
+
+def cluster_inventories(node, where: str):
+    """Every cluster.inventory a profile names, at any depth (an experiment's own profile holds it at
+    the top, a configuration file under the experiment's section)."""
+    if isinstance(node, dict):
+        cluster = node.get("cluster")
+        if isinstance(cluster, dict) and isinstance(cluster.get("inventory"), str):
+            yield where, cluster["inventory"]
+        for key, value in node.items():
+            yield from cluster_inventories(value, f"{where}.{key}")
+
+
+def test_every_profile_names_an_inventory_file_not_the_script_that_writes_it():
+    """A cluster's inventory is the YAML file a reservation's script writes (inventory/grid5000.yml
+    from inventory/grid5000/oar_inventory.py), never the script: Ansible and corun read a file."""
+    profiles = sorted((REPO / "experiments").glob("*/profiles/*.yaml"))
+    profiles += sorted((REPO / "workflows" / "config").glob("*.yaml"))
+    named = [n for p in profiles for n in cluster_inventories(yaml.safe_load(p.read_text()), str(p.relative_to(REPO)))]
+    assert {w for w, _ in named} >= {"experiments/sais/profiles/paper.yaml", "experiments/aioli/profiles/paper.yaml"}
+    for where, inventory in named:
+        assert Path(inventory).suffix in (".yml", ".yaml"), f"{where}: {inventory}"
+        file = REPO / inventory
+        assert not (file.is_file() and os.access(file, os.X_OK)), f"{where}: {inventory}"
