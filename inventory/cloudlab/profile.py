@@ -26,8 +26,9 @@ pc.defineParameter(
     "image",
     "Disk image",
     portal.ParameterType.IMAGE,
-    "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD",
-    longDescription="A Debian or Ubuntu image; corun's roles use apt.",
+    "urn:publicid:IDN+emulab.net+image+emulab-ops//DEB12-64-STD",
+    longDescription="Debian 12, the system corun's node check accepts (corun doctor); another image "
+    "fails that check before a run measures.",
 )
 pc.defineParameter(
     "hardware_type",
