@@ -248,7 +248,21 @@ def test_oar_submit_command():
         "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.err",
         "/bin/bash /home/a/corun/.snakemake/tmp.x/job.sh",
     ]
-    assert oar.submit_argv("j.sh", cores=4)[2] == "nodes=1/core=4,walltime=1:00:00"
+    assert oar.submit_argv("j.sh", cores=4, undeployed=True)[2] == "nodes=1/core=4,walltime=1:00:00"
+
+
+def test_oar_submit_refuses_a_job_on_undeployed_nodes_unless_told():
+    with pytest.raises(ConfigError) as exc:
+        oar.submit_argv("j.sh", types=["besteffort"])
+    assert str(exc.value) == (
+        "corun.testbed.oar submit: --type: ['besteffort'] (expected deploy (a kadeploy job: root on the "
+        "nodes, where runs measure), or --undeployed to submit to the default environment, where runs "
+        "cannot measure)"
+    )
+    assert "-t" not in oar.submit_argv("j.sh", undeployed=True)
+    proc = subprocess.run([PY, "-m", "corun.testbed.oar", "submit", "j.sh"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "(expected deploy" in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -294,7 +308,7 @@ def test_oar_wrapper_end_to_end_with_stand_in_commands(tmp_path):
     def call(*args):
         return subprocess.run([PY, "-m", "corun.testbed.oar", *args], capture_output=True, text=True, env=env, cwd=REPO)
 
-    sub = call("submit", "--walltime", "0:10:00", "--name", "corun-run_llc", str(tmp_path / "job.sh"))
+    sub = call("submit", "--walltime", "0:10:00", "--name", "corun-run_llc", "--undeployed", str(tmp_path / "job.sh"))
     assert (sub.returncode, sub.stdout) == (0, "42\n"), sub.stderr
     assert call("status", "42").stdout == "success\n"
     assert call("cancel", "42", "43").returncode == 0

@@ -1,7 +1,7 @@
 """Snakemake's cluster-generic executor on OAR (Grid'5000): submit, status and cancel commands.
 
     python -m corun.testbed.oar submit [--walltime H:MM:SS] [--nodes N] [--cores N] [--name NAME]
-                               [--project P] [--type T ...] JOBSCRIPT
+                               [--project P] [--type T ...] [--undeployed] JOBSCRIPT
     python -m corun.testbed.oar status JOBID
     python -m corun.testbed.oar cancel JOBID...
 
@@ -9,6 +9,10 @@ workflows/profiles/oar/config.yaml wires them into
 `snakemake --executor cluster-generic`: `submit` runs oarsub on Snakemake's job script and
 prints the OAR job id; `status` prints running, success or failed from `oarstat -fj JOBID -J`
 (state and exit_code); `cancel` runs oardel. Exit 0 ok, 1 an OAR command failed, 2 usage.
+
+`submit` refuses a job that is not a deploy job (`--type deploy`, nodes installed with kadeploy,
+root on them) unless `--undeployed` says so: Grid'5000's default environment gives no root, so
+corun cannot set cgroups, elevators or perf there and the runs measure nothing trustworthy.
 """
 
 from __future__ import annotations
@@ -43,11 +47,20 @@ def submit_argv(
     name: str | None = None,
     project: str | None = None,
     types: list[str] | None = None,
+    undeployed: bool = False,
 ) -> list[str]:
     if not WALLTIME.match(walltime):
         raise ConfigError("--walltime", "walltime", walltime, "hours[:minutes[:seconds]] such as 1:30:00")
     if nodes < 1 or (cores is not None and cores < 1):
         raise ConfigError("--nodes/--cores", "resources", f"nodes={nodes} cores={cores}", "integers >= 1")
+    if "deploy" not in (types or []) and not undeployed:
+        raise ConfigError(
+            "corun.testbed.oar submit",
+            "--type",
+            types or [],
+            "deploy (a kadeploy job: root on the nodes, where runs measure), or --undeployed to submit "
+            "to the default environment, where runs cannot measure",
+        )
     resource = f"nodes={nodes}" + (f"/core={cores}" if cores else "") + f",walltime={walltime}"
     argv = ["oarsub", "-l", resource]
     if name:
@@ -102,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--name")
     s.add_argument("--project")
     s.add_argument("--type", action="append", default=[], dest="types")
+    s.add_argument("--undeployed", action="store_true", help="submit a job that is not a deploy job")
     s.add_argument("jobscript")
     st = sub.add_parser("status")
     st.add_argument("job")
@@ -109,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("jobs", nargs="+")
     a = ap.parse_args(argv)
     if a.command == "submit":
-        cmd = submit_argv(a.jobscript, a.walltime, a.nodes, a.cores, a.name, a.project, a.types)
+        cmd = submit_argv(a.jobscript, a.walltime, a.nodes, a.cores, a.name, a.project, a.types, a.undeployed)
         print(parse_submit(_run(cmd).stdout))
     elif a.command == "status":
         try:
