@@ -7,10 +7,21 @@ kmeans kernels and the file-reading stand-ins at their configured time alone) pl
 per-run cost of the instrument (corun.plan.base.RUN_OVERHEAD_S). Each experiment's
 `estimate` gives its runs and seconds. They assume no contention: runs that contend take longer,
 which is what the experiments measure, so the estimate is a lower bound.
+
+Spread over nodes (`nodes`, else the hosts of `hosts`), the wall clock is a list schedule
+(`spread`): each multi-node experiment (mpl_sweep, sais, aioli: its runs span hosts) is one job
+holding the hosts its largest run needs (at most the nodes there are) for its whole time, the
+longest first, each on the nodes that free up first; then every run of the single-node
+experiments (an experiment's time split evenly over its runs), longest first, on the node that
+frees up first. The campaign ends when the last node does.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
+
+from corun.testbed import inventory
 from experiments import looks, registry
 
 
@@ -47,10 +58,61 @@ def describe(cfg: dict) -> str:
         )
         for r in rows
     )
+    nodes = node_count(cfg)
+    wall, short = spread(rows, {r["experiment"]: hosts_held(cfg, r["experiment"]) for r in rows}, nodes)
+    over = "".join(f"; {name} needs {need} hosts, held {nodes}" for name, need in short.items())
     return (
         f"corun plan: {sum(r['runs'] for r in rows)} runs, at least {_fmt(total)} of measuring "
-        f"without contention ({parts})"
+        f"without contention on one machine, at least {_fmt(wall)} on {nodes} node{'s' * (nodes > 1)}"
+        f"{over} ({parts})"
     )
+
+
+def node_count(cfg: dict) -> int:
+    """`nodes`, else the hosts `hosts` names (an inventory's group), else 1."""
+    if cfg.get("nodes"):
+        return cfg["nodes"]
+    if cfg.get("hosts"):
+        return len(inventory.resolve(cfg["hosts"], "config: hosts"))
+    return 1
+
+
+def hosts_held(cfg: dict, name: str) -> int:
+    """The hosts the largest run of an experiment spans on a testbed inventory; 1 for a single-node
+    experiment, and for a cluster emulated on one machine (network namespaces)."""
+    sec = cfg.get(name, {})
+    c = sec.get("cluster", {})
+    if name == "mpl_sweep" and not c.get("netns", {}).get("hosts"):
+        ranks = max(max(sec["workloads"][w]["ranks"]) for w in sec["use_workloads"])
+        return math.ceil(ranks / c["ranks_per_node"])
+    if name in ("sais", "aioli") and c.get("kind") == "inventory":
+        servers = max(sec["servers"]) if isinstance(sec["servers"], list) else sec["servers"]
+        return servers + max(sec.get("client_hosts", [1]))
+    return 1
+
+
+def spread(rows: list[dict], held: dict[str, int], nodes: int) -> tuple[float, dict[str, int]]:
+    """The wall clock of `rows` on `nodes` nodes by the module's list schedule, and the
+    experiments that need more hosts than there are (name -> hosts)."""
+    free = [0.0] * nodes
+    short = {}
+    multi = sorted((r for r in rows if held[r["experiment"]] > 1), key=lambda r: -r["seconds"])
+    for r in multi:
+        need = held[r["experiment"]]
+        if need > nodes:
+            short[r["experiment"]] = need
+        free.sort()
+        width = min(need, nodes)
+        end = free[width - 1] + r["seconds"]
+        free[:width] = [end] * width
+    runs = sorted(
+        (r["seconds"] / r["runs"] for r in rows if held[r["experiment"]] <= 1 and r["runs"] for _ in range(r["runs"])),
+        reverse=True,
+    )
+    heapq.heapify(free)
+    for seconds in runs:
+        heapq.heapreplace(free, free[0] + seconds)
+    return max(free), short
 
 
 def _fmt(s: float) -> str:
