@@ -48,11 +48,12 @@ def test_counts_and_estimates_corrected_by_measured_runs():
     assert (a.done, a.target(), b.done, b.target()) == (2, 4, 0, 2)
     # alpha's runs took 20 s, not the plan's 10: 2 runs left at 20 s, 5 s of the third spent
     assert a.left_s(*p.running_of("alpha")) == pytest.approx(35.0)
-    assert b.left_s() == pytest.approx(20.0)  # nothing measured: the plan's estimate
+    assert b.left_s() == pytest.approx(20.0)  # nothing measured: the plan's estimate ...
+    assert p.factor() == pytest.approx(2.0) and p.left_of("beta") == pytest.approx(40.0)  # ... as slow as alpha's
     lines = p.lines()
-    assert lines[0] == "corun: 2 of 6 runs, 0:45 so far, ~0:55 left (2 of 10 steps, running)"
+    assert lines[0] == "corun: 2 of 6 runs, 0:45 so far, ~1:15 left (2 of 10 steps, running)"
     assert "  alpha                   2 of 4       0:45    ~0:35 (up to 8)" in lines
-    assert "  beta                    0 of 2       0:00    ~0:20" in lines
+    assert "  beta                    0 of 2       0:00    ~0:40" in lines
     assert lines[-1] == "  measuring now: alpha r3 (0:05)"
 
 

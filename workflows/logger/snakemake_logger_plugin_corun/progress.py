@@ -26,12 +26,13 @@ class Experiment:
     measured_s: float = 0.0  # their time
     to_run: int | None = None  # runs left to measure, from Snakemake's job counts
 
-    def left_s(self, running_s: float = 0.0, running_runs: int = 0) -> float:
-        """The runs still to measure at the measured time per run (the plan's until one is
-        measured); a job measuring now is counted as its estimate less the time it has run,
-        never below nothing, so a slow job does not take time off the runs after it."""
+    def left_s(self, running_s: float = 0.0, running_runs: int = 0, factor: float = 1.0) -> float:
+        """The runs still to measure at the measured time per run (until one is measured, the
+        plan's times `factor`, how much slower the other experiments' runs were than planned);
+        a job measuring now is counted as its estimate less the time it has run, never below
+        nothing, so a slow job does not take time off the runs after it."""
         runs_left = max(self.target() - self.done, 0)
-        est = self.measured_s / self.done_now if self.done_now else self.est_per_run_s
+        est = self.measured_s / self.done_now if self.done_now else self.est_per_run_s * factor
         running_runs = min(running_runs, runs_left)
         return (runs_left - running_runs) * est + max(running_runs * est - running_s, 0.0)
 
@@ -145,10 +146,19 @@ class Progress:
         jobs = [j for j in self.jobs.values() if j.experiment == exp]
         return sum(self.now - j.started for j in jobs), sum(j.runs for j in jobs)
 
+    def factor(self) -> float:
+        """Measured over planned time of the runs measured so far (1 before any)."""
+        planned = sum(e.done_now * e.est_per_run_s for e in self.experiments.values())
+        measured = sum(e.measured_s for e in self.experiments.values() if e.done_now)
+        return measured / planned if planned > 0 and measured > 0 else 1.0
+
+    def left_of(self, name: str) -> float:
+        return self.experiments[name].left_s(*self.running_of(name), self.factor())
+
     def totals(self) -> tuple[int, int, float]:
         done = sum(e.done for e in self.experiments.values())
         target = sum(e.target() for e in self.experiments.values())
-        left = sum(e.left_s(*self.running_of(n)) for n, e in self.experiments.items())
+        left = sum(self.left_of(n) for n in self.experiments)
         return done, target, left
 
     def lines(self) -> list[str]:
@@ -162,9 +172,9 @@ class Progress:
             head += f" ({self.steps_done} of {self.steps_total} steps, {state})"
         out = [head, f"  {'experiment':<20} {'runs':>9} {'time':>8} {'left':>8}"]
         for name, e in self.experiments.items():
-            run_s, run_n = self.running_of(name)
+            run_s, _ = self.running_of(name)
             spent = e.measured_s + run_s
-            e_left = e.left_s(run_s, run_n)
+            e_left = self.left_of(name)
             left_txt = "-" if e.done >= e.target() else f"~{clock(e_left)}"
             more = f" (up to {e.cap})" if e.cap > e.target() and e.done < e.target() else ""
             out.append(f"  {name:<20} {e.done:>4} of {e.target():<3} {clock(spent):>8} {left_txt:>8}{more}")
@@ -180,7 +190,7 @@ class Progress:
         done, target, left = self.totals()
         mine = ""
         if e:
-            left_s = e.left_s(*self.running_of(job.experiment))
+            left_s = self.left_of(job.experiment)
             mine = f"run {e.done + 1} of {e.target()}, {clock(e.measured_s)} so far, ~{clock(left_s)} left"
         return f"corun: measuring {job.label} ({mine}; all: {done} of {target} runs, ~{clock(left)} left)"
 
