@@ -66,3 +66,12 @@ def test_complete_claim_checks_without_a_file():
     c.update(expect="greater", stand_ins=["no_such_word"])
     with pytest.raises(AnalysisInputError, match=r"claims.c.stand_ins: 'no_such_word'"):
         complete_claim("claims.yaml", "c", c, {})
+
+
+def test_a_claim_without_a_kind_is_one_line(tmp_path):
+    p = tmp_path / "claims.yaml"
+    p.write_text(BASE.replace("    kind: finding\n", ""))
+    with pytest.raises(AnalysisInputError) as err:
+        load_claims(p, "e", PAPERS_DIR, shown="experiments/e/claims.yaml")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("experiments/e/claims.yaml: claims.c") and "kind" in msg

@@ -342,7 +342,8 @@ def test_a_trend_too_short_to_reach_the_level_says_how_many_points_would():
 def test_an_unquoted_null_key_reads_as_the_null(tmp_path):
     p = tmp_path / "claims.yaml"
     p.write_text(
-        'paper: "001"\ncitation: c\ntitle: t\nfigure: f\nclaims:\n  g:\n    says: s\n    source: s\n    quote: q\n'
+        'paper: "001"\ncitation: c\ntitle: t\nfigure: f\nclaims:\n  g:\n    kind: finding\n    says: s\n    source: s\n'
+        "    quote: q\n"
         "    effect: value\n    metric: t\n    expect: greater\n    null: 1.01\n    scale: log\n"
     )
     assert load_claims(p, "e").claims["g"]["null"] == 1.01
