@@ -11,9 +11,11 @@ which is what the experiments measure, so the estimate is a lower bound.
 Spread over nodes (`nodes`, else the hosts of `hosts`), the wall clock is a list schedule
 (`spread`): each multi-node experiment (mpl_sweep, sais, aioli: its runs span hosts) is one job
 holding the hosts its largest run needs (at most the nodes there are) for its whole time, the
-longest first, each on the nodes that free up first; then every run of the single-node
-experiments (an experiment's time split evenly over its runs), longest first, on the node that
-frees up first. The campaign ends when the last node does.
+widest first (the longest among equals), each on the nodes that free up first; then every run of
+the single-node experiments (an experiment's time split evenly over its runs), longest first, on
+the node that frees up first. The campaign ends when the last node does. A node left idle until a
+multi-node experiment can start is not backfilled, so the schedule can be beaten by a little;
+its run times are the no-contention ones above, so it stays short of what a campaign takes.
 """
 
 from __future__ import annotations
@@ -96,7 +98,10 @@ def spread(rows: list[dict], held: dict[str, int], nodes: int) -> tuple[float, d
     experiments that need more hosts than there are (name -> hosts)."""
     free = [0.0] * nodes
     short = {}
-    multi = sorted((r for r in rows if held[r["experiment"]] > 1), key=lambda r: -r["seconds"])
+    multi = sorted(
+        (r for r in rows if held[r["experiment"]] > 1),
+        key=lambda r: (-min(held[r["experiment"]], nodes), -r["seconds"]),
+    )
     for r in multi:
         need = held[r["experiment"]]
         if need > nodes:

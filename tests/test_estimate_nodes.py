@@ -42,6 +42,12 @@ def test_two_multi_node_experiments_run_side_by_side_when_they_fit():
     assert est.spread(rows, {"x": 2, "y": 2}, 3)[0] == 800.0
 
 
+def test_the_widest_goes_first_so_the_narrower_shares_the_nodes_with_single_runs():
+    rows = [row("wide", 1, 100.0), row("narrow", 1, 200.0), row("a", 4, 400.0)]
+    # wide holds all 4 nodes for 100 s; then narrow on 2 while a's 4 runs share the other 2
+    assert est.spread(rows, {"wide": 4, "narrow": 2, "a": 1}, 4)[0] == 300.0
+
+
 def paper(**extra):
     raw = yaml.safe_load((REPO / "workflows" / "config" / "paper.yaml").read_text())
     return validate_config({**raw, **extra}, "paper")
