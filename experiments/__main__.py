@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from corun.errors import ConfigError, one_line_errors
+from corun.layout import Layout
 from corun.plan.base import stamp_remeasure
 from corun.util import atomic_write_json, lazy_module
-from experiments import PAPERS_DIR, get, looks
-from experiments.config import load_workflow_config
+from experiments import PAPERS_DIR, campaign, get, looks, registry
+from experiments.config import experiments_with_runs, load_workflow_config
 
 # loaded by the analyze step only: the data, specs and decide steps need neither SciPy nor pandas
 # (about 1.5 s of imports in each of the workflow's dozens of such steps)
@@ -31,20 +32,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--calibration", type=Path, help="calibration.json of the calibrate step, if it has one")
     for p in (d, c, s):
         p.add_argument("experiment")
-        p.add_argument("--config", required=True)
         p.add_argument("--data-dir", required=True, type=Path)
     a = sub.add_parser("analyze", help="analyse its collected runs into its report section")
     a.add_argument("experiment")
-    a.add_argument("--config", required=True)
-    a.add_argument("--results", required=True, help="the configuration's results folder")
     a.add_argument("--out-dir", required=True, help="the section's folder")
     a.add_argument("--look", type=int, help="a look of the sequential design: its tables under looks/<look>/")
     k = sub.add_parser("decide", help="whether another look of the sequential design can decide a claim")
     k.add_argument("experiment")
-    k.add_argument("--config", required=True)
     k.add_argument("--look", type=int, required=True)
     k.add_argument("--sections", nargs="+", required=True, type=Path, help="this look's section.json files")
     k.add_argument("--out", required=True, type=Path)
+    n = sub.add_parser("plan", help="validate the configuration and write the campaign's plan (plan.json)")
+    n.add_argument("--config", required=True, help="the configuration file")
+    n.add_argument("--out", type=Path, help="where (default: RESULTS/plan.json)")
+    for p in (d, c, s, a, k):
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--plan", type=Path, help="the campaign's plan.json (the workflow's steps read it)")
+        src.add_argument("--config", help="a configuration file, validated (by hand)")
     return ap
 
 
@@ -53,14 +57,14 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
     its claims judged by the verdict engine, its section (analysis.experiment). With `look`, on
     that look's collected tables, judged at the level of the design's number of looks."""
     ins = exp.analysis_inputs(cfg, results)
-    owner = exp.runs_of or exp.name
+    owner, lay = exp.runs_of or exp.name, Layout(results)
     plan = looks.reps_per_look(cfg, owner)
     look = look or 1
     if len(plan) > 1:
         ins = {
             **ins,
-            "jobs": f"{results}/{owner}/looks/{look}/jobs.csv",
-            "runs": f"{results}/{owner}/looks/{look}/runs.csv",
+            "jobs": lay.table(owner, "jobs", look),
+            "runs": lay.table(owner, "runs", look),
         }
     module = importlib.import_module(f"experiments.{exp.name}.analysis")
     if not callable(getattr(module, "analyse", None)):
@@ -68,8 +72,8 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
             f"experiments/{exp.name}/analysis.py", "analyse", None, "analyse(inputs) -> Result (analysis.experiment)"
         )
     files = {k: v for k, v in ins.items() if k not in ("jobs", "runs")}
-    files["cache_dir"] = f"{results}/{exp.name}/cache"
-    files.setdefault("device_calibration", f"{results}/device/calibration.json")
+    files["cache_dir"] = lay.cache(exp.name)
+    files.setdefault("device_calibration", lay.device_calibration)
     inputs = analysis_experiment.read_inputs(
         exp.name,
         exp.folder,
@@ -89,14 +93,23 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    cfg = load_workflow_config(a.config)
+    if a.step == "plan":
+        cfg = load_workflow_config(a.config)
+        plan = campaign.build(cfg, registry(), experiments_with_runs(cfg))
+        out = a.out or Path(plan["layout"]["plan"])
+        campaign.write(out, plan)
+        runs = sum(len(r["runs"]) for r in plan["runs"].values())
+        print(f"{out}: {runs} run(s) of {len(plan['runs'])} experiment(s)", file=sys.stderr)
+        return 0
+    # the workflow's steps read the plan: its configuration was validated when it was made
+    cfg = campaign.load(a.plan)["config"] if a.plan else load_workflow_config(a.config)
     exp = get(a.experiment)
     if a.step == "data":
         print(exp.data(cfg, a.data_dir), file=sys.stderr)
     elif a.step == "calibrate":
         atomic_write_json(a.out, exp.calibrate(cfg, a.data_dir))
     elif a.step == "analyze":
-        return analyze(exp, cfg, a.results, a.out_dir, a.look)
+        return analyze(exp, cfg, cfg["results_dir"], a.out_dir, a.look)
     elif a.step == "decide":
         sections = []
         for p in a.sections:

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from corun import config
+from corun.layout import Layout
 from corun.machine import topology
 from corun.run import workloads
 from corun.util import atomic_write_text
@@ -121,12 +122,12 @@ class Experiment:
 
     def analysis_inputs(self, cfg: dict, results: str) -> dict[str, str | list[str]]:
         """Files its analysis reads (the workflow's inputs of its analyse step)."""
-        owner = self.runs_of or self.name
-        return {"jobs": f"{results}/{owner}/jobs.csv", "runs": f"{results}/{owner}/runs.csv"}
+        owner, lay = self.runs_of or self.name, Layout(results)
+        return {"jobs": lay.table(owner, "jobs"), "runs": lay.table(owner, "runs")}
 
     def analysis_outputs(self, results: str) -> list[str]:
         """Files its analysis writes: section.json first, then tables other experiments read."""
-        return [f"{results}/{self.name}/analysis/section.json"]
+        return [Layout(results).section(self.name)]
 
 
 def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:

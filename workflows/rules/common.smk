@@ -1,4 +1,5 @@
-# Shared helpers: one-line config validation, paths, the effective config file.
+# Shared helpers: the configuration validated once (one line on error), the campaign's plan
+# (RESULTS/plan.json, which every step reads), the results layout (corun.layout).
 import os
 import sys
 from pathlib import Path
@@ -7,7 +8,9 @@ from corun.errors import CorunError
 from experiments import registry
 from experiments.estimate import describe, progress_plan
 from snakemake.logging import logger
+from experiments import campaign
 from experiments.config import experiments_with_runs, validate_config
+from corun.layout import Layout
 from corun.util import atomic_write_text
 import yaml
 
@@ -23,11 +26,13 @@ EXPERIMENTS = registry()  # name -> corun.plan.base.Experiment
 # the selected experiments and those whose runs they use
 RUN_EXPERIMENTS = experiments_with_runs(config)
 PY = sys.executable
-RESULTS = config["results_dir"]
-DATA = config["data_dir"]
-REPORT = f"{RESULTS}/report.html"
+LAYOUT = Layout(config["results_dir"], config["data_dir"])
+RESULTS = LAYOUT.results
+DATA = LAYOUT.data
+REPORT = LAYOUT.report
 KERNELS = "kernels/build"
-EFFECTIVE_CONFIG = f"{RESULTS}/config.yaml"
+EFFECTIVE_CONFIG = LAYOUT.config
+PLAN_FILE = LAYOUT.plan
 
 
 def write_if_changed(path, text):
@@ -39,17 +44,16 @@ def write_if_changed(path, text):
 
 
 write_if_changed(EFFECTIVE_CONFIG, yaml.safe_dump(config, sort_keys=True))
+try:
+    PLAN = campaign.build(config, EXPERIMENTS, RUN_EXPERIMENTS)
+    campaign.write(PLAN_FILE, PLAN)
+except CorunError as exc:
+    sys.exit(f"corun: {exc}")
 
 
 def section_files():
-    device = (
-        [f"{RESULTS}/device/analysis/section.json"]
-        if config["report"]["device"]["enabled"]
-        else []
-    )
-    return device + [
-        f"{RESULTS}/{exp}/analysis/section.json" for exp in config["experiments"]
-    ]
+    device = [LAYOUT.section("device")] if config["report"]["device"]["enabled"] else []
+    return device + [LAYOUT.section(exp) for exp in config["experiments"]]
 
 
 # The plan and a lower-bound duration, on every invocation (so `snakemake -n` shows it too).

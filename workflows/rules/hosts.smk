@@ -34,13 +34,13 @@ if isinstance(config.get("hosts"), dict):
 else:
     HOST_ARGS = shlex.join(["--names", ",".join(config.get("hosts") or [])])
 
-# The runs of each experiment that has runs (its plugin's run_names) and whose runs can run on
-# any host as they are (host_runs; not mpl_sweep, whose runs span hosts by themselves, nor sais,
-# whose runs need the cluster and file system it brings up).
+# The first look's runs of each experiment whose runs can run on any host as they are (the
+# plan's needs.hosts "one"; not mpl_sweep, whose runs span hosts by themselves, nor sais, whose
+# runs need the cluster and file system it brings up).
 HOST_RUN_NAMES = {
-    e: EXPERIMENTS[e].run_names(config)
-    for e in RUN_EXPERIMENTS
-    if EXPERIMENTS[e].host_runs
+    e: [r["name"] for r in P["runs"] if r["look"] == 1]
+    for e, P in PLAN["runs"].items()
+    if P["runs"] and P["runs"][0]["needs"]["hosts"] == "one"
 }
 HOST_EXPERIMENTS = [
     e
@@ -58,7 +58,7 @@ if HOSTS:
     rule run_on_host:
         input:
             spec=f"{RESULTS}/{{exp}}/specs/{{run}}.yaml",
-            layout=lambda wildcards: f"{DATA}/{wildcards.exp}/{EXPERIMENTS[wildcards.exp].data_file}",
+            layout=lambda wildcards: PLAN["runs"][wildcards.exp]["data"],
         output:
             directory(f"{RESULTS}/hosts/{{host}}/{{exp}}/runs/{{run}}"),
         log:
