@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -196,7 +197,7 @@ def test_a_run_takes_the_manifests_of_its_variants_as_inputs(repo_root, tmp_path
         text=True,
     )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    jobs = res.stdout.split("\n\n")
+    jobs = re.split(r"\n(?=rule )", res.stdout)  # one chunk per job, whichever logger printed them
     # mpl_sweep's runs on the smoke profile's netns cluster are one group: its step takes every
     # variant's manifests, and the group's runner measures again only the runs older than their
     # own (run_inputs in groups.json: tests/testbed/test_pfs_companion_runs.py)
