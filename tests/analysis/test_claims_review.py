@@ -54,3 +54,8 @@ def test_the_hand_written_text_and_notes_are_kept(tmp_path):
 
 def test_row_ids_of_a_grouped_row():
     assert cr._row_ids("`speedup_3gbe_mark`, `_rfs`") == ["speedup_3gbe_mark", "speedup_3gbe_rfs"]
+
+
+def test_docs_claims_md_is_up_to_date():
+    text = cr.DOC.read_text()
+    assert cr.generate(text) == text, "docs/claims.md is not what scripts/claims_review.py writes: run it"
