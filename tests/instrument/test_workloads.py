@@ -51,7 +51,8 @@ def test_upstream_binaries_win(manifest, tmp_path):
     x264.chmod(0o755)
     (tmp_path / "pkgs" / "apps" / "x264" / "parsec").mkdir()
     (tmp_path / "pkgs" / "apps" / "x264" / "parsec" / "simlarge.runconf").write_text(
-        'run_exec="bin/x264"\nrun_args="--quiet --b-pyramid --threads ${NTHREADS} -o eledream.264 eledream_640x360_128.y4m"\n'
+        'run_exec="bin/x264"\n'
+        'run_args="--quiet --b-pyramid --threads ${NTHREADS} -o eledream.264 eledream_640x360_128.y4m"\n'
     )
     manifest(
         {
