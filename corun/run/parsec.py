@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from corun.errors import ConfigError
-from corun.run.inputs import make_y4m
+from corun.run.inputs import make_y4m, y4m_bytes
 from corun.util import atomic_file
 
 _RUNCONF = re.compile(r'^\s*(run_exec|run_args)\s*=\s*"([^"]*)"', re.M)
@@ -209,8 +209,6 @@ def generate(kind: str, path: Path, seed: int = 1) -> Path:
 def generated_bytes(kind: str) -> int | None:
     """The size of the generated file, to tell a whole cached copy from a broken one (None: the
     OBJ text, whose size is not fixed in advance)."""
-    from corun.run.inputs import y4m_bytes
-
     if kind == "x264":
         return y4m_bytes(*X264_CLIP)
     if kind == "vips":
