@@ -10,8 +10,10 @@ collected job and run tables of every experiment, calibrations, the plan with it
 configuration; not the runs' raw monitor files) in docs/sample-report/campaign/, then renders
 it. `render` analyses the kept campaign again with this code (python -m experiments analyze,
 per experiment, in a temporary results folder) and writes report.html from the sections, as
-the workflow does. `check` renders into a temporary folder and compares it with the committed
-docs/sample-report/report.html, the report's time stamp and versions aside.
+the workflow does (in the workflow's order and with its title; from a kept copy of the
+workflow's own campaign it is the workflow's report, time stamp aside). `check` renders into a
+temporary folder and compares it with the committed docs/sample-report/report.html, the
+report's time stamp and versions aside.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "docs" / "sample-report"
 KEPT = SAMPLE / "campaign"
-TITLE = "corun sample report (smoke profile)"
 # what changes from one rendering to the next without the data changing
 _VOLATILE = [
     (re.compile(r'<p class="meta">Generated [^<]*</p>'), '<p class="meta">Generated (time, version)</p>'),
@@ -42,13 +43,21 @@ def _analysis_dirs(plan: dict) -> set[str]:
     return {str(Path(o).parent) for a in plan["analyses"].values() for o in a["outputs"]}
 
 
-def publish(campaign: Path) -> None:
-    plan = json.loads((campaign / "plan.json").read_text())
+def publish(campaign: Path, plan_file: Path | None = None) -> None:
+    plan_file = plan_file or campaign / "plan.json"
+    plan = json.loads(plan_file.read_text())
+    missing = [
+        e
+        for e, a in plan["analyses"].items()
+        if not (campaign / Path(a["outputs"][0]).relative_to(plan["config"]["results_dir"])).is_file()
+    ]
+    if missing:
+        sys.exit(f"corun: {plan_file}: the campaign in {campaign} has no section of {', '.join(missing)}")
     results = plan["config"]["results_dir"].rstrip("/")
     produced = _analysis_dirs(plan)
     if KEPT.exists():
         shutil.rmtree(KEPT)
-    keep = {"plan.json"}
+    keep: set[str] = set()
     for a in plan["analyses"].values():
         for path in a["inputs"].values():
             for p in path if isinstance(path, list) else [path]:
@@ -59,6 +68,16 @@ def publish(campaign: Path) -> None:
         if src.is_file():
             (KEPT / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, KEPT / rel)
+        elif src.is_dir():  # a folder an analysis reads whole (noisy_neighbour's premise runs)
+            shutil.copytree(src, KEPT / rel)
+    shutil.copy2(plan_file, KEPT / "plan.json")
+    # this checkout's place on the machine it ran on is no part of the data: paths in it are
+    # made relative to the repository (kernels/build/..., as the workflow names them)
+    for f in KEPT.rglob("*"):
+        if f.is_file() and f.suffix in (".csv", ".json"):
+            text = f.read_text()
+            if f"{ROOT}/" in text:
+                f.write_text(text.replace(f"{ROOT}/", ""))
     render(SAMPLE)
 
 
@@ -85,13 +104,16 @@ def render(out: Path) -> Path:
                 if res.returncode != 0:
                     sys.exit(f"corun: sample report: analysing {exp} failed: {res.stderr.strip().splitlines()[-1:]}")
                 todo.remove((exp, a))
-        sections = [a["outputs"][0] for e, a in plan["analyses"].items() if a["outputs"][0].endswith("section.json")]
+        # in the workflow's order (workflows/rules/common.smk, section_files)
+        order = plan["config"]["experiments"]
+        sections = [plan["analyses"][e]["outputs"][0] for e in order if e in plan["analyses"]]
         out.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "analysis.report", "--sections", *sections, "--title", TITLE]
+        title = plan["config"]["report"]["title"]
+        argv = [sys.executable, "-m", "analysis.report", "--sections", *sections, "--title", title]
         res = subprocess.run([*argv, "--out", str(out / "report.html")], cwd=ROOT, capture_output=True, text=True)
         if res.returncode != 0:
             sys.exit(f"corun: sample report: rendering failed: {res.stderr.strip()}")
-        html = (out / "report.html").read_text().replace(str(work), "results/smoke")
+        html = (out / "report.html").read_text().replace(str(work), "results/smoke").replace(f"{ROOT}/", "")
         (out / "report.html").write_text(html)
     return out / "report.html"
 
@@ -119,13 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("action", choices=["publish", "render", "check"])
     ap.add_argument("--from", dest="campaign", type=Path, default=ROOT / "results" / "smoke")
+    ap.add_argument("--plan", type=Path, help="the campaign's plan (default: its plan.json)")
     ap.add_argument("--out", type=Path, default=SAMPLE)
     a = ap.parse_args(argv)
     if a.action == "publish":
         if not (a.campaign / "report.html").is_file():
             sys.exit(f"corun: {a.campaign}: no finished campaign (no report.html; make run PROFILE=smoke first)")
-        publish(a.campaign)
-        print(f"corun: {SAMPLE / 'report.html'} from {a.campaign}")
+        publish(a.campaign, a.plan)
+        print(f"corun: {(SAMPLE / 'report.html').relative_to(ROOT)} from {a.campaign}")
         return 0
     if a.action == "render":
         print(render(a.out))
