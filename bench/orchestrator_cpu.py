@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from corun.machine.foreign_cpu import Proc, parse_stat, processes  # noqa: E402
+from corun.machine.foreign_cpu import Proc, descendants, parse_stat, processes  # noqa: E402
 from corun.machine.host import cpu_ticks  # noqa: E402
 
 NCPU = os.cpu_count() or 1
@@ -86,16 +86,7 @@ def _threads(pid: int) -> int:
 
 
 def _tree(root: int, procs: dict[int, Proc]) -> set[int]:
-    kids: dict[int, list[int]] = {}
-    for pid, p in procs.items():
-        kids.setdefault(p.ppid, []).append(pid)
-    out, todo = {root}, [root]
-    while todo:
-        for k in kids.get(todo.pop(), []):
-            if k not in out:
-                out.add(k)
-                todo.append(k)
-    return out
+    return {root} | descendants(root, procs)
 
 
 class ProcCache:

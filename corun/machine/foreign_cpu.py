@@ -115,7 +115,8 @@ def _delta(pid: int, before: Snapshot, after: Snapshot) -> int:
     return max(0, a.cpu_ticks - b.cpu_ticks)
 
 
-def _descendants(root: int, procs: dict[int, Proc]) -> set[int]:
+def descendants(root: int, procs: dict[int, Proc]) -> set[int]:
+    """Every process below ROOT in PROCS (ROOT itself not included)."""
     kids: dict[int, list[int]] = {}
     for pid, p in procs.items():
         kids.setdefault(p.ppid, []).append(pid)
@@ -169,9 +170,9 @@ def shares(
     mon_roots = set(monitors or [])
     corun = {runner}
     for m in mon_roots:
-        corun |= {m} | _descendants(m, procs)
+        corun |= {m} | descendants(m, procs)
     corun &= set(after.procs)
-    own = (_descendants(runner, after.procs) | set(job_pids or [])) - corun
+    own = (descendants(runner, after.procs) | set(job_pids or [])) - corun
     orchestrator = set(_ancestors(runner, after.procs)) - own - corun
     kernel = {pid for pid, p in after.procs.items() if p.kthread} - own - corun - orchestrator
     ticks = {pid: _delta(pid, before, after) for pid in after.procs}
