@@ -60,6 +60,6 @@ def section_files():
 try:
     print(describe(config), file=sys.stderr)
     # the same estimate for corun's progress display (workflows/logger), as one log record
-    logger.info("", extra=dict(corun_plan=progress_plan(config, globals().get("PLAN"))))
+    logger.info("", extra=dict(corun_plan=progress_plan(config, PLAN)))
 except CorunError as exc:
     sys.exit(f"corun: {exc}")
