@@ -156,7 +156,10 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     # read after the variant's stop restored fifo, which keeps the counters
     assert all(s["sched"]["counters"]["dispatches"] > 0 for s in after), [s["sched"] for s in after]
     assert not any("translator" in m["reason"] for m in ai["missing"]), ai["missing"]
-    assert rows["aioli_aggregates_reads"]["n"] == 2 and rows["aioli_aggregates_reads"]["estimate"] >= 1
+    # the slides' aggregation is judged at their 32 clients, which the smoke profile does not run;
+    # a claim on the points it runs is judged on its 2 reps
+    assert rows["aioli_aggregates_reads"]["outcome"] == "not run in this profile", rows["aioli_aggregates_reads"]
+    assert rows["aggregation_below_possible"]["n"] == 2 and rows["aggregation_below_possible"]["estimate"] > 0
     gluster = subprocess.run(["pgrep", "-af", "glusterfs|corun-rotating-disk"], capture_output=True, text=True)
     assert str(out) not in gluster.stdout  # no server or emulator of the run is left
     assert str(out) not in Path("/proc/mounts").read_text()
