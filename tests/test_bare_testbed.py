@@ -195,8 +195,16 @@ def test_node_check_names_the_node_and_what_is_missing_in_one_line(bare):
 
 
 # NPB built for what the runs below take (wl6's benchmarks at class S, testbed.yaml's class), not
-# roles/npb's default three classes of eight: the same build, a fifth of its binaries (CI's time)
-NPB_VARS = json.dumps({"npb_benchmarks": ["bt", "cg", "ft", "is", "sp"], "npb_classes": ["S"]})
+# roles/npb's default three classes of eight: the same build, a fifth of its binaries (CI's time);
+# and the upstream benchmarks those runs take (PARSEC serves paper 000's experiments, which this
+# test runs on this machine, not on the nodes: tests/test_roles_parsec.py builds it)
+NPB_VARS = json.dumps(
+    {
+        "npb_benchmarks": ["bt", "cg", "ft", "is", "sp"],
+        "npb_classes": ["S"],
+        "corun_upstream_benchmarks": ["graph500", "npb", "ior"],
+    }
+)
 
 
 @pytest.mark.timeout(5400)
@@ -206,7 +214,10 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
     proc, recap, FIGURES["provision_s"] = playbook(inventory, "-e", NPB_VARS)
     print("\n" + proc.stdout[proc.stdout.find("task_times:") :])  # where the time went, per role
     assert proc.returncode == 0, output(proc)
-    assert all(recap[n][0] > 0 and recap[n][1:] == (0, 0) for n in NODES), output(proc)
+    assert all(recap[n][0] > 0 for n in NODES), output(proc)
+    # every host of the play unreachable nowhere and failed nowhere: the nodes, and this machine as
+    # the inventory's Slurm controller (its play does nothing without corun_slurm)
+    assert all(r[1:] == (0, 0) for r in recap.values()), output(proc)
     # the upstream benchmarks built from the mirror served over HTTP, not their stand-ins
     upstream = " ".join(f"/var/lib/corun/upstream.d/{b}.json" for b in ("graph500", "npb", "ior"))
     probes = (
@@ -222,7 +233,9 @@ def test_site_provisions_bare_nodes_and_a_second_run_changes_nothing(bare):
 
     proc, recap, FIGURES["second_run_s"] = playbook(inventory, "-e", NPB_VARS)
     assert proc.returncode == 0, output(proc)
-    assert recap == {n: (0, 0, 0) for n in NODES}, f"a second run changed something:\n{output(proc)}"
+    assert set(NODES) <= set(recap) and recap == dict.fromkeys(recap, (0, 0, 0)), (
+        f"a second run changed something:\n{output(proc)}"
+    )
 
 
 # The testbed profile (workflows/config/testbed.yaml) on the two provisioned nodes, run from this
@@ -246,6 +259,9 @@ def experiment_config(base: Path, experiment: str, section: dict) -> Path:
         "results_dir": str(base / "results"),
         "data_dir": str(base / "data"),
         "experiments": [experiment],
+        # the emulated nodes share this machine's CPUs: their part of a run (ranks, servers) is
+        # foreign to the controller's measurement of it, so no run is measured again for it
+        "remeasure": {"max_foreign_pct": None},
         experiment: section,
     }
     path = base / "testbed.yaml"
