@@ -6,7 +6,8 @@
     sample_report.py check                            does the committed report match? (exit 1)
 
 `publish` (make sample-report) keeps of a finished campaign what its analyses read (the
-collected job and run tables of every experiment, calibrations, the plan with its
+collected job and run tables of every experiment, the run folders they name (metadata, job
+outputs, tidy tables, scheduler state), calibrations, the plan with its
 configuration; not the runs' raw monitor files) in docs/sample-report/campaign/, then renders
 it. `render` analyses the kept campaign again with this code (python -m experiments analyze,
 per experiment, in a temporary results folder) and writes report.html from the sections, as
@@ -19,6 +20,7 @@ report's time stamp and versions aside.
 from __future__ import annotations
 
 import argparse
+import csv
 import difflib
 import json
 import re
@@ -70,12 +72,26 @@ def publish(campaign: Path, plan_file: Path | None = None) -> None:
             shutil.copy2(src, KEPT / rel)
         elif src.is_dir():  # a folder an analysis reads whole (noisy_neighbour's premise runs)
             shutil.copytree(src, KEPT / rel)
+    # the run folders the collected tables name (each run's metadata, job outputs, tidy tables
+    # and scheduler state, which the analyses read), without the raw monitor files
+    for runs_csv in sorted(KEPT.rglob("runs.csv")):
+        with runs_csv.open(newline="") as fh:
+            run_dirs = [r.get("run_dir") or "" for r in csv.DictReader(fh)]
+        for run_dir in run_dirs:
+            if run_dir.startswith(results + "/") and (campaign / run_dir[len(results) + 1 :]).is_dir():
+                rel = run_dir[len(results) + 1 :]
+                shutil.copytree(
+                    campaign / rel, KEPT / rel, ignore=shutil.ignore_patterns("monitors", ".snakemake_timestamp")
+                )
     shutil.copy2(plan_file, KEPT / "plan.json")
     # this checkout's place on the machine it ran on is no part of the data: paths in it are
     # made relative to the repository (kernels/build/..., as the workflow names them)
     for f in KEPT.rglob("*"):
-        if f.is_file() and f.suffix in (".csv", ".json"):
-            text = f.read_text()
+        if f.is_file():
+            try:
+                text = f.read_text()
+            except UnicodeDecodeError:
+                continue
             if f"{ROOT}/" in text:
                 f.write_text(text.replace(f"{ROOT}/", ""))
     render(SAMPLE)
@@ -87,9 +103,14 @@ def render(out: Path) -> Path:
         shutil.copytree(KEPT, work)
         plan = json.loads((work / "plan.json").read_text())
         old = plan["config"]["results_dir"].rstrip("/")
-        text = (work / "plan.json").read_text().replace(f'"{old}/', f'"{work}/').replace(f'"{old}"', f'"{work}"')
-        (work / "plan.json").write_text(text)
-        plan = json.loads(text)
+        # every path of the kept campaign names its copy here, so that nothing is read from a
+        # results folder of this checkout
+        for f in work.rglob("*"):
+            if f.is_file() and f.suffix in (".csv", ".json"):
+                text = f.read_text()
+                if old in text:
+                    f.write_text(text.replace(f"{old}/", f"{work}/").replace(f'"{old}"', f'"{work}"'))
+        plan = json.loads((work / "plan.json").read_text())
         todo = list(plan["analyses"].items())
         while todo:  # an analysis that reads another's output runs after it
             ready = [

@@ -18,7 +18,18 @@ def test_the_sample_is_small_and_keeps_no_raw_monitor_files():
     assert ROOT / "docs" / "sample-report" / "report.html" in files
     assert (ROOT / "docs" / "sample-report" / "campaign" / "plan.json") in files
     assert sum(p.stat().st_size for p in files) < 8 * 2**20
-    assert not [p for p in files if "/runs/" in str(p)]
+    assert not [p for p in files if "/monitors/" in str(p)]
+
+
+def test_every_run_folder_the_kept_tables_name_is_kept_so_nothing_is_read_from_results():
+    import csv
+
+    kept = ROOT / "docs" / "sample-report" / "campaign"
+    for runs_csv in kept.rglob("runs.csv"):
+        with runs_csv.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                rel = row["run_dir"].split("/", 2)[2]  # results/smoke/<experiment>/runs/<run>
+                assert (kept / rel / "metadata.json").is_file(), (runs_csv, rel)
 
 
 def test_time_stamps_and_versions_are_set_aside():
