@@ -138,25 +138,25 @@ def improvement_pct(ratio: float, higher: bool) -> float:
 
 
 def paired_ratio(variant: dict[int, float], base: dict[int, float]) -> dict:
-    """Ratio of the means over the reps both have, with the 95% t-interval of the per-rep log
-    ratios, exponentiated (analysis.stats.paired_ratio_t); where a per-rep value is <= 0 (a
-    derived waiting time can be), the t-interval of the per-rep ratios instead. Descriptive: the
-    claims are judged by the verdict engine on the per-rep tables."""
+    """Geometric mean of the per-rep ratios over the reps both have, with the 95% t-interval of
+    their logs, exponentiated (analysis.stats.paired_ratio_t), so the estimate is the interval's
+    centre; where a per-rep value is <= 0 (a derived waiting time can be), the mean of the per-rep
+    ratios with their t-interval instead; a base <= 0 has no ratio (NaN). Descriptive: the claims
+    are judged by the verdict engine on the per-rep tables."""
     reps = sorted(r for r in set(variant) & set(base) if math.isfinite(variant[r]) and math.isfinite(base[r]))
     out = {"n_pairs": len(reps), "ratio": math.nan, "ci95_low": math.nan, "ci95_high": math.nan}
     if not reps:
         return out
     v = np.array([variant[r] for r in reps])
     b = np.array([base[r] for r in reps])
-    if b.mean() <= 0:
+    if not (b > 0).all():
         return out
-    out["ratio"] = float(v.mean() / b.mean())
-    if len(reps) < 2:
-        return out
-    if (v > 0).all() and (b > 0).all():
-        _, out["ci95_low"], out["ci95_high"] = paired_ratio_t(b, v)
-    elif (b > 0).all():
-        out["ci95_low"], out["ci95_high"] = t_interval(v / b)
+    if (v > 0).all():
+        out["ratio"], out["ci95_low"], out["ci95_high"] = paired_ratio_t(b, v)
+    else:
+        out["ratio"] = float(np.mean(v / b))
+        if len(reps) >= 2:
+            out["ci95_low"], out["ci95_high"] = t_interval(v / b)
     return out
 
 
