@@ -42,359 +42,76 @@ default of each). LIMITS is their bounds; `steer.py limits` prints it
 
 Exit codes: 0 ok, 1 runtime error or not in effect, 2 usage error, 4 skipped (a feature the
 policy needs is missing; one line with the reason).
+
+The parts live beside this file: steer_sysfs.py (the kernel's files, here or in a namespace; CPU
+lists and masks), steer_plan.py (exit codes, exceptions, the options' checks and the plan of what
+a policy writes), steer_where.py (snapshot and where), sais_mark.py (the sais_mark policy). This
+file holds the commands and keeps the parts' names importable as `steer.NAME`.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import os
-import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from corun.util import atomic_write_json, proc_ended, proc_starttime
-
-POLICIES = ("irqbalance", "spread", "dedicated", "source_aware", "sais_mark")
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 4
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the parts beside this file, however it was loaded
+    sys.path.insert(0, str(HERE))
 
+from steer_plan import (  # noqa: E402
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_SKIPPED,
+    EXIT_USAGE,
+    HOST_RE,
+    LIMITS,
+    MAX_SERVERS,
+    NAME_RE,
+    NS_RE,
+    POLICIES,
+    TAKEN_BY,
+    NotInEffect,
+    Skipped,
+    UsageError,
+    check_args,
+    err_source,
+    parse_addresses,
+    parse_ifaces,
+    plan,
+    plan_mark,
+    usage,
+)
+from steer_sysfs import (  # noqa: E402
+    Fs,
+    iface_label,
+    mask_of,
+    mask_text,
+    nic_irqs,
+    online_cpus,
+    parse_cpulist,
+    parse_mask,
+    pow2_at_least,
+    rx_queues,
+)
+from steer_where import snapshot, where  # noqa: E402
 
-class UsageError(Exception):
-    pass
+from corun.util import atomic_write_json, proc_ended, proc_starttime  # noqa: E402
 
-
-class Skipped(Exception):
-    pass
-
-
-class NotInEffect(Exception):
-    pass
-
-
-# ---- reading and writing kernel files, here or inside a network namespace ------------------
-
-
-class Fs:
-    def __init__(self, root: str = "/"):
-        self.root = Path(root)
-        self.synthetic = self.root != Path("/")
-
-    def _local(self, ns: str | None, path: str) -> Path:
-        rel = path.lstrip("/")
-        if ns and self.synthetic:
-            return self.root / "netns" / ns / rel
-        return self.root / rel
-
-    def read(self, ns: str | None, path: str) -> str:
-        if ns and not self.synthetic:
-            res = subprocess.run(["ip", "netns", "exec", ns, "cat", path], capture_output=True, text=True, check=False)
-            if res.returncode != 0:
-                raise OSError(f"{ns}:{path}: {res.stderr.strip()}")
-            return res.stdout.strip()
-        return self._local(ns, path).read_text().strip()
-
-    def write(self, ns: str | None, path: str, value: str) -> None:
-        if ns and not self.synthetic:
-            res = subprocess.run(
-                ["ip", "netns", "exec", ns, "sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", value, path],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if res.returncode != 0:
-                raise OSError(f"{ns}:{path}: {res.stderr.strip()}")
-            return
-        with open(self._local(ns, path), "w") as f:
-            f.write(value + "\n")
-
-    def listdir(self, ns: str | None, path: str) -> list[str]:
-        if ns and not self.synthetic:
-            res = subprocess.run(
-                ["ip", "netns", "exec", ns, "ls", "-1", path], capture_output=True, text=True, check=False
-            )
-            if res.returncode != 0:
-                raise FileNotFoundError(f"{ns}:{path}")
-            return res.stdout.split()
-        return sorted(os.listdir(self._local(ns, path)))
-
-    def exists(self, ns: str | None, path: str) -> bool:
-        """Whether PATH (a file or a folder) is there."""
-        if ns and not self.synthetic:
-            try:
-                self.listdir(ns, path)
-                return True
-            except FileNotFoundError:
-                return False
-        return self._local(ns, path).exists()
-
-
-def parse_cpulist(text: str) -> list[int]:
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        if "-" in part:
-            a, b = part.split("-")
-            cpus.extend(range(int(a), int(b) + 1))
-        else:
-            cpus.append(int(part))
-    return cpus
-
-
-def mask_of(cpus) -> int:
-    m = 0
-    for c in cpus:
-        m |= 1 << c
-    return m
-
-
-def mask_text(mask: int) -> str:
-    """A CPU mask as the kernel prints it: hex in 32-bit groups joined by commas."""
-    words = []
-    while True:
-        words.append(f"{mask & 0xFFFFFFFF:08x}")
-        mask >>= 32
-        if not mask:
-            break
-    return ",".join(reversed(words))
-
-
-def parse_mask(text: str) -> int:
-    return int(text.replace(",", "").strip() or "0", 16)
-
-
-def online_cpus(fs: Fs) -> list[int]:
-    return parse_cpulist(fs.read(None, "/sys/devices/system/cpu/online"))
-
-
-def pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p <<= 1
-    return p
-
-
-# ---- parameters ------------------------------------------------------------------------------
-
-NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
-NS_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
-# The options the manifests' params are passed to, in JSON schema words, and the policies that
-# take each (every policy takes --policy and --interfaces).
-LIMITS = {
-    "policy": {"type": "string", "enum": list(POLICIES)},
-    "interfaces": {"type": "string"},
-    "cpu": {"type": "integer", "minimum": 0},
-    "flow-entries": {"type": "integer", "minimum": 1, "maximum": 1 << 20},
-    "server-interfaces": {"type": "string"},
-    "server-addresses": {"type": "string"},
-}
-TAKEN_BY = {
-    "cpu": ("dedicated",),
-    "flow-entries": ("source_aware",),
-    "server-interfaces": ("sais_mark",),
-    "server-addresses": ("sais_mark",),
-}
-MAX_SERVERS = 1024  # sais-mark-ctl's and the sais_servers map's
-HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$")
-
-
-def check_args(args) -> None:
-    """The options of apply and verify against LIMITS and the policy: each option the policy
-    takes given and within its bounds, no option of another policy. Raises UsageError."""
-    if args.policy not in POLICIES:
-        raise usage(args, "policy", args.policy, "one of " + ", ".join(POLICIES))
-    if args.interfaces is None:
-        raise UsageError("corun: steer.py: --interfaces: missing (expected a value: the manifest's)")
-    for opt, policies in TAKEN_BY.items():
-        value = getattr(args, opt.replace("-", "_"))
-        if args.policy not in policies:
-            if value is not None:
-                raise UsageError(f"corun: steer.py: --{opt}: {value!r} (expected only with policy {policies[0]})")
-            continue
-        if value is None:
-            raise UsageError(f"corun: steer.py: --{opt}: missing (expected a value with policy {args.policy})")
-        lim = LIMITS[opt]
-        if lim["type"] == "integer" and not (lim["minimum"] <= value <= lim.get("maximum", value)):
-            bounds = f"from {lim['minimum']} to {lim['maximum']}" if "maximum" in lim else f">= {lim['minimum']}"
-            raise usage(args, opt.replace("-", "_"), value, f"an integer {bounds}")
-
-
-def err_source(args) -> str:
-    return f"schedulers/{args.variant}/manifest.yaml" if args.variant else "schedulers/irq_steering"
-
-
-def usage(args, key: str, value, expected: str) -> UsageError:
-    shown = repr(value) if isinstance(value, str) else value
-    return UsageError(f"corun: {err_source(args)}: params.{key}: {shown} (expected {expected})")
-
-
-def parse_ifaces(args, key: str, text: str, fs: Fs) -> list[tuple[str | None, str]]:
-    out = []
-    items = [t.strip() for t in (text or "").split(",") if t.strip()]
-    if not items:
-        raise usage(args, key, text, "one or more network interfaces, [NETNS/]IFACE, comma-separated")
-    for item in items:
-        ns, _, name = item.rpartition("/")
-        ns = ns or None
-        if not NAME_RE.match(name) or (ns is not None and not NS_RE.match(ns)):
-            raise usage(args, key, item, "[NETNS/]IFACE with an interface name of at most 15 characters")
-        if not fs.exists(ns, f"/sys/class/net/{name}/queues"):
-            raise usage(
-                args, key, item, "an existing network interface" + (f" in network namespace {ns}" if ns else "")
-            )
-        out.append((ns, name))
-    return out
-
-
-def parse_addresses(args, text: str) -> list[str]:
-    """--server-addresses: IPv4 addresses or host names resolved to IPv4 (every address a name
-    has), comma-separated, in order, each once. Raises UsageError for an empty item or a name
-    that does not resolve."""
-    expected = "IPv4 addresses or host names that resolve to one, comma-separated"
-    out: list[str] = []
-    for item in (t.strip() for t in text.split(",")):
-        if not item:
-            raise usage(args, "server_addresses", text, expected)
-        if re.fullmatch(r"[0-9.]+", item):  # a dotted quad, not getaddrinfo's 10.1 = 10.0.0.1
-            try:
-                found = [str(ipaddress.IPv4Address(item))]
-            except ValueError:
-                raise usage(args, "server_addresses", item, expected) from None
-        else:
-            try:
-                infos = (
-                    socket.getaddrinfo(item, None, socket.AF_INET, socket.SOCK_STREAM) if HOST_RE.match(item) else []
-                )
-            except (OSError, UnicodeError):
-                infos = []
-            if not infos:
-                raise usage(args, "server_addresses", item, expected)
-            found = [info[4][0] for info in infos]
-        out += [a for a in found if a not in out]
-    if len(out) > MAX_SERVERS:
-        raise usage(args, "server_addresses", text, f"at most {MAX_SERVERS} IPv4 addresses")
-    return out
-
-
-def plan_mark(args, fs: Fs, out: dict) -> dict:
-    """sais_mark's halves: the client's interfaces, the servers' interfaces and, for a client
-    whose servers are other machines, their addresses. Raises UsageError."""
-    client_text = (args.interfaces or "").strip()
-    server_text = (args.server_interfaces or "").strip()
-    addr_text = (args.server_addresses or "").strip()
-    if not client_text and not server_text:
-        raise usage(
-            args,
-            "interfaces",
-            args.interfaces,
-            "the client's interfaces, [NETNS/]IFACE, comma-separated; empty only for a server half, "
-            "with server_interfaces set",
-        )
-    if server_text and addr_text:
-        raise usage(
-            args,
-            "server_addresses",
-            args.server_addresses,
-            "'' with server_interfaces set: server_addresses is only for a client whose server "
-            "interfaces are elsewhere",
-        )
-    if client_text and not server_text and not addr_text:
-        raise usage(
-            args,
-            "server_interfaces",
-            args.server_interfaces,
-            "the servers' interfaces, [NETNS/]IFACE, comma-separated, or for a client whose servers "
-            "are other machines their addresses in server_addresses",
-        )
-    out["client"] = parse_ifaces(args, "interfaces", client_text, fs) if client_text else []
-    out["server"] = parse_ifaces(args, "server_interfaces", server_text, fs) if server_text else []
-    # None: read from the server interfaces at apply (both halves here)
-    out["server_addresses"] = parse_addresses(args, addr_text) if addr_text else None
-    return out
-
-
-def iface_label(ns: str | None, name: str) -> str:
-    return f"{ns}/{name}" if ns else name
-
-
-def rx_queues(fs: Fs, ns: str | None, name: str) -> list[str]:
-    return [q for q in fs.listdir(ns, f"/sys/class/net/{name}/queues") if q.startswith("rx-")]
-
-
-def nic_irqs(fs: Fs, ns: str | None, name: str) -> list[int]:
-    """The hardware IRQs of an interface (MSI vectors of its PCI device); none for veth."""
-    for rel in ("device/msi_irqs", "device/../msi_irqs"):
-        path = f"/sys/class/net/{name}/{rel}"
-        if fs.exists(ns, path):
-            return sorted(int(x) for x in fs.listdir(ns, path) if x.isdigit())
-    return []
-
-
-# ---- the plan: every file a policy writes, with its new value --------------------------------
-
-
-def plan(args, fs: Fs) -> dict:
-    """What the policy changes: [(ns, path, value, compare)], plus daemon and BPF parts.
-    Raises UsageError before anything is changed."""
-    cpus = online_cpus(fs)
-    all_mask = mask_of(cpus)
-    writes: list[dict] = []
-    out = {"policy": args.policy, "writes": writes, "cpus": cpus}
-    check_args(args)
-    if args.policy == "sais_mark":
-        return plan_mark(args, fs, out)
-    ifaces = parse_ifaces(args, "interfaces", args.interfaces, fs)
-    out["interfaces"] = ifaces
-    if args.policy == "dedicated" and args.cpu not in cpus:
-        raise usage(args, "cpu", args.cpu, f"an online CPU ({','.join(map(str, cpus))})")
-
-    def w(ns, path, value, kind):
-        writes.append({"ns": ns, "path": path, "value": value, "kind": kind})
-
-    for ns, name in ifaces:
-        queues = rx_queues(fs, ns, name)
-        if args.policy == "irqbalance":
-            rps, flows = 0, 0  # no software steering: the daemon places the hardware IRQs
-        elif args.policy == "spread":
-            rps, flows = all_mask, 0
-        elif args.policy == "dedicated":
-            rps, flows = mask_of([args.cpu]), 0
-        else:  # source_aware: RFS steers to the CPU of the consuming socket's last recvmsg
-            rps = all_mask
-            flows = pow2_at_least(max(1, args.flow_entries // max(1, len(queues))))
-        for q in queues:
-            base = f"/sys/class/net/{name}/queues/{q}"
-            w(ns, f"{base}/rps_cpus", mask_text(rps), "mask")
-            w(ns, f"{base}/rps_flow_cnt", str(flows), "int")
-        if args.policy in ("dedicated", "spread"):
-            irq_cpus = [args.cpu] if args.policy == "dedicated" else cpus
-            for irq in nic_irqs(fs, ns, name):
-                w(None, f"/proc/irq/{irq}/smp_affinity_list", ",".join(map(str, irq_cpus)), "irq")
-    if args.policy == "source_aware":
-        table = "/proc/sys/net/core/rps_sock_flow_entries"
-        if not fs.exists(None, table):
-            # kernel-wide, shown in the initial network namespace only: a node of an emulated
-            # testbed (a namespace sharing its host's kernel) can neither set nor read it back
-            raise Skipped(
-                f"RFS's flow table {table} is not in this network namespace (the kernel shows it in the "
-                "initial one only; a node that shares its host's kernel cannot set it)"
-            )
-        w(None, table, str(pow2_at_least(args.flow_entries)), "int")
-    if args.policy == "irqbalance":
-        exe = shutil.which(args.irqbalance_bin)
-        if exe is None:
-            raise Skipped(f"{args.irqbalance_bin} not installed (Debian package irqbalance)")
-        out["irqbalance"] = exe
-    return out
+# The parts' names, importable from here (sais_mark.py, the tests, steer.NAME).
+__all__ = [
+    "EXIT_OK", "EXIT_RUNTIME", "EXIT_SKIPPED", "EXIT_USAGE", "HOST_RE", "LIMITS", "MAX_SERVERS", "NAME_RE",
+    "NS_RE", "POLICIES", "TAKEN_BY", "Fs", "NotInEffect", "Skipped", "UsageError", "atomic_write_json",
+    "build_parser", "check_args", "cmd_apply", "cmd_restore", "cmd_verify", "err_source", "iface_label",
+    "main", "mask_of", "mask_text", "nic_irqs", "online_cpus", "own_irqbalance", "parse_addresses",
+    "parse_cpulist", "parse_ifaces", "parse_mask", "plan", "plan_mark", "pow2_at_least", "proc_ended",
+    "proc_starttime", "rx_queues", "snapshot", "usage", "where",
+]  # fmt: skip
 
 
 # ---- state ---------------------------------------------------------------------------------
@@ -575,45 +292,6 @@ def cmd_restore(args) -> int:
         return EXIT_RUNTIME
     state_path.unlink()
     return EXIT_OK
-
-
-# ---- where receive processing ran ----------------------------------------------------------
-
-
-def snapshot(root: str = "/") -> dict:
-    """Per-CPU NET_RX softirq counts (/proc/softirqs) and the processed column of
-    /proc/net/softnet_stat (one row per online CPU, the CPU in column 13 where present)."""
-    r = Path(root)
-    net_rx: list[int] = []
-    for line in (r / "proc/softirqs").read_text().splitlines():
-        if line.split(":")[0].strip() == "NET_RX":
-            net_rx = [int(x) for x in line.split(":", 1)[1].split()]
-    processed: dict[int, int] = {}
-    for i, line in enumerate((r / "proc/net/softnet_stat").read_text().splitlines()):
-        cols = [int(x, 16) for x in line.split()]
-        cpu = cols[12] if len(cols) > 12 else i
-        processed[cpu] = cols[0]
-    n = max(len(net_rx), max(processed, default=-1) + 1)
-    return {
-        "t": time.time(),
-        "net_rx": net_rx + [0] * (n - len(net_rx)),
-        "softnet_processed": [processed.get(c, 0) for c in range(n)],
-    }
-
-
-def where(before: dict, after: dict) -> dict:
-    """Per-CPU deltas of both counters, each CPU's share, and the CPU with most of each."""
-    out = {"interval_s": after["t"] - before["t"]}
-    for key in ("net_rx", "softnet_processed"):
-        delta = [a - b for a, b in zip(after[key], before[key])]
-        total = sum(delta)
-        out[key] = {
-            "per_cpu": delta,
-            "total": total,
-            "share": [d / total if total else 0.0 for d in delta],
-            "top_cpu": max(range(len(delta)), key=lambda c: delta[c]) if total else None,
-        }
-    return out
 
 
 # ---- command line --------------------------------------------------------------------------
