@@ -28,13 +28,14 @@ def pytest_sessionstart(session):
 def take_down_killed_sessions_clusters(root: Path | None = None) -> list[str]:
     """Take down the netns clusters and bare testbeds a test session killed half-way left: their state
     folder is in pytest's temporary root and the alias up gave their bridge names it (cluster_owner). Left up, one
-    stops the next session's `up` of the same prefix ("already exists"). Root tests run one session
-    at a time on a machine, so no session that is running owns one when the next starts."""
+    stops the next session's `up` of the same prefix ("already exists"). One a session that is still
+    running made (its folder's OWNER file names a live process: two sessions at once, say a unit
+    test run beside the bare testbed's) is left alone: taking it down would fail that session's runs."""
     root = root or Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
     done = []
     for bridge, tool, folder in cluster_owner.owners():
         state = Path(folder)
-        if state.is_relative_to(root) and (state / "state.json").exists():
+        if state.is_relative_to(root) and (state / "state.json").exists() and not _owner_alive(state.parent):
             down = subprocess.run(
                 [sys.executable, str(ROOT / "scripts" / tool), "--state-dir", folder, "down"],
                 capture_output=True, text=True, timeout=600,
@@ -42,6 +43,31 @@ def take_down_killed_sessions_clusters(root: Path | None = None) -> list[str]:
             said = (down.stdout + down.stderr).strip().splitlines() or ["done"]
             done.append(f"conftest: {bridge} was left by a killed session in {folder}: {said[-1]}")
     return done
+
+
+OWNER = "owner.pid"
+
+
+def _owner_alive(folder: Path) -> bool:
+    """Whether FOLDER's OWNER file names a process that is running."""
+    try:
+        pid = int((folder / OWNER).read_text())
+    except (OSError, ValueError):
+        return False
+    return Path(f"/proc/{pid}").exists()
+
+
+@pytest.fixture(scope="session")
+def owned_tmp(tmp_path_factory):
+    """mktemp(NAME) marked as this session's (OWNER), so that another session started meanwhile
+    does not take down the cluster or testbed made in it as one a killed session left."""
+
+    def make(name: str) -> Path:
+        folder = tmp_path_factory.mktemp(name)
+        (folder / OWNER).write_text(str(os.getpid()))
+        return folder
+
+    return make
 
 
 def pytest_unconfigure(config):

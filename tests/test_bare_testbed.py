@@ -76,14 +76,14 @@ def leftovers(state_dir) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def bare(tmp_path_factory):
+def bare(owned_tmp):
     """Two bare nodes: (state dir, inventory); torn down after the module, checked for leftovers."""
     if not bt.DEFAULT_MIRROR_DIR.is_dir():  # bare-testbed's default --mirror-dir, served to the nodes
         pytest.skip(
             f"no source mirror beside the repository ({bt.DEFAULT_MIRROR_DIR}): the nodes build the upstream "
             "benchmarks from it"
         )
-    state = tmp_path_factory.mktemp("bare") / "state"
+    state = owned_tmp("bare") / "state"
     inventory = REPO / "inventory" / f"bare-test-{os.getpid()}.yml"
     HOST_LOOPS.update(subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines())
     t0 = time.monotonic()

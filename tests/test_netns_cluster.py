@@ -40,9 +40,9 @@ def cluster(state_dir, *args, timeout=120):
 
 
 @pytest.fixture(scope="module")
-def netns(tmp_path_factory):
+def netns(owned_tmp):
     """A 2-host cluster: (state dir, inventory path); torn down after the module, even on failure."""
-    state = tmp_path_factory.mktemp("netns") / "state"
+    state = owned_tmp("netns") / "state"
     inventory = REPO / "inventory" / f"netns-test-{os.getpid()}.yml"
     up = cluster(state, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory))
     if up.returncode == 4:
@@ -321,6 +321,13 @@ def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path, 
         pytest.skip(f"no netns test cluster here: {up.stderr.strip()}")
     try:
         assert up.returncode == 0, up.stderr
+        # while the session that made it runs (its folder's owner file names a live process), it stays
+        (tmp_path / root.OWNER).write_text(str(os.getpid()))
+        assert take_down_killed_sessions_clusters(tmp_path) == []
+        assert "corunk-br" in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+        ended = subprocess.Popen(["true"])  # once it has ended, as a killed session's process
+        ended.wait()
+        (tmp_path / root.OWNER).write_text(str(ended.pid))
         said = take_down_killed_sessions_clusters(tmp_path)  # only this test's: the module's cluster is up
         assert any(f"corunk-br was left by a killed session in {state}: removed 1 hosts" in line for line in said), said
         assert "corunk-" not in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
