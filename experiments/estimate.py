@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import heapq
 import math
+from pathlib import Path
 
 from corun.testbed import inventory
+from corun.util import repo_root
 from experiments import looks, registry
 
 
@@ -71,12 +73,27 @@ def describe(cfg: dict) -> str:
 
 
 def node_count(cfg: dict) -> int:
-    """`nodes`, else the hosts `hosts` names (an inventory's group), else 1."""
+    """`nodes`, else the hosts `hosts` names (an inventory's group), else the most hosts an
+    experiment's own cluster inventory holds (mpl_sweep, sais and aioli on a testbed), else 1."""
     if cfg.get("nodes"):
         return cfg["nodes"]
     if cfg.get("hosts"):
         return len(inventory.resolve(cfg["hosts"], "config: hosts"))
-    return 1
+    return max([1, *(_cluster_hosts(cfg, name) for name in cfg.get("experiments", []))])
+
+
+def _cluster_hosts(cfg: dict, name: str) -> int:
+    """The hosts of NAME's cluster inventory, when its runs span one (0 when they do not, or its
+    inventory is not written yet: a testbed's is, once its nodes are reserved)."""
+    c = cfg.get(name, {}).get("cluster") or {}
+    spans = c.get("kind") == "inventory" if name in ("sais", "aioli") else not c.get("netns", {}).get("hosts")
+    if name not in ("mpl_sweep", "sais", "aioli") or not spans or not c.get("inventory"):
+        return 0
+    path = Path(c["inventory"])
+    path = path if path.is_absolute() else repo_root() / path
+    if not path.is_file():
+        return 0
+    return len(inventory.load(path, c.get("group", "testbed"), f"config: {name}.cluster.inventory"))
 
 
 def hosts_held(cfg: dict, name: str) -> int:

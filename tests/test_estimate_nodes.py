@@ -78,3 +78,17 @@ def test_a_node_count_below_one_is_one_line():
     with pytest.raises(ConfigError) as exc:
         validate_config({**raw, "nodes": 0}, "paper")
     assert "nodes" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_the_node_count_from_a_cluster_experiments_own_inventory(tmp_path):
+    """The testbed profile names no `hosts`: mpl_sweep's cluster inventory is the nodes it holds."""
+    inv = tmp_path / "inv.yml"
+    inv.write_text(yaml.safe_dump({"testbed": {"hosts": {f"n{i}": {} for i in range(2)}}}))
+    cfg = paper(experiments=["mpl_sweep"])
+    cfg["mpl_sweep"]["cluster"].update(inventory=str(inv), netns={**cfg["mpl_sweep"]["cluster"]["netns"], "hosts": 0})
+    assert est.node_count(cfg) == 2
+    cfg["mpl_sweep"]["cluster"]["inventory"] = str(tmp_path / "not-written-yet.yml")
+    assert est.node_count(cfg) == 1
+    cfg["mpl_sweep"]["cluster"]["netns"]["hosts"] = 2  # a cluster of namespaces on this machine
+    cfg["mpl_sweep"]["cluster"]["inventory"] = str(inv)
+    assert est.node_count(cfg) == 1
