@@ -1,6 +1,6 @@
 """sais_mark's counters (schedulers/irq_steering/sais_mark.py): summed over the interfaces,
 written beside the state file, and verify's check that stamped requests got replies steered. The
-programs themselves count on a veth pair in test_irq_steering.py (root)."""
+programs themselves count on a veth pair in test_irq_steering_veth.py (root)."""
 
 import json
 import sys
