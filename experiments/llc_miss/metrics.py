@@ -21,7 +21,11 @@ Definitions
                    per cycle of one of its cores. perf counts system-wide; totals over the run's
                    intervals (0 < t_s <= duration_s) in which all three events were counted.
                    Missing, with perf's own reason, where perf cannot count them (a VM without a
-                   PMU): never filled in.
+                   PMU): never filled in. A k = 1 run shorter than MIN_PERF_INTERVALS monitor
+                   intervals is failed with that reason (analysis.run_length), never pooled; the
+                   plan sizes the k = 1 runs to llc_miss.min_intervals (experiments/llc_miss/
+                   experiment.py), their jobs repeated, and only each slot's first copy enters
+                   accesses_per_s_per_cmp.
   io_degradation_pct
                    cmp_stacking's 100 x (normalized_runtime - 1) of a workload at k, read from its
                    analysis/normalized_runtime.csv: a point value (its reps are not published).
@@ -42,6 +46,7 @@ import pandas as pd
 
 from analysis import runtables as rt
 from analysis.common import AnalysisInputError, read_csv
+from analysis.run_length import short_run_reason
 from analysis.stats import t_interval
 from corun.monitors.perf import derive_perf_rates
 
@@ -51,6 +56,9 @@ ACCESS = "accesses_per_s_per_cmp"
 PERF_EVENTS = ("LLC-load-misses", "LLC-store-misses", "cycles")
 FAR_BELOW = 0.5  # "far below": under half the I/O degradation
 TIME = "result_elapsed_s"
+# perf intervals a k = 1 run lasts at least for its miss rate (analysis.run_length; the plan sizes
+# the k = 1 runs to llc_miss.min_intervals)
+MIN_PERF_INTERVALS = 3
 
 # a run's access and LLC miss rates with the perf intervals behind them: in the per-run and the k = 1 tables
 RATE_COLUMNS = [ACCESS, "n_perf_intervals", "llc_misses_per_s", "cycles_per_s", MISS]
@@ -173,8 +181,13 @@ def per_run(
             "miss_reason": "",
         }
         if row["k"] == 1:
+            short = short_run_reason(run, MIN_PERF_INTERVALS, "perf")
+            if short:  # its miss rate would rest on too few intervals: failed, never pooled
+                row.update(failed=True, failed_reason="; ".join(filter(None, [reason, short])))
             if len(js) and not reason:
-                per_cmp = js.groupby("cmp")["result_accesses_per_s"].sum(min_count=1)
+                # a slot's copies run one after another (corun.run.run_length): the first counts
+                first = js[pd.to_numeric(js["copy"], errors="coerce").fillna(0) == 0] if "copy" in js else js
+                per_cmp = first.groupby("cmp")["result_accesses_per_s"].sum(min_count=1)
                 row[ACCESS] = float(per_cmp.mean())
             row.update(miss_rate(run_dirs.get(rid), rt.number_or_none(run.get("duration_s")), metas.get(rid, {}), jpc))
             if row["miss_reason"]:
