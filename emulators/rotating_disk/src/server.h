@@ -1,6 +1,7 @@
-/* What the parts of the FUSE front end share (serve.c: the FUSE operations and
- * the receive loop; queue.c: the request queue and the dispatcher thread;
- * state.c: the state file). */
+/* What the parts of the FUSE front end share (serve.c: set-up, the receive loop
+ * and teardown; ops.c: the FUSE operations; image.c: the image and its map of
+ * chunks; queue.c: the request queue and the dispatcher thread; state.c: the
+ * state file). */
 #ifndef RD_SERVER_H
 #define RD_SERVER_H
 
@@ -64,5 +65,17 @@ int enqueue(struct server *s, struct sreq *q);
 void *dispatch(void *arg);
 /* Write the state file (atomically: a temporary file renamed). */
 void write_state(struct server *s, const char *status, int argc, char *argv[]);
+
+/* The FUSE operations (ops.c). */
+extern const struct fuse_lowlevel_ops rd_ops;
+/* The number of chunks of the image (image.c). */
+uint64_t nchunks(const struct server *s);
+/* Whether chunk I may hold data (every chunk, without a map). */
+bool chunk_marked(const struct server *s, uint64_t i);
+/* Mark the chunks a write of BUF at OFF puts non-zero bytes in. */
+void mark_written(struct server *s, const char *buf, uint64_t off, uint64_t len);
+/* The --load file PATH of SIZE bytes mapped copy-on-write, its data chunks
+ * marked; NULL on error (said). */
+unsigned char *map_image(struct server *s, uint64_t size, const char *path);
 
 #endif /* RD_SERVER_H */
