@@ -229,10 +229,25 @@ rule one:
     resources:
         testbed=1,
     params:
-        s=lambda w: "3" if int(w.i) % 25 == 24 else "0.02",
+        s=lambda w: SLEEP,
     shell:
         "sleep {params.s}; touch {output}"
 """
+# The toy's job lengths in seconds, a Python expression of the wildcards `w`: 20 ms, every 25th
+# 3 s (the "measurement" _is_long finds by its `sleep 3`).
+TOY_SLEEP = '"3" if int(w.i) % 25 == 24 else "0.02"'
+
+
+def write_toy(folder: Path, n_jobs: int, patched: bool, sleep: str = TOY_SLEEP) -> Path:
+    """The toy workflow's Snakefile, written into FOLDER: N jobs, each `sleep S; touch out/I.txt`
+    with S the expression SLEEP, each taking testbed=1; corun's scheduler patch
+    (workflows/rules/scheduler.smk) included first when PATCHED. Also the workflow of
+    tests/instrument/test_snakemake_scheduler.py."""
+    root = Path(__file__).resolve().parent.parent
+    head = f'include: "{root / "workflows" / "rules" / "scheduler.smk"}"\n\n' if patched else ""
+    path = folder / "Snakefile"
+    path.write_text(head + TOY.replace("NJOBS", str(n_jobs)).replace("SLEEP", sleep))
+    return path
 
 
 def _is_long(pid: int, procs: dict[int, Proc]) -> bool:
@@ -250,8 +265,7 @@ def toy(n_jobs: int, patched: bool, every: float = 0.1) -> list[dict]:
 
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="orchestrator-cpu-") as tmp:
-        head = f'include: "{root / "workflows" / "rules" / "scheduler.smk"}"\n\n' if patched else ""
-        (Path(tmp) / "Snakefile").write_text(head + TOY.replace("NJOBS", str(n_jobs)))
+        write_toy(Path(tmp), n_jobs, patched)
         argv = [str(Path(sys.executable).parent / "snakemake"), "--cores", "1", "--resources", "testbed=1", "-q"]
         env = dict(os.environ, PYTHONPATH=str(root))
         proc = subprocess.Popen(argv, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

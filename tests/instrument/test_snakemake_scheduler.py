@@ -12,35 +12,19 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench.orchestrator_cpu import write_toy
 from corun import snakemake_scheduler as ss
 
 ROOT = Path(__file__).resolve().parents[2]
 SMK = str(Path(sys.executable).parent / "snakemake")
-INCLUDE = ROOT / "workflows" / "rules" / "scheduler.smk"
-JOBS = 20
-
-TOY = """
-rule all:
-    input:
-        expand("out/{i}.txt", i=range(NJOBS)),
-
-
-rule one:
-    output:
-        "out/{i}.txt",
-    resources:
-        testbed=1,
-    shell:
-        "sleep 0.05; touch {output}"
-""".replace("NJOBS", str(JOBS))
+JOBS = 20  # of the toy workflow of bench/orchestrator_cpu.py, each 50 ms long
 
 
 def _most_threads(tmp: Path, include: bool, args=("--cores", "1", "--resources", "testbed=1")) -> tuple[int, int]:
     """Run the toy workflow (by default one job at a time, as the measuring profiles do) and
     return the most threads its Snakemake process had, and its exit code (-9: stalled, killed
     after 90 s)."""
-    head = f'include: "{INCLUDE}"\n\n' if include else ""
-    (tmp / "Snakefile").write_text(head + TOY)
+    write_toy(tmp, JOBS, patched=include, sleep='"0.05"')
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen(
         [SMK, *args, "-q"],
