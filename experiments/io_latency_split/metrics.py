@@ -24,7 +24,9 @@ Definitions
   io_requests    sum over intervals of the request rate times the iostat interval (the median
                  spacing of the device's rows; missing when the run has fewer than 2 rows).
   failed run     a cmp_stacking run with a job that did not count (exit code, runtime or
-                 self-check), no job, or a status other than ok (analysis.runtables.run_status).
+                 self-check), no job, or a status other than ok (analysis.runtables.run_status);
+                 or one that lasted fewer than MIN_IO_INTERVALS iostat intervals
+                 (analysis.run_length), whose intervals are not pooled into its k either.
 
 The claims' evidence (one workload: cmp_stacking.latency_workload)
   runs           latency_runs.csv's rows of that workload, with failed and failed_reason.
@@ -48,11 +50,15 @@ import numpy as np
 import pandas as pd
 
 from analysis import runtables as rt
+from analysis.run_length import short_run_reason
 
 SOURCE_EXPERIMENTS = ("cmp_stacking", "io_latency")
 SOURCE = "experiments.io_latency_split.metrics"
 LATENCY_METRIC = "iostat await_ms, svc_ms, wait_ms"
 PSI_METRIC = "psi io some_pct"
+# iostat intervals a run lasts at least for its latencies (analysis.run_length): a shorter run is
+# failed with that reason and its intervals are not pooled into its k
+MIN_IO_INTERVALS = 3
 JOB_TEXT = ["workload", "job_id", "result_check"]
 RUN_TEXT = ["workload", "device", "status", "metadata_path", "run_dir"]
 JOB_COLUMNS = ["run_id", "workload", "k", "rep", "cmp", "job_id", "runtime_s", "exit_code"]
@@ -217,7 +223,7 @@ def _weighted(values: pd.Series, weights: pd.Series) -> float:
 
 def latency_tables(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path], log: rt.MissingLog) -> dict:
     """{'runs': per-run table, 'table': per (workload, k) table}."""
-    run_rows, pooled = [], {}
+    run_rows, pooled, short_ids = [], {}, set()
     for run in rt.records(runs):
         run_dir = dirs[str(run["run_id"])]
         io, info = iostat_intervals(run, run_dir, log)
@@ -225,9 +231,13 @@ def latency_tables(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path]
         key = (run["workload"], int(run["k"]))
         bucket = pooled.setdefault(key, {"io": [], "psi": [], "runs": 0, "with_io": 0, "why": set()})
         bucket["runs"] += 1
-        bucket["with_io"] += int(len(io) > 0)
-        bucket["io"].append(io)
-        bucket["psi"].append(psi)
+        short = short_run_reason(run, MIN_IO_INTERVALS, "iostat")
+        if short:  # too few intervals to mean anything: failed in the evidence, never pooled
+            bucket["why"].add(short)
+            short_ids.add(str(run["run_id"]))
+        bucket["with_io"] += int(len(io) > 0 and not short)
+        bucket["io"].append(io.iloc[0:0] if short else io)
+        bucket["psi"].append(psi.iloc[0:0] if short else psi)
         if info["reason"]:
             bucket["why"].add(info["reason"])
         reasons = [r for r in (info["reason"], psi_why and f"PSI: {psi_why}") if r]
@@ -265,6 +275,7 @@ def latency_tables(jobs: pd.DataFrame, runs: pd.DataFrame, dirs: dict[str, Path]
         io = pd.concat([x for x in b["io"] if len(x)] or [b["io"][0]], ignore_index=True)
         psi = pd.concat([x for x in b["psi"] if len(x)] or [b["psi"][0]], ignore_index=True)
         sub = per_run[(per_run["workload"] == workload) & (per_run["k"] == k)]
+        sub = sub[~sub["run_id"].astype(str).isin(short_ids)]
         caps = sorted(sub["throttle_read_bps"].dropna().unique())
         reqs = sub["io_requests"]
         rows.append(
@@ -326,13 +337,17 @@ def evidence(per_run: pd.DataFrame, jobs: pd.DataFrame, runs: pd.DataFrame, work
     mine["jobs_failed"] = mine["failed"].fillna(True).astype(bool)
     mine["failed_reason"] = mine["failed_reason"].fillna("not in runs.csv")
     mine["no_io"] = mine["wait_ms"].isna()
-    mine["failed"] = mine["jobs_failed"] | mine["no_io"]
+    short = {str(r["run_id"]): short_run_reason(r, MIN_IO_INTERVALS, "iostat") for r in rt.records(runs)}
+    mine["short"] = mine["run_id"].astype(str).map(short).fillna("")
+    mine["failed"] = mine["jobs_failed"] | mine["no_io"] | (mine["short"] != "")
     io_why = ["; ".join(p for p in str(r or "").split("; ") if p and not p.startswith("PSI: ")) for r in mine["reason"]]
     mine["failed_reason"] = [
-        "; ".join(x for x in (why if bad else "", (io or "no latency") if no_io else "") if x)
-        for bad, why, no_io, io in zip(mine["jobs_failed"], mine["failed_reason"], mine["no_io"], io_why)
+        "; ".join(x for x in (short, why if bad else "", (io or "no latency") if no_io else "") if x)
+        for short, bad, why, no_io, io in zip(
+            mine["short"], mine["jobs_failed"], mine["failed_reason"], mine["no_io"], io_why
+        )
     ]
-    mine = mine.drop(columns=["n_jobs", "n_failed"]).reset_index(drop=True)
+    mine = mine.drop(columns=["n_jobs", "n_failed", "short"]).reset_index(drop=True)
     growth = rt.ratio_to_k1(mine, ["workload"], GROWTH)
     by_id = mine.set_index("run_id")
     with np.errstate(divide="ignore", invalid="ignore"):
