@@ -14,6 +14,10 @@ Evidence
             runtime_speedup, Linux's average runtime over the dynamic scheduler's in that rep
             (above 1: the scheduler gains). The sensitivity is the workload's, not the rep's, so a
             slow Linux run of one rep does not raise both of its own coordinates.
+  latency   Figs. 18-22. The campaign runs' waiting and serving times (iostat's intervals), one
+            row per run: failed where the run failed, or where it lasted fewer than
+            MIN_IO_INTERVALS monitor intervals (analysis.run_length: too short for its intervals
+            to mean anything, never pooled); its wall-time metrics (the runs table) stand.
 """
 
 from __future__ import annotations
@@ -24,10 +28,16 @@ import numpy as np
 import pandas as pd
 
 from analysis import runtables as rt
+from analysis.run_length import short_run_reason
 from experiments.dynamic_io import metrics as mx
 from experiments.dynamic_io.plan import OVERHEAD_VARIANT
 
 ARMS = ("observer", "linux")
+# iostat intervals a campaign run lasts at least for its latencies (the plan declares
+# dynamic_io.min_intervals, at least this, and records it in the runs' labels)
+MIN_IO_INTERVALS = 3
+LATENCY_COLUMNS = [*mx.KEYS, "wait_ms", "svc_ms", "wait_iv_ms", "svc_iv_ms", "wait_over_svc", "n_io_intervals",
+                   "duration_s", "failed", "failed_reason"]  # fmt: skip
 OVERHEAD_COLUMNS = ["run_id", "workload", "arm", "variant", "timeslice_s", "rep", "t_workload_s", "quanta",
                     "suspends", "daemon_cpu_pct", "failed", "failed_reason"]  # fmt: skip
 GAIN_COLUMNS = ["run_id", "base_run_id", "workload", "rep", "io_sensitivity", "runtime_speedup", "failed",
@@ -132,3 +142,18 @@ def overhead_summary(table: pd.DataFrame) -> list[str]:
             r = np.exp(np.mean(np.log(h.loc[reps].to_numpy(float) / b.loc[reps].to_numpy(float))))
             lines.append(f"TIMESLICE {t:g} s: makespan x{r:.4g} of linux's over {len(reps)} rep(s)")
     return lines
+
+
+def latency_table(by_run: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The campaign runs' latencies; a run that failed, or lasted fewer than MIN_IO_INTERVALS
+    monitor intervals, is failed here with the reason."""
+    meta = {str(r["run_id"]): r for r in rt.records(runs)}
+    out = by_run.copy()
+    out["duration_s"] = [rt.number_or_none(meta.get(str(rid), {}).get("duration_s")) for rid in out["run_id"]]
+    why = []
+    for rid, failed in zip(out["run_id"].astype(str), out["failed_reason"].fillna("")):
+        short = short_run_reason(meta.get(rid, {}), MIN_IO_INTERVALS, "iostat")
+        why.append("; ".join(x for x in (short, str(failed)) if x))
+    out["failed_reason"] = why
+    out["failed"] = [bool(w) for w in why]
+    return out[LATENCY_COLUMNS].reset_index(drop=True)

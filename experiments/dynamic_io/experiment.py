@@ -122,6 +122,8 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             timeslice_s=shown["timeslice_s"],
             io_bound_mbps=shown["io_bound_mbps"],
         )
+        if entry["kind"] == "campaign":  # its latencies are means over iostat's intervals
+            labels["min_measure_s"] = e["min_intervals"] * cfg["monitors"]["interval_s"]
     return {
         "name": f"{NAME}-{entry['name']}",
         "labels": labels,
