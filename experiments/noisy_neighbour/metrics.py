@@ -22,7 +22,9 @@ Definitions
                    each of its alone runs (system-wide counts; hardware prefetches the events do
                    not count are not in it), the mean over its alone runs that have at least
                    MIN_PERF_INTERVALS such intervals; fewer: missing with that reason, and the
-                   program's NUMA gain rows are failed (a run shorter than the metric needs).
+                   program's NUMA gain rows are failed (a run shorter than the metric needs);
+                   an alone run that lasted fewer than MIN_PERF_INTERVALS monitor intervals is
+                   named so (analysis.run_length), apart from a machine perf counts nothing on.
   same-type pairs  in a cfs run, at each sample instant, every two of the run's tasks whose
                    threads last ran on one physical core (sibling hardware threads, or one CPU
                    they time-share) form a pair placed together; same_type_share = the same-type
@@ -47,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import runtables as rt
+from analysis.run_length import short_run_reason
 from analysis.stats import t_interval
 from corun.machine.topology import parse_cpulist
 from corun.monitors.perf import derive_perf_rates
@@ -284,15 +287,18 @@ def cpu_bandwidth(
 ) -> dict[str, tuple[float, str]]:
     """workload -> (its memory bandwidth alone in MB/s, "") or (NaN, why), from the perf
     monitor's LLC misses in each of its alone runs (module doc: CPU bandwidth)."""
-    durations = {}
+    durations, records = {}, {}
     if {"run_id", "duration_s"} <= set(runs_csv.columns):
         durations = dict(zip(runs_csv["run_id"].astype(str), pd.to_numeric(runs_csv["duration_s"], errors="coerce")))
+        records = {str(r["run_id"]): r for r in rt.records(runs_csv)}
     per: dict[str, list[float]] = {}
     why: dict[str, str] = {}
     alone = measures[(measures["kind"] == "alone_cpu") & (measures["why"] == "")] if len(measures) else measures
     for run_id, g in alone.groupby("run_id", sort=True):
         workload = str(g.iloc[0]["workload"])
-        bw, bad = _run_bandwidth(dirs.get(run_id), durations.get(run_id))
+        # a run too short for the intervals is named so, apart from a machine perf counts nothing on
+        short = short_run_reason(records.get(str(run_id), {}), MIN_PERF_INTERVALS, "perf")
+        bw, bad = (math.nan, short) if short else _run_bandwidth(dirs.get(run_id), durations.get(run_id))
         if bad:
             why.setdefault(workload, f"alone run {run_id}: {bad}")
             log.add("CPU program's memory bandwidth (perf LLC misses)", bad, SOURCE, run_id)
