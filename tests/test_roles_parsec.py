@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from test_provision import REPO, output
+from test_roles_pinned import MIRROR, needs_mirror
 from test_roles_upstream import (
     UNREACHABLE,
     fake_tarball,
@@ -34,14 +35,11 @@ from test_roles_upstream import (
 from corun.run import parsec as parsec_runs
 from corun.run.workloads import JobTemplate
 
-MIRROR = REPO.parent / "shared" / "mirror"
 DEFAULTS = yaml.safe_load((REPO / "roles" / "parsec" / "defaults" / "main.yml").read_text())
 PIN = DEFAULTS["parsec_source_pins"]["3.0"][0]
 INPUTS = DEFAULTS["parsec_inputs"][0]
 INSTALLED = Path("/opt/corun/parsec-3.0")
 MANIFEST = Path("/var/lib/corun/upstream.d/parsec.json")
-
-needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"no source mirror at {MIRROR}")
 
 
 def paths(tmp_path):
