@@ -34,7 +34,9 @@ Definitions
                    than MIN_SAMPLE_INSTANTS sample instants is failed (too short for the
                    placement daemon's samples), never pooled.
   premise          per repetition of corun.monitors.pelt: the mean util_avg of each task (the
-                   load/store task `store`, the conventional `psync` task, the CPU task `cpu`).
+                   load/store task `store`, the conventional `psync` task, the CPU task `cpu`);
+                   a task with fewer than MIN_PELT_SAMPLES samples after the warm-up is failed
+                   (the premise run, premise.duration_s long, was shorter than the metric needs).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ IO_MEDIUM = {"fio libpmem": "pmem", "fio mmap": "memory", "fio psync": "disk"}
 LINE_BYTES = 64  # one LLC miss moves one cache line
 MIN_PERF_INTERVALS = 3  # a bandwidth from fewer of perf's intervals inside the run is not one
 MIN_SAMPLE_INSTANTS = 4  # a placement from fewer of the daemon's samples is not one
+MIN_PELT_SAMPLES = 5  # a task's util_avg from fewer of corun.monitors.pelt's samples is not one
 PREMISE_COLUMNS = ["run_id", "layout", "rep", "task", "util_avg", "store_medium", "failed", "failed_reason"]
 PREMISE_TASKS = ("store", "psync", "cpu")
 
@@ -385,17 +388,26 @@ def premise(folders: list[str | Path], log: rt.MissingLog) -> tuple[pd.DataFrame
         summaries.append(s)
         on_pmem = s.get("store_on_pmem", s.get("store_engine") == "libpmem")
         for t in PREMISE_TASKS:
-            u = ((s.get("tasks") or {}).get(t) or {}).get("util_avg_mean")
+            task = (s.get("tasks") or {}).get(t) or {}
+            u = task.get("util_avg_mean")
+            n = task.get("samples") if isinstance(task.get("samples"), int) else None
+            short = ""
+            if t in (s.get("tasks") or {}) and (n is not None and n < MIN_PELT_SAMPLES or u is None):
+                short = (
+                    f"{n or 0} PELT sample(s) after the warm-up, fewer than the {MIN_PELT_SAMPLES} its util_avg "
+                    "needs (the premise run was shorter than the metric needs: raise premise.duration_s)"
+                )
+                log.add("premise (PELT util_avg)", short, "corun.monitors.pelt", run_id)
             rows.append(
                 {
                     "run_id": run_id,
                     "layout": s.get("layout", layout),
                     "rep": rep,
                     "task": t,
-                    "util_avg": float(u) if isinstance(u, (int, float)) else math.nan,
+                    "util_avg": float(u) if isinstance(u, (int, float)) and not short else math.nan,
                     "store_medium": "pmem" if on_pmem else "memory",
-                    "failed": False,
-                    "failed_reason": "",
+                    "failed": bool(short),
+                    "failed_reason": short,
                 }
             )
         for miss in s.get("missing", []):

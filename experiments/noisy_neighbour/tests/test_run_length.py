@@ -21,3 +21,25 @@ def test_a_short_alone_run_is_named_too_short_for_the_bandwidth(numa_campaign): 
         "(2.50 s measured" in why
     )
     assert not g.loc[("hi", 0), "failed"]  # hi's 2-interval run is left out, its 5-interval one kept
+
+
+def test_a_premise_run_with_too_few_pelt_samples_is_failed_naming_it(tmp_path):
+    """The premise's util_avg is a mean over corun.monitors.pelt's samples after the warm-up: a
+    task with fewer than the metric needs (or none) is failed with the reason, not left blank."""
+    import json
+
+    from analysis import runtables as rt
+
+    folder = tmp_path / "alone" / "r0"
+    folder.mkdir(parents=True)
+    tasks = {"cpu": {"samples": 20, "util_avg_mean": 1000.0}, "psync": {"samples": 3, "util_avg_mean": 200.0},
+             "store": {"samples": 1}}  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps({"layout": "alone", "tasks": tasks}))
+    rows, _ = nm.premise([folder], rt.MissingLog())
+    r = rows.set_index("task")
+    assert not r.loc["cpu", "failed"] and r.loc["cpu", "util_avg"] == 1000.0
+    assert r.loc["psync", "failed"] and r.loc["store", "failed"]
+    assert r.loc["psync", "failed_reason"] == (
+        f"3 PELT sample(s) after the warm-up, fewer than the {nm.MIN_PELT_SAMPLES} its util_avg needs "
+        "(the premise run was shorter than the metric needs: raise premise.duration_s)"
+    )
