@@ -440,6 +440,16 @@ def sign_flip_least_n(level: float) -> int:
     return max(1, math.ceil(math.log2(1.0 / level) - 1e-12))
 
 
+def permutation_attainable_p(m: int, n: int) -> float:
+    """The smallest one-sided p of an exact permutation test of two independent sets of m and n."""
+    return 1.0 / math.comb(m + n, n)
+
+
+def permutation_least_n(level: float) -> int:
+    """The fewest values per set whose permutation test can reach a one-sided `level`."""
+    return next(k for k in range(1, 64) if permutation_attainable_p(k, k) <= level + 1e-15)
+
+
 def signed_rank_pmf(n: int) -> np.ndarray:
     """The exact null distribution of Wilcoxon's W+ for n pairs without ties: P(W+ = w), w = 0..n(n+1)/2."""
     counts = np.zeros(n * (n + 1) // 2 + 1)

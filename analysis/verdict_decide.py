@@ -270,6 +270,17 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
             reps_needed=max(claim["min_reps"], n + 1),
             why=f"n = {len(hv)} and {len(bv)}{at}: each set needs at least {claim['min_reps']} runs.{note}",
         )
+    # the exact permutation test's bound: with m and n runs its smallest one-sided p is 1 / C(m + n, n)
+    attainable = stats.permutation_attainable_p(len(hv), len(bv))
+    side_level = alpha if expect == "equivalent" else alpha / 2
+    if attainable > side_level + 1e-15:
+        least = stats.permutation_least_n(side_level)
+        return row(
+            reps_needed=least,
+            why=f"n = {len(hv)} and {len(bv)}{at}: two sets this size have an exact permutation test whose "
+            f"smallest p is {fmt_num(attainable)}, not below {fmt_num(side_level)}, so a few runs on one side "
+            f"also arise by chance; at least {least} runs per set can decide.",
+        )
     if no_spread(h) and no_spread(b):
         return row(
             reps_needed=None,
@@ -284,6 +295,15 @@ def decide_unpaired(cid, claim, looks, sides, runs, at, alpha) -> dict:
             return row(
                 outcome=REPRODUCED,
                 why=f"the {fmt_num(100 * (1 - 2 * alpha))} % interval lies inside the margin {band_text}{at}.{note}",
+            )
+        if (lo > band or hi < -band) and attainable > alpha / 2 + 1e-15:
+            least = stats.permutation_least_n(alpha / 2)
+            return row(
+                reps_needed=least,
+                why=f"the interval lies wholly outside the margin {band_text}{at}, but two sets of "
+                f"{len(hv)} and {len(bv)} have an exact permutation test whose smallest p is "
+                f"{fmt_num(attainable)}, not below {fmt_num(alpha / 2)}: at least {least} runs per set can "
+                f"show the change.{note}",
             )
         if lo > band or hi < -band:
             return row(

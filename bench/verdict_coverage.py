@@ -1,7 +1,8 @@
 """How often does the verdict engine decide wrongly, and how often does it find a real effect?
 
 Simulates every effect kind a claim can declare (ratio, difference, value, ratio_of_ratios,
-trend, equivalent) on synthetic evidence tables and judges each with the real engine
+trend, equivalent, and a ratio of two independent sets on Welch's interval: unpaired, also at 2
+and 4 runs a set) on synthetic evidence tables and judges each with the real engine
 (analysis.verdicts.judge), under the null and under a real effect, for three shapes of the
 per-pair effects, at the repetitions and look plans the profiles use (experiments/*/profiles/
 *.yaml: reps, max_reps, reps_step through experiments/looks.py). A sequential plan is run look by
@@ -51,7 +52,8 @@ from analysis.claims import complete_claim  # noqa: E402
 from analysis.verdicts import Looks, Machine, decide_effects, judge  # noqa: E402
 from experiments.looks import reps_per_look  # noqa: E402
 
-KINDS = ("ratio", "difference", "value", "ratio_of_ratios", "trend", "equivalent")
+KINDS = ("ratio", "difference", "value", "ratio_of_ratios", "trend", "equivalent", "unpaired")
+UNPAIRED_PLANS = ((2,), (4,))  # beside the profiles' plans: two runs a set, and the least that decides
 SHAPES = ("normal", "skewed", "bimodal")
 MACHINE = Machine({}, {})
 X_LEVELS = (1, 2, 4, 8)  # a trend's points per repetition
@@ -122,6 +124,7 @@ def claim_of(kind: str) -> dict:
             "expect": "greater",
         },  # fmt: skip
         "trend": {"effect": "trend", "metric": "t", "x": "k", "expect": "increasing"},
+        "unpaired": {"effect": "ratio", "metric": "t", **sides, "expect": "greater", "pair_by": []},
         "equivalent": {
             "effect": "ratio",
             "metric": "t",
@@ -146,6 +149,8 @@ def table(kind: str, e: np.ndarray, rng: np.random.Generator, shape: str) -> pd.
         return pd.DataFrame({"rep": reps, "t": 10 + e * SPREAD * 10, "run_id": [f"v{i}" for i in reps]})
     if kind == "difference":
         h, b = 10 + e * SPREAD * 10, np.full(n, 10.0)
+    elif kind == "unpaired":  # each set its own runs: the base as noisy as the head
+        h, b = 10 * np.exp(e * SPREAD), 10 * np.exp(noise(shape, rng, n) * SPREAD)
     else:
         h, b = 10 * np.exp(e * SPREAD), np.full(n, 10.0)
     rows = {"rep": np.concatenate([reps, reps]), "scheme": ["h"] * n + ["b"] * n, "t": np.concatenate([h, b])}
@@ -186,6 +191,8 @@ def info_of(kind: str, c: dict, df: pd.DataFrame, n: int) -> dict:
         h, b = t[second & (scheme == "h")], t[second & (scheme == "b")]
         return {"effects": np.log(h / b) - math.log(c["null"]), "pairs": list(range(n)), "point": {"k": [1, 2]}}
     h, b = t[scheme == "h"], t[scheme == "b"]
+    if kind == "unpaired":
+        return {"unpaired": (h, b), "point": {}}
     eff = h - b - c["null"] if kind == "difference" else np.log(h / b) - math.log(c["null"])
     return {"effects": eff, "raw": (h, b), "pairs": list(range(n)), "point": {}}
 
@@ -265,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     overs = 0
     for i, kind in enumerate(a.kinds):
         for j, shape in enumerate(shapes):
-            for k, plan in enumerate(plans):
+            kind_plans = [*plans, *(p for p in UNPAIRED_PLANS if p not in plans)] if kind == "unpaired" else plans
+            for k, plan in enumerate(kind_plans):
                 n = max(20, draws // TREND_COST) if kind == "trend" else draws
                 r = cell(kind, shape, plan, n, seed=1000 * i + 100 * j + k)
                 overs += r["over"] and shape != "asymmetric"

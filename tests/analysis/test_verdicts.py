@@ -294,14 +294,16 @@ def test_paper_values_on_the_effect_scale():
 def test_independent_sets_are_judged_on_welch_interval():
     df = pd.DataFrame(
         [{"run_id": f"x{i}", "scheme": "x", "t": v} for i, v in enumerate([8.0, 8.3, 7.8, 8.1])]
-        + [{"run_id": f"y{i}", "scheme": "y", "t": v} for i, v in enumerate([10.0, 10.4, 9.7])]
+        + [{"run_id": f"y{i}", "scheme": "y", "t": v} for i, v in enumerate([10.0, 10.4, 9.7, 10.2, 9.9])]
     )
     c = claim(**RATIO, pair_by=[])
     row = judge("c", c, {"runs": df}, MACHINE)
-    logs_x, logs_y = np.log([8.0, 8.3, 7.8, 8.1]), np.log([10.0, 10.4, 9.7])
-    assert row["outcome"] == "reproduced" and "n = 4 + 3" in row["measured"]
+    logs_x, logs_y = np.log([8.0, 8.3, 7.8, 8.1]), np.log([10.0, 10.4, 9.7, 10.2, 9.9])
+    assert row["outcome"] == "reproduced" and "n = 4 + 5" in row["measured"]
     assert row["estimate"] == pytest.approx(math.exp(logs_x.mean() - logs_y.mean()))
-    assert judge("c", c, {"runs": df[df["run_id"] != "y1"].iloc[:-1]}, MACHINE)["outcome"] == "inconclusive"
+    # 4 + 3 runs: the exact permutation test's smallest p, 1 / 35, cannot reach 0.025
+    three = judge("c", c, {"runs": df[~df["run_id"].isin(["y3", "y4"])]}, MACHINE)
+    assert three["outcome"] == "inconclusive" and three["reps_needed"] == 4
 
 
 def test_a_family_level_given_by_the_caller():
