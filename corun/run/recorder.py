@@ -5,7 +5,8 @@ time, the /proc/<pid>/io counters, labels, the job's JSON result); tidy/<monitor
 tables, parsed in plain Python (a monitor whose output cannot be parsed is a missing metric with
 its reason); metadata.json the machine's state, the spec, the devices, caps, variant, where the
 wall time went and what could not be restored. The run is built in `<out>.incomplete/` and
-renamed to `<out>/` only when everything is written, so an interrupted run never looks finished.
+renamed to `<out>/` only when everything is written, metadata.json last (WrittenRun.finish), so an
+interrupted run never looks finished and a finished one is never edited in place.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import csv
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from corun.errors import CorunError
@@ -27,11 +29,57 @@ from corun.util import atomic_write_json
 IO_KEYS = ["rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes"]
 
 
+@dataclass
+class WrittenRun:
+    """A run whose tables are written in its `<out>.incomplete/` folder (`tmp`), not yet in place:
+    `meta` is its metadata.json to be, which the caller may still add to (run_spec_file: the
+    `remeasured` record) before `finish` writes it, once, and renames the folder."""
+
+    name: str
+    tmp: Path
+    out: Path
+    meta: dict
+    failed: list[str]
+    allow_job_failures: bool
+
+    def set_aside(self, dest: Path) -> None:
+        """An attempt measured again: metadata.json written and the folder moved to DEST (never
+        under the run's final name)."""
+        self._write_meta()
+        os.replace(self.tmp, dest)
+
+    def finish(self) -> Path:
+        """metadata.json written, then the folder renamed to `out`; raises when the machine could
+        not be restored or (unless allowed) a job failed."""
+        self._write_meta()
+        if self.out.exists():
+            shutil.rmtree(self.out)
+        os.replace(self.tmp, self.out)
+        if self.meta["teardown_errors"]:
+            raise CorunError(
+                f"run {self.name}: could not restore the machine: " + "; ".join(self.meta["teardown_errors"])
+            )
+        if self.failed and not self.allow_job_failures:
+            raise CorunError(
+                f"run {self.name}: {len(self.failed)} job(s) failed ({', '.join(self.failed[:3])}); "
+                f"see {self.out}/jobs/*.err"
+            )
+        return self.out
+
+    def ends_in_error(self) -> bool:
+        """Whether `finish` will raise (the run is kept as it is, not measured again)."""
+        return bool(self.meta["teardown_errors"]) or bool(self.failed and not self.allow_job_failures)
+
+    def _write_meta(self) -> None:
+        (self.tmp / "status.json").unlink(missing_ok=True)
+        atomic_write_json(self.tmp / "metadata.json", self.meta)
+
+
 def write_run(
     plan: RunPlan, session: MachineSession, ex: Executor, meta: dict, phases: dict, allow_job_failures: bool
-) -> Path:
-    """The tables and metadata.json, then the folder renamed; raises when the run did not finish,
-    the machine could not be restored, or (unless allowed) a job failed."""
+) -> WrittenRun:
+    """The tables, in the run's `.incomplete` folder; metadata.json and the rename are the
+    returned run's `finish`. Raises when the run did not finish (stopped by a signal)."""
     t_tables = time.monotonic()
     spec, tmp, out = plan.spec, plan.tmp, plan.out
     if ex.stop_reason is not None:
@@ -106,18 +154,7 @@ def write_run(
     before, after = session.device_before.get("elevator"), session.device_after.get("elevator")
     if after != before:
         doc["teardown_errors"].append(f"elevator of {session.device.name} is {after} after the run, was {before}")
-    (tmp / "status.json").unlink(missing_ok=True)
-    atomic_write_json(tmp / "metadata.json", doc)
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
-    if doc["teardown_errors"]:
-        raise CorunError(f"run {spec['name']}: could not restore the machine: " + "; ".join(doc["teardown_errors"]))
-    if failed and not allow_job_failures:
-        raise CorunError(
-            f"run {spec['name']}: {len(failed)} job(s) failed ({', '.join(failed[:3])}); see {out}/jobs/*.err"
-        )
-    return out
+    return WrittenRun(spec["name"], tmp, out, doc, failed, allow_job_failures)
 
 
 def cluster_meta(plan: RunPlan, session: MachineSession) -> dict | None:

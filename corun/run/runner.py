@@ -20,7 +20,6 @@ corun.machine.foreign_cpu), while the jobs ran (the spec's `remeasure` section).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -35,7 +34,7 @@ from corun.machine.recovery import recover_stale
 from corun.run import run_length
 from corun.run.executor import Executor
 from corun.run.plan import RunPlan, load_spec
-from corun.run.recorder import write_run
+from corun.run.recorder import WrittenRun, write_run
 from corun.run.session import MachineSession
 from corun.util import atomic_write_json, proc_starttime
 
@@ -64,6 +63,13 @@ class Runner:
         return self.plan
 
     def run(self) -> Path:
+        """The run measured and put in place: its folder `<out>/`, written once."""
+        return self.measure().finish()
+
+    def measure(self) -> WrittenRun:
+        """The run measured, its tables written in `<out>.incomplete/`; the folder is renamed by
+        the returned run's `finish` (or moved aside by its `set_aside`), after which nothing in it
+        changes. Raises, leaving only `.incomplete`, when the run was stopped."""
         # where the run's wall time went (metadata.json phases_s): a campaign pays all of it
         t_phase = time.monotonic()
         phases: dict[str, float | None] = {"process_start_s": process_age_s()}
@@ -209,41 +215,44 @@ def run_spec_file(
     (corun.machine.foreign_cpu: the orchestrator, other users) took more than the foreign limit
     (metadata.json machine_cpu: foreign_pct - corun_pct). A run whose jobs lasted less than the
     spec's remeasure.min_measure_s (its monitors' metrics need that many intervals) is measured
-    again longer, its jobs repeated (corun.run.run_length.lengthen). The disturbed
-    attempts stay in the run's folder, under remeasured/attempt-N/, and metadata.json says so
-    (`remeasured`)."""
+    again longer, its jobs repeated (corun.run.run_length.lengthen). A run that ends in an error
+    (machine not restored, a job failed) is kept as it is. The decision is taken before the run's
+    folder is renamed: an attempt set aside waits in `<out>.remeasured.incomplete/attempt-N/`, and
+    the kept attempt's folder gets them, as remeasured/attempt-N/, and its metadata.json the
+    `remeasured` record before its one rename to `<out>/`."""
     spec = load_spec(spec_path)
     limit, attempts = remeasure_policy(spec, max_steal_pct, attempts)
     flimit = foreign_limit(spec, max_foreign_pct)
     min_s = spec["remeasure"].get("min_measure_s")
+    policy = limit is not None or flimit is not None or min_s is not None
     out = Path(out_dir)
-    earlier: list[tuple[dict, Path]] = []
+    aside = out.parent / f"{out.name}.remeasured.incomplete"  # skipped as unfinished by readers
+    earlier: list[dict] = []
     for attempt in range(1, attempts + 1):
-        res = Runner(spec, out, source=str(spec_path), attempt=attempt, **kw).run()
-        if limit is None and flimit is None and min_s is None:  # measured once: nothing to read back
+        run = Runner(spec, out, source=str(spec_path), attempt=attempt, **kw).measure()
+        if not policy or run.ends_in_error():  # measured once, or kept as it ended
             break
-        meta = json.loads((res / "metadata.json").read_text())
+        meta = run.meta
         cpu = meta.get("machine_cpu") or {}
         why = _disturbed(cpu, limit, flimit)
         short = run_length.too_short(spec, meta)
         if not (why or short) or attempt == attempts:
             break
-        aside = out.parent / f"{out.name}.remeasure-attempt-{attempt}"
-        shutil.rmtree(aside, ignore_errors=True)
-        os.replace(res, aside)
+        if attempt == 1:  # an interrupted earlier try's attempts are not this run's
+            shutil.rmtree(aside, ignore_errors=True)
+            aside.mkdir(parents=True)
+        run.set_aside(aside / f"attempt-{attempt}")
         earlier.append(
-            (
-                {
-                    "attempt": attempt,
-                    "steal_pct": cpu.get("steal_pct"),
-                    "foreign_pct": cpu.get("foreign_pct"),
-                    "corun_pct": cpu.get("corun_pct"),
-                    "duration_s": meta["duration_s"],
-                    "run_id": meta["run_id"],
-                    **({"short": short} if short else {}),
-                },
-                aside,
-            )
+            {
+                "attempt": attempt,
+                "steal_pct": cpu.get("steal_pct"),
+                "foreign_pct": cpu.get("foreign_pct"),
+                "corun_pct": cpu.get("corun_pct"),
+                "duration_s": meta["duration_s"],
+                "run_id": meta["run_id"],
+                **({"short": short} if short else {}),
+                "folder": f"remeasured/attempt-{attempt}",
+            }
         )
         if short:  # measured again longer: every job repeated enough to last min_measure_s
             spec, copies = run_length.lengthen(spec, meta["duration_s"], min_s)
@@ -253,18 +262,15 @@ def run_spec_file(
             file=sys.stderr,
             flush=True,
         )
-    if limit is not None or flimit is not None or min_s is not None:
-        kept = res / "remeasured"
-        for rec, aside in earlier:
-            kept.mkdir(exist_ok=True)
-            os.replace(aside, kept / f"attempt-{rec['attempt']}")
-        meta["remeasured"] = {
+    if earlier:
+        os.replace(aside, run.tmp / "remeasured")
+    if policy:
+        run.meta["remeasured"] = {
             "max_steal_pct": limit,
             "max_foreign_pct": flimit,
             "min_measure_s": min_s,
             "attempts": attempts,
             "attempt": len(earlier) + 1,
-            "earlier": [{**rec, "folder": f"remeasured/attempt-{rec['attempt']}"} for rec, _ in earlier],
+            "earlier": earlier,
         }
-        atomic_write_json(res / "metadata.json", meta)
-    return res
+    return run.finish()
