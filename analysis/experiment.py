@@ -27,9 +27,9 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import machine as machine_mod
-from analysis import rotating_disk, runmeta
+from analysis import rotating_disk, runmeta, stand_ins
 from analysis import runtables as rt
-from analysis.claims import ClaimSet, check_claims, load_claims
+from analysis.claims import ClaimSet, check_claims, load_claims, stand_in_texts
 from analysis.common import AnalysisInputError, read_csv, resolve_run_paths
 from analysis.verdicts import Looks, judge_all
 
@@ -157,6 +157,9 @@ def claim_rows(inputs: Inputs, result: Result) -> list[dict]:
     rows = judge_all(inputs.claims.claims, result.evidence, machine, inputs.looks)
     for row in rows:
         row["paper"] = inputs.claims.paper
+        # the declared stand-ins the row's runs used (analysis.stand_ins), not every one declared
+        words = stand_ins.row_words(inputs.claims.claims[row["claim"]], row, inputs.metas)
+        row["stand_ins"] = stand_in_texts(words)
     return rows
 
 

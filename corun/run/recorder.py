@@ -162,7 +162,12 @@ def cluster_meta(plan: RunPlan, session: MachineSession) -> dict | None:
         return None
     out = {
         **plan.cluster,
-        "hosts": [h.describe() | {"cpus": h.vars.get("corun_cpus")} for h in plan.hosts],
+        # shared_machine: a host of this machine (a netns cluster's), joined by veth links
+        "hosts": [
+            h.describe()
+            | {"cpus": h.vars.get("corun_cpus"), "shared_machine": bool(h.vars.get("corun_shared_machine"))}
+            for h in plan.hosts
+        ],
         "mpi_network": plan.mpi_network,
     }
     if session.node_daemons is not None and session.node_daemons.active:

@@ -164,6 +164,7 @@ def cpu_job(w: dict, llc: int | None, upstream: dict | None = None) -> dict:
                     **base,
                     **t.labels,
                     "stands_in_for": w["name"],
+                    "stand_in_reason": why,
                     "scale_note": f"PARSEC {si['package']} {si['input']}; {why}",
                 },
                 "input_tar": str(prog.input_tar) if prog.input_tar is not None else None,
