@@ -29,13 +29,13 @@ def take_down_killed_sessions_clusters(root: Path | None = None) -> list[str]:
     """Take down the netns clusters and bare testbeds a test session killed half-way left: their state
     folder is in pytest's temporary root and the alias up gave their bridge names it (cluster_owner). Left up, one
     stops the next session's `up` of the same prefix ("already exists"). One a session that is still
-    running made (its folder's OWNER file names a live process: two sessions at once, say a unit
-    test run beside the bare testbed's) is left alone: taking it down would fail that session's runs."""
+    running made (pytest's .lock in its folder names a live process: two sessions at once, say a
+    unit test run beside the bare testbed's) is left alone: taking it down would fail that session's runs."""
     root = root or Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
     done = []
     for bridge, tool, folder in cluster_owner.owners():
         state = Path(folder)
-        if state.is_relative_to(root) and (state / "state.json").exists() and not _owner_alive(state.parent):
+        if state.is_relative_to(root) and (state / "state.json").exists() and not _session_alive(state, root):
             down = subprocess.run(
                 [sys.executable, str(ROOT / "scripts" / tool), "--state-dir", folder, "down"],
                 capture_output=True, text=True, timeout=600,
@@ -45,29 +45,14 @@ def take_down_killed_sessions_clusters(root: Path | None = None) -> list[str]:
     return done
 
 
-OWNER = "owner.pid"
-
-
-def _owner_alive(folder: Path) -> bool:
-    """Whether FOLDER's OWNER file names a process that is running."""
+def _session_alive(state: Path, root: Path) -> bool:
+    """Whether the session whose temporary folder (root/pytest-N) holds STATE still runs: pytest
+    keeps its pid in that folder's .lock while it runs; a killed session's stays, naming no process."""
     try:
-        pid = int((folder / OWNER).read_text())
-    except (OSError, ValueError):
+        pid = int((root / state.relative_to(root).parts[0] / ".lock").read_text())
+    except (OSError, ValueError, IndexError):
         return False
     return Path(f"/proc/{pid}").exists()
-
-
-@pytest.fixture(scope="session")
-def owned_tmp(tmp_path_factory):
-    """mktemp(NAME) marked as this session's (OWNER), so that another session started meanwhile
-    does not take down the cluster or testbed made in it as one a killed session left."""
-
-    def make(name: str) -> Path:
-        folder = tmp_path_factory.mktemp(name)
-        (folder / OWNER).write_text(str(os.getpid()))
-        return folder
-
-    return make
 
 
 def pytest_unconfigure(config):

@@ -76,14 +76,14 @@ def leftovers(state_dir) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def bare(owned_tmp):
+def bare(tmp_path_factory):
     """Two bare nodes: (state dir, inventory); torn down after the module, checked for leftovers."""
     if not bt.DEFAULT_MIRROR_DIR.is_dir():  # bare-testbed's default --mirror-dir, served to the nodes
         pytest.skip(
             f"no source mirror beside the repository ({bt.DEFAULT_MIRROR_DIR}): the nodes build the upstream "
             "benchmarks from it"
         )
-    state = owned_tmp("bare") / "state"
+    state = tmp_path_factory.mktemp("bare") / "state"
     inventory = REPO / "inventory" / f"bare-test-{os.getpid()}.yml"
     HOST_LOOPS.update(subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines())
     t0 = time.monotonic()
@@ -480,7 +480,9 @@ def rerun_measures_only(config: Path, results: Path, failed: list[str], finished
     """The next call: it measures the failed runs and no other; its time."""
     proc, took = snakemake(config)
     assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
-    measured = re.findall(r"wildcards: run=(\S+)", proc.stderr)
+    # which jobs it ran: from Snakemake's own log (the corun logger keeps it in its file)
+    (log,) = re.findall(r"Complete log\(s\): (\S+\.snakemake\.log)", proc.stderr)
+    measured = re.findall(r"wildcards: run=(\S+)", Path(log).read_text())
     assert sorted(measured) == sorted(failed), proc.stderr[-3000:]
     runs = results / "mpl_sweep" / "runs"
     assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
@@ -488,11 +490,6 @@ def rerun_measures_only(config: Path, results: Path, failed: list[str], finished
     return took
 
 
-# Known regression of this round, reported and to be mended first: the fault no longer fails the
-# runs after it (all three finish), so the test's premise does not hold; it runs and reports.
-@pytest.mark.xfail(
-    reason="since the foreign-CPU and plan changes the fault no longer fails the runs after it", strict=False
-)
 @pytest.mark.timeout(1800)
 def test_a_node_killed_mid_campaign_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
     """Node 2 SIGKILLed once the first of three runs finished: the others fail naming the node,
@@ -527,11 +524,6 @@ def wait_nothing_left(state, within_s: float) -> tuple[dict[str, list[str]], flo
         time.sleep(2)
 
 
-# Known regression of this round, reported and to be mended first: the fault no longer fails the
-# runs after it (all three finish), so the test's premise does not hold; it runs and reports.
-@pytest.mark.xfail(
-    reason="since the foreign-CPU and plan changes the fault no longer fails the runs after it", strict=False
-)
 @pytest.mark.timeout(1800)
 def test_a_node_cut_off_for_30_s_fails_the_runs_it_held_and_the_next_call_measures_only_those(bare, scratch):
     """Node 2's link down for 30 s once the first of three runs finished (a partition: its

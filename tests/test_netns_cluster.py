@@ -40,9 +40,9 @@ def cluster(state_dir, *args, timeout=120):
 
 
 @pytest.fixture(scope="module")
-def netns(owned_tmp):
+def netns(tmp_path_factory):
     """A 2-host cluster: (state dir, inventory path); torn down after the module, even on failure."""
-    state = owned_tmp("netns") / "state"
+    state = tmp_path_factory.mktemp("netns") / "state"
     inventory = REPO / "inventory" / f"netns-test-{os.getpid()}.yml"
     up = cluster(state, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory))
     if up.returncode == 4:
@@ -313,7 +313,7 @@ def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path, 
     )
     take_down_killed_sessions_clusters = root.take_down_killed_sessions_clusters
 
-    state = tmp_path / "killed"
+    state = tmp_path / "pytest-1" / "killed"  # in a session's folder of the temporary root
     up = cluster(
         state, "up", "1", "--prefix", "corunk", "--subnet", "10.77.12.0/24", "--inventory", str(tmp_path / "i.yml")
     )
@@ -321,13 +321,13 @@ def test_a_killed_sessions_cluster_is_taken_down_when_the_next_starts(tmp_path, 
         pytest.skip(f"no netns test cluster here: {up.stderr.strip()}")
     try:
         assert up.returncode == 0, up.stderr
-        # while the session that made it runs (its folder's owner file names a live process), it stays
-        (tmp_path / root.OWNER).write_text(str(os.getpid()))
+        # while the session that made it runs (pytest's .lock in its folder names a live process), it stays
+        (tmp_path / "pytest-1" / ".lock").write_text(str(os.getpid()))
         assert take_down_killed_sessions_clusters(tmp_path) == []
         assert "corunk-br" in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
         ended = subprocess.Popen(["true"])  # once it has ended, as a killed session's process
         ended.wait()
-        (tmp_path / root.OWNER).write_text(str(ended.pid))
+        (tmp_path / "pytest-1" / ".lock").write_text(str(ended.pid))
         said = take_down_killed_sessions_clusters(tmp_path)  # only this test's: the module's cluster is up
         assert any(f"corunk-br was left by a killed session in {state}: removed 1 hosts" in line for line in said), said
         assert "corunk-" not in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
