@@ -66,6 +66,12 @@ def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
 
 def _jobs(run_dir: Path, run_id: str, host_run: str, meta: dict) -> pd.DataFrame:
     jobs = pd.read_csv(run_dir / "jobs.csv")
+    clash = sorted(c for c in jobs.columns if c.startswith("label_") and c[len("label_") :] in jobs.columns)
+    if clash:
+        raise CollectError(
+            f"{run_dir / 'jobs.csv'}: job label {clash[0][len('label_') :]!r} is also a column of the runner's "
+            "(expected labels named apart from jobs.csv's own columns)"
+        )
     jobs = jobs.rename(columns={c: c[len("label_") :] for c in jobs.columns if c.startswith("label_")})
     jobs.insert(0, "run_id", run_id)
     if host_run or (run_dir / "hosts").is_dir():

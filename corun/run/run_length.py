@@ -45,12 +45,13 @@ def copies_for(job_s: float, min_s: float, slots: int = 1, max_jobs: int = MAX_J
 def repeat_jobs(jobs: list[dict], copies: int) -> list[dict]:
     """The jobs, then `copies - 1` more copies of the whole list in the same order (each job's CMP
     pin kept, so every slot runs its copies one after another under the FCFS queue); copy c of a
-    job is named <name>-c<c> and labelled copy: c (the first copy 0)."""
+    job is named <name>-c<c> and labelled repeat: c (the first 0; not `copy`, a column of the
+    runner's own in jobs.csv)."""
     out = []
     for c in range(max(1, copies)):
         for j in jobs:
             job = copy.deepcopy(j)
-            job["labels"] = {**(job.get("labels") or {}), "copy": c}
+            job["labels"] = {**(job.get("labels") or {}), "repeat": c}
             if c:
                 job["name"] = f"{j['name']}-c{c}"
             out.append(job)
@@ -59,8 +60,8 @@ def repeat_jobs(jobs: list[dict], copies: int) -> list[dict]:
 
 def lengthen(spec: dict, measured_s: float, min_s: float) -> tuple[dict, int]:
     """(the spec with its jobs repeated so that a run of `measured_s` lasts `min_s`, the factor);
-    the copies of jobs already repeated count once (copy 0 only)."""
-    base = [j for j in spec["jobs"] if (j.get("labels") or {}).get("copy", 0) == 0]
+    the copies of jobs already repeated count once (repeat 0 only)."""
+    base = [j for j in spec["jobs"] if (j.get("labels") or {}).get("repeat", 0) == 0]
     have = max(1, len(spec["jobs"]) // max(1, len(base)))
     factor = max(2, math.ceil(min_s / measured_s)) if measured_s > 0 else 2
     copies = min(have * factor, max(have, MAX_JOBS // max(1, len(base))))

@@ -224,7 +224,7 @@ def per_run(jobs, runs, run_dirs, criterion: Criterion, onset_pct: float, disk_f
         mem = memory_values(run, run_dirs.get(rid), log)
         n, hit, why = contention_values(run, run_dirs.get(rid), criterion, log)
         js = jobs[jobs["run_id"].astype(str) == rid]
-        first = js[pd.to_numeric(js["copy"], errors="coerce").fillna(0) == 0] if "copy" in js else js
+        first = js[pd.to_numeric(js["repeat"], errors="coerce").fillna(0) == 0] if "repeat" in js else js
         # at once: a slot's copies run one after another (corun.run.run_length), the first counts
         storage = first["result_storage_bytes"] if "result_storage_bytes" in first else pd.Series(dtype=float)
         storage_run = float(storage.sum()) if storage.notna().any() else math.nan

@@ -186,7 +186,7 @@ def per_run(
                 row.update(failed=True, failed_reason="; ".join(filter(None, [reason, short])))
             if len(js) and not reason:
                 # a slot's copies run one after another (corun.run.run_length): the first counts
-                first = js[pd.to_numeric(js["copy"], errors="coerce").fillna(0) == 0] if "copy" in js else js
+                first = js[pd.to_numeric(js["repeat"], errors="coerce").fillna(0) == 0] if "repeat" in js else js
                 per_cmp = first.groupby("cmp")["result_accesses_per_s"].sum(min_count=1)
                 row[ACCESS] = float(per_cmp.mean())
             row.update(miss_rate(run_dirs.get(rid), rt.number_or_none(run.get("duration_s")), metas.get(rid, {}), jpc))

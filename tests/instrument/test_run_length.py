@@ -30,8 +30,8 @@ def test_repeat_jobs_keeps_each_slots_pin_and_names_the_copies():
     jobs = [{"name": "g-s0", "cmd": ["x"], "cmp": 0, "labels": {"slot": 0}}, {"name": "g-s1", "cmd": ["x"], "cmp": 1}]
     out = rl.repeat_jobs(jobs, 3)
     assert [j["name"] for j in out] == ["g-s0", "g-s1", "g-s0-c1", "g-s1-c1", "g-s0-c2", "g-s1-c2"]
-    assert [j["cmp"] for j in out] == [0, 1] * 3 and [j["labels"]["copy"] for j in out] == [0, 0, 1, 1, 2, 2]
-    assert out[2]["labels"]["slot"] == 0 and "copy" not in jobs[0]["labels"]  # the input untouched
+    assert [j["cmp"] for j in out] == [0, 1] * 3 and [j["labels"]["repeat"] for j in out] == [0, 0, 1, 1, 2, 2]
+    assert out[2]["labels"]["slot"] == 0 and "repeat" not in jobs[0]["labels"]  # the input untouched
 
 
 def test_lengthen_scales_the_copies_by_what_was_missing():

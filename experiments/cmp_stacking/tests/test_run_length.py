@@ -37,7 +37,7 @@ def test_the_specs_keep_one_job_per_slot_and_never_lengthen_by_repetition(tmp_pa
         spec = yaml.safe_load(path.read_text())
         k = spec["labels"]["k"]
         assert len(spec["jobs"]) == k  # 2x1: one job per loaded CMP, no copies
-        assert all("copy" not in (j.get("labels") or {}) for j in spec["jobs"])
+        assert all("repeat" not in (j.get("labels") or {}) for j in spec["jobs"])
         # the runner's lengthening would repeat the jobs: set aside for these runs
         assert spec["remeasure"]["min_measure_s"] is None, path.name
     assert ce.EXPERIMENT.estimate(c)["runs"] == 4
