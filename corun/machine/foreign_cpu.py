@@ -11,6 +11,12 @@ is foreign to the measurement, in three parts recorded apart:
   such as corun.testbed.pfs_runs, Snakemake itself), what a quiet orchestrator keeps near zero;
 - ``other``: every other process, those that started and ended within the window included.
 
+The run's hosts on this machine (a netns cluster's or an emulated testbed's nodes: network
+namespaces of this machine, /run/netns/<host>) are its own too: their processes (MPI ranks, node
+daemons) start through their host's sshd, neither in the run's cgroup nor below the runner, and
+end before the second snapshot; their time is counted from the processes of those namespaces,
+the ones that ended through their reapers' cutime + cstime (``hosts``, part of ``own``).
+
 Kernel threads (``kernel``: writeback, a loop device, softirq threads) are recorded too but not
 counted as foreign: most of their work while a run measures is that run's own I/O.
 
@@ -46,6 +52,8 @@ class Proc:
     starttime: int
     cpu_ticks: int  # utime + stime
     kthread: bool
+    child_ticks: int = 0  # cutime + cstime: its children that ended and were waited for
+    netns: int | None = None  # the inode of its network namespace
 
 
 @dataclass
@@ -65,6 +73,7 @@ def parse_stat(text: str) -> Proc:
         comm=text[lo + 1 : hi],
         starttime=int(f[19]),
         cpu_ticks=int(f[11]) + int(f[12]),
+        child_ticks=int(f[13]) + int(f[14]),
         kthread=bool(int(f[6]) & PF_KTHREAD) or int(f[1]) == 2 or text.startswith("2 "),
     )
 
@@ -75,9 +84,32 @@ def processes(proc: Path = PROC) -> dict[int, Proc]:
         if not entry.name.isdigit():
             continue
         try:
-            out[int(entry.name)] = parse_stat((proc / entry.name / "stat").read_text())
+            p = parse_stat((proc / entry.name / "stat").read_text())
         except (OSError, ValueError, IndexError):
             continue  # ended between the listing and the read
+        p.netns = _ns_inode(proc / entry.name / "ns" / "net")
+        out[int(entry.name)] = p
+    return out
+
+
+def _ns_inode(link: Path) -> int | None:
+    """The inode of the namespace LINK (/proc/<pid>/ns/net: "net:[4026531840]") names."""
+    try:
+        return int(os.readlink(link).rpartition("[")[2].rstrip("]"))
+    except (OSError, ValueError):
+        return None
+
+
+def host_namespaces(names: list[str], netns_dir: Path = Path("/run/netns")) -> set[int]:
+    """The network namespaces of this machine that NAMES (a run's hosts) are: /run/netns/<name>,
+    as scripts/netns-cluster and scripts/bare-testbed name their hosts' namespaces. A host of
+    another machine has none."""
+    out = set()
+    for name in names:
+        try:
+            out.add((netns_dir / name).stat().st_ino)
+        except OSError:
+            continue
     return out
 
 
@@ -145,10 +177,12 @@ def shares(
     runner: int | None = None,
     monitors: list[int] | None = None,
     job_pids: list[int] | None = None,
+    host_netns: set[int] | None = None,
 ) -> dict:
     """The foreign CPU between two snapshots, in % of all CPUs' time. RUNNER (default: this
     process) ran the jobs and reaped them; MONITORS are the pids of its monitors' programs;
-    JOB_PIDS the processes still in the run's cgroup at the second snapshot, if any."""
+    JOB_PIDS the processes still in the run's cgroup at the second snapshot, if any; HOST_NETNS
+    the network namespaces of the run's hosts on this machine (host_namespaces)."""
     runner = os.getpid() if runner is None else runner
     out: dict = {
         "foreign_pct": None,
@@ -157,6 +191,7 @@ def shares(
         "other_pct": None,
         "kernel_pct": None,
         "own_pct": None,
+        "hosts_pct": None,
         "foreign_top": [],
     }
     m0, m1 = before.machine, after.machine
@@ -173,6 +208,8 @@ def shares(
         corun |= {m} | descendants(m, procs)
     corun &= set(after.procs)
     own = (descendants(runner, after.procs) | set(job_pids or [])) - corun
+    in_hosts = {pid for pid, p in after.procs.items() if host_netns and p.netns in host_netns} - own - corun
+    hosts_ticks = _subtree_ticks(in_hosts, before, after, host_netns or set())
     orchestrator = set(_ancestors(runner, after.procs)) - own - corun
     kernel = {pid for pid, p in after.procs.items() if p.kthread} - own - corun - orchestrator
     ticks = {pid: _delta(pid, before, after) for pid in after.procs}
@@ -183,7 +220,7 @@ def shares(
         name: sum(ticks[p] for p in pids)
         for name, pids in (("corun", corun), ("orchestrator", orchestrator), ("kernel", kernel), ("own", own))
     }
-    own_ticks = jobs + part["own"]
+    own_ticks = jobs + part["own"] + hosts_ticks
     # at least its named parts (the machine's line and the processes' are read apart, each to a tick)
     foreign = max(part["corun"] + part["orchestrator"], process_time - own_ticks - part["kernel"])
     other = max(0, foreign - part["corun"] - part["orchestrator"])
@@ -192,7 +229,11 @@ def shares(
         return round(100 * x / total, 2)
 
     kind = {**{p: "corun" for p in corun}, **{p: "orchestrator" for p in orchestrator}}
-    named = [(ticks[pid], pid) for pid in after.procs if pid not in own and pid not in kernel and ticks[pid] > 0]
+    named = [
+        (ticks[pid], pid)
+        for pid in after.procs
+        if pid not in own and pid not in kernel and pid not in in_hosts and ticks[pid] > 0
+    ]
     top = [
         {"pid": pid, "comm": after.procs[pid].comm, "kind": kind.get(pid, "other"), "pct": pct(t)}
         for t, pid in sorted(named, reverse=True)[:TOP_N]
@@ -204,5 +245,24 @@ def shares(
         "other_pct": pct(other),
         "kernel_pct": pct(part["kernel"]),
         "own_pct": pct(own_ticks),
+        "hosts_pct": pct(hosts_ticks) if host_netns else None,
         "foreign_top": top,
     }
+
+
+def _subtree_ticks(alive: set[int], before: Snapshot, after: Snapshot, netns: set[int]) -> int:
+    """Clock ticks the processes of NETNS used between the snapshots: each process's own and its
+    waited-for children's (cutime + cstime) at the second, less the same at the first of those
+    that were there then (one that ended since is in its reaper's cutime by then)."""
+
+    def total(p: Proc) -> int:
+        return p.cpu_ticks + p.child_ticks
+
+    now = sum(total(after.procs[pid]) for pid in alive)
+    then = 0
+    for pid, b in before.procs.items():
+        a = after.procs.get(pid)
+        if b.netns not in netns or (a is not None and a.starttime == b.starttime and pid not in alive):
+            continue  # not a host's, or still there and counted as another part
+        then += total(b)
+    return max(0, now - then)

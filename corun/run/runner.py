@@ -116,7 +116,13 @@ class Runner:
             fg1 = foreign_cpu.snapshot(end=True)
             meta["machine_cpu"] = {
                 **hostmod.cpu_shares(cpu0, fg1.machine, phases["jobs_s"]),
-                **foreign_cpu.shares(fg0, fg1, monitors=_monitor_pids(plan), job_pids=plan.cgroup.pids()),
+                **foreign_cpu.shares(
+                    fg0,
+                    fg1,
+                    monitors=_monitor_pids(plan),
+                    job_pids=plan.cgroup.pids(),
+                    host_netns=foreign_cpu.host_namespaces([h.name for h in plan.hosts]),
+                ),
             }
             ok = ex.stop_reason is None
         finally:

@@ -212,3 +212,70 @@ def test_the_report_shows_foreign_cpu_beside_steal(tmp_path):
     note = report.foreign_note(runs)
     assert "median 2.2 %, at most 3.2 %, over 2 runs" in note and "corun's runner and monitors: median 0.4 %" in note
     assert report.foreign_note([{"foreign_pct": None}]) is None
+
+
+def test_the_runs_hosts_on_this_machine_are_its_own():
+    """A netns host (namespace 777): its sshd 30 runs throughout; session 31 was there at the
+    first snapshot and ended (sshd waited for it); a rank started and ended in between, reaped
+    by the session. None is below the runner (10) nor in its cgroup: without the host's
+    namespace all of it is foreign, with it all of it is the run's own (hosts)."""
+
+    def p(ppid, ticks, child=0, start=1, comm="x", netns=777):
+        return fc.Proc(
+            ppid=ppid, comm=comm, starttime=start, cpu_ticks=ticks, kthread=False, child_ticks=child, netns=netns
+        )
+
+    before = fc.Snapshot(
+        machine=_machine(0, 0, 0),
+        procs={10: p(1, 0, netns=1), 30: p(1, 5, comm="sshd"), 31: p(30, 10, comm="sshd")},
+    )
+    after = fc.Snapshot(
+        machine=_machine(300, 0, 700),  # 1000 ticks: 300 of process time
+        # session 31 ended with 40 of its own and a rank's 250: sshd's cutime holds 290
+        procs={10: p(1, 0, netns=1), 30: p(1, 5, child=290, comm="sshd")},
+    )
+    alone = fc.shares(before, after, runner=10)
+    assert alone["foreign_pct"] == 30.0 and alone["hosts_pct"] is None
+    hosts = fc.shares(before, after, runner=10, host_netns={777})
+    # 290 of the session and rank, less the session's 10 before the window: 280 of the host's
+    assert hosts["hosts_pct"] == 28.0 and hosts["own_pct"] == 28.0
+    assert hosts["foreign_pct"] == 2.0 and [t["pid"] for t in hosts["foreign_top"]] == []
+
+
+@pytest.mark.root
+def test_a_busy_process_in_a_hosts_namespace_is_the_runs_own(tmp_path):
+    """A real network namespace (as scripts/netns-cluster makes a host): a shell in it runs a
+    1 s busy loop that starts after the first snapshot and ends before the second (as a rank
+    does); its CPU is foreign unless the namespace is the run's host's."""
+    name = f"corunfc{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        pytest.skip("no network namespaces here")
+    shell = None
+    try:
+        (ns,) = fc.host_namespaces([name, "no-such-host"])
+        loop = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass"
+        shell = subprocess.Popen(
+            ["ip", "netns", "exec", name, "sh", "-c", f'sleep 0.5; "{sys.executable}" -c "$0"; sleep 60', loop],
+            start_new_session=True,
+        )
+        before = fc.snapshot()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the loop has ended once the shell's cutime holds it
+            time.sleep(0.2)
+            sh = fc.processes().get(shell.pid)
+            if sh is not None and sh.child_ticks >= 0.9 * HZ:
+                break
+        after = fc.snapshot(end=True)
+        assert after.procs[shell.pid].netns == ns
+        runner = 999999  # a runner none of these descends from, as the hosts' processes are not
+        other = fc.shares(before, after, runner=runner)
+        mine = fc.shares(before, after, runner=runner, host_netns={ns})
+        total = sum(after.machine[k] - before.machine[k] for k in after.machine if k in before.machine)
+        loop_pct = 100 * 0.9 * HZ / total
+        assert mine["hosts_pct"] >= loop_pct, (mine, loop_pct)
+        assert other["foreign_pct"] - mine["foreign_pct"] >= loop_pct, (other, mine)
+    finally:
+        if shell is not None:
+            os.killpg(shell.pid, 9)
+            shell.wait()
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
