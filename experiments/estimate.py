@@ -21,11 +21,8 @@ its run times are the no-contention ones above, so it stays short of what a camp
 from __future__ import annotations
 
 import heapq
-import math
-from pathlib import Path
 
 from corun.testbed import inventory
-from corun.util import repo_root
 from experiments import looks, registry
 
 
@@ -79,35 +76,13 @@ def node_count(cfg: dict) -> int:
         return cfg["nodes"]
     if cfg.get("hosts"):
         return len(inventory.resolve(cfg["hosts"], "config: hosts"))
-    return max([1, *(_cluster_hosts(cfg, name) for name in cfg.get("experiments", []))])
-
-
-def _cluster_hosts(cfg: dict, name: str) -> int:
-    """The hosts of NAME's cluster inventory, when its runs span one (0 when they do not, or its
-    inventory is not written yet: a testbed's is, once its nodes are reserved)."""
-    c = cfg.get(name, {}).get("cluster") or {}
-    spans = c.get("kind") == "inventory" if name in ("sais", "aioli") else not c.get("netns", {}).get("hosts")
-    if name not in ("mpl_sweep", "sais", "aioli") or not spans or not c.get("inventory"):
-        return 0
-    path = Path(c["inventory"])
-    path = path if path.is_absolute() else repo_root() / path
-    if not path.is_file():
-        return 0
-    return len(inventory.load(path, c.get("group", "testbed"), f"config: {name}.cluster.inventory"))
+    exps = registry()
+    return max([1, *(exps[name].inventory_hosts(cfg) for name in cfg.get("experiments", []) if name in exps)])
 
 
 def hosts_held(cfg: dict, name: str) -> int:
-    """The hosts the largest run of an experiment spans on a testbed inventory; 1 for a single-node
-    experiment, and for a cluster emulated on one machine (network namespaces)."""
-    sec = cfg.get(name, {})
-    c = sec.get("cluster", {})
-    if name == "mpl_sweep" and not c.get("netns", {}).get("hosts"):
-        ranks = max(max(sec["workloads"][w]["ranks"]) for w in sec["use_workloads"])
-        return math.ceil(ranks / c["ranks_per_node"])
-    if name in ("sais", "aioli") and c.get("kind") == "inventory":
-        servers = max(sec["servers"]) if isinstance(sec["servers"], list) else sec["servers"]
-        return servers + max(sec.get("client_hosts", [1]))
-    return 1
+    """The hosts the largest run of experiment NAME spans (its Experiment.hosts_held)."""
+    return registry()[name].hosts_held(cfg)
 
 
 def spread(rows: list[dict], held: dict[str, int], nodes: int) -> tuple[float, dict[str, int]]:

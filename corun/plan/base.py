@@ -75,6 +75,17 @@ class Experiment:
             (f"{self.name}.scheduler_params.{p}", variant, p, v) for p, v in given.items()
         ]
 
+    # ----------------------------------------------------------------- hosts (the estimate)
+    def hosts_held(self, cfg: dict) -> int:
+        """The hosts its largest run spans on a testbed inventory: 1 for a single-node run, and
+        for a cluster emulated on one machine (network namespaces)."""
+        return 1
+
+    def inventory_hosts(self, cfg: dict) -> int:
+        """The hosts of its own cluster inventory when its runs span one; 0 when they do not, or
+        the inventory is not written yet (a testbed's is, once its nodes are reserved)."""
+        return 0
+
     # ----------------------------------------------------------------- the rules' steps
     def data(self, cfg: dict, data_dir: Path) -> str:
         """Write the input files; a one-line summary."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from corun.errors import ConfigError
 from corun.run import schedulers, workloads
 from corun.testbed import inventory
-from corun.util import repo_root
+from corun.util import repo_path, repo_root
 
 
 def client_names(sec: dict, experiment: str, hosts: int = 1, servers: int = 0) -> list[str]:
@@ -131,6 +131,24 @@ def cluster_hosts(sec: dict, work: Path) -> dict:
             "netns_state": str((work / "cluster" / "state").resolve()),
         }
     return {"inventory": str(Path(c["inventory"]).resolve()), "group": c["group"], "client": c["client"]}
+
+
+def hosts_held(sec: dict) -> int:
+    """Experiment.hosts_held of sais and aioli: on an inventory the most data servers a run has and
+    its client hosts; 1 on the netns cluster, which is one machine."""
+    if sec["cluster"]["kind"] != "inventory":
+        return 1
+    servers = max(sec["servers"]) if isinstance(sec["servers"], list) else sec["servers"]
+    return servers + max(sec.get("client_hosts", [1]))
+
+
+def inventory_hosts(sec: dict, experiment: str) -> int:
+    """Experiment.inventory_hosts of sais and aioli: the hosts of the cluster's inventory group
+    (0 on the netns cluster, or while the inventory is not written)."""
+    c = sec["cluster"]
+    if c["kind"] != "inventory" or not c.get("inventory") or not repo_path(c["inventory"]).exists():
+        return 0
+    return len(_host_names(str(repo_path(c["inventory"])), c["group"], f"{experiment}.cluster.inventory"))
 
 
 def policy_variant_params(sec: dict, experiment: str) -> list[tuple[str, str, str | None, object]]:

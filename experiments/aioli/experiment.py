@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from corun.errors import ConfigError
+from corun.plan import pfs_clients
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.plan.pfs_clients import (
     IOR_PREFIX,
@@ -312,6 +313,12 @@ class Aioli(Experiment):
     run_inputs = ("kernels/build/pfs_read",)
 
     host_runs = False  # a run needs the file system and cluster its group brings up
+
+    def hosts_held(self, cfg: dict) -> int:
+        return pfs_clients.hosts_held(cfg[NAME])
+
+    def inventory_hosts(self, cfg: dict) -> int:
+        return pfs_clients.inventory_hosts(cfg[NAME], NAME)
 
     def check(self, cfg: dict, source: str) -> None:
         sec = section(cfg)

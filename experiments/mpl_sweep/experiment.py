@@ -151,6 +151,22 @@ class MplSweep(Experiment):
     data_file = PLAN_FILE
     spec_files = (PLAN_FILE, GROUPS_FILE)
 
+    def hosts_held(self, cfg: dict) -> int:
+        """One rank per node up to ranks_per_node: the hosts its largest job spans (1 on the netns
+        cluster, which is one machine)."""
+        sec = section(cfg)
+        c = sec["cluster"]
+        if c["netns"]["hosts"]:
+            return 1
+        ranks = max(max(sec["workloads"][w]["ranks"]) for w in sec["use_workloads"])
+        return -(-ranks // c["ranks_per_node"])
+
+    def inventory_hosts(self, cfg: dict) -> int:
+        c = section(cfg)["cluster"]
+        if c["netns"]["hosts"] or not c.get("inventory") or not inventory_path(cfg).exists():
+            return 0
+        return n_hosts(cfg)
+
     def group_runs(self, cfg: dict) -> dict[str, list[str]]:
         """On a netns cluster, every run in one group: the cluster comes up once for them."""
         if section(cfg)["cluster"]["netns"]["hosts"] == 0:
