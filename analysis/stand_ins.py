@@ -38,16 +38,19 @@ def cores_as_cmps(meta: dict) -> bool | None:
 
 
 def netns_links(meta: dict) -> bool | None:
-    """A netns cluster: the group's cluster kind (label `cluster`, the file-system experiments), or
-    the run's cluster hosts sharing this machine (scripts/netns-cluster's hosts)."""
-    kind = _labels(meta).get("cluster")
-    if kind:
-        return kind == "netns"
+    """Hosts joined by veth links: a host of the run's file-system group that is a network
+    namespace of this machine (`pfs_group.hosts[].netns`, corun.testbed.pfs_runs: a netns
+    cluster's host or an emulated node, not a real testbed's), or a host of the run's cluster
+    sharing this machine (`cluster.hosts[].shared_machine`: scripts/netns-cluster's hosts)."""
+    group = (meta.get("pfs_group") or {}).get("hosts") or []
     hosts = (meta.get("cluster") or {}).get("hosts") or []
-    shared = [h.get("shared_machine") for h in hosts if isinstance(h, dict)]
-    if not shared or any(s is None for s in shared):
+    seen = [h.get("netns") for h in group if isinstance(h, dict)]
+    seen += [h.get("shared_machine") for h in hosts if isinstance(h, dict)]
+    if any(s is True for s in seen):
+        return True
+    if not seen or any(s is None for s in seen):
         return None
-    return any(shared)
+    return False
 
 
 def tmpfs_pmem(meta: dict) -> bool | None:

@@ -18,7 +18,8 @@ every run into RUNS/<run>/pfs_counters.json (a run's after serves as the next ru
 nothing else touches the servers in between). With `barrier_dir`, the folder barrier_dir/<run>
 where the run's clients meet (pfs_read --barrier) is emptied before the run (on the client host).
 With `server_parts`, what a run's policy changes on the data servers is applied from here around
-the run (corun.testbed.server_parts).
+the run (corun.testbed.server_parts). Every run of a group with a file system records where its
+hosts were in its metadata.json (`pfs_group`: hosts_record).
 
 In that order: cluster up, file system up, the volfiles checked against the layout, the file
 written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
@@ -62,6 +63,8 @@ from corun.testbed.guard import Guard
 from corun.util import atomic_write_json, repo_path, repo_root
 
 CLUSTER = "scripts/netns-cluster"
+NETNS_DIR = Path("/run/netns")  # a host of this machine's network namespaces: NETNS_DIR/<name>
+HOSTS_KEY = "pfs_group"  # where a run's file system ran, in its metadata.json
 
 
 class Stop(CorunError):
@@ -168,14 +171,16 @@ def run_group(
             inv.parent.mkdir(parents=True, exist_ok=True)
             _run(cluster_argv(work, *args), "netns-cluster up")
             log(f"netns cluster up: {c['hosts']} hosts, prefix {c['prefix']}, {c['subnet']}")
-        plan = counters = None
+        plan = counters = hosts = None
         if has_fs:
             client = _fs_up(group, cfg_file)
             counters = group.get("counters")
-            plan = counters_plan(cfg_file) if counters is not None else None
+            fs_plan = counters_plan(cfg_file)
+            plan = fs_plan if counters is not None else None
+            hosts = hosts_record(group, fs_plan)
         else:
             client = client_host(group)
-        done += _runs(group, specs, runs, client, plan, counters, journal)
+        done += _runs(group, specs, runs, client, plan, counters, journal, hosts)
     finally:
         errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
         if netns and not keep and group["cluster"].get("inventory"):
@@ -223,10 +228,11 @@ def _runs(
     plan,
     counters: dict | None,
     journal: Journal | None = None,
+    hosts: dict | None = None,
 ) -> list[str]:
     """The group's runs one after another on CLIENT (with the servers' counters around each
     when PLAN is given, and its server parts applied from here: corun.testbed.server_parts),
-    those already finished kept."""
+    those already finished kept; HOSTS (hosts_record) in each run's metadata.json."""
     done = []
     comp = companion_hosts(group)
     last = None  # the counters after the run before: nothing touches the servers in between
@@ -267,12 +273,42 @@ def _runs(
             raise CorunError(errors[0])
         if parts:
             server_parts.record(out, applied.records)
+        if hosts is not None:
+            record_hosts(out, hosts)
         if plan is not None:
             after = last = read_counters(plan, counters)
             atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
         done.append(name)
         log(f"{name}: {time.monotonic() - t0:.1f} s")
     return done
+
+
+def hosts_record(group: dict, plan, netns_dir: Path | None = None) -> dict:
+    """Where the group's file system ran (its runs' `pfs_group`): the group, its cluster's kind
+    and each host of PLAN (client hosts, data servers: `roles`) with `netns`, whether it is a
+    network namespace of this machine (NETNS_DIR/<name>, as scripts/netns-cluster and
+    scripts/bare-testbed name their hosts' and corun.machine.foreign_cpu's hosts check reads
+    them: its links are veth pairs) or a host of its own (a real testbed's node)."""
+    netns_dir = netns_dir or NETNS_DIR
+    roles: dict[str, list[str]] = {}
+    names: dict[str, str] = {}
+    for role, hs in (("client", plan.clients), ("server", [s.host for s in plan.servers])):
+        for h in hs:
+            roles.setdefault(h.name, []).append(role)
+            names[h.name] = getattr(h, "netns", None) or h.name
+    return {
+        "group": group.get("name"),
+        "cluster": group["cluster"]["kind"],
+        "hosts": [{"name": n, "roles": r, "netns": (netns_dir / names[n]).exists()} for n, r in roles.items()],
+    }
+
+
+def record_hosts(out: Path, hosts: dict) -> None:
+    """HOSTS (hosts_record) into the run's metadata.json and its companion runs'."""
+    for meta in [out / "metadata.json", *sorted((out / "hosts").glob("*/metadata.json"))]:
+        doc = json.loads(meta.read_text())
+        doc[HOSTS_KEY] = hosts
+        atomic_write_json(meta, doc)
 
 
 def teardown_all(work: Path) -> list[str]:

@@ -7,22 +7,9 @@ from analysis.claims import complete_claim, load_claims, stand_in_words
 from analysis.common import AnalysisInputError
 from analysis.verdicts import Looks, Machine, judge
 from experiments import EXPERIMENTS_DIR, PAPERS_DIR
+from tests.analysis.claims_text import claims_header
 
-BASE = """paper: "000"
-title: T
-figure: F
-claims:
-  c:
-    kind: finding
-    says: s
-    source: Sec. 1
-    quote: q
-    effect: ratio
-    metric: m
-    head: {p: a}
-    base: {p: b}
-    expect: less
-"""
+BASE = claims_header("m", "less")
 
 
 def load(tmp_path, extra):

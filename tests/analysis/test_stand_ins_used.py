@@ -8,23 +8,9 @@ from analysis import stand_ins
 from analysis.claims import load_claims, stand_in_words
 from analysis.experiment import Inputs, Result, claim_rows
 from experiments import PAPERS_DIR
+from tests.analysis.claims_text import claims_header
 
-CLAIMS = """paper: "000"
-title: T
-figure: F
-claims:
-  c:
-    kind: finding
-    says: s
-    source: Sec. 1
-    quote: q
-    effect: ratio
-    metric: t
-    head: {p: a}
-    base: {p: b}
-    expect: greater
-    stand_ins: [emulated_disk, cores_as_cmps, stand_in_program]
-"""
+CLAIMS = claims_header("t", "greater") + "    stand_ins: [emulated_disk, cores_as_cmps, stand_in_program]\n"
 
 
 def meta(device="rotating_disk", cmps=4, sockets=1, jobs=({"binary": "debian x264", "stand_in_reason": "r"},)):
@@ -35,9 +21,9 @@ def meta(device="rotating_disk", cmps=4, sockets=1, jobs=({"binary": "debian x26
     }
 
 
-def rows_on(tmp_path, metas: dict) -> dict:
+def rows_on(tmp_path, metas: dict, claims: str = CLAIMS) -> dict:
     p = tmp_path / "claims.yaml"
-    p.write_text(CLAIMS)
+    p.write_text(claims)
     cs = load_claims(p, "e", PAPERS_DIR, shown="experiments/e/claims.yaml")
     table = pd.DataFrame(
         [
@@ -80,6 +66,25 @@ def test_each_word_from_the_runs_metadata():
     pmem = {"spec": {"jobs": [{"labels": {"binary": "fio mmap", "stands_in_for": "fio on persistent memory (DAX)",
                                           "io_medium": "memory (/dev/shm)"}}]}}  # fmt: skip
     assert stand_ins.used(["tmpfs_pmem"], [pmem]) == ["tmpfs_pmem"]
+
+
+def pfs_run(*netns: bool) -> dict:
+    """A file-system group's run (corun.testbed.pfs_runs) on hosts that are network namespaces
+    of the machine (True) or hosts of their own (False)."""
+    hosts = [{"name": f"n{i}", "roles": ["client" if i == 0 else "server"], "netns": n} for i, n in enumerate(netns)]
+    return {**meta(device="throttle"), "pfs_group": {"group": "g", "cluster": "inventory", "hosts": hosts}}
+
+
+def test_netns_links_is_named_on_a_netns_cluster_not_on_a_real_testbed(tmp_path):
+    words = stand_in_words()
+    claims = claims_header("t", "greater") + "    stand_ins: [striped_pfs, netns_links]\n"
+    netns = rows_on(tmp_path, {f"r{i}": pfs_run(True, True, True) for i in range(8)}, claims)
+    assert netns["stand_ins"] == [words["striped_pfs"], words["netns_links"]]
+    real = rows_on(tmp_path, {f"r{i}": pfs_run(False, False, False) for i in range(8)}, claims)
+    assert real["stand_ins"] == [words["striped_pfs"]]
+    assert stand_ins.netns_links(pfs_run(False, True)) is True  # one host a namespace: veth links
+    assert stand_ins.netns_links({"pfs_group": {"hosts": [{"name": "n0"}]}}) is None
+    assert stand_ins.netns_links(meta()) is None  # an older run, which did not record its hosts
 
 
 def test_a_word_no_run_records_stays_named():
