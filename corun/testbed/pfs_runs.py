@@ -22,12 +22,15 @@ the run (corun.testbed.server_parts). Every run of a group with a file system re
 hosts were in its metadata.json (`pfs_group`: hosts_record).
 
 In that order: cluster up, file system up, the volfiles checked against the layout, the file
-written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host) into
-RUNS/<run>, measured now whatever run folder the host holds from an earlier attempt (the
-counters and server parts around it are this attempt's); then, always, the file system down
-and the cluster down, newest first, also after an error, SIGTERM or Ctrl-C. A netns cluster or
-file system left in WORK by an earlier killed attempt at any group is taken down first; after a
-SIGKILL of this command, `corun recover` takes them down (corun.testbed.guard).
+written, then each run with `corun run` on the client host (corun.testbed.hosts.run_on_host),
+measured now whatever run folder the host holds from an earlier attempt (the counters and
+server parts around it are this attempt's), into RUNS/<run>.incomplete/<run>, where its
+counters, server parts, companion runs and hosts are written before its one rename to
+RUNS/<run> (a run folder is complete when it appears, as `corun run`'s own); then, always, the
+file system down and the cluster down, newest first, also after an error, SIGTERM or Ctrl-C. A
+netns cluster or file system left in WORK by an earlier killed attempt at any group is taken
+down first; after a SIGKILL of this command, `corun recover` takes them down
+(corun.testbed.guard).
 
 Runs already finished (RUNS/<run>/metadata.json, newer than the run's spec and than the files
 of its `run_inputs` in the group: its variants' manifests) are kept (a group whose runs all
@@ -243,11 +246,10 @@ def _runs(
             last = None
             continue
         parts = server_parts.parts_of(group, name)
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(out.with_name(out.name + ".incomplete"), ignore_errors=True)
-        for suffix, _ in comp:
-            shutil.rmtree(runs / f"{name}{suffix}", ignore_errors=True)
-            shutil.rmtree(runs / f"{name}{suffix}.incomplete", ignore_errors=True)
+        stage = staging(runs, name)
+        for base in [name] + [f"{name}{suffix}" for suffix, _ in comp]:  # an earlier attempt's
+            for d in (runs / base, runs / f"{base}.incomplete"):
+                shutil.rmtree(d, ignore_errors=True)
         if group.get("barrier_dir"):  # where the run's clients meet: no arrival of an earlier try
             meet = Path(group["barrier_dir"]) / name
             shutil.rmtree(meet, ignore_errors=True)
@@ -259,28 +261,38 @@ def _runs(
         try:
             applied.start()
             if comp:
-                run_with_companions(client, comp, specs, runs, name)
+                run_with_companions(client, comp, specs, stage.parent, name)
             else:
-                hostmod.run_on_host(client, specs / f"{name}.yaml", out, push=[], fresh=True)
+                hostmod.run_on_host(client, specs / f"{name}.yaml", stage, push=[], fresh=True)
             applied.check_end()
         except BaseException:
             applied.stop(None)
-            shutil.rmtree(out, ignore_errors=True)  # not evidence of the policy: measured again
+            shutil.rmtree(stage.parent, ignore_errors=True)  # not evidence of the policy: measured again
             raise
-        errors = applied.stop(out)
+        errors = applied.stop(stage)
         if errors:
-            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(stage.parent, ignore_errors=True)
             raise CorunError(errors[0])
         if parts:
-            server_parts.record(out, applied.records)
+            server_parts.record(stage, applied.records)
         if hosts is not None:
-            record_hosts(out, hosts)
+            record_hosts(stage, hosts)
         if plan is not None:
             after = last = read_counters(plan, counters)
-            atomic_write_json(out / "pfs_counters.json", {"before": before, "after": after})
+            atomic_write_json(stage / "pfs_counters.json", {"before": before, "after": after})
+        os.replace(stage, out)  # complete: into place once, nothing written in it after
+        shutil.rmtree(stage.parent, ignore_errors=True)
         done.append(name)
         log(f"{name}: {time.monotonic() - t0:.1f} s")
     return done
+
+
+def staging(runs: Path, name: str) -> Path:
+    """Where a group's run is measured and completed (its counters, server parts, companion
+    runs and hosts written in it) before its one rename to RUNS/<name>: RUNS/<name>.incomplete/
+    <name>, a folder readers of results skip (analysis.runindex), the run's own name kept for
+    `corun run`, on the client host at the same path."""
+    return runs / f"{name}.incomplete" / name
 
 
 def hosts_record(group: dict, plan, netns_dir: Path | None = None) -> dict:
@@ -387,13 +399,14 @@ def finished(out: Path, comp: list[tuple[str, inventory.Host]], inputs: list[Pat
 
 
 def run_with_companions(
-    client: inventory.Host, comp: list[tuple[str, inventory.Host]], specs: Path, runs: Path, name: str
+    client: inventory.Host, comp: list[tuple[str, inventory.Host]], specs: Path, folder: Path, name: str
 ) -> None:
-    """The run on the client and one companion run on every other client host, started together;
-    the companions' folders then move into RUNS/<name>/hosts/. Any failure removes them all."""
-    out = runs / name
+    """The run on the client and one companion run on every other client host, started together,
+    into FOLDER (the run's staging folder's parent); the companions' folders then move into
+    FOLDER/<name>/hosts/. Any failure removes them all."""
+    out = folder / name
     jobs = [(client, specs / f"{name}.yaml", out)] + [
-        (h, specs / f"{name}{suffix}.yaml", runs / f"{name}{suffix}") for suffix, h in comp
+        (h, specs / f"{name}{suffix}.yaml", folder / f"{name}{suffix}") for suffix, h in comp
     ]
     pool = ThreadPoolExecutor(max_workers=len(jobs))
     futures = [pool.submit(hostmod.run_on_host, h, spec, o, [], fresh=True) for h, spec, o in jobs]

@@ -42,11 +42,12 @@ def group(tmp_path: Path, runs: list[str]) -> dict:
     return {"runs": runs, "server_parts": {r: [part(tmp_path / "parts" / r)] for r in runs}}
 
 
-def fake_run(seen: list, by_controller: bool = False, fail: bool = False, unapply: bool = False):
-    """run_on_host standing in for the client's corun run: it sees whether the part is applied."""
+def fake_run(parts: Path, seen: list, by_controller: bool = False, fail: bool = False, unapply: bool = False):
+    """run_on_host standing in for the client's corun run: it sees whether the part (in
+    PARTS/<run>) is applied."""
 
     def run_on_host(host, spec, out, push, timeout=None, fresh=False):
-        state = out.parent.parent / "parts" / out.name
+        state = parts / out.name
         seen.append((out.name, (state / "applied").exists()))
         if unapply:  # the servers lost the policy during the run
             (state / "applied").unlink()
@@ -66,7 +67,7 @@ def fake_run(seen: list, by_controller: bool = False, fail: bool = False, unappl
 
 def runs_of(tmp_path, g, journal, monkeypatch, **kw):
     seen: list = []
-    monkeypatch.setattr(pfs_runs.hostmod, "run_on_host", fake_run(seen, **kw))
+    monkeypatch.setattr(pfs_runs.hostmod, "run_on_host", fake_run(tmp_path / "parts", seen, **kw))
     (tmp_path / "specs").mkdir(exist_ok=True)
     done = pfs_runs._runs(g, tmp_path / "specs", tmp_path / "runs", CLIENT, None, None, journal)
     return seen, done
