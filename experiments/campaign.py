@@ -33,6 +33,7 @@ def _runs_of(exp, cfg: dict, lay: Layout) -> dict:
     group_of = {r: g for g, members in groups.items() for r in members}
     manifests = LOOKS.run_manifests(exp, cfg)
     priority = exp.run_priority(cfg)
+    figures = exp.run_figures(LOOKS.at_reps(cfg, name, reps[-1]) if len(reps) > 1 else cfg)
     # every run holds the testbed alone (one run or group at a time); a run of its own uses one
     # host as it is (all_hosts repeats it on each), a group or a multi-host run the experiment's
     hosts = "one" if exp.host_runs else "the experiment's"
@@ -46,6 +47,7 @@ def _runs_of(exp, cfg: dict, lay: Layout) -> dict:
             "inputs": [*exp.run_inputs, *manifests(r)],
             "priority": priority.get(r, 0),
             "needs": {"exclusive": True, "hosts": hosts},
+            "figures": figures.get(r, []),
         }
         for look in by_look
         for r in look

@@ -107,6 +107,11 @@ class Experiment:
         """{"runs", "seconds", "k_dropped"} for the plan, or None when it makes no runs of its own."""
         return None
 
+    def run_figures(self, cfg: dict) -> dict[str, list[str]]:
+        """run -> the paper's figures it serves, from the section's `figures` (corun.plan.figures);
+        empty without them (or for an experiment whose runs name none)."""
+        return {}
+
     # ----------------------------------------------------------------- how the workflow runs it
     def group_runs(self, cfg: dict) -> dict[str, list[str]]:
         """Runs measured together by one invocation (a cluster and file system brought up around
