@@ -4,8 +4,9 @@ Every run is one (workload, load, scheme, MPL, rep) point: a stream of MPI jobs 
 WL1-WL6, experiments.mpl_sweep.workloads) submitted to the hosts of a cluster at their submission
 times, allocated first in, first out into MPL job slots per host, under one scheme variant
 (schedulers/<scheme>, one daemon per host). The job stream of a (workload, load, rep) is the
-same for every scheme and MPL, so schemes compare paired. BATCH runs at MPL 1 only. Points are
-shuffled within each repetition (seeded), repetitions outermost.
+same for every scheme and MPL, so schemes compare paired. BATCH runs at MPL 1 only. With
+`figures` (the paper profile) the points are those of the paper's figures (corun.plan.figures).
+Points are shuffled within each repetition (seeded), repetitions outermost.
 
 Locally the hosts are a netns cluster (`cluster.netns.hosts`, each host on CPUs of its own):
 the runs of a look are one group (groups.json) that `corun.testbed.pfs_runs` runs one after
@@ -22,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from corun.errors import ConfigError
+from corun.plan import figures
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.testbed import inventory as inv
 from corun.util import atomic_write_json, atomic_write_text, repo_root
@@ -68,14 +70,25 @@ def streams(sec: dict) -> list[tuple[str, str]]:
     return out
 
 
-def points(cfg: dict) -> list[dict]:
-    """Every run: (workload, load, scheme, mpl, rep); shuffled within a rep, reps outermost."""
-    sec = section(cfg)
-    base = []
+def full_matrix(sec: dict) -> list[dict]:
+    """Every (workload, load, scheme, mpl) of the section's axes: BATCH at MPL 1 only."""
+    out = []
     for w, load in streams(sec):
         for s in sec["schemes"]:
             for m in [1] if s == "batch" else sec["mpl_levels"]:
-                base.append({"workload": w, "load": load, "scheme": s, "mpl": m})
+                out.append({"workload": w, "load": load, "scheme": s, "mpl": m})
+    return out
+
+
+def matrix(sec: dict) -> list[dict]:
+    """The points a repetition runs: those some figure of `figures` shows, else every one."""
+    return figures.select(full_matrix(sec), sec["figures"])
+
+
+def points(cfg: dict) -> list[dict]:
+    """Every run: (workload, load, scheme, mpl, rep); shuffled within a rep, reps outermost."""
+    sec = section(cfg)
+    base = matrix(sec)
     rng = random.Random(sec["seed"])
     out = []
     for rep in range(sec["reps"]):
@@ -221,6 +234,7 @@ class MplSweep(Experiment):
             )
         if pr["load"] not in sec["loads"]:
             raise ConfigError(source, f"{NAME}.model.projection.load", pr["load"], f"one of {', '.join(sec['loads'])}")
+        figures.check(full_matrix(sec), sec["figures"], source, NAME)
         if "mpl" in sec["scheduler_params"]:
             raise ConfigError(
                 source, f"{NAME}.scheduler_params.mpl", sec["scheduler_params"]["mpl"], "no value (set by mpl_levels)"
@@ -320,6 +334,9 @@ class MplSweep(Experiment):
 
     def run_names(self, cfg: dict) -> list[str]:
         return [run_name(p) for p in points(cfg)]
+
+    def run_figures(self, cfg: dict) -> dict[str, list[str]]:
+        return {run_name(p): figures.served(p, section(cfg)["figures"]) for p in points(cfg)}
 
     def estimate(self, cfg: dict) -> dict:
         """Each run: its jobs' work spread over the cluster's slots, or the arrivals' span."""
