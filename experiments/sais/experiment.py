@@ -15,6 +15,9 @@ Two more runs per repetition and application count of `pm.apps` (`pm_thread_r*`,
 `pm_process_r*`; `pm_<mode>_a<apps>_r*` beyond one) run kernels/sais_inmem: the in-memory study
 of sec. 6 (Si-SAIs, a thread pair, against Si-Irqbalance, a process pair) and, at one
 application, the model's P and M for eqs. 1-9.
+
+With `figures` (the paper profile) the groups and points are those some figure of the paper shows
+(corun.plan.figures; a group none shows is not brought up).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from corun.errors import ConfigError
-from corun.plan import pfs_clients
+from corun.plan import figures, pfs_clients
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.plan.pfs_clients import (
     IOR_PREFIX,
@@ -64,18 +67,41 @@ def group_name(servers: int, links: int, hosts: int = 1) -> str:
 
 
 def groups(sec: dict) -> list[tuple[int, int, int]]:
-    """(servers, client links, client hosts) of every group."""
-    return [(n, ln, h) for h in sec["client_hosts"] for ln in sec["client_links"] for n in sec["servers"]]
+    """(servers, client links, client hosts) of every group (with `figures`, those some figure shows)."""
+    every = [(n, ln, h) for h in sec["client_hosts"] for ln in sec["client_links"] for n in sec["servers"]]
+    return [g for g in every if group_matrix(sec, *g)]
 
 
-def points(sec: dict, servers: int, links: int, hosts: int = 1) -> list[dict]:
-    """The runs of one group: reps outermost, (policy, transfer, clients) shuffled within each."""
+def group_matrix(sec: dict, servers: int, links: int, hosts: int, shown: bool = True) -> list[dict]:
+    """The (policy, transfer, clients) points of one group: with `figures` those some figure shows
+    (corun.plan.figures; SHOWN false: every one)."""
     base = [
         {"policy": p, "transfer_size_bytes": t, "clients": c}
         for p in sec["policies"]
         for t in sec["transfer_sizes_bytes"]
         for c in sec["clients"]
     ]
+    if not shown or not sec["figures"]:
+        return base
+    at = {"kind": "read", "servers": servers, "client_links": links, "client_hosts": hosts}
+    return [b for b in base if figures.served({**b, **at}, sec["figures"])]
+
+
+def full_matrix(sec: dict) -> list[dict]:
+    """Every point of the section's axes, which `figures` selects from: the read runs' (kind read)
+    and the pm runs' (kind pm)."""
+    every = [(n, ln, h) for h in sec["client_hosts"] for ln in sec["client_links"] for n in sec["servers"]]
+    reads = [
+        {**b, "kind": "read", "servers": n, "client_links": ln, "client_hosts": h}
+        for n, ln, h in every
+        for b in group_matrix(sec, n, ln, h, shown=False)
+    ]
+    return reads + [{"kind": "pm", "mode": m, "apps": a} for a in sec["pm"]["apps"] for m in ("thread", "process")]
+
+
+def points(sec: dict, servers: int, links: int, hosts: int = 1) -> list[dict]:
+    """The runs of one group: reps outermost, (policy, transfer, clients) shuffled within each."""
+    base = group_matrix(sec, servers, links, hosts)
     rng = random.Random(f"{sec['seed']}-{servers}-{links}" + (f"-{hosts}" if hosts > 1 else ""))
     out = []
     for rep in range(sec["reps"]):
@@ -100,6 +126,7 @@ def pm_runs(sec: dict) -> list[tuple[str, str, int, int]]:
         for apps in sec["pm"]["apps"]
         for r in range(sec["reps"])
         for mode in ("thread", "process")
+        if not sec["figures"] or figures.served({"kind": "pm", "mode": mode, "apps": apps}, sec["figures"])
     ]
 
 
@@ -370,6 +397,7 @@ class Sais(Experiment):
                 source, f"{NAME}.pm.request_size_bytes", sec["pm"]["request_size_bytes"], f"a multiple of {strip}"
             )
         check_cluster(sec, NAME, source)
+        figures.check(full_matrix(sec), sec["figures"], source, NAME)
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str | None, object]]:
         return policy_variant_params(section(cfg), NAME)
@@ -447,6 +475,17 @@ class Sais(Experiment):
     def run_names(self, cfg: dict) -> list[str]:
         sec = section(cfg)
         return [r for rs in self.group_runs(cfg).values() for r in rs] + pm_names(sec)
+
+    def run_figures(self, cfg: dict) -> dict[str, list[str]]:
+        sec = section(cfg)
+        out = {
+            run_name(p): figures.served({**p, "kind": "read"}, sec["figures"])
+            for g in groups(sec)
+            for p in points(sec, *g)
+        }
+        for name, mode, apps, _ in pm_runs(sec):
+            out[name] = figures.served({"kind": "pm", "mode": mode, "apps": apps}, sec["figures"])
+        return out
 
     def estimate(self, cfg: dict) -> dict:
         sec = section(cfg)
