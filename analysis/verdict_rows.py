@@ -114,6 +114,7 @@ def make_row(cid: str, claim: dict, looks: Looks, **kw) -> dict:
         "outcome": INCONCLUSIVE,
         "kind": claim.get("kind") or "finding",
         "magnitude": None,
+        "magnitude_at": None,
         "in_magnitude": None,
         "why": "",
         "reps_needed": None,
@@ -148,6 +149,67 @@ def magnitude(claim: dict, row: dict) -> str | None:
     if hi < least or lo > most:
         return NOT_IN_MAGNITUDE
     return MAGNITUDE_UNDECIDED
+
+
+def band_text(band: dict) -> str:
+    least, most = band.get("at_least"), band.get("at_most")
+    if least is not None and most is not None:
+        return f"{fmt_num(least)} to {fmt_num(most)}"
+    return f"at least {fmt_num(least)}" if least is not None else f"at most {fmt_num(most)}"
+
+
+def over_magnitude(claim: dict, label: str, members: list, strict_alpha: float) -> dict:
+    """The magnitude of a claim over every point (`over:`), which has no interval of its own, from
+    its points' rows: MEMBERS are (point, row at the look's level, row at the Bonferroni level
+    STRICT_ALPHA), a point a dict of its columns' values. In magnitude when every point's interval
+    lies inside the band (an intersection-union rule needs no adjustment); not in magnitude when
+    one point's interval at the Bonferroni level lies wholly outside it, as a point contradicts
+    the direction; undecided otherwise. Returns the row's magnitude, magnitude_at (the point that
+    decided: the one outside, the first undecided, or the one nearest an edge) and a sentence for
+    its why; nothing without a band."""
+    band = claim.get("magnitude")
+    if not band or not members:
+        return {}
+    shown = band_text(band)
+
+    def at(point: dict) -> str:
+        return f"{label} {'/'.join(str(v) for v in point.values())}"
+
+    def said(row: dict) -> str:
+        return row["measured"] or row["why"].rstrip(".")
+
+    out = [(p, s) for p, _, s in members if s["magnitude"] == NOT_IN_MAGNITUDE]
+    if out:
+        p, s = out[0]
+        also = f" (and {len(out) - 1} more of the {len(members)} points)" if len(out) > 1 else ""
+        return {
+            "magnitude": NOT_IN_MAGNITUDE,
+            "magnitude_at": p,
+            "magnitude_why": f"Not in magnitude at {at(p)}{also}: its interval at the Bonferroni level "
+            f"({fmt_num(strict_alpha)}) lies wholly outside the band {shown}: {said(s)}.",
+        }
+    open_ = [(p, r, s) for p, r, s in members if r["magnitude"] != IN_MAGNITUDE]
+    if open_:
+        p, r, s = open_[0]
+        eg = (
+            f"{at(p)}, wholly outside at the look's level only: {said(s)} at the Bonferroni level"
+            if r["magnitude"] == NOT_IN_MAGNITUDE
+            else f"{at(p)}: {said(r)}"
+        )
+        return {
+            "magnitude": MAGNITUDE_UNDECIDED,
+            "magnitude_at": p,
+            "magnitude_why": f"Magnitude undecided: {len(open_)} of {len(members)} points not inside the band "
+            f"{shown} and none wholly outside it at the Bonferroni level ({fmt_num(strict_alpha)}), e.g. {eg}.",
+        }
+    least, most = band.get("at_least", -math.inf), band.get("at_most", math.inf)
+    p, r, _ = min(members, key=lambda m: min(m[1]["ci_low"] - least, most - m[1]["ci_high"]))
+    return {
+        "magnitude": IN_MAGNITUDE,
+        "magnitude_at": p,
+        "magnitude_why": f"In magnitude: every one of the {len(members)} {label} points' interval lies inside "
+        f"the band {shown}; nearest an edge, {at(p)}: {said(r)}.",
+    }
 
 
 def _sel_text(sel: dict | None) -> str:

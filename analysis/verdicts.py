@@ -44,7 +44,11 @@ Effects (claims.schema.json)
                         the null shows nothing when it is wide.
   over                  a claim on every point: reproduced when every point is (an intersection-
                         union test needs no adjustment), contradicted when one point is at the
-                        Bonferroni level (Holm's first step), failed when one point failed.
+                        Bonferroni level (Holm's first step), failed when one point failed. Its
+                        magnitude the same way: in magnitude when every point's interval lies
+                        inside the band, not in magnitude when one point's interval at the
+                        Bonferroni level lies wholly outside it, the row naming the point
+                        (magnitude_at; verdict_rows.over_magnitude).
 
 Looks: a design that adds repetitions while a claim is undecided judges every look at the level
 its plan keeps at 5 % over all looks for t-intervals with the looks' degrees of freedom
@@ -88,6 +92,7 @@ from analysis.verdict_rows import (
     make_row,
     match_rows,
     named_runs,
+    over_magnitude,
     paired_effects,
     point_text,
     points_text,
@@ -215,6 +220,10 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
         + (f"; estimates {fmt_num(min(estimates))} to {fmt_num(max(estimates))}" if estimates else ""),
         "runs": sorted({x for _, r, _ in rows for x in r["runs"]}),
     }
+    # the band against every point's interval: the row has none of its own
+    mag = over_magnitude(claim, label, [(dict(zip(cols, p)), r, s) for p, r, s in rows], looks.alpha / m)
+    judged = {"magnitude": mag.get("magnitude"), "magnitude_at": mag.get("magnitude_at")}
+    tail = f" {mag['magnitude_why']}" if mag else ""
     if failed:
         names = sorted({x for _, r in failed for x in r["runs"]})
         common.pop("runs")
@@ -236,8 +245,9 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
             looks,
             outcome=CONTRADICTED,
             **common,
+            **judged,
             why=f"at {label} {'/'.join(p)} the interval at the Bonferroni level ({fmt_num(looks.alpha / m)}) "
-            f"lies on the other side: {r['measured']}.",
+            f"lies on the other side: {r['measured']}.{tail}",
         )
     if len(repro) == m:
         return make_row(
@@ -246,7 +256,8 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
             looks,
             outcome=REPRODUCED,
             **common,
-            why=f"every one of the {m} points shows the paper's direction with its interval.",
+            **judged,
+            why=f"every one of the {m} points shows the paper's direction with its interval.{tail}",
         )
     # A point on the other side at the look's level but not at the Bonferroni level is undecided
     # at that level: its row there says so, and how many reps would decide it.
@@ -262,7 +273,8 @@ def _judge_over(cid: str, claim: dict, table: pd.DataFrame, looks: Looks) -> dic
         outcome=INCONCLUSIVE,
         reps_needed=max(need) if need else None,
         **common,
-        why=f"{len(undecided)} of {m} points undecided, e.g. {label} {'/'.join(p)}: {level}{r['why']}",
+        **judged,
+        why=f"{len(undecided)} of {m} points undecided, e.g. {label} {'/'.join(p)}: {level}{r['why']}{tail}",
     )
 
 
