@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from corun.plan import figures
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.plan.device import run_device
 from corun.util import atomic_write_json, atomic_write_text
@@ -165,6 +166,7 @@ class DynamicIo(Experiment):
     def check(self, cfg: dict, source: str) -> None:
         check(cfg, source)
         fill_from_manifest(cfg, source)
+        figures.check(campaign({**cfg, NAME: {**cfg[NAME], "figures": None}}), cfg[NAME]["figures"], source, NAME)
 
     def variant_params(self, cfg: dict, source: str) -> list[tuple[str, str, str, object]]:
         return params_to_check(cfg)
@@ -181,6 +183,9 @@ class DynamicIo(Experiment):
 
     def run_names(self, cfg: dict) -> list[str]:
         return run_names(cfg)
+
+    def run_figures(self, cfg: dict) -> dict[str, list[str]]:
+        return {entry["name"]: figures.served(entry, cfg[NAME]["figures"]) for entry in campaign(cfg)}
 
     def estimate(self, cfg: dict) -> dict:
         """A workload's jobs spread over the cores it may use, plus each alone run."""

@@ -7,7 +7,8 @@ Repetitions are interleaved: rep 0 of every workload and variant, then rep 1, ..
 the variants of a workload run in a seeded random order (seed in the spec labels), so a drift
 of the machine over time lands on every variant alike. T_alone (eq. 4) comes from runs of each
 distinct job type alone on the machine, `alone_reps` of them, placed at the start of the first
-reps. `campaign(cfg)` is that order; the workflow gives each run a priority from it.
+reps. `campaign(cfg)` is that order; the workflow gives each run a priority from it. With
+`figures` (the paper profile) it holds only the runs some figure shows (corun.plan.figures).
 
 Overhead runs (Sec. 3.5, "the overheads would not exceed 1% when TIMESLICE varies from 1s to
 20s"): in every rep, the overhead workload (`overhead.workload`, by default the first of
@@ -29,6 +30,7 @@ import math
 import random
 
 from corun.errors import ConfigError
+from corun.plan import figures
 from corun.plan.base import graph_s, machine_cmps, x264_s
 from corun.run import schedulers
 
@@ -250,6 +252,7 @@ def campaign(cfg: dict) -> list[dict]:
                 order.append(entry)
     for rep in range(e["reps"], e["alone_reps"]):
         alone(rep)
+    order = figures.select(order, e["figures"])  # the points the paper's figures show (paper profile)
     for i, entry in enumerate(order):
         entry["order"] = i
     return order
