@@ -45,9 +45,11 @@ OUTCOMES = {
     "differs (machine-specific)": ("machine", "a property of the hardware; both values shown, not judged"),
 }
 MAGNITUDES = {
-    "in magnitude": "the interval lies inside the magnitude band the claim declares from the paper's words",
-    "not in magnitude": "the interval lies wholly outside that band",
-    "magnitude undecided": "the interval and the band overlap",
+    "in magnitude": "the interval lies inside the magnitude band the claim declares from the paper's words "
+    "(a claim on every point: every point's interval)",
+    "not in magnitude": "the interval lies wholly outside that band (a claim on every point: one point's "
+    "interval at the Bonferroni level, the point named)",
+    "magnitude undecided": "the interval and the band overlap, or there is no interval",
 }
 KINDS = {
     "headline": "a result the paper states as its contribution (abstract, conclusion, a headline figure)",
@@ -212,7 +214,8 @@ def rollup(sections: list[tuple[dict, object]], anchors: list[str]) -> str:
     return (
         "<h2>Headline results by paper</h2>"
         '<p class="meta">The results each paper states as its contribution. "In magnitude" counts the rows whose '
-        "interval lies inside the magnitude band the claim declares, apart from the direction.</p>"
+        "interval (on every point, for a claim on every point) lies inside the magnitude band the claim "
+        "declares, apart from the direction.</p>"
         + _table(["paper", *COLUMNS], head_rows, "rollup")
         + "<h3>Findings, premises and conjectures by paper</h3>"
         '<p class="meta">Counted apart from the headline results: a premise the machine meets is not a reproduced '
