@@ -129,3 +129,35 @@ def _no_patch_left(monkeypatch):
     monkeypatch.setattr(
         job_scheduler.JobScheduler, "_schedule_reevalutation", job_scheduler.JobScheduler._schedule_reevalutation
     )
+
+
+def test_sigint_to_snakemake_alone_stops_the_patched_workflow(tmp_path):
+    """Ctrl-C's signal sent to the Snakemake process alone (not its process group, as a
+    terminal sends it): the job that runs finishes, no other starts, and Snakemake exits. SIGINT is set back to its default for the child, as a
+    terminal has it: a shell's background job (`make run &`) ignores SIGINT, and Python then
+    never sees it."""
+    import signal
+
+    write_toy(tmp_path, 5, patched=True, sleep='"4"')
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen(
+        [SMK, "--cores", "1", "--resources", "testbed=1", "-q"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    end = time.monotonic() + 60
+    while not list(tmp_path.glob(".snakemake/log/*.log")) and time.monotonic() < end:
+        time.sleep(0.1)
+    time.sleep(2)  # the first job is running
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("Snakemake went on after SIGINT")
+    assert rc != 0
+    out = tmp_path / "out"
+    assert not out.exists() or len(list(out.iterdir())) <= 1  # at most the job that was running
