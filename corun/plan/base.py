@@ -109,8 +109,11 @@ class Experiment:
 
     def run_figures(self, cfg: dict) -> dict[str, list[str]]:
         """run -> the paper's figures it serves, from the section's `figures` (corun.plan.figures);
-        empty without them (or for an experiment whose runs name none)."""
-        return {}
+        empty without them. By default a figure whose slice is empty ({}: the whole matrix)
+        serves every run; an experiment whose figures cut its matrix says which run each holds."""
+        shown = (cfg.get(self.name) or {}).get("figures") or {}
+        whole = [f for f, cut in shown.items() if not cut]
+        return {r: list(whole) for r in self.run_names(cfg)} if whole else {}
 
     # ----------------------------------------------------------------- how the workflow runs it
     def group_runs(self, cfg: dict) -> dict[str, list[str]]:
