@@ -136,14 +136,14 @@ def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     assert {float(r["client_host"]) for r in reads} == {0, 1}  # a reader on each client host
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "sais-n" not in ns  # the workflow's cluster is gone
-    assert not list((out / "sais" / "work").glob("*/pfs/journal.json"))  # and the file system
+    assert not list((out / "sais" / "work").glob("*/pfs/pfs.journal.json"))  # and the file system
     ai = json.loads((out / "aioli" / "analysis" / "section.json").read_text())
     rows = {r["claim"]: r for r in ai["claims"]}  # paper 002's claims, judged by the engine
     assert rows["aioli_aggregates_reads"]["paper_value"].startswith("2.8 ")
     assert "pfs_fifo,strided,read" in (out / "aioli" / "analysis" / "points.csv").read_text()
     assert len(list((out / "aioli" / "runs").glob("s2_*/pfs_counters.json"))) == 4
     assert "aioli-n" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert not list((out / "aioli" / "work").glob("*/pfs/journal.json"))
+    assert not list((out / "aioli" / "work").glob("*/pfs/pfs.journal.json"))
     aioli_run = next((out / "aioli" / "runs").glob("s2_aioli_strided_read_*"))
     counters = json.loads((aioli_run / "pfs_counters.json").read_text())
     after = counters["after"]["servers"]

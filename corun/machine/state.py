@@ -37,7 +37,11 @@ _UNDO_S_LOCK = threading.Lock()
 
 
 class Journal:
-    def __init__(self, run_id: str, directory: Path | None = None):
+    """RESUME: the actions of a journal already at the path are kept, for a command that undoes
+    what an earlier one left (the parallel file system's `down` after its `up`, corun.testbed.pfs);
+    else it starts empty."""
+
+    def __init__(self, run_id: str, directory: Path | None = None, resume: bool = False):
         self.dir = directory or state_dir()
         self.path = self.dir / f"{run_id}.journal.json"
         self.run_id = run_id
@@ -50,6 +54,8 @@ class Journal:
         self.lock_path = lock_file(self.path)
         self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        if resume and self.path.exists():
+            self.actions = json.loads(self.path.read_text()).get("actions", [])
         self._save()
 
     def _save(self) -> None:
@@ -106,17 +112,33 @@ class Journal:
         self._save()
         return errors
 
-    def unwind(self) -> list[str]:
-        """Undo everything, newest first; never raises. Returns the errors met."""
-        errors = []
+    def unwind(self, keep_failed: bool = False) -> list[str]:
+        """Undo everything, newest first; never raises. The actions of one `together` kind (a
+        file system's data servers' stops) are undone at once, with undo_together, when the
+        newest of them comes. KEEP_FAILED: an undo that fails stays in the journal's file, in
+        order, for a later unwind (a resumed journal's); else it is forgotten. Returns the
+        errors met."""
+        errors: list[str] = []
+        failed: list[dict] = []
+        order = list(self.actions)
         while self.actions:
-            action = self.actions[-1]
-            err = self._timed_undo(action)
-            if err:
-                errors.append(err)
-            self.actions.pop()
+            action, tag = self.actions[-1], self.actions[-1].get("together")
+            if tag:
+                batch = [a for a in reversed(self.actions) if a.get("together") == tag]
+                undone = list(zip(batch, self.undo_each(batch)))
+            else:
+                undone = [(action, self._timed_undo(action))]
+                self.actions.pop()
+                self._save()
+            for a, err in undone:
+                if err:
+                    errors.append(err)
+                    failed.append(a)
+        if keep_failed and failed:
+            self.actions = [a for a in order if any(a is f for f in failed)]
             self._save()
-        self.path.unlink(missing_ok=True)
+        else:
+            self.path.unlink(missing_ok=True)
         self.release()
         return errors
 

@@ -9,8 +9,9 @@ gfapi) and optionally mounts a FUSE client for IOR. On a netns test cluster it a
 links with tc TBF: every server one link of `link.rate_mbit`, the client `link.client_links`
 of them as one cap. docs/pfs.md explains the layout and how it differs from PVFS2's.
 
-Every change is written to a journal (`state_dir/journal.json`) before it is made; `down`
-undoes it newest first, so teardown after a failure, Ctrl-C or SIGKILL of `up` leaves no server
+Every change is written to a journal (corun.machine.state's, `state_dir/pfs.journal.json`)
+before it is made; `down` undoes it newest first (the data servers' stops at once, then the
+disks' teardowns), so teardown after a failure, Ctrl-C or SIGKILL of `up` leaves no server
 process, mount, image or qdisc behind. The journal lives beside the layout, not in /run/corun,
 because the file system outlives the `up` command (`corun recover` must not end it).
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import socket
 import subprocess
@@ -31,11 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.machine.state import UNDO
+from corun.machine.state import Journal
 from corun.testbed import inventory
 from corun.testbed.pfs_links import _tbf_args, _tc, qdisc_undo_argv, qdiscs, shaped_rate_mbit
 from corun.testbed.pfs_plan import (
     AIOLI_TYPE,
+    JOURNAL_ID,
     LISTEN_TIMEOUT_S,
     PIDS_SCRIPT,
     REMOTE_TIMEOUT_S,
@@ -86,61 +87,26 @@ def remote(
     return res
 
 
-class FsJournal:
-    """Undo actions (corun.machine.state's handlers) saved before each change; unwound newest first."""
+def open_journal(plan: Plan) -> Journal:
+    """The file system's journal (corun.machine.state's, in state_dir: not corun's state folder,
+    which `corun recover` undoes), with the actions an earlier `up` left in it."""
+    plan.state_dir.mkdir(parents=True, exist_ok=True)
+    return Journal(JOURNAL_ID, directory=plan.state_dir, resume=True)
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.actions: list[dict] = []
-        if path.exists():
-            self.actions = json.loads(path.read_text()).get("actions", [])
 
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps({"pid": os.getpid(), "actions": self.actions}, indent=1))
+def _push(j: Journal, what: str, argv: list[str], together: str | None = None) -> None:
+    """An undo command journalled before its change; TOGETHER names a kind of action (the data
+    servers' stops, the disks' teardowns) that the unwind undoes at once for every server."""
+    action = {"kind": "command", "what": what, "argv": argv, "timeout_s": REMOTE_TIMEOUT_S}
+    j.push({**action, "together": together} if together else action)
 
-    def push(self, what: str, argv: list[str], together: str | None = None) -> None:
-        """TOGETHER names a kind of action (the data servers' stops) that the unwind runs at once
-        for every server, when it meets the newest of them."""
-        action = {"kind": "command", "what": what, "argv": argv, "timeout_s": REMOTE_TIMEOUT_S}
-        if together:
-            action["together"] = together
-        self.actions.append(action)
-        self.save()
 
-    def unwind(self) -> list[str]:
-        """Undo everything, newest first (the actions of one `together` kind at once, when the
-        newest of them comes); an undo that fails stays in the journal for the next down."""
-        pending = list(reversed(range(len(self.actions))))
-        failed: list[int] = []
-        errors: list[str] = []
-
-        def undo(i: int) -> str | None:
-            try:
-                UNDO[self.actions[i]["kind"]](self.actions[i])
-                return None
-            except Exception as exc:  # noqa: BLE001 - teardown goes on whatever fails
-                return f"{self.actions[i].get('what')}: {exc}"
-
-        while pending:
-            tag = self.actions[pending[0]].get("together")
-            batch = [i for i in pending if tag and self.actions[i].get("together") == tag] or pending[:1]
-            pending = [i for i in pending if i not in batch]
-            if len(batch) == 1:
-                results = [undo(batch[0])]
-            else:
-                with ThreadPoolExecutor(max_workers=min(16, len(batch))) as pool:
-                    results = list(pool.map(undo, batch))
-            for i, err in zip(batch, results):
-                if err:
-                    errors.append(err)
-                    failed.append(i)
-        self.actions = [self.actions[i] for i in sorted(failed)]
-        if failed:
-            self.save()
-        else:
-            self.path.unlink(missing_ok=True)
-        return errors
+def journal_actions(plan: Plan) -> int:
+    """How many undo actions the journal holds (read, not taken: `up` may be holding it)."""
+    try:
+        return len(json.loads(plan.journal_path.read_text()).get("actions", []))
+    except (OSError, ValueError):
+        return 0
 
 
 # ---- up, status, down --------------------------------------------------------------------
@@ -199,44 +165,47 @@ def check_tools(plan: Plan) -> None:
 
 
 def up(plan: Plan) -> dict:
-    j = FsJournal(plan.journal_path)
+    j = open_journal(plan)
     if j.actions:
+        j.release()
         raise PfsError(f"pfs: a file system is already up ({plan.journal_path}); run down first", 1)
-    check_tools(plan)
     try:
+        check_tools(plan)
         _up(plan, j)
     except BaseException:
-        errors = j.unwind()
+        errors = j.unwind(keep_failed=True)  # what cannot be undone stays for down
         if errors:
             print("pfs: undoing a failed up: " + "; ".join(errors), file=sys.stderr)
         plan.layout_path.unlink(missing_ok=True)
         raise
     lay = layout(plan)
     atomic_write_text(plan.layout_path, json.dumps(lay, indent=2) + "\n")
+    j.release()  # the journal stays: down unwinds it
     return lay
 
 
-def _up(plan: Plan, j: FsJournal) -> None:
+def _up(plan: Plan, j: Journal) -> None:
     cfg, port = plan.cfg, plan.cfg["port"]
     root = cfg["root"]
     for h in {x.name: x for x in [s.host for s in plan.servers] + plan.clients}.values():
         if remote(h, '[ -e "$1" ] || echo absent', root).stdout.strip() == "absent":
-            j.push(f"remove {root} on {h.name} if empty", remote_argv(h, 'rmdir -- "$1" 2>/dev/null; exit 0', root))
+            _push(j, f"remove {root} on {h.name} if empty", remote_argv(h, 'rmdir -- "$1" 2>/dev/null; exit 0', root))
     for s in plan.servers:
         h = s.host
         existed = remote(h, 'for p; do [ -e "$p" ] && echo "$p"; done; exit 0', s.dir, s.brick).stdout.split()
         if s.dir not in existed:
-            j.push(f"remove {s.dir} on {h.name}", remote_argv(h, 'rm -rf -- "$1"', s.dir))
+            _push(j, f"remove {s.dir} on {h.name}", remote_argv(h, 'rm -rf -- "$1"', s.dir))
         if s.brick not in existed:
-            j.push(f"remove {s.brick} on {h.name}", remote_argv(h, 'rm -rf -- "$1"', s.brick))
+            _push(j, f"remove {s.brick} on {h.name}", remote_argv(h, 'rm -rf -- "$1"', s.brick))
         remote(h, 'mkdir -p -- "$1" "$2"', s.dir, s.brick)
         if s.image:
-            j.push(f"remove {s.image} on {h.name}", remote_argv(h, 'rm -f -- "$1"', s.image))
+            _push(j, f"remove {s.image} on {h.name}", remote_argv(h, 'rm -f -- "$1"', s.image))
             remote(h, 'truncate -s "$2M" "$1" && mkfs.ext4 -q -F "$1"', s.image, str(cfg["brick"]["size_mib"]))
-            j.push(f"unmount {s.brick} on {h.name}", remote_argv(h, UMOUNT_SCRIPT, s.brick))
+            _push(j, f"unmount {s.brick} on {h.name}", remote_argv(h, UMOUNT_SCRIPT, s.brick))
             remote(h, 'mount -o loop -- "$1" "$2"', s.image, s.brick)
         if s.disk:
-            j.push(
+            _push(
+                j,
                 f"remove {s.disk} on {h.name} once its disk is down",
                 remote_argv(
                     h,
@@ -246,7 +215,8 @@ def _up(plan: Plan, j: FsJournal) -> None:
                 ),
             )
             disk_argv = _disk_argv(plan, "down", s.disk)
-            j.push(
+            _push(
+                j,
                 f"take down the emulated disk of {s.brick} on {h.name}",
                 h.command(disk_argv, cwd=str(repo_root())),
                 together="disks",
@@ -269,10 +239,10 @@ def _up(plan: Plan, j: FsJournal) -> None:
         remote(
             h, 'cat > "$1"', s.volfile, stdin=server_volfile(s, port, cfg["server_xlators"], cfg["brick"]["o_direct"])
         )
-        j.push(f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile), "servers")
+        _push(j, f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile), "servers")
         remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
     for ns, dev, rate in qdiscs(plan):
-        j.push(f"remove the qdisc of {dev}" + (f" in {ns}" if ns else ""), qdisc_undo_argv(ns, dev))
+        _push(j, f"remove the qdisc of {dev}" + (f" in {ns}" if ns else ""), qdisc_undo_argv(ns, dev))
         res = subprocess.run(
             _tc(ns) + ["qdisc", "replace", "dev", dev, "root"] + _tbf_args(rate), capture_output=True, text=True
         )
@@ -293,9 +263,9 @@ def _up(plan: Plan, j: FsJournal) -> None:
         cdir = f"{hdir}/client"
         exists = remote(c, '[ -e "$1" ] && echo yes; exit 0', hdir).stdout.strip() == "yes"
         if not exists:
-            j.push(f"remove {hdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', hdir))
+            _push(j, f"remove {hdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', hdir))
         else:
-            j.push(f"remove {cdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', cdir))
+            _push(j, f"remove {cdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', cdir))
         remote(c, 'mkdir -p -- "$1"', cdir)
         for s in plan.servers:
             remote(c, 'cat > "$1"', plan.client_volfile(s.index, c), stdin=client_volfile(s, port))
@@ -305,8 +275,10 @@ def _up(plan: Plan, j: FsJournal) -> None:
     if cfg["fuse"]["mount"]:
         m = plan.mountpoint
         remote(c, 'cat > "$1"', plan.fuse_volfile, stdin=fuse_volfile(plan))
-        j.push(f"stop the FUSE client on {c.name}", remote_argv(c, STOP_SCRIPT, plan.fuse_volfile, f"{cdir}/fuse.pid"))
-        j.push(f"unmount {m} on {c.name}", remote_argv(c, UMOUNT_SCRIPT, m))
+        _push(
+            j, f"stop the FUSE client on {c.name}", remote_argv(c, STOP_SCRIPT, plan.fuse_volfile, f"{cdir}/fuse.pid")
+        )
+        _push(j, f"unmount {m} on {c.name}", remote_argv(c, UMOUNT_SCRIPT, m))
         remote(
             c,
             'mkdir -p -- "$2" && exec glusterfs -f "$1" -p "$3" -l "$4" "$2"',
@@ -330,7 +302,7 @@ def _up(plan: Plan, j: FsJournal) -> None:
 
 
 def status(plan: Plan) -> dict:
-    j = FsJournal(plan.journal_path)
+    actions = journal_actions(plan)
     servers = []
     for s in plan.servers:
         res = remote(s.host, PIDS_SCRIPT, s.volfile, check=False)
@@ -386,14 +358,14 @@ def status(plan: Plan) -> dict:
             == "yes",
         }
     is_up = (
-        bool(j.actions)
+        bool(actions)
         and all(x["pids"] and x["listening"] for x in servers)
         and all(q["rate_mbit"] == q["expected_mbit"] for q in links)
         and (fuse is None or fuse["mounted"])
     )
     return {
         "up": is_up,
-        "journal_actions": len(j.actions),
+        "journal_actions": actions,
         "servers": servers,
         "links": links,
         "fuse": fuse,
@@ -462,7 +434,8 @@ def counters(plan: Plan, sched_status: str | None = None) -> dict:
 
 
 def down(plan: Plan) -> list[str]:
-    errors = FsJournal(plan.journal_path).unwind()
+    """Undo what up did, newest first; an undo that fails stays in the journal for the next down."""
+    errors = open_journal(plan).unwind(keep_failed=True) if plan.journal_path.exists() else []
     if not errors:
         plan.layout_path.unlink(missing_ok=True)
     return errors

@@ -20,6 +20,8 @@ RESERVED_NAMES = {"corun-posix", "corun-locks", "corun-io-threads", BRICK_NAME, 
 # and status files, {dir}/NAME.control and {dir}/NAME.status unless the options name them.
 AIOLI_TYPE = "corun/aioli"
 REMOTE_TIMEOUT_S = 120
+JOURNAL_ID = "pfs"  # the file system's journal (corun.machine.state) in its state_dir
+JOURNAL_FILE = f"{JOURNAL_ID}.journal.json"
 LISTEN_TIMEOUT_S = 20
 TBF_LATENCY = "20ms"
 
@@ -99,7 +101,7 @@ class Plan:
 
     @property
     def journal_path(self) -> Path:
-        return self.state_dir / "journal.json"
+        return self.state_dir / JOURNAL_FILE
 
     @property
     def layout_path(self) -> Path:

@@ -63,6 +63,7 @@ from corun.machine.state import Journal
 from corun.testbed import hosts as hostmod
 from corun.testbed import inventory, pfs, server_parts
 from corun.testbed.guard import Guard
+from corun.testbed.pfs_plan import JOURNAL_FILE
 from corun.util import atomic_write_json, repo_path, repo_root
 
 CLUSTER = "scripts/netns-cluster"
@@ -115,7 +116,7 @@ def teardown(work: Path, cfg_file: Path, netns: bool, cluster_work: Path | None 
     the one before failed."""
     errors = []
     work = cluster_work or work
-    if cfg_file.exists() and (fs_state(cfg_file) / "journal.json").exists():
+    if cfg_file.exists() and (fs_state(cfg_file) / JOURNAL_FILE).exists():
         try:
             _run(pfs_argv(cfg_file, "down"), "pfs down")
             log("file system down")

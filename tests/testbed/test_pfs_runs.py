@@ -52,7 +52,7 @@ def leftovers(tmp_path) -> list[str]:
     left = [line for line in ns.splitlines() if line.startswith(f"{PREFIX}-")]
     procs = subprocess.run(["pgrep", "-af", "glusterfs"], capture_output=True, text=True).stdout
     left += [line for line in procs.splitlines() if str(tmp_path) in line]
-    left += [str(p) for p in (tmp_path / "work").glob("*/pfs/journal.json")]
+    left += [str(p) for p in (tmp_path / "work").glob("*/pfs/pfs.journal.json")]
     return left
 
 

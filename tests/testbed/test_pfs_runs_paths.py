@@ -35,7 +35,7 @@ def calls(monkeypatch):
             raise CorunError("stop")
         if what == "pfs down":  # as the real one: the journal goes once all is down
             cfg = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
-            (Path(cfg["state_dir"]) / "journal.json").unlink(missing_ok=True)
+            (Path(cfg["state_dir"]) / "pfs.journal.json").unlink(missing_ok=True)
         return ""
 
     monkeypatch.setattr(pfs_runs, "_run", fake_run)
@@ -72,7 +72,7 @@ def test_teardown_takes_down_the_file_system_whose_journal_the_configuration_nam
     work = tmp_path / "work" / "s2_l1-look2"
     with pytest.raises(CorunError, match="stop"):
         pfs_runs.run_group(group(tmp_path / "work" / "s2_l1"), tmp_path, tmp_path / "runs", work)
-    journal = tmp_path / "work" / "s2_l1" / "pfs" / "journal.json"
+    journal = tmp_path / "work" / "s2_l1" / "pfs" / "pfs.journal.json"
     journal.parent.mkdir(parents=True)
     journal.write_text("{}")  # the servers the look's `pfs up` started
     calls.clear()

@@ -36,14 +36,14 @@ def test_down_leaves_nothing_behind(netns, tmp_path):
     down = pfs(cfg, "down")
     assert down.returncode == 0, down.stderr
     assert leftovers(netns, root, PREFIX) == []
-    assert not (tmp_path / "pfs-state" / "journal.json").exists()
+    assert not (tmp_path / "pfs-state" / "pfs.journal.json").exists()
     assert pfs(cfg, "down").returncode == 0  # nothing to do: still fine
 
 
 def test_down_after_sigkill_of_up_leaves_nothing_behind(netns, tmp_path):
     root = tmp_path / "root"
     cfg = write_config(tmp_path / "pfs.yaml", netns, root, port=24019)
-    journal = tmp_path / "pfs-state" / "journal.json"
+    journal = tmp_path / "pfs-state" / "pfs.journal.json"
     proc = subprocess.Popen(
         [*PFS, "--config", str(cfg), "up"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
