@@ -136,12 +136,13 @@ def make_row(cid: str, claim: dict, looks: Looks, **kw) -> dict:
 def magnitude(claim: dict, row: dict) -> str | None:
     """The declared magnitude band against the row's interval (on the effect's scale as shown),
     apart from the direction: in magnitude (inside the band), not in magnitude (wholly outside it),
-    magnitude undecided (else, or no interval); None without a band or without a measurement."""
+    magnitude undecided (else, no interval, or one of zero width: pairs without spread decide no
+    more a magnitude than a direction); None without a band or without a measurement."""
     band = claim.get("magnitude")
     if not band or row["outcome"] in (NOT_MEASURABLE, NOT_RUN, FAILED):
         return None
     lo, hi = row["ci_low"], row["ci_high"]
-    if lo is None or hi is None:
+    if lo is None or hi is None or lo == hi:
         return MAGNITUDE_UNDECIDED
     least, most = band.get("at_least", -math.inf), band.get("at_most", math.inf)
     if least <= lo and hi <= most:

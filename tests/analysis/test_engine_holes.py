@@ -55,6 +55,15 @@ def test_pairs_without_spread_decide_nothing():
     assert row["outcome"] == "inconclusive" and "no spread" in row["why"]
 
 
+def test_pairs_without_spread_decide_no_magnitude():
+    """A zero-width interval decides no magnitude either: 1.1 on every pair is inside a band of
+    1.05 to 1.2 and outside one of 1.3 to 2 only because no pair differed."""
+    same = {"runs": paired([11.0] * 8, [10.0] * 8)}
+    for band in ({"at_least": 1.05, "at_most": 1.2}, {"at_least": 1.3, "at_most": 2.0}):
+        row = judge("c", claim(**RATIO, magnitude={**band, "from": "a band"}), same, MACHINE)
+        assert row["outcome"] == "inconclusive" and row["magnitude"] == "magnitude undecided", row
+
+
 def test_three_pairs_of_one_sign_decide_nothing():
     """Three pairs on one side happen one time in four under a null of two machine states (half the
     pairs +1, half -1): no rule may decide on them. The exact sign-flip test's smallest one-sided p

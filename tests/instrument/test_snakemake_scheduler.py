@@ -133,9 +133,9 @@ def _no_patch_left(monkeypatch):
 
 def test_sigint_to_snakemake_alone_stops_the_patched_workflow(tmp_path):
     """Ctrl-C's signal sent to the Snakemake process alone (not its process group, as a
-    terminal sends it): the job that runs finishes, no other starts, and Snakemake exits. SIGINT is set back to its default for the child, as a
-    terminal has it: a shell's background job (`make run &`) ignores SIGINT, and Python then
-    never sees it."""
+    terminal sends it): the job that runs finishes, no other starts, and Snakemake exits. SIGINT
+    is set back to its default for the child, as a terminal has it: a non-interactive shell's
+    background job (`make run &`) ignores SIGINT, and Python then never sees it."""
     import signal
 
     write_toy(tmp_path, 5, patched=True, sleep='"4"')
