@@ -166,16 +166,46 @@ def clean_clone(repo_root, tmp_path_factory):
     return _clone_files(repo_root, tmp_path_factory.mktemp("docs-clone") / "corun")
 
 
-@pytest.mark.parametrize("cmd", _distinct_commands())
-def test_documented_command_dry_runs_on_a_clean_clone(cmd, clean_clone):
-    """Each documented snakemake command, as a reader types it, plans on a clean clone (-n)."""
+@pytest.fixture(scope="module")
+def dry_runs(request, repo_root, clean_clone, tmp_path_factory):
+    """The dry run of every command this session selects, one per CPU at a time, each worker on a
+    clean clone of its own (a dry run writes the plan in its results folder): command -> result."""
+    import os
+    import queue
     import subprocess
     import sys
+    from concurrent.futures import ThreadPoolExecutor
 
+    wanted = [
+        item.callspec.params["cmd"]
+        for item in request.session.items
+        if item.originalname == "test_documented_command_dry_runs_on_a_clean_clone"
+    ]
+    todo = [cmd for cmd in dict.fromkeys(wanted) if not _needs_the_readers_own(cmd, clean_clone)]
+    workers = max(1, min(len(todo), os.cpu_count() or 1))
+    clones: queue.Queue = queue.Queue()
+    clones.put(clean_clone)
+    for i in range(1, workers):
+        clones.put(_clone_files(repo_root, tmp_path_factory.mktemp(f"docs-clone-{i}") / "corun"))
+    smk = str(Path(sys.executable).parent / "snakemake")
+
+    def dry_run(cmd):
+        clone = clones.get()
+        try:
+            return subprocess.run([smk, "-n", *_argv(cmd)], cwd=clone, capture_output=True, text=True, timeout=600)
+        finally:
+            clones.put(clone)
+
+    with ThreadPoolExecutor(workers) as pool:
+        return dict(zip(todo, pool.map(dry_run, todo)))
+
+
+@pytest.mark.parametrize("cmd", _distinct_commands())
+def test_documented_command_dry_runs_on_a_clean_clone(cmd, clean_clone, dry_runs):
+    """Each documented snakemake command, as a reader types it, plans on a clean clone (-n)."""
     why = _needs_the_readers_own(cmd, clean_clone)
     if why:
         pytest.skip(f"names {why}")
-    smk = str(Path(sys.executable).parent / "snakemake")
-    res = subprocess.run([smk, "-n", *_argv(cmd)], cwd=clean_clone, capture_output=True, text=True, timeout=600)
+    res = dry_runs[cmd]
     assert res.returncode == 0, f"{cmd}\n{res.stderr[-1500:]}"
     assert "Traceback" not in res.stderr, res.stderr[-1500:]

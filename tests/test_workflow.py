@@ -51,12 +51,6 @@ def test_bad_config_is_one_line_and_runs_nothing(repo_root, tmp_path):
     assert not (repo_root / "results" / "test-bad").exists()
 
 
-def test_paper_profile_plans(repo_root):
-    res = smk(repo_root, "--profile", "workflows/profiles/paper", "-n", "all")
-    assert res.returncode == 0, res.stderr
-    assert "run_sensitivity" in res.stdout
-
-
 def test_paper_profile_plans_on_a_clone_never_provisioned(repo_root, tmp_path):
     """The README's dry run needs no build: the kernels a clone lacks are planned as jobs."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=repo_root, capture_output=True, check=True).stdout
