@@ -40,6 +40,7 @@ KEYS = (
     "project",
     "queue",
     "key",
+    "reservable_disks",
     "corun_dir",
 )
 QUEUES = ("default", "production", "testing", "besteffort")
@@ -113,7 +114,10 @@ def check(given: dict, source: str) -> dict:
         raise ConfigError(source, "project", s["project"], "a Grid'5000 project name")
     if s.get("key") is not None and not str(s["key"]).endswith(".pub"):
         raise ConfigError(source, "key", s["key"], "the path of an ssh public key (.pub) for root on the nodes")
-    corun_vars(str(s["corun_dir"]))  # an absolute path, or the one-line error
+    if not isinstance(s.get("reservable_disks", False), bool):
+        raise ConfigError(source, "reservable_disks", s["reservable_disks"], "true or false")
+    if not isinstance(s["corun_dir"], str) or not s["corun_dir"].startswith("/") or s["corun_dir"] == "/":
+        raise ConfigError(source, "corun_dir", s["corun_dir"], "an absolute path on the nodes other than /")
     return s
 
 
@@ -137,6 +141,8 @@ def enoslib_settings(s: dict) -> tuple[dict, dict]:
         if s.get(k) is not None:
             settings[k] = str(s[k])
     machine = {"roles": [ROLE], "cluster": s["cluster"], "site": s["site"], "nodes": s["nodes"]}
+    if s.get("reservable_disks"):
+        machine["reservable_disks"] = True  # the nodes' extra disks (docs/howto/grid5000-disk.md)
     return settings, machine
 
 

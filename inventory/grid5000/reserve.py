@@ -4,17 +4,17 @@
 usage: .venv-grid5000/bin/python inventory/grid5000/reserve.py [CONFIG.yaml] [--site SITE]
            [--cluster CLUSTER] [--nodes N] [--walltime H:MM[:SS]] [--image ENV] [--job-name NAME]
            [--job-id ID] [--reservation 'YYYY-MM-DD HH:MM:SS'] [--project P] [--queue Q]
-           [--key FILE.pub] [--corun-dir DIR] [--out FILE] [--print-conf | --release]
+           [--key FILE.pub] [--reservable-disks] [--corun-dir DIR] [--out FILE] [--print-conf | --release]
 
 One OAR deploy job of N nodes of one cluster (default 1 node, walltime 2:00:00, image
 debian12-min, job name corun), each node installed by kadeploy with your public keys for root.
 Run again with the same job name while the job lasts: EnOSlib reloads it (and deploys again
 only nodes not running the image) instead of reserving more; --job-id reloads a job by number.
 Settings come from CONFIG (YAML: site, cluster, nodes, walltime, image, job_name, job_id,
-reservation, project, queue, key, corun_dir), the command line overriding it. The inventory
-(default inventory/grid5000.yml) has the nodes in group testbed under their short names, root
-over ssh, and corun_source_copy with corun_source_dir (default /root/corun), where
-roles/corun_source copies corun on every node. --print-conf prints the settings handed to
+reservation, project, queue, key, reservable_disks, corun_dir), the command line overriding
+it. The inventory (default inventory/grid5000.yml) has the nodes in group testbed under their
+short names, root over ssh, and corun_source_copy with corun_source_dir (default /root/corun),
+where roles/corun_source copies corun on every node. --print-conf prints the settings handed to
 EnOSlib and stops (no Grid'5000 needed); --release deletes the job. Needs EnOSlib
 (requirements-grid5000.txt, in a Python environment of its own). Exit 0 ok, 1 EnOSlib or
 Grid'5000 failed, 2 bad input. See docs/howto/grid5000.md.
@@ -47,6 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--project", help="Grid'5000 project of the job")
     ap.add_argument("--queue", help="OAR queue (default, production, testing, besteffort)")
     ap.add_argument("--key", help="public key for root on the nodes (default every ~/.ssh/*.pub)")
+    ap.add_argument("--reservable-disks", action="store_const", const=True, help="reserve the nodes' extra disks too")
     ap.add_argument("--corun-dir", help="where corun goes on the nodes (default /root/corun)")
     ap.add_argument("--out", default=str(REPO / "inventory" / "grid5000.yml"), help="inventory file, - for stdout")
     act = ap.add_mutually_exclusive_group()

@@ -118,6 +118,7 @@ def test_settings_handed_to_enoslib():
         "project": "lab",
     }
     assert m == {"roles": ["testbed"], "cluster": "dahu", "site": "grenoble", "nodes": 3}
+    assert g5k.enoslib_settings(settings(reservable_disks=True))[1]["reservable_disks"] is True
 
 
 def run_script(*args, cwd=REPO):
@@ -134,7 +135,8 @@ def run_script(*args, cwd=REPO):
         ("site: grenoble\ncluster: dahu\nwalltime: '3h'\n", "walltime: '3h' (expected hours:minutes[:seconds]"),
         ("site: grenoble\ncluster: dahu\nimage: debian11-min\n", "image: 'debian11-min' (expected a Debian 12"),
         ("site: Grenoble\ncluster: dahu\n", "site: 'Grenoble' (expected a Grid'5000 site name such as grenoble)"),
-        ("site: grenoble\ncluster: dahu\ncorun_dir: corun\n", "corun_dir: 'corun' (expected an absolute path"),
+        ("site: grenoble\ncluster: dahu\ncorun_dir: corun\n", "reserve.yaml: corun_dir: 'corun' (expected an absolute"),
+        ("site: grenoble\ncluster: dahu\nreservable_disks: 2\n", "reservable_disks: 2 (expected true or false)"),
         ("- site\n", "reserve.yaml: (top level): ['site'] (expected a YAML mapping"),
     ],
 )
