@@ -1,9 +1,7 @@
-"""Testbed inventories and the OAR executor wrapper, on fixture inputs (no testbed needed).
-
-inventory/grid5000/oar_inventory.py ($OAR_NODEFILE, oarstat -J output), the CloudLab profile
-(run against a small stand-in for geni-lib's portal API: the geni-lib on PyPI is Python 2 only;
-CloudLab's portal runs its own), inventory/cloudlab/manifest_inventory.py (a manifest rspec) and
-corun.testbed.oar's oarsub/oarstat command construction and parsing.
+"""Testbed inventories on fixture inputs (no testbed needed): the CloudLab profile (run against
+a small stand-in for geni-lib's portal API: the geni-lib on PyPI is Python 2 only; CloudLab's
+portal runs its own) and inventory/cloudlab/manifest_inventory.py (a manifest rspec). Grid'5000's
+inventory through EnOSlib: tests/testbed/test_g5k_reserve.py.
 """
 
 import json
@@ -13,10 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-
-from corun.errors import ConfigError, CorunError
-from corun.testbed import oar
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "testbeds"
@@ -48,39 +42,6 @@ def generated(out, script, *args):
     assert proc.returncode == 0, proc.stderr
     inv = listed(out)
     return inv["testbed"]["hosts"], inv["_meta"]["hostvars"]
-
-
-@pytest.mark.parametrize("source", [("--nodefile", "oar_nodefile"), ("--oarstat-json", "oarstat_job.json")])
-def test_grid5000_inventory_from_oar(tmp_path, source):
-    options = [source[0], str(FIXTURES / source[1]), "--corun-dir", "/root/corun", "--jump", "alice@access.grid5000.fr"]
-    hosts, hostvars = generated(tmp_path / "g5k.yml", "grid5000/oar_inventory.py", *options)
-    assert hosts == ["dahu-3", "dahu-7"]
-    hv = hostvars["dahu-7"]
-    assert hv["ansible_host"] == "dahu-7.grenoble.grid5000.fr"
-    assert hv["ansible_user"] == "root"
-    assert hv["ansible_ssh_common_args"] == "-J alice@access.grid5000.fr"
-    assert hv["corun_kernels_src_dir"] == "/root/corun"
-
-
-def test_grid5000_job_not_running_is_one_line(tmp_path):
-    doc = json.loads((FIXTURES / "oarstat_job.json").read_text())
-    doc["2457811"]["state"] = "Waiting"
-    saved = tmp_path / "oarstat.json"
-    saved.write_text(json.dumps(doc))
-    proc = generate("grid5000/oar_inventory.py", "--oarstat-json", str(saved), "--out", str(tmp_path / "x.yml"))
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "2457811.state: 'Waiting' (expected a running job" in proc.stderr
-    assert not (tmp_path / "x.yml").exists()
-
-
-def test_grid5000_nodefile_garbage_is_one_line(tmp_path):
-    """A line that is not a host name (a pasted prompt, a path) is refused, not made a host."""
-    nodefile = tmp_path / "nodefile"
-    nodefile.write_text("dahu-3.grenoble.grid5000.fr\nroot@dahu-3:~# oarsub -I\n")
-    proc = generate("grid5000/oar_inventory.py", "--nodefile", str(nodefile), "--out", str(tmp_path / "x.yml"))
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert f"{nodefile}: line 2: 'root@dahu-3:~# oarsub -I' (expected a node's host name" in proc.stderr
-    assert not (tmp_path / "x.yml").exists()
 
 
 def test_cloudlab_inventory_from_manifest(tmp_path):
@@ -223,104 +184,3 @@ def test_cloudlab_profile_requests_raw_pcs_on_one_lan(fake_geni):
 def test_cloudlab_profile_rejects_zero_nodes(fake_geni):
     proc = run_profile(fake_geni, node_count=0)
     assert proc.returncode != 0 and "node_count: expected an integer >= 1" in proc.stderr
-
-
-# The OAR wrapper of Snakemake's cluster-generic executor.
-
-
-def test_oar_submit_command():
-    argv = oar.submit_argv(
-        "/home/a/corun/.snakemake/tmp.x/job.sh", "2:30:00", nodes=1, name="corun-run x", project="p1", types=["deploy"]
-    )
-    assert argv == [
-        "oarsub",
-        "-l",
-        "nodes=1,walltime=2:30:00",
-        "-n",
-        "corun-run_x",
-        "--project",
-        "p1",
-        "-t",
-        "deploy",
-        "-O",
-        "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.out",
-        "-E",
-        "/home/a/corun/.snakemake/tmp.x/job.sh.%jobid%.err",
-        "/bin/bash /home/a/corun/.snakemake/tmp.x/job.sh",
-    ]
-    assert oar.submit_argv("j.sh", cores=4, undeployed=True)[2] == "nodes=1/core=4,walltime=1:00:00"
-
-
-def test_oar_submit_refuses_a_job_on_undeployed_nodes_unless_told():
-    with pytest.raises(ConfigError) as exc:
-        oar.submit_argv("j.sh", types=["besteffort"])
-    assert str(exc.value) == (
-        "corun.testbed.oar submit: --type: ['besteffort'] (expected deploy (a kadeploy job: root on the "
-        "nodes, where runs measure), or --undeployed to submit to the default environment, where runs "
-        "cannot measure)"
-    )
-    assert "-t" not in oar.submit_argv("j.sh", undeployed=True)
-    proc = subprocess.run([PY, "-m", "corun.testbed.oar", "submit", "j.sh"], capture_output=True, text=True, cwd=REPO)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "(expected deploy" in proc.stderr
-
-
-@pytest.mark.parametrize(
-    ("kw", "needle"),
-    [
-        ({"walltime": "2h"}, "walltime: '2h' (expected hours[:minutes[:seconds]]"),
-        ({"nodes": 0}, "(expected integers >= 1)"),
-    ],
-)
-def test_oar_submit_bad_resources(kw, needle):
-    with pytest.raises(ConfigError, match=r".*") as exc:
-        oar.submit_argv("j.sh", **kw)
-    assert needle in str(exc.value)
-
-
-def test_oar_parses_oarsub_and_oarstat():
-    out = "[ADMISSION RULE] Modify resource description with type constraints\nOAR_JOB_ID=2457811\n"
-    assert oar.parse_submit(out) == "2457811"
-    with pytest.raises(CorunError):
-        oar.parse_submit("[ERROR] no resources\n")
-    doc = json.loads((FIXTURES / "oarstat_job.json").read_text())
-    assert oar.parse_status(doc, "2457811") == "running"
-    doc["2457811"].update(state="Terminated", exit_code=0)
-    assert oar.parse_status(doc, "2457811") == "success"
-    doc["2457811"].update(exit_code=256)
-    assert oar.parse_status(doc, "2457811") == "failed"
-    doc["2457811"].update(state="Error", exit_code=None)
-    assert oar.parse_status(doc, "2457811") == "failed"
-
-
-def test_oar_wrapper_end_to_end_with_stand_in_commands(tmp_path):
-    """submit/status/cancel as Snakemake calls them, with oarsub/oarstat/oardel stand-ins on PATH."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    log = tmp_path / "calls.log"
-    (bin_dir / "oarsub").write_text(f'#!/bin/sh\necho "oarsub $*" >> {log}\necho OAR_JOB_ID=42\n')
-    (bin_dir / "oarstat").write_text('#!/bin/sh\necho \'{"42": {"state": "Terminated", "exit_code": 0}}\'\n')
-    (bin_dir / "oardel").write_text(f'#!/bin/sh\necho "oardel $*" >> {log}\n')
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
-
-    def call(*args):
-        return subprocess.run([PY, "-m", "corun.testbed.oar", *args], capture_output=True, text=True, env=env, cwd=REPO)
-
-    sub = call("submit", "--walltime", "0:10:00", "--name", "corun-run_llc", "--undeployed", str(tmp_path / "job.sh"))
-    assert (sub.returncode, sub.stdout) == (0, "42\n"), sub.stderr
-    assert call("status", "42").stdout == "success\n"
-    assert call("cancel", "42", "43").returncode == 0
-    assert log.read_text().splitlines() == [
-        f"oarsub -l nodes=1,walltime=0:10:00 -n corun-run_llc -O {tmp_path}/job.sh.%jobid%.out "
-        f"-E {tmp_path}/job.sh.%jobid%.err /bin/bash {tmp_path}/job.sh",
-        "oardel 42 43",
-    ]
-
-
-def test_oar_profile_uses_the_wrapper():
-    profile = yaml.safe_load((REPO / "workflows" / "profiles" / "oar" / "config.yaml").read_text())
-    assert profile["executor"] == "cluster-generic"
-    assert "-m corun.testbed.oar submit" in profile["cluster-generic-submit-cmd"]
-    assert profile["cluster-generic-status-cmd"].endswith("-m corun.testbed.oar status")

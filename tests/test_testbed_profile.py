@@ -101,7 +101,7 @@ def cluster_inventories(node, where: str):
 
 def test_every_profile_names_an_inventory_file_not_the_script_that_writes_it():
     """A cluster's inventory is the YAML file a reservation's script writes (inventory/grid5000.yml
-    from inventory/grid5000/oar_inventory.py), never the script: Ansible and corun read a file."""
+    from inventory/grid5000/reserve.py), never the script: Ansible and corun read a file."""
     profiles = sorted((REPO / "experiments").glob("*/profiles/*.yaml"))
     profiles += sorted((REPO / "workflows" / "config").glob("*.yaml"))
     named = [n for p in profiles for n in cluster_inventories(yaml.safe_load(p.read_text()), str(p.relative_to(REPO)))]

@@ -1,1 +1,1 @@
-"""Other machines: inventories, running on their hosts through ssh, batch systems (OAR), testbeds."""
+"""Other machines: inventories, running on their hosts through ssh, batch systems (Slurm), testbeds."""

@@ -1,21 +1,19 @@
-"""Ansible inventories of testbed reservations: a Grid'5000 OAR job, a CloudLab manifest.
+"""Ansible inventories of testbed reservations: a CloudLab manifest here, Grid'5000 nodes
+through EnOSlib in corun/testbed/g5k.py.
 
-The scripts inventory/grid5000/oar_inventory.py and inventory/cloudlab/manifest_inventory.py
-call these functions; each writes a YAML inventory with the hosts in group testbed and the
-variables corun's roles and multi-host runs read (the corun checkout path on the nodes, the
-ssh user, the network MPI uses).
+inventory/cloudlab/manifest_inventory.py and inventory/grid5000/reserve.py call these functions;
+each writes a YAML inventory with the hosts in group testbed and the variables corun's roles and
+multi-host runs read (the corun checkout path on the nodes, the ssh user, the network MPI uses).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-import re
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from corun.errors import ConfigError, CorunError
+from corun.errors import ConfigError
 from corun.util import atomic_write_text
 
 RSPEC_NS = "{http://www.geni.net/resources/rspec/3}"
@@ -46,71 +44,6 @@ def corun_vars(corun_dir: str) -> dict:
         "corun_schedulers_src_dir": corun_dir,
         "corun_schedulers_data_dir": f"{corun_dir}/results",
     }
-
-
-# Grid'5000 ------------------------------------------------------------------------------------
-
-
-_HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
-)
-
-
-def oar_nodes_from_nodefile(text: str, source: str = "$OAR_NODEFILE") -> list[str]:
-    """$OAR_NODEFILE lists each node once per reserved core: the nodes, in order, once. A line
-    that is not a host name (a pasted command, a path) is an error naming the line."""
-    out: list[str] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        node = line.strip()
-        if node and not _HOSTNAME.match(node):
-            raise ConfigError(
-                source, f"line {n}", node, "a node's host name, one a line (e.g. grisou-1.nancy.grid5000.fr)"
-            )
-        if node and node not in out:
-            out.append(node)
-    return out
-
-
-def oar_nodes_from_oarstat(doc: dict, job: str | None, source: str) -> list[str]:
-    """Nodes of `oarstat -fj JOB -J` output ({JOB: {assigned_network_address: [...], state}})."""
-    if not isinstance(doc, dict) or not doc:
-        raise ConfigError(source, "", doc, "oarstat -fj JOBID -J output (an object keyed by job id)")
-    key = job if job is not None else next(iter(doc))
-    entry = doc.get(str(key))
-    if not isinstance(entry, dict):
-        raise ConfigError(source, "job", key, f"one of the jobs in the output ({', '.join(doc)})")
-    nodes = entry.get("assigned_network_address") or []
-    if entry.get("state") not in (None, "Running") or not nodes:
-        raise ConfigError(
-            source, f"{key}.state", entry.get("state"), "a running job with nodes (wait for oarstat to say Running)"
-        )
-    return oar_nodes_from_nodefile("\n".join(nodes), f"{source}: assigned_network_address")
-
-
-def run_oarstat(job: str) -> dict:
-    try:
-        proc = subprocess.run(["oarstat", "-fj", job, "-J"], capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        raise CorunError(
-            "oarstat not found: run this on a Grid'5000 frontend, or pass --nodefile or --oarstat-json"
-        ) from None
-    if proc.returncode != 0:
-        raise CorunError(f"oarstat -fj {job} -J failed ({(proc.stderr.strip().splitlines() or ['?'])[-1]})")
-    return json.loads(proc.stdout)
-
-
-def grid5000_inventory(nodes: list[str], user: str, corun_dir: str, jump: str | None, source: str) -> str:
-    if not nodes:
-        raise ConfigError(source, "nodes", [], "at least one reserved node")
-    group_vars = {"ansible_user": user, **corun_vars(corun_dir)}
-    if jump:
-        group_vars["ansible_ssh_common_args"] = f"-J {jump}"
-    return inventory_yaml(
-        f"Grid'5000 nodes of {source}, written by inventory/grid5000/oar_inventory.py.\n"
-        "Deployed nodes (kadeploy3) take root over ssh with your key.",
-        [(n.split(".")[0], {"ansible_host": n}) for n in nodes],
-        group_vars,
-    )
 
 
 # CloudLab -------------------------------------------------------------------------------------
