@@ -268,7 +268,7 @@ def inventory_text(roles, networks, s: dict, jobs: list[str], source: str) -> st
         group_vars["corun_mpi_network"] = net
     job = f"OAR job {', '.join(jobs)}" if jobs else f"job {s['job_name']}"
     return inventory_yaml(
-        f"Grid'5000 nodes of {job} ({s['nodes']} x {s['cluster']}, {s['site']}, {s['image']}, "
+        f"Grid'5000 nodes of {job} ({len(hosts)} x {s['cluster']}, {s['site']}, {s['image']}, "
         f"walltime {s['walltime']}),\nwritten by inventory/grid5000/reserve.py from {source} through EnOSlib.\n"
         "Deployed nodes take root over ssh with your key; corun is copied to corun_source_dir.",
         hosts,
