@@ -160,11 +160,13 @@ def _provider(s: dict):
         conf = en.G5kConf.from_settings(**settings).add_machine(**machine)
         return en.G5k(conf)
     except Exception as exc:  # EnOSlib's own errors: schema, API; shown in one line
-        raise CorunError(f"EnOSlib refused the reservation ({_first_line(exc)})") from None
+        raise CorunError(f"EnOSlib could not prepare the reservation ({_first_line(exc)})") from None
 
 
 def reserve(s: dict):
-    """Reserve (or reload, by job name or job_id) and deploy the nodes: EnOSlib's (roles, networks)."""
+    """Reserve (or reload, by job name or job_id) and deploy the nodes: EnOSlib's (roles,
+    networks, OAR job ids). EnOSlib's progress (waiting for the job, kadeploy) goes to stderr."""
+    _enoslib().init_logging()  # INFO: a deployment takes minutes, say what it waits for
     provider = _provider(s)
     try:
         roles, networks = provider.init()
