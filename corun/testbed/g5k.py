@@ -70,12 +70,17 @@ def read_config(path: str | None, overrides: dict) -> tuple[dict, str]:
             raise ConfigError(path, "", "unparsable YAML", f"a YAML mapping ({str(exc).splitlines()[0]})") from None
         if not isinstance(doc, dict):
             raise ConfigError(path, "", doc, "a YAML mapping of reservation settings")
-    given = {**doc, **{k: v for k, v in overrides.items() if v is not None}}
-    return check(given, source), source
+    cli = {k: v for k, v in overrides.items() if v is not None}
+    return check({**doc, **cli}, source, set(cli)), source
 
 
-def check(given: dict, source: str) -> dict:
-    """The settings with defaults filled in, or a ConfigError naming the first bad key."""
+def check(given: dict, source: str, from_cli: set | None = None) -> dict:
+    """The settings with defaults filled in, or a ConfigError naming the first bad key (and
+    where it came from: SOURCE, or the command line for the keys FROM_CLI)."""
+
+    def src(key: str) -> str:
+        return "command line" if key in (from_cli or ()) else source
+
     for k in given:
         if k not in KEYS:
             raise ConfigError(source, str(k), given[k], f"a reservation setting ({', '.join(KEYS)})")
@@ -84,40 +89,48 @@ def check(given: dict, source: str) -> dict:
         if k not in given:
             raise ConfigError(source, k, None, f"the Grid'5000 {k} to reserve on (e.g. {_example(k)})")
         if not isinstance(s[k], str) or not NAME.match(s[k]):
-            raise ConfigError(source, k, s[k], f"a Grid'5000 {k} name such as {_example(k)}")
+            raise ConfigError(src(k), k, s[k], f"a Grid'5000 {k} name such as {_example(k)}")
     if isinstance(s["nodes"], bool) or not isinstance(s["nodes"], int) or s["nodes"] < 1:
-        raise ConfigError(source, "nodes", s["nodes"], "an integer >= 1")
+        raise ConfigError(src("nodes"), "nodes", s["nodes"], "an integer >= 1")
     if isinstance(s["walltime"], int):  # YAML 1.1 reads an unquoted 3:00 as 180 (base 60)
         raise ConfigError(
-            source, "walltime", s["walltime"], 'a quoted "hours:minutes[:seconds]" (YAML reads 3:00 unquoted as 180)'
+            src("walltime"),
+            "walltime",
+            s["walltime"],
+            'a quoted "hours:minutes[:seconds]" (YAML reads 3:00 unquoted as 180)',
         )
     m = WALLTIME.match(s["walltime"]) if isinstance(s["walltime"], str) else None
     if not m or (int(m.group(1)), int(m.group(2))) == (0, 0):
-        raise ConfigError(source, "walltime", s["walltime"], "hours:minutes[:seconds] such as 3:00 or 12:30:00")
+        raise ConfigError(
+            src("walltime"), "walltime", s["walltime"], "hours:minutes[:seconds] such as 3:00 or 12:30:00"
+        )
     s["walltime"] = f"{int(m.group(1))}:{m.group(2)}:{m.group(3) or '00'}"  # EnOSlib takes H:MM:SS
     if not isinstance(s["image"], str) or not IMAGE.match(s["image"]):
         raise ConfigError(
-            source, "image", s["image"], "a Debian 12 kadeploy environment such as debian12-min or debian12-nfs"
+            src("image"), "image", s["image"], "a Debian 12 kadeploy environment such as debian12-min or debian12-nfs"
         )
     if not isinstance(s["job_name"], str) or not JOB_NAME.match(s["job_name"]):
-        raise ConfigError(source, "job_name", s["job_name"], "a job name of letters, digits, '_', '.' and '-'")
+        raise ConfigError(src("job_name"), "job_name", s["job_name"], "a job name of letters, digits, '_', '.' and '-'")
     job_id = s.get("job_id")
     if job_id is not None and (isinstance(job_id, bool) or not str(job_id).isdigit()):
-        raise ConfigError(source, "job_id", job_id, "the number of a running OAR job on the site")
+        raise ConfigError(src("job_id"), "job_id", job_id, "the number of a running OAR job on the site")
     if s.get("reservation") is not None and not RESERVATION.match(str(s["reservation"])):
         raise ConfigError(
-            source, "reservation", s["reservation"], "a start date YYYY-MM-DD HH:MM:SS (Grid'5000's time, Paris)"
+            src("reservation"),
+            "reservation",
+            s["reservation"],
+            "a start date YYYY-MM-DD HH:MM:SS (Grid'5000's time, Paris)",
         )
     if s.get("queue") is not None and s["queue"] not in QUEUES:
-        raise ConfigError(source, "queue", s["queue"], f"one of {', '.join(QUEUES)}")
+        raise ConfigError(src("queue"), "queue", s["queue"], f"one of {', '.join(QUEUES)}")
     if s.get("project") is not None and not isinstance(s["project"], str):
-        raise ConfigError(source, "project", s["project"], "a Grid'5000 project name")
+        raise ConfigError(src("project"), "project", s["project"], "a Grid'5000 project name")
     if s.get("key") is not None and not str(s["key"]).endswith(".pub"):
-        raise ConfigError(source, "key", s["key"], "the path of an ssh public key (.pub) for root on the nodes")
+        raise ConfigError(src("key"), "key", s["key"], "the path of an ssh public key (.pub) for root on the nodes")
     if not isinstance(s.get("reservable_disks", False), bool):
-        raise ConfigError(source, "reservable_disks", s["reservable_disks"], "true or false")
+        raise ConfigError(src("reservable_disks"), "reservable_disks", s["reservable_disks"], "true or false")
     if not isinstance(s["corun_dir"], str) or not s["corun_dir"].startswith("/") or s["corun_dir"] == "/":
-        raise ConfigError(source, "corun_dir", s["corun_dir"], "an absolute path on the nodes other than /")
+        raise ConfigError(src("corun_dir"), "corun_dir", s["corun_dir"], "an absolute path on the nodes other than /")
     return s
 
 

@@ -155,6 +155,8 @@ def test_command_line_overrides_the_file_and_print_conf_needs_no_enoslib(tmp_pat
     doc = json.loads(proc.stdout)
     assert doc["machine"] == {"roles": ["testbed"], "cluster": "gros", "site": "nancy", "nodes": 8}
     assert doc["settings"]["env_name"] == "debian12-nfs" and doc["settings"]["walltime"] == "3:00:00"
+    bad = run_script("reserve.yaml", "--walltime", "3h", "--print-conf", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("reserve: command line: walltime: '3h' (expected"), bad.stderr
 
 
 def test_without_enoslib_reserving_is_one_line(monkeypatch, capsys, tmp_path):
