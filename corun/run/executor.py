@@ -26,6 +26,7 @@ from corun.machine import topology
 from corun.run import cluster as clu
 from corun.run.plan import Job, RunPlan
 from corun.run.session import MachineSession, signal_group
+from corun.run.session import evict as evict_files
 from corun.util import proc_starttime, read_proc_io
 
 DAEMON_WATCH_S = 0.05  # the shortest quantum a daemon variant may take (dynamic_io: 0.05 s)
@@ -202,6 +203,8 @@ class Executor:
                 with open(f, "w") as fh:
                     fh.write(str(os.getpid()))
 
+        if js.get("evict"):  # its own input read from the disk, not the cache (a repeated copy)
+            evict_files(js["evict"])
         out = open(self.plan.tmp / "jobs" / f"{job.job_id}.out", "wb")
         err = open(self.plan.tmp / "jobs" / f"{job.job_id}.err", "wb")
         try:

@@ -240,6 +240,10 @@ class RunPlan:
         for i, e in enumerate(spec["device"]["evict"]):
             if not Path(e).exists() and not self.on_run_fs(e):
                 raise ConfigError(src, f"device.evict[{i}]", e, "an existing file or folder")
+        for j, js in enumerate(spec["jobs"]):
+            for i, e in enumerate(js.get("evict") or []):
+                if not Path(e).exists() and not self.on_run_fs(e):
+                    raise ConfigError(src, f"jobs[{j}].evict[{i}]", e, "an existing file or folder")
         if spec["device"]["drop_caches"] and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
             raise ConfigError(
                 src, "device.drop_caches", True, "false, or running as root (writes /proc/sys/vm/drop_caches)"

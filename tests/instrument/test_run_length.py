@@ -72,3 +72,26 @@ def test_a_run_shorter_than_its_minimum_is_measured_again_longer(disk_tmp):
     assert names[:2] == ["j", "j-c1"] and meta["labels"]["copies"] == len(names) >= 3
     kept = json.loads((out / first["folder"] / "metadata.json").read_text())
     assert len(kept["spec"]["jobs"]) == 1
+
+
+@pytest.mark.root
+def test_a_repeated_job_with_evict_reads_its_input_from_the_disk_again(disk_tmp):
+    """A job's `evict` drops its input's cached pages as it starts: its copy, run after it,
+    reads the file from the disk again (io_read_bytes), not from the page cache it left."""
+    import pandas as pd
+
+    data = disk_tmp / "input.dat"
+    data.write_bytes(b"x" * (4 << 20))
+    job = {"name": "cat", "cmd": ["/bin/cat", str(data)], "evict": [str(data)]}
+    spec = {
+        "name": "evicting",
+        "jobs": rl.repeat_jobs([job], 2),
+        "placement": {"cmp": {"grouping": "cores"}, "use_cmps": [0]},  # one after another
+        "device": {"path": str(disk_tmp)},
+        "monitors": {"enabled": []},
+    }
+    path = disk_tmp / "s.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = runner.run_spec_file(path, disk_tmp / "run", progress=False)
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert list(jobs["io_read_bytes"]) == [4 << 20, 4 << 20]
