@@ -221,7 +221,8 @@ def run_spec_file(
     (corun.machine.foreign_cpu: the orchestrator, other users) took more than the foreign limit
     (metadata.json machine_cpu: foreign_pct - corun_pct). A run whose jobs lasted less than the
     spec's remeasure.min_measure_s (its monitors' metrics need that many intervals) is measured
-    again longer, its jobs repeated (corun.run.run_length.lengthen). A run that ends in an error
+    again longer, its jobs repeated (corun.run.run_length.lengthen), or as it is when its
+    remeasure.lengthen is "none" (jobs sized, not repeated: cmp_stacking). A run that ends in an error
     (machine not restored, a job failed) is kept as it is. The decision is taken before the run's
     folder is renamed: an attempt set aside waits in `<out>.remeasured.incomplete/attempt-N/`, and
     the kept attempt's folder gets them, as remeasured/attempt-N/, and its metadata.json the
@@ -260,7 +261,9 @@ def run_spec_file(
                 "folder": f"remeasured/attempt-{attempt}",
             }
         )
-        if short:  # measured again longer: every job repeated enough to last min_measure_s
+        if short and spec["remeasure"].get("lengthen", "repeat") == "none":  # its jobs are sized, not copied
+            why.append(f"{short}: its jobs as they are (sized, never repeated)")
+        elif short:  # measured again longer: every job repeated enough to last min_measure_s
             spec, copies = run_length.lengthen(spec, meta["duration_s"], min_s)
             why.append(f"{short}: {copies} copies of each job")
         print(

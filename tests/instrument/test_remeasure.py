@@ -34,7 +34,7 @@ def test_the_policy_is_the_specs_section_else_its_schema_defaults_and_the_comman
             {"after": 3},
             {},
             "s: remeasure.after: 'unknown key' "
-            "(expected one of attempts, max_foreign_pct, max_steal_pct, min_measure_s)",
+            "(expected one of attempts, lengthen, max_foreign_pct, max_steal_pct, min_measure_s)",
         ),
         ({}, {"max_steal_pct": 120}, "command line: --max-steal-pct: 120 (expected a number from 0 to 100"),
         ({}, {"attempts": 1}, "command line: --attempts: 1 (expected an integer from 2 to 10)"),
