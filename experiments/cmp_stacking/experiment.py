@@ -1,24 +1,27 @@
 """Paper 000 section 2.3 (Fig. 1, Table 2): x264 and graph jobs filling k CMPs; T_k-c / T_1-c.
 
-Its runs are also io_latency_split's (the waiting and serving time of the same runs' iostat).
-They are sized in counts (x264 frames, graph scale), not in time by repeating their jobs
-(corun.run.run_length): a copy of an x264 job would read its slot's clip from the page cache,
-and a step would run more jobs than the paper's 8 per CMP, all started together (README, "Run
-length"). So every spec keeps one job per slot and sets remeasure.min_measure_s aside: the
-runner's lengthening repeats jobs. A run shorter than the iostat metrics need is failed, named,
-by io_latency_split's analysis.
+Its runs are also io_latency_split's (the waiting and serving time of the same runs' iostat), so
+they are sized in time, each job made larger, never repeated (experiments/cmp_stacking/sizing.py;
+README, "Run length"): a step is 8 jobs per CMP started together, and a copy of an x264 job would
+read its slot's clip from the page cache. The calibrate step times one job of each workload alone
+and grows it (x264 frames, Graph500's SCALE or graph_bfs's roots) until the k = 1 step lasts
+`min_intervals` monitor intervals; the sizes are recorded in calibration.json and every run's
+labels, and a run still shorter is measured again as it is (remeasure.lengthen "none"), then
+failed, named, by io_latency_split's analysis.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
+import yaml
+
 from corun.errors import ConfigError
-from corun.plan.base import graph_s, x264_s
-from corun.plan.stacking import StackingExperiment
+from corun.plan.base import RUN_OVERHEAD_S, graph_s, x264_s
+from corun.plan.stacking import StackingExperiment, run_name
 from corun.run import workloads
-from corun.run.inputs import PRESETS, fits, make_y4m, y4m_bytes
+from corun.util import atomic_write_text
+from experiments.cmp_stacking import sizing
 
 PAPER_WORKLOADS = {  # paper 000 Table 2
     "x264_simlarge": (1, {"kind": "x264", "input": "simlarge", "frames": 128}),
@@ -44,6 +47,7 @@ def clip_path(data_dir: Path, wl: dict, slot: int | None) -> Path:
 
 class CmpStacking(StackingExperiment):
     name = "cmp_stacking"
+    calibrates = True
 
     def stack_groups(self, cfg: dict) -> list[dict]:
         out = []
@@ -65,17 +69,8 @@ class CmpStacking(StackingExperiment):
             wl = cfg["workloads"][g["workload"]]
             if wl["kind"] != "x264" or workloads.parsec_input(wl["input"]):
                 continue
-            w, h = PRESETS[wl["input"]]
-            size = y4m_bytes(w, h, wl["frames"])
-            master = clip_path(data_dir, wl, None)
-            if not fits(master, size):
-                make_y4m(master, w, h, wl["frames"])
-                made.append(master)
-            for s in range(lay["slots"]):
-                p = clip_path(data_dir, wl, s)
-                if not fits(p, size):
-                    shutil.copyfile(master, p)
-                    made.append(p)
+            slots = [clip_path(data_dir, wl, s) for s in range(lay["slots"])]
+            made += sizing.write_clips(clip_path(data_dir, wl, None), slots, wl)
         return made
 
     def job_for(self, cfg: dict, group: dict, slot: int, data_dir: Path) -> dict:
@@ -96,13 +91,66 @@ class CmpStacking(StackingExperiment):
         labels = {**t.labels, "workload_id": PAPER_WORKLOADS.get(name, (None,))[0], "scale_note": scale_note(name, wl)}
         return {"cmd": t.cmd, "env": t.env, "cores": cores, "result": t.result, "labels": labels}
 
+    # ----------------------------------------------------------------- jobs sized in time
+    def calibrate(self, cfg: dict, data_dir: Path) -> dict:
+        """One job of each workload alone, timed on this machine and grown while shorter than
+        min_measure_s (sizing.size_job); the clips of the chosen frames written, one per slot."""
+        want = sizing.min_measure_s(cfg)
+        slots = self.layout(cfg)["slots"]
+        for sub in ("graph", "out"):
+            (data_dir / sub).mkdir(parents=True, exist_ok=True)
+        sizes = {}
+        for g in self.stack_groups(cfg):
+            name = g["workload"]
+            wl = cfg["workloads"][name]
+            probe = self.job_for(cfg, g, 0, data_dir)
+            key = sizing.size_key(wl, "--roots" in probe["cmd"])
+            real = wl["kind"] == "x264" and workloads.parsec_input(wl["input"]) is not None
+            have = wl.get(key, 8 if key == "roots" else 1)
+            top = have if real else sizing.cap(wl, key, PAPER_WORKLOADS.get(name, (0, {}))[1])
+
+            def time_at(size: int, g=g, wl=wl, key=key) -> float:
+                c = {**cfg, "workloads": {**cfg["workloads"], g["workload"]: {**wl, key: size}}}
+                if key == "frames" and not workloads.parsec_input(wl["input"]):
+                    sized = c["workloads"][g["workload"]]
+                    sizing.write_clips(clip_path(data_dir, sized, None), [clip_path(data_dir, sized, 0)], sized)
+                return sizing.time_alone(self.job_for(c, g, 0, data_dir))
+
+            sizes[name] = sizing.size_job(key, have, top, want, time_at)
+            if key == "frames" and not real:
+                sized = {**wl, "frames": sizes[name]["size"]}
+                paths = [clip_path(data_dir, sized, s) for s in range(slots)]
+                sizing.write_clips(clip_path(data_dir, sized, None), paths, sized)
+        return {"needed": True, "min_measure_s": want, "sizes": sizes}
+
+    def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
+        """The stacking specs at the calibration's sizes (the configured ones without one), each
+        labelled with what sized it."""
+        sized = sizing.sized_config(cfg, calibration)
+        groups = self.stack_groups(cfg)
+        runs = self.matrix(cfg)
+        for g, k, r in runs:
+            spec = self.make_spec(sized, g, k, r, data_dir)
+            spec["labels"].update(sizing.size_labels(cfg, calibration, groups[g]["workload"]))
+            atomic_write_text(out_dir / f"{run_name(g, k, r)}.yaml", yaml.safe_dump(spec, sort_keys=False))
+        return len(runs)
+
     def make_spec(self, cfg: dict, gi: int, k: int, rep: int, data_dir: Path) -> dict:
-        """The stacking spec, with remeasure.min_measure_s set aside (None) whatever the
-        configuration's remeasure section says: lengthening a short run repeats its jobs, which
+        """The stacking spec, its remeasure.min_measure_s the minimum its iostat metrics need and
+        its lengthen "none": a short run is measured again as it is, since repeating its jobs
         would change what the run measures (module docstring)."""
         spec = super().make_spec(cfg, gi, k, rep, data_dir)
-        spec["remeasure"] = {**cfg["remeasure"], "min_measure_s": None}
+        spec["remeasure"] = {**cfg["remeasure"], "min_measure_s": sizing.min_measure_s(cfg), "lengthen": "none"}
         return spec
+
+    def estimate(self, cfg: dict) -> dict:
+        """Each run lasts its job at least, and its k = 1 step min_measure_s (the calibration
+        grows a shorter job), k > 1 as long at the least."""
+        gs = self.stack_groups(cfg)
+        runs = self.matrix(cfg)
+        want = sizing.min_measure_s(cfg)
+        secs = sum(max(self.job_s(cfg, gs[g]), want) + RUN_OVERHEAD_S for g, _, _ in runs)
+        return {"runs": len(runs), "seconds": secs, "k_dropped": self.layout(cfg)["k_dropped"]}
 
     def job_s(self, cfg: dict, group: dict) -> float:
         wl = cfg["workloads"][group["workload"]]

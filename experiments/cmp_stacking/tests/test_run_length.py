@@ -1,10 +1,11 @@
-"""cmp_stacking's runs are not sized in time by repeating their jobs (README, "Run length"): a copy
-of an x264 job would read its slot's clip from the page cache (the caches are dropped once, before
-the jobs), and each step would run more jobs than the paper's 8 per CMP, all started together. So
-its specs keep one job per slot and never ask the runner to lengthen a short run by repetition,
-even when the configuration's remeasure section names a minimum; its own claims read the jobs'
-own runtimes (no monitor), which a short run does not fail; the iostat metrics that need a length
-(io_latency_split) fail a short run, naming it."""
+"""cmp_stacking's runs are sized in time by making each job larger, not by repeating it (README,
+"Run length"): a copy of an x264 job would read its slot's clip from the page cache (the caches
+are dropped once, before the jobs), and each step would run more jobs than the paper's 8 per CMP,
+all started together. So its specs keep one job per slot, name the minimum their iostat metrics
+need (remeasure.min_measure_s) and ask the runner to measure a short run again as it is
+(remeasure.lengthen "none"), even when the configuration's remeasure section names another
+minimum; its own claims read the jobs' own runtimes (no monitor), which a short run does not
+fail; the iostat metrics that need a length (io_latency_split) fail a short run, naming it."""
 
 import shutil
 
@@ -38,8 +39,9 @@ def test_the_specs_keep_one_job_per_slot_and_never_lengthen_by_repetition(tmp_pa
         k = spec["labels"]["k"]
         assert len(spec["jobs"]) == k  # 2x1: one job per loaded CMP, no copies
         assert all("repeat" not in (j.get("labels") or {}) for j in spec["jobs"])
-        # the runner's lengthening would repeat the jobs: set aside for these runs
-        assert spec["remeasure"]["min_measure_s"] is None, path.name
+        # its own minimum (4 intervals of 1 s), a short run measured again as it is
+        assert spec["remeasure"]["min_measure_s"] == 4.0, path.name
+        assert spec["remeasure"]["lengthen"] == "none" and spec["labels"]["min_measure_s"] == 4.0
     assert ce.EXPERIMENT.estimate(c)["runs"] == 4
 
 
@@ -71,4 +73,4 @@ def test_a_short_run_keeps_its_runtime_here_and_fails_the_latency_it_feeds(tmp_p
 @pytest.mark.parametrize("profile", ["smoke", "local", "paper"])
 def test_no_profile_sizes_the_runs_by_copies(profile):
     prof = yaml.safe_load((FOLDER / "profiles" / f"{profile}.yaml").read_text()) or {}
-    assert "min_intervals" not in prof and "copies" not in prof
+    assert "copies" not in prof

@@ -1,0 +1,118 @@
+"""cmp_stacking's jobs sized in time (experiments/cmp_stacking/sizing.py): the calibrate step grows
+each workload's job (x264 frames, Graph500's SCALE) until the k = 1 step lasts min_intervals
+monitor intervals, records what it chose, and the specs run one job per slot at that size; a run
+that still came out shorter is measured again as it is, never with its jobs repeated."""
+
+import json
+import re
+
+import pytest
+import yaml
+
+from corun.run import runner
+from experiments.cmp_stacking import experiment as ce
+from experiments.cmp_stacking import sizing
+from experiments.config import validate_config
+
+WORKLOADS = {
+    "x264_simlarge": {"kind": "x264", "input": "simlarge", "frames": 2},
+    "graph_s22_e16": {"kind": "graph", "scale": 12, "edgefactor": 16, "roots": 2},
+}
+
+
+def cfg(**sec) -> dict:
+    section = {"reps": 1, "workloads": list(WORKLOADS), **sec}
+    return validate_config(
+        {"plan_for": "2x1", "experiments": ["cmp_stacking"], "workloads": WORKLOADS, "cmp_stacking": section}, "t"
+    )
+
+
+def fake_time(job: dict) -> float:
+    """0.5 s a frame (x264), 0.5 s at SCALE 12 doubling with every step (graph)."""
+    cmd = job["cmd"]
+    clip = re.search(r"_(\d+)f_s\d+\.y4m$", cmd[-1])
+    if clip:
+        return 0.5 * int(clip.group(1))
+    scale = int(cmd[cmd.index("-s") + 1])
+    return 0.5 * 2 ** (scale - 12)
+
+
+@pytest.mark.parametrize(
+    "key, size, times, want, top, sizes, reached",
+    [
+        ("frames", 2, {2: 1.0, 10: 5.0}, 4.0, 512, [2, 10], True),  # 1 s: 1.2 x 4 s wanted, 10 frames
+        ("frames", 8, {8: 6.0}, 4.0, 512, [8], True),  # long enough at the configured size: kept
+        ("scale", 12, {12: 0.5, 16: 8.0}, 4.0, 22, [12, 16], True),  # 9.6x: 4 doublings
+        ("frames", 2, {2: 0.1, 4: 0.2}, 4.0, 4, [2, 4], False),  # the cap reached, still short: said
+    ],
+)
+def test_size_job_grows_a_short_job_and_times_it_again(key, size, times, want, top, sizes, reached):
+    out = sizing.size_job(key, size, top, want, lambda s: times[s])
+    assert [t[key] for t in out["timings"]] == sizes
+    assert out["size"] == sizes[-1] and out["configured"] == size and out["reached"] is reached
+
+
+def test_the_calibration_sizes_each_job_records_it_and_writes_its_clips(tmp_path, monkeypatch):
+    monkeypatch.setattr(sizing, "time_alone", fake_time)
+    c = cfg()
+    ce.EXPERIMENT.make_data(c, tmp_path)
+    cal = json.loads(json.dumps(ce.EXPERIMENT.calibrate(c, tmp_path)))  # as calibration.json holds it
+    assert cal["needed"] and cal["min_measure_s"] == 4.0  # 4 intervals of 1 s, the default
+    x264, graph = cal["sizes"]["x264_simlarge"], cal["sizes"]["graph_s22_e16"]
+    assert (x264["key"], x264["configured"], x264["size"], x264["job_s"]) == ("frames", 2, 10, 5.0)
+    assert (graph["key"], graph["configured"], graph["size"], graph["job_s"]) == ("scale", 12, 16, 8.0)
+    for slot in (0, 1):  # every slot's job reads its own copy of the sized clip
+        assert (tmp_path / "inputs" / f"simlarge_10f_s{slot:03d}.y4m").is_file()
+
+    out = tmp_path / "specs"
+    out.mkdir()
+    assert ce.EXPERIMENT.specs(c, cal, tmp_path, out) == 4
+    spec = yaml.safe_load((out / "g00_k2_r0.yaml").read_text())
+    assert [j["cmd"][-1].rsplit("/", 1)[1] for j in spec["jobs"]] == ["simlarge_10f_s000.y4m", "simlarge_10f_s001.y4m"]
+    labels = spec["labels"]
+    assert (labels["min_measure_s"], labels["sized_by"], labels["size"], labels["configured_size"]) == (
+        4.0,
+        "frames",
+        10,
+        2,
+    )
+    assert labels["calibrated_job_s"] == 5.0
+    graph_spec = yaml.safe_load((out / "g01_k1_r0.yaml").read_text())
+    assert graph_spec["jobs"][0]["cmd"][graph_spec["jobs"][0]["cmd"].index("-s") + 1] == "16"
+    assert "scale 16 (paper 22)" in graph_spec["jobs"][0]["labels"]["scale_note"]
+
+
+def test_without_a_calibration_the_configured_sizes_run_and_say_so(tmp_path):
+    out = tmp_path / "specs"
+    out.mkdir()
+    ce.EXPERIMENT.specs(cfg(min_intervals=5), {"needed": False}, tmp_path, out)
+    spec = yaml.safe_load((out / "g00_k1_r0.yaml").read_text())
+    assert spec["jobs"][0]["cmd"][-1].endswith("simlarge_2f_s000.y4m")
+    assert spec["labels"]["min_measure_s"] == 5.0 and spec["labels"]["sized_by"] is None
+    assert spec["remeasure"]["min_measure_s"] == 5.0 and spec["remeasure"]["lengthen"] == "none"
+
+
+def test_the_estimate_counts_each_run_at_its_minimum():
+    est = ce.EXPERIMENT.estimate(cfg(min_intervals=10))
+    assert est["runs"] == 4 and est["seconds"] >= 4 * 10
+
+
+@pytest.mark.root
+def test_a_run_shorter_than_its_minimum_is_measured_again_as_it_is(disk_tmp):
+    spec = {
+        "name": "short",
+        "remeasure": {"min_measure_s": 0.6, "attempts": 2, "lengthen": "none"},
+        "jobs": [{"name": "j", "cmd": ["/bin/sleep", "0.2"]}],
+        "device": {"path": str(disk_tmp)},
+        "monitors": {"enabled": []},
+    }
+    path = disk_tmp / "s.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = runner.run_spec_file(path, disk_tmp / "run", progress=False)
+    meta = json.loads((out / "metadata.json").read_text())
+    rm = meta["remeasured"]
+    assert rm["min_measure_s"] == 0.6 and rm["attempt"] == 2
+    first = rm["earlier"][0]
+    assert first["duration_s"] < 0.6 and "shorter than the 0.6 s" in first["short"]
+    assert [j["name"] for j in meta["spec"]["jobs"]] == ["j"]  # never repeated
+    assert meta["duration_s"] < 0.6  # still short: the analysis fails it, naming it
