@@ -30,6 +30,7 @@ import pandas as pd
 from analysis import runtables as rt
 from analysis.run_length import short_run_reason
 from experiments.dynamic_io import metrics as mx
+from experiments.dynamic_io import sizing
 from experiments.dynamic_io.plan import OVERHEAD_VARIANT
 
 ARMS = ("observer", "linux")
@@ -142,6 +143,22 @@ def overhead_summary(table: pd.DataFrame) -> list[str]:
             r = np.exp(np.mean(np.log(h.loc[reps].to_numpy(float) / b.loc[reps].to_numpy(float))))
             lines.append(f"TIMESLICE {t:g} s: makespan x{r:.4g} of linux's over {len(reps)} rep(s)")
     return lines
+
+
+def mark_lengthened(by_run: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The campaign runs with a run the runner measured again longer (its batch repeated: labels
+    copies > 1) failed for their wall-time metrics, naming why (sizing.lengthened_reason): its
+    batch is not its pair's. The latency table reads the runs before this (the lengthening is
+    what its intervals needed)."""
+    meta = {str(r["run_id"]): r for r in rt.records(runs)}
+    out = by_run.copy()
+    why = [sizing.lengthened_reason(meta.get(str(rid), {})) for rid in out["run_id"]]
+    if not any(why):
+        return out
+    old = out["failed_reason"].fillna("").astype(str)
+    out["failed_reason"] = ["; ".join(x for x in (str(o), w) if x) for o, w in zip(old, why)]
+    out["failed"] = [bool(f) or bool(w) for f, w in zip(out["failed"], why)]
+    return out
 
 
 def latency_table(by_run: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

@@ -34,6 +34,7 @@ from corun.plan import figures
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.plan.device import run_device
 from corun.util import atomic_write_json, atomic_write_text
+from experiments.dynamic_io import sizing
 from experiments.dynamic_io.inputs import (  # noqa: F401 - the plan's steps, importable from here
     calibrate,
     cores_for,
@@ -124,8 +125,9 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
             io_bound_mbps=shown["io_bound_mbps"],
         )
         if entry["kind"] == "campaign":  # its latencies are means over iostat's intervals
-            labels["min_measure_s"] = e["min_intervals"] * cfg["monitors"]["interval_s"]
-    return {
+            labels["min_measure_s"] = sizing.min_measure_s(cfg)
+            labels["calibrated_batch_length"] = (e.get("calibrated_batch") or {}).get(wid)
+    spec = {
         "name": f"{NAME}-{entry['name']}",
         "labels": labels,
         "placement": {"cmp": dict(cfg["cmp"])},
@@ -135,9 +137,14 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
         "scheduler": {"name": variant, "params": params},
         "monitors": dict(cfg["monitors"]),
     }
+    if entry["kind"] == "campaign":  # a short run measured again longer (sizing.py)
+        spec["remeasure"] = {**cfg["remeasure"], "min_measure_s": sizing.min_measure_s(cfg)}
+    return spec
 
 
 def write_specs(cfg: dict, cal: dict, data_dir: Path, out_dir: Path) -> list[dict]:
+    """Every run's spec, each workload's batch at the calibration's length (sizing.py)."""
+    cfg = sizing.sized(cfg, cal)
     order = campaign(cfg)
     for entry in order:
         spec = make_spec(cfg, cal, entry, data_dir)
@@ -188,7 +195,11 @@ class DynamicIo(Experiment):
         return {entry["name"]: figures.served(entry, cfg[NAME]["figures"]) for entry in campaign(cfg)}
 
     def estimate(self, cfg: dict) -> dict:
-        """A workload's jobs spread over the cores it may use, plus each alone run."""
+        """A workload's jobs, its batch sized in time by the plan's job times, spread over the cores
+        it may use, plus each alone run."""
+        e = cfg[NAME]
+        planned = {a: app_s(scaled_app(e, a)) for a in job_types(cfg)}  # the calibration times them
+        cfg = sizing.sized(cfg, {"batch_length": {w: sizing.batch_for(cfg, w, planned) for w in e["workloads"]}})
         e = cfg[NAME]
         runs = campaign(cfg)
         secs = 0.0

@@ -142,8 +142,10 @@ def _points(path: Path, points: int, dims: int, clusters: int, seed: int) -> Non
             left -= n
 
 
-def make_data(cfg: dict, data_dir: Path) -> dict:
-    """Every input file set of the campaign; existing files of the right size are kept."""
+def make_data(cfg: dict, data_dir: Path, record: bool = True) -> dict:
+    """Every input file set of the campaign; existing files of the right size are kept. The data
+    step records the layout (layout.json, its output); the calibrate step, making the sets of
+    the batches it lengthened, does not (record=False)."""
     e = cfg[NAME]
     lay = layout(cfg)
     made: list[str] = []
@@ -220,7 +222,8 @@ def make_data(cfg: dict, data_dir: Path) -> dict:
                 shutil.copyfile(master, p)
                 made.append(str(p))
     info = {**lay, "made": made, "job_types": job_types(cfg)}
-    atomic_write_json(data_dir / "layout.json", info)
+    if record:
+        atomic_write_json(data_dir / "layout.json", info)
     return info
 
 
@@ -232,13 +235,17 @@ def _reader_bytes(e: dict, app: dict) -> int:
 
 def calibrate(cfg: dict, data_dir: Path) -> dict:
     """t_read and t_nop of the sensitivity_ranking kernel, which sets the read rate of the
-    file_reader stand-ins (only when the campaign has one)."""
+    file_reader stand-ins (only when the campaign has one); then each workload's batch sized in
+    time (experiments.dynamic_io.sizing: the jobs timed, the batch lengths, their inputs)."""
+    from experiments.dynamic_io import sizing  # it builds on this module's jobs
+
     e = cfg[NAME]
-    if not any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
-        return {"needed": False}
-    cal_dir = data_dir / "calibration"
-    write_calibration_files(cal_dir, CALIBRATION_BYTES, e["block_size"])
-    return {"needed": True, **calibrate_reader(cal_dir, e["block_size"], "evict", CALIBRATION_NOPS)}
+    cal: dict = {"needed": False}
+    if any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
+        cal_dir = data_dir / "calibration"
+        write_calibration_files(cal_dir, CALIBRATION_BYTES, e["block_size"])
+        cal = {"needed": True, **calibrate_reader(cal_dir, e["block_size"], "evict", CALIBRATION_NOPS)}
+    return {**cal, **sizing.calibrate_batches(cfg, cal, data_dir)}
 
 
 def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path, cores: int) -> dict:
@@ -302,6 +309,12 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
         "result": t.result,
         "labels": labels,
     }
+    # its own input files' cached pages dropped as it starts (the run's device.evict dropped them
+    # before the run), so a copy of it repeated in a run measured again longer reads them from
+    # the disk again; the graph folder, which every graph job reads, is left as the batch shares it
+    own = [*files, *([cwd] if cwd else [])]
+    if own:
+        job["evict"] = own
     if cwd:
         job["cwd"] = cwd
     return job

@@ -123,9 +123,12 @@ def full_load(cfg: dict, wid: str) -> int:
 
 def batch_length(cfg: dict, wid: str) -> int:
     """Table 3's batch length times batch_scale, but at least one full load of the machine (every
-    batch of the paper starts by filling it) and at most Table 3's length."""
+    batch of the paper starts by filling it) and at most Table 3's length; the calibration's
+    length where it sized the batch in time (sizing.py: `calibrated_batch`)."""
     e = cfg[NAME]
     paper = e["table3"][wid]["batch_length"]
+    if wid in (e.get("calibrated_batch") or {}):
+        return min(paper, max(1, int(e["calibrated_batch"][wid])))
     return min(paper, max(int(round(paper * batch_scale(e))), full_load(cfg, wid), 1))
 
 

@@ -1,0 +1,104 @@
+"""dynamic_io's campaign runs sized in time: batches long enough for iostat's intervals.
+
+The waiting and serving times are means over iostat's intervals (evidence.py, latency), so a
+campaign run must last `min_intervals` monitor intervals. A run is one workload's batch under the
+FCFS queue, and the claims compare the schedulers run against run, rep by rep, so the batch is
+sized once, before any run, the same for every variant and rep:
+
+- the calibrate step times one job of each job type of the campaign alone on this machine, its
+  input files' cached pages dropped first (`job_s`, on the data folder's own device, without the
+  run's throttle or emulated disk: no slower than in a run), and gives each workload the
+  shortest batch, at least the configured one and at most Table 3's, whose jobs spread over the
+  cores they may use last `min_measure_s` (a lower bound: co-running only slows them);
+- it makes the input files the longer batches read, one file (set) per job as the data step
+  does, so no job reads what another left in the page cache;
+- the specs step writes the calibrated batches (`calibrated_batch` in the section, read by
+  plan.batch_length), recorded in calibration.json and in every campaign run's labels
+  (batch_length, calibrated_batch_length, min_measure_s).
+
+A campaign run that still comes out shorter is measured again longer by the runner (the spec's
+remeasure.min_measure_s: its batch repeated, corun.run.run_length). Every job drops its own input
+files' cached pages as it starts (the job's `evict`, inputs.job_for), so a copy reads its input
+from the disk again, as the paper's job does; the copies follow the whole batch in the FCFS
+queue, so a copy starts after the batch's other jobs have, its original long done in a batch of
+alike jobs. A run measured again longer ran a longer batch than its pair's other run: its
+wall-time metrics are failed, naming it (`lengthened_reason`), its latency stands.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from corun.run import run_length
+from corun.run.session import evict
+from experiments.dynamic_io.inputs import cores_for, input_files, job_for, layout, make_data
+from experiments.dynamic_io.plan import NAME, full_load, job_types, workload_apps
+
+
+def min_measure_s(cfg: dict) -> float:
+    return cfg[NAME]["min_intervals"] * cfg["monitors"]["interval_s"]
+
+
+def sized(cfg: dict, cal: dict) -> dict:
+    """The configuration with the calibration's batch lengths (plan.batch_length reads them)."""
+    batches = (cal or {}).get("batch_length")
+    if not batches:
+        return cfg
+    return {**cfg, NAME: {**cfg[NAME], "calibrated_batch": dict(batches)}}
+
+
+def batch_for(cfg: dict, wid: str, job_s: dict[str, float]) -> int:
+    """The shortest batch of `wid`, from its configured length up to Table 3's, whose jobs spread
+    over the cores they may use last min_measure_s by the jobs' times alone."""
+    e = cfg[NAME]
+    want = min_measure_s(cfg)
+    load = full_load(cfg, wid)
+    paper = e["table3"][wid]["batch_length"]
+    n = len(workload_apps(cfg, wid))
+    while n < paper:
+        apps = workload_apps({**cfg, NAME: {**e, "calibrated_batch": {wid: n}}}, wid)
+        if sum(job_s[a] for a in apps) / max(1, min(len(apps), load)) >= want:
+            break
+        n = min(paper, max(n + 1, math.ceil(n * 1.25)))
+    return n
+
+
+def time_app(cfg: dict, cal: dict, app_name: str, data_dir: Path) -> float:
+    """One job of the application alone on this machine, its input's cached pages dropped."""
+    e = cfg[NAME]
+    lay = layout(cfg)
+    job = job_for(cfg, cal, app_name, "duplicated", 0, data_dir, cores_for(e, app_name, "D", lay["cmp_cores"]))
+    files = [str(p) for p in input_files(e, app_name, "duplicated", 0, data_dir) if p.exists()]
+    if files:
+        evict(files)
+    return run_length.time_job(job["cmd"], job["env"], job.get("cwd"))
+
+
+def calibrate_batches(cfg: dict, cal: dict, data_dir: Path) -> dict:
+    """job_s of every job type, each workload's batch length, and the inputs of those batches."""
+    e = cfg[NAME]
+    job_s = {a: round(time_app(cfg, cal, a, data_dir), 4) for a in job_types(cfg)}
+    batches = {w: batch_for(cfg, w, job_s) for w in e["workloads"]}
+    made = make_data(sized(cfg, {"batch_length": batches}), data_dir, record=False)["made"]
+    return {
+        "min_measure_s": min_measure_s(cfg),
+        "job_s": job_s,
+        "job_s_note": "one job alone on the data folder's device, without the run's throttle or emulated disk",
+        "batch_length": batches,
+        "inputs_made": len(made),
+    }
+
+
+def lengthened_reason(run: dict) -> str:
+    """Why a campaign run's wall-time metrics are not its pair's, or "": measured again longer."""
+    try:
+        copies = int(float(run.get("copies")))
+    except (TypeError, ValueError):
+        return ""
+    if copies <= 1:
+        return ""
+    return (
+        f"measured again longer with its batch repeated {copies} times (the first run was too short "
+        "for iostat's intervals): not the batch the pair's other run ran"
+    )
