@@ -27,6 +27,7 @@ from corun.machine.placement_domains import Domains, read_domains
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.run.inputs import unpack_tar
 from corun.util import atomic_write_json, atomic_write_text
+from experiments.noisy_neighbour import sizing
 from experiments.noisy_neighbour import workloads as nw
 
 NAME = "noisy_neighbour"
@@ -118,7 +119,9 @@ def job_entry(name: str, t: dict, extra_labels: dict) -> dict:
     return j
 
 
-def make_spec(cfg: dict, p: dict, data_dir: Path, ncpus: int) -> dict:
+def make_spec(cfg: dict, p: dict, data_dir: Path, ncpus: int, cal: dict | None = None, cpu: int = 0) -> dict:
+    """A run's spec; an alone CPU run's job repeated by the calibration's copies on CPU `cpu`
+    (experiments.noisy_neighbour.sizing)."""
     sec = section(cfg)
     by_name = {w["name"]: w for w in sec["cpu_workloads"]}
     io = sec["io_workload"]
@@ -158,11 +161,14 @@ def make_spec(cfg: dict, p: dict, data_dir: Path, ncpus: int) -> dict:
     }
     if p["kind"] == "pair":
         spec["scheduler"] = {"name": p["variant"], "params": {"tasks": p["tasks"]}}
+    if p["kind"] == "alone_cpu":  # its bandwidth is read from perf's intervals: sized in time
+        spec = sizing.sized_alone(cfg, spec, p["workload"], cal, cpu)
     return spec
 
 
 class NoisyNeighbour(Experiment):
     name = NAME
+    calibrates = True
     variant_kinds = ("placement",)
     data_file = PLAN_FILE
     spec_files = ("plan.json",)
@@ -226,12 +232,18 @@ class NoisyNeighbour(Experiment):
         bad = sum(r["not_measurable"] is not None for r in rows)
         return f"{len(rows)} (domain, policy, workload) points, {bad} not measurable here; {len(made)} input set(s)"
 
+    def calibrate(self, cfg: dict, data_dir: Path) -> dict:
+        """One job of each CPU workload timed alone on this machine, and the copies its alone run
+        repeats to last min_intervals monitor intervals (experiments.noisy_neighbour.sizing)."""
+        sec = section(cfg)
+        return sizing.calibrate(cfg, workloads_used(sec), lambda w: cpu_template(sec, w, data_dir))
+
     def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
         domains = domains_here(cfg)
         pts = all_points(cfg, domains)
         for p in pts:
-            spec = make_spec(cfg, p, data_dir, len(domains.cpus))
+            spec = make_spec(cfg, p, data_dir, len(domains.cpus), calibration, min(domains.cpus))
             atomic_write_text(out_dir / f"{run_name(p)}.yaml", yaml.safe_dump(spec, sort_keys=False))
         sec = section(cfg)
         rows = plan_rows(sec, domains)
@@ -255,13 +267,14 @@ class NoisyNeighbour(Experiment):
         pts = all_points(cfg)
         io_s = sec["io_workload"]["runtime_s"]
         n_io = sum(p["kind"] != "alone_cpu" for p in pts)
+        n_alone = sum(p["kind"] == "alone_cpu" for p in pts)  # each at least min_measure_s
         prem = sec["premise"]
         premise_s = (
             prem["reps"] * prem["duration_s"] * (3 * ("alone" in prem["layouts"]) + ("together" in prem["layouts"]))
         )
         return {
             "runs": len(pts),
-            "seconds": len(pts) * RUN_OVERHEAD_S + n_io * io_s + premise_s,
+            "seconds": len(pts) * RUN_OVERHEAD_S + n_io * io_s + n_alone * sizing.min_measure_s(cfg) + premise_s,
             "k_dropped": [],
         }
 
