@@ -312,7 +312,8 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
     # its own input files' cached pages dropped as it starts (the run's device.evict dropped them
     # before the run), so a copy of it repeated in a run measured again longer reads them from
     # the disk again; the graph folder, which every graph job reads, is left as the batch shares it
-    own = [*files, *([cwd] if cwd else [])]
+    # (drop_caches false: none, as the run's device drops none)
+    own = [*files, *([cwd] if cwd else [])] if e["drop_caches"] else []
     if own:
         job["evict"] = own
     if cwd:

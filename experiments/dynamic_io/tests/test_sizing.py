@@ -54,6 +54,8 @@ def test_every_variant_and_rep_runs_the_calibrated_batch_recorded_in_its_labels(
         assert s["remeasure"]["min_measure_s"] == 5.0
         clips = [j["evict"] for j in s["jobs"]]  # each job its own clip, dropped from the cache as it starts
         assert len({c[0] for c in clips}) == 24 and all(c[0].endswith(".y4m") for c in clips)
+    warm = cfg(workloads=["w01"], drop_caches=False)  # nothing dropped, by the run nor by its jobs
+    assert all("evict" not in j for j in dx.make_spec(warm, CAL, dx.campaign(warm)[-1], tmp_path)["jobs"])
     alone = next(s for s in runs if s["labels"]["run_kind"] == "alone")
     assert len(alone["jobs"]) == 1 and "remeasure" not in alone  # T_alone: wall time only
 
