@@ -16,8 +16,10 @@ recorded in the labels and in each job's scale_note).
 
 Inputs are generated once under <data>/inputs/<app>/, one file (set) per job of the longest
 batch that uses the application, so no job reads what another left in the page cache; their
-cached pages are dropped before every run (device.evict) and the kernels drop them again
-before reading.
+cached pages are dropped before every run (device.evict), each job drops its own as it starts
+and the kernels drop them again before reading. The calibrate step sizes each workload's batch
+to last `min_intervals` monitor intervals and makes the inputs of the longer batches
+(experiments/dynamic_io/sizing.py).
 
   python -m experiments data dynamic_io --config C --data-dir D
   python -m experiments calibrate dynamic_io --config C --data-dir D --out calibration.json
