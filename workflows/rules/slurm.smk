@@ -14,12 +14,16 @@ SLURM_MEASURED = sorted(
     if any(r["group"] is None and r["needs"]["hosts"] == "one" for r in P["runs"])
 )
 # the partition's nodes are read (sinfo) only when Slurm's executor submits the jobs: a dry run
-# or the local executor on a machine that has Slurm's client pays nothing for them
-_ON_SLURM = getattr(workflow.executor_plugin, "name", None) == "slurm"
+# or the local executor on a machine that has Slurm's client pays nothing for them. Asked when a
+# job's resources are evaluated: Snakemake sets its executor plugin only after this file is read.
+def _on_slurm() -> bool:
+    return getattr(workflow.executor_plugin, "name", None) == "slurm"
+
+
 workflow.localrules(*(r.name for r in workflow.rules if r.name not in SLURM_MEASURED))
 for _name in SLURM_MEASURED:
     _rule = workflow.get_rule(_name)
     _rule.resources["nodes"] = 1
     _rule.resources["slurm_extra"] = lambda wildcards: slurm_placement.slurm_extra(
-        wildcards.run, slurm_placement.partition_nodes() if _ON_SLURM else []
+        wildcards.run, slurm_placement.partition_nodes() if _on_slurm() else []
     )
