@@ -4,8 +4,9 @@ Inputs are generated once under <data>/inputs/<app>/, one file (set) per job of 
 batch that uses the application (the calibrate step's batches included: sizing.py), so no job
 reads what another left in the page cache; their cached pages are dropped before every run
 (device.evict), each job drops its own as it starts (its `evict`: a copy repeated in a run
-measured again longer reads from the disk again) and the kernels drop them again before reading. A job set of an application whose PARSEC package the parsec role built runs
-PARSEC's own program on its unpacked input set; the others run corun's kernels or stand-ins.
+measured again longer reads from the disk again) and the kernels drop them again before
+reading. A job set of an application whose PARSEC package the parsec role built runs PARSEC's
+own program on its unpacked input set; the others run corun's kernels or stand-ins.
 """
 
 from __future__ import annotations
