@@ -23,6 +23,12 @@ disk, so a copy is the same job again.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
+
+from corun.errors import CorunError
 from corun.run import run_length
 
 NAME = "noisy_neighbour"
@@ -32,18 +38,48 @@ def min_measure_s(cfg: dict) -> float:
     return cfg[NAME]["min_intervals"] * cfg["monitors"]["interval_s"]
 
 
+def time_up_to(cmd: list[str], env: dict | None, cwd: str | None, limit_s: float) -> float | None:
+    """Wall seconds of one job alone, or None when it was still running after `limit_s` (then
+    stopped, its process group killed: one copy is long enough, however long it would take)."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(
+            cmd,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise CorunError(f"timing one job ({' '.join(cmd[:3])} ...): {exc.strerror}") from None
+    try:
+        _, err = p.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None
+    if p.returncode != 0:
+        tail = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or [""]
+        raise CorunError(f"timing one job ({' '.join(cmd[:3])} ...): exit {p.returncode}: {tail[0]}")
+    return time.monotonic() - t0
+
+
 def calibrate(cfg: dict, workloads: list[dict], template) -> dict:
-    """One job of each CPU workload timed alone (`template(w)`: its job), and its copies."""
+    """One job of each CPU workload timed alone (`template(w)`: its job), and its copies; a job
+    still running at min_measure_s is stopped there (job_s null, 1 copy): SPEC CPU's reference
+    runs take minutes, and the calibration needs only to know it is long enough."""
     want = min_measure_s(cfg)
     job_s = {}
     for w in workloads:
         t = template(w)
-        job_s[w["name"]] = round(run_length.time_job([str(c) for c in t["cmd"]], t.get("env"), t.get("cwd")), 4)
+        s = time_up_to([str(c) for c in t["cmd"]], t.get("env"), t.get("cwd"), want)
+        job_s[w["name"]] = None if s is None else round(s, 4)
     return {
         "needed": True,
         "min_measure_s": want,
         "job_s": job_s,
-        "copies": {w: run_length.copies_for(s, want) for w, s in job_s.items()},
+        "copies": {w: 1 if s is None else run_length.copies_for(s, want) for w, s in job_s.items()},
     }
 
 

@@ -8,8 +8,10 @@ import json
 import pytest
 import yaml
 
-from corun.run import run_length, runner
+from corun.errors import CorunError
+from corun.run import runner
 from experiments.noisy_neighbour import experiment as nn
+from experiments.noisy_neighbour import sizing
 from experiments.noisy_neighbour.tests.test_experiment import cfg_with
 
 
@@ -18,12 +20,21 @@ def cfg(**extra):
 
 
 def test_the_calibration_times_each_workload_and_gives_its_alone_run_copies(tmp_path, monkeypatch):
-    times = iter([0.3, 12.0])  # mcf_r's job (or its stand-in's), then lbm_r's
-    monkeypatch.setattr(run_length, "time_job", lambda cmd, env=None, cwd=None: next(times))
+    times = iter([0.3, None])  # mcf_r's job (or its stand-in's) 0.3 s, lbm_r's still running at 5 s
+    limits = []
+    monkeypatch.setattr(sizing, "time_up_to", lambda cmd, env, cwd, limit: limits.append(limit) or next(times))
     c = cfg()
     cal = nn.EXPERIMENT.calibrate(c, tmp_path)
-    assert nn.EXPERIMENT.calibrates and cal["min_measure_s"] == 5.0  # 5 intervals of 1 s
-    assert cal["job_s"] == {"mcf_r": 0.3, "lbm_r": 12.0} and cal["copies"] == {"mcf_r": 17, "lbm_r": 1}
+    assert nn.EXPERIMENT.calibrates and cal["min_measure_s"] == 5.0 and limits == [5.0, 5.0]  # 5 intervals of 1 s
+    assert cal["job_s"] == {"mcf_r": 0.3, "lbm_r": None} and cal["copies"] == {"mcf_r": 17, "lbm_r": 1}
+
+
+def test_timing_a_job_stops_it_at_the_limit_and_a_failure_is_one_line():
+    assert 0 <= sizing.time_up_to(["/bin/true"], None, None, 5.0) < 5.0
+    assert sizing.time_up_to(["/bin/sh", "-c", "sleep 30 & wait"], None, None, 0.3) is None  # its group killed
+    with pytest.raises(CorunError) as err:
+        sizing.time_up_to(["/bin/sh", "-c", "echo broken >&2; exit 3"], None, None, 5.0)
+    assert "exit 3: broken" in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("workload, copies", [("mcf_r", 17), ("lbm_r", 1)])
