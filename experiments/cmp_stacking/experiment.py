@@ -103,25 +103,31 @@ class CmpStacking(StackingExperiment):
         for g in self.stack_groups(cfg):
             name = g["workload"]
             wl = cfg["workloads"][name]
-            probe = self.job_for(cfg, g, 0, data_dir)
-            key = sizing.size_key(wl, "--roots" in probe["cmd"])
-            real = wl["kind"] == "x264" and workloads.parsec_input(wl["input"]) is not None
+            key = sizing.size_key(wl, "--roots" in self.job_for(cfg, g, 0, data_dir)["cmd"])
+            clip = wl["kind"] == "x264" and workloads.parsec_input(wl["input"]) is None  # ours, sized
             have = wl.get(key, 8 if key == "roots" else 1)
-            top = have if real else sizing.cap(wl, key, PAPER_WORKLOADS.get(name, (0, {}))[1])
-
-            def time_at(size: int, g=g, wl=wl, key=key) -> float:
-                c = {**cfg, "workloads": {**cfg["workloads"], g["workload"]: {**wl, key: size}}}
-                if key == "frames" and not workloads.parsec_input(wl["input"]):
-                    sized = c["workloads"][g["workload"]]
-                    sizing.write_clips(clip_path(data_dir, sized, None), [clip_path(data_dir, sized, 0)], sized)
-                return sizing.time_alone(self.job_for(c, g, 0, data_dir))
-
-            sizes[name] = sizing.size_job(key, have, top, want, time_at)
-            if key == "frames" and not real:
+            top = sizing.cap(wl, key, PAPER_WORKLOADS.get(name, (0, {}))[1]) if clip or wl["kind"] != "x264" else have
+            sizes[name] = sizing.size_job(
+                key, have, top, want, lambda n, g=g, key=key, clip=clip: self.time_at(cfg, g, key, n, clip, data_dir)
+            )
+            if clip:
                 sized = {**wl, "frames": sizes[name]["size"]}
                 paths = [clip_path(data_dir, sized, s) for s in range(slots)]
                 sizing.write_clips(clip_path(data_dir, sized, None), paths, sized)
         return {"needed": True, "min_measure_s": want, "sizes": sizes}
+
+    def time_at(self, cfg: dict, group: dict, key: str, size: int, clip: bool, data_dir: Path) -> dict:
+        """One job of `group` at `size` timed alone (sizing.time_alone); a generated clip written
+        at that size first, and the time it takes to read through the run's throttle the least."""
+        wl = {**cfg["workloads"][group["workload"]], key: size}
+        c = {**cfg, "workloads": {**cfg["workloads"], group["workload"]: wl}}
+        if clip:
+            sizing.write_clips(clip_path(data_dir, wl, None), [clip_path(data_dir, wl, 0)], wl)
+        t = sizing.time_alone(self.job_for(c, group, 0, data_dir))
+        if clip:
+            t["io_s"] = sizing.read_floor_s(cfg, wl)
+            t["job_s"] = max(t["job_s"], t["io_s"])
+        return t
 
     def specs(self, cfg: dict, calibration: dict, data_dir: Path, out_dir: Path) -> int:
         """The stacking specs at the calibration's sizes (the configured ones without one), each
