@@ -38,7 +38,6 @@ from corun.plan.device import run_device
 from corun.util import atomic_write_json, atomic_write_text
 from experiments.dynamic_io import sizing
 from experiments.dynamic_io.inputs import (  # noqa: F401 - the plan's steps, importable from here
-    calibrate,
     cores_for,
     input_files,
     job_for,
@@ -70,6 +69,7 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
     variant_params,
     workload_apps,
 )
+from experiments.dynamic_io.sizing import calibrate  # noqa: F401 - the calibrate step, importable from here
 
 # ----------------------------------------------------------------------------- specs
 

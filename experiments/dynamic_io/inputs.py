@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from corun.plan.base import machine_cmps
-from corun.plan.calibration import calibrate_reader, nops_for, write_calibration_files
+from corun.plan.calibration import nops_for
 from corun.run import parsec as parsec_runs
 from corun.run import workloads
 from corun.run.inputs import PRESETS, fits, make_y4m, unpack_tar, write_random, y4m_bytes
@@ -233,21 +233,6 @@ def _reader_bytes(e: dict, app: dict) -> int:
     """File size of a file_reader stand-in: whole blocks, at least one (0 bytes: one block read)."""
     bs = e["block_size"]
     return max(bs, (app["input_bytes"] // bs) * bs)
-
-
-def calibrate(cfg: dict, data_dir: Path) -> dict:
-    """t_read and t_nop of the sensitivity_ranking kernel, which sets the read rate of the
-    file_reader stand-ins (only when the campaign has one); then each workload's batch sized in
-    time (experiments.dynamic_io.sizing: the jobs timed, the batch lengths, their inputs)."""
-    from experiments.dynamic_io import sizing  # it builds on this module's jobs
-
-    e = cfg[NAME]
-    cal: dict = {"needed": False}
-    if any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
-        cal_dir = data_dir / "calibration"
-        write_calibration_files(cal_dir, CALIBRATION_BYTES, e["block_size"])
-        cal = {"needed": True, **calibrate_reader(cal_dir, e["block_size"], "evict", CALIBRATION_NOPS)}
-    return {**cal, **sizing.calibrate_batches(cfg, cal, data_dir)}
 
 
 def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path, cores: int) -> dict:

@@ -30,10 +30,20 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from corun.plan.calibration import calibrate_reader, write_calibration_files
 from corun.run import run_length
 from corun.run.session import evict
-from experiments.dynamic_io.inputs import cores_for, input_files, job_for, layout, make_data
-from experiments.dynamic_io.plan import NAME, full_load, workload_apps
+from experiments.dynamic_io.inputs import (
+    CALIBRATION_BYTES,
+    CALIBRATION_NOPS,
+    cores_for,
+    input_files,
+    job_for,
+    layout,
+    make_data,
+    parsec_of,
+)
+from experiments.dynamic_io.plan import NAME, full_load, job_types, workload_apps
 
 
 def min_measure_s(cfg: dict) -> float:
@@ -105,3 +115,16 @@ def lengthened_reason(run: dict) -> str:
         f"measured again longer with its batch repeated {copies} times (the first run was too short "
         "for iostat's intervals): not the batch the pair's other run ran"
     )
+
+
+def calibrate(cfg: dict, data_dir: Path) -> dict:
+    """t_read and t_nop of the sensitivity_ranking kernel, which sets the read rate of the
+    file_reader stand-ins (only when the campaign has one); then each workload's batch sized in
+    time (calibrate_batches: the jobs timed, the batch lengths, their inputs)."""
+    e = cfg[NAME]
+    cal: dict = {"needed": False}
+    if any(e["apps"][a]["kind"] == "file_reader" and not parsec_of(e["apps"][a]) for a in job_types(cfg)):
+        cal_dir = data_dir / "calibration"
+        write_calibration_files(cal_dir, CALIBRATION_BYTES, e["block_size"])
+        cal = {"needed": True, **calibrate_reader(cal_dir, e["block_size"], "evict", CALIBRATION_NOPS)}
+    return {**cal, **calibrate_batches(cfg, cal, data_dir)}
