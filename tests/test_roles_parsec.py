@@ -193,6 +193,17 @@ def test_each_program_built_runs_its_simdev_input(tmp_path, pkg):
         assert head[:4] == b"\xb6\xa6\xf2\x08" and (width, height) == VIPS_SIMDEV_OUTPUT, (width, height, bands)
     elif pkg == "freqmine":
         assert run.stdout.strip(), run.stdout
+    elif pkg == "bodytrack":  # sequenceB_1: one frame, one pose of 31 numbers, and its picture
+        poses = (run_dir / "sequenceB_1" / "poses.txt").read_text().split("\n")
+        assert len(poses[0].split()) == 31 and not "".join(poses[1:]).strip(), poses
+        assert (run_dir / "sequenceB_1" / "Result0000.bmp").stat().st_size == 54 + 640 * 480 * 3
+    elif pkg == "raytrace":  # bunny.obj: the Stanford bunny's 68,941 triangles, one frame
+        assert "adding 68941 triangles" in run.stdout and "Rendering 1 frames" in run.stdout, run.stdout
+    # vips and raytrace build against Debian's libraries, and the manifest says so
+    bundled = {"vips": "pkgs/libs/glib", "raytrace": "pkgs/libs/mesa"}
+    if pkg in bundled:
+        assert "Debian 12's" in entry["debian_libraries"][pkg], entry["debian_libraries"]
+        assert not (Path(entry["install_dir"]) / bundled[pkg] / "inst").exists()
 
 
 # im_benchmark crops, shrinks and expands the image back (im_benchmarkn), and writes it as sRGB:
