@@ -4,6 +4,7 @@ mirror), each kept by a pid file in the testbed's state folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -161,6 +162,12 @@ def stop_slurm_cluster(node_names: list[str], repo: Path) -> list[str]:
     if not any(f"NodeName={n} " in conf for n in node_names):
         return []
     errors = []
+    # the role journals in corun's default state folder (corun_state_dir), whatever this process's
+    journal = Path("/run/corun") / "testbed-slurm-corun.journal.json"
+    try:
+        ctld = int(json.loads(journal.read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        ctld = None
     stop = run(
         "start-stop-daemon",
         "--stop",
@@ -176,7 +183,18 @@ def stop_slurm_cluster(node_names: list[str], repo: Path) -> list[str]:
     )
     if stop.returncode != 0:
         errors.append(f"stopping slurmctld: {(stop.stderr or stop.stdout).strip()}")
-    rec = run(sys.executable, "-m", "corun", "recover", check=False, cwd=repo)
-    if rec.returncode != 0:
-        errors.append(f"corun recover: {(rec.stderr or rec.stdout).strip()}")
+    # the journal lives while its process (slurmctld) does, a zombie until it is reaped
+    deadline = time.monotonic() + 30
+    while ctld and Path(f"/proc/{ctld}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if ctld and Path(f"/proc/{ctld}").exists():
+        state = Path(f"/proc/{ctld}/stat").read_text().rsplit(")", 1)[-1].split()[:2]
+        errors.append(f"the journal's process {ctld} still there 30 s after slurmctld's stop (state, parent {state})")
+    env = {**os.environ, "CORUN_STATE_DIR": str(journal.parent)}
+    rec = run(sys.executable, "-m", "corun", "recover", check=False, cwd=repo, env=env)
+    if rec.returncode != 0 or "testbed-slurm-" not in rec.stdout:
+        errors.append(
+            f"corun recover: {(rec.stderr or rec.stdout).strip()} (expected it to stop the Slurm cluster; "
+            f"{sys.executable}, CORUN_STATE_DIR={os.environ.get('CORUN_STATE_DIR')})"
+        )
     return errors
