@@ -120,3 +120,7 @@ def test_dynamic_io_gives_a_parsec_job_its_generated_input(tmp_path, monkeypatch
     )
     freqmine = next(j for j in spec["jobs"] if j["labels"]["app"] == "freqmine")  # not built: the kernel
     assert freqmine["labels"]["stand_in_reason"] == "parsec 3.0 built no freqmine (parsec_packages)"
+    # each job drops the pages of what it reads as it starts: PARSEC's run folder, not the
+    # stand-in's file the data step never wrote for a program that was built
+    assert vips["evict"] == [vips["cwd"]]
+    assert all(Path(f).exists() for j in spec["jobs"] for f in j.get("evict", [])), spec["jobs"]

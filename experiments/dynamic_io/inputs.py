@@ -299,8 +299,9 @@ def job_for(cfg: dict, cal: dict, app_name: str, ns: str, i: int, data_dir: Path
     # its own input files' cached pages dropped as it starts (the run's device.evict dropped them
     # before the run), so a copy of it repeated in a run measured again longer reads them from
     # the disk again; the graph folder, which every graph job reads, is left as the batch shares it
-    # (drop_caches false: none, as the run's device drops none)
-    own = [*files, *([cwd] if cwd else [])] if e["drop_caches"] else []
+    # (drop_caches false: none, as the run's device drops none). PARSEC's program reads its run
+    # folder, not the stand-in's files, which the data step then never writes.
+    own = ([cwd] if cwd else files) if e["drop_caches"] else []
     if own:
         job["evict"] = own
     if cwd:
