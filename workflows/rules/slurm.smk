@@ -13,6 +13,8 @@ SLURM_MEASURED = sorted(
     for e, P in RUNS.items()
     if any(r["group"] is None and r["needs"]["hosts"] == "one" for r in P["runs"])
 )
+
+
 # the partition's nodes are read (sinfo) only when Slurm's executor submits the jobs: a dry run
 # or the local executor on a machine that has Slurm's client pays nothing for them. Asked when a
 # job's resources are evaluated: Snakemake sets its executor plugin only after this file is read.
