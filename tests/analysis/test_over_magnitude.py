@@ -6,30 +6,14 @@ decided it (row key magnitude_at)."""
 
 import pandas as pd
 
-from analysis.claims import complete_claim
 from analysis.verdicts import IN_MAGNITUDE, MAGNITUDE_UNDECIDED, NOT_IN_MAGNITUDE, Machine, judge
+from tests.analysis.test_engine_holes import RATIO, claim, paired  # the engine tests' claim and pairs
 
 MACHINE = Machine({}, {})
-RATIO = {"effect": "ratio", "metric": "t", "head": {"scheme": "x"}, "base": {"scheme": "y"}, "expect": "greater"}
 TIGHT = [11.0, 11.1, 10.9, 11.05, 10.95, 11.02, 10.98, 11.03]  # 8 pairs about 1.1 x 10
 BAND = {"at_least": 1.05, "at_most": 1.15, "from": "improved by 5 % to 15 % on every workload"}
 OVER = {**RATIO, "where": {"workload": ["a", "b", "c"]}, "over": ["workload"], "magnitude": BAND}
 SPREAD = [0.6, -0.4, 0.2, -0.7, 0.5, -0.1, 0.3, -0.4]
-
-
-def claim(**kw) -> dict:
-    c = {"says": "x is faster than y", "source": "Sec. 5", "quote": "faster", "paper_as": "same", "table": "runs",
-         "pair_by": ["rep"], "aggregate": "mean", "min_reps": 2}  # fmt: skip
-    c.update(kw)
-    return complete_claim("claims.yaml", "c", c, {})
-
-
-def paired(head, base, **extra) -> pd.DataFrame:
-    rows = []
-    for rep, (h, b) in enumerate(zip(head, base)):
-        rows.append({"run_id": f"x{rep}", "scheme": "x", "rep": rep, "t": h, **extra})
-        rows.append({"run_id": f"y{rep}", "scheme": "y", "rep": rep, "t": b, **extra})
-    return pd.DataFrame(rows)
 
 
 def workloads(**heads) -> pd.DataFrame:
