@@ -9,7 +9,6 @@ import re
 import pytest
 import yaml
 
-from corun.run import runner
 from experiments.cmp_stacking import experiment as ce
 from experiments.cmp_stacking import sizing
 from experiments.config import validate_config
@@ -116,24 +115,3 @@ def test_time_alone_is_the_jobs_cpu_time_not_its_wall_time():
 def test_the_estimate_counts_each_run_at_its_minimum():
     est = ce.EXPERIMENT.estimate(cfg(min_intervals=10))
     assert est["runs"] == 4 and est["seconds"] >= 4 * 10
-
-
-@pytest.mark.root
-def test_a_run_shorter_than_its_minimum_is_measured_again_as_it_is(disk_tmp):
-    spec = {
-        "name": "short",
-        "remeasure": {"min_measure_s": 0.6, "attempts": 2, "lengthen": "none"},
-        "jobs": [{"name": "j", "cmd": ["/bin/sleep", "0.2"]}],
-        "device": {"path": str(disk_tmp)},
-        "monitors": {"enabled": []},
-    }
-    path = disk_tmp / "s.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    out = runner.run_spec_file(path, disk_tmp / "run", progress=False)
-    meta = json.loads((out / "metadata.json").read_text())
-    rm = meta["remeasured"]
-    assert rm["min_measure_s"] == 0.6 and rm["attempt"] == 2
-    first = rm["earlier"][0]
-    assert first["duration_s"] < 0.6 and "shorter than the 0.6 s" in first["short"]
-    assert [j["name"] for j in meta["spec"]["jobs"]] == ["j"]  # never repeated
-    assert meta["duration_s"] < 0.6  # still short: the analysis fails it, naming it
