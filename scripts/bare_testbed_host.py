@@ -150,6 +150,14 @@ def stop_pidfile(pidfile: Path, comm: str) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
+def _pid_alive(pidfile: Path) -> bool:
+    """Whether PIDFILE names a running process."""
+    try:
+        return Path(f"/proc/{int(pidfile.read_text().split()[0])}").exists()
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def stop_slurm_cluster(node_names: list[str], repo: Path) -> list[str]:
     """Stop the Slurm cluster this machine controls over the testbed's nodes (roles/slurm with
     corun_slurm: true; its slurm.conf names them): slurmctld by its pid file, then `corun
@@ -168,6 +176,10 @@ def stop_slurm_cluster(node_names: list[str], repo: Path) -> list[str]:
         ctld = int(json.loads(journal.read_text())["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         ctld = None
+    # a slurm.conf left by an earlier cluster (its daemons stopped, its journal gone) is no
+    # cluster to stop: nothing runs and nothing is journalled
+    if not journal.exists() and not _pid_alive(Path("/run/slurmctld.pid")):
+        return []
     stop = run(
         "start-stop-daemon",
         "--stop",
