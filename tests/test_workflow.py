@@ -76,6 +76,7 @@ def test_every_experiment_plans_on_other_hosts(repo_root):
 
 
 @pytest.mark.root
+@pytest.mark.timeout(1800)  # the smoke campaign, runs sized in time: about 9 min alone here
 def test_smoke_run_end_to_end_then_nothing_to_redo(repo_root):
     out = repo_root / "results" / "test-smoke"
     shutil.rmtree(out, ignore_errors=True)
