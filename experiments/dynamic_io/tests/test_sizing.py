@@ -17,6 +17,7 @@ from experiments.dynamic_io import experiment as dx
 from experiments.dynamic_io import sizing
 from experiments.dynamic_io.tests.campaign import FOLDER, write_campaign
 from experiments.dynamic_io.tests.test_experiment import cfg
+from tests.fake_runs import fake_runner
 
 JOB_S = {"x264": 0.2, "km": 1.5}
 CAL = {"needed": False, "min_measure_s": 5.0, "job_s": JOB_S, "batch_length": {"w01": 24, "w06": 4}}
@@ -64,45 +65,13 @@ def test_every_variant_and_rep_runs_the_calibrated_batch_recorded_in_its_labels(
     assert len(alone["jobs"]) == 1 and "remeasure" not in alone  # T_alone: wall time only
 
 
-class _Written:
-    """A measured run of `len(jobs) x per_job_s` seconds (corun.run.recorder.WrittenRun's part
-    the runner's remeasure loop reads)."""
-
-    def __init__(self, spec, out, attempt, per_job_s):
-        self.spec, self.out, self.tmp = spec, out, out.parent / f"{out.name}.incomplete"
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        (self.tmp / "spec.json").write_text(json.dumps(spec))
-        self.meta = {"duration_s": per_job_s * len(spec["jobs"]), "run_id": f"a{attempt}", "machine_cpu": {}}
-
-    def ends_in_error(self):
-        return False
-
-    def set_aside(self, dest):
-        self.tmp.rename(dest)
-
-    def finish(self):
-        (self.tmp / "metadata.json").write_text(json.dumps(self.meta))
-        self.tmp.rename(self.out)
-        return self.out
-
-
 def test_a_campaign_run_measured_shorter_than_its_minimum_is_measured_again_longer(tmp_path, monkeypatch):
     c = cfg(workloads=["w01"])
     entry = next(e for e in dx.campaign(c) if e["kind"] == "campaign")
     spec = dx.make_spec(sizing.sized(c, {"batch_length": {"w01": 16}}), CAL, entry, tmp_path)
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(spec))
-    measured = []
-
-    class FakeRunner:  # 16 jobs of 0.25 s: 4 s, under the 5 s the latency needs
-        def __init__(self, spec, out, source, attempt, **kw):
-            self.w = _Written(spec, out, attempt, 0.25)
-            measured.append(spec)
-
-        def measure(self):
-            return self.w
-
-    monkeypatch.setattr(runner, "Runner", FakeRunner)
+    measured = fake_runner(monkeypatch, 0.25)  # 16 jobs of 0.25 s: 4 s, under the 5 s the latency needs
     out = runner.run_spec_file(path, tmp_path / "run")
     meta = json.loads((out / "metadata.json").read_text())
     assert len(measured) == 2 and len(measured[0]["jobs"]) == 16

@@ -13,6 +13,7 @@ from corun.run import runner
 from experiments.noisy_neighbour import experiment as nn
 from experiments.noisy_neighbour import sizing
 from experiments.noisy_neighbour.tests.test_experiment import cfg_with
+from tests.fake_runs import fake_runner
 
 
 def cfg(**extra):
@@ -66,34 +67,7 @@ def test_a_short_alone_run_is_measured_again_longer_its_copies_one_after_another
     spec = nn.make_spec(cfg(), {"kind": "alone_cpu", "workload": "mcf_r", "rep": 0}, tmp_path, 2, {"needed": False})
     path = tmp_path / "alone.yaml"
     path.write_text(yaml.safe_dump(spec))
-    measured = []
-
-    class Written:  # one 1.5 s program a copy
-        def __init__(self, spec, out):
-            self.out, self.tmp = out, out.parent / f"{out.name}.incomplete"
-            self.tmp.mkdir(parents=True, exist_ok=True)
-            self.meta = {"duration_s": 1.5 * len(spec["jobs"]), "run_id": f"a{len(measured)}", "machine_cpu": {}}
-
-        def ends_in_error(self):
-            return False
-
-        def set_aside(self, dest):
-            self.tmp.rename(dest)
-
-        def finish(self):
-            (self.tmp / "metadata.json").write_text(json.dumps(self.meta))
-            self.tmp.rename(self.out)
-            return self.out
-
-    class FakeRunner:
-        def __init__(self, spec, out, source, attempt, **kw):
-            measured.append(spec)
-            self.w = Written(spec, out)
-
-        def measure(self):
-            return self.w
-
-    monkeypatch.setattr(runner, "Runner", FakeRunner)
+    measured = fake_runner(monkeypatch, 1.5)  # one 1.5 s program a copy
     out = runner.run_spec_file(path, tmp_path / "run")
     meta = json.loads((out / "metadata.json").read_text())
     longer = measured[-1]
