@@ -1,6 +1,7 @@
 """The one analysis interface every experiment shares.
 
-An experiment's analysis (experiments/<name>/analysis.py) defines
+An experiment's analysis (experiments/<name>/analysis.py, called by the experiment's object:
+its `analyse`, `job_text` and `run_text`, corun.plan.base.Experiment) defines
 
     JOB_TEXT, RUN_TEXT        the text columns of its jobs.csv and runs.csv (read as strings)
     analyse(inputs) -> Result its metrics: the evidence tables its claims read, the levels of its

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -53,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None) -> int:
-    """Run the experiment's analysis (experiments/<name>/analysis.py) on its inputs: its metrics,
+    """Run the experiment's analysis (`exp.analyse`: its analysis.py) on its inputs: its metrics,
     its claims judged by the verdict engine, its section (analysis.experiment). With `look`, on
     that look's collected tables, judged at the level of the design's number of looks."""
     ins = exp.analysis_inputs(cfg, results)
@@ -66,11 +65,6 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
             "jobs": lay.table(owner, "jobs", look),
             "runs": lay.table(owner, "runs", look),
         }
-    module = importlib.import_module(f"experiments.{exp.name}.analysis")
-    if not callable(getattr(module, "analyse", None)):
-        raise ConfigError(
-            f"experiments/{exp.name}/analysis.py", "analyse", None, "analyse(inputs) -> Result (analysis.experiment)"
-        )
     files = {k: v for k, v in ins.items() if k not in ("jobs", "runs")}
     files["cache_dir"] = lay.cache(exp.name)
     files.setdefault("device_calibration", lay.device_calibration)
@@ -80,13 +74,13 @@ def analyze(exp, cfg: dict, results: str, out_dir: str, look: int | None = None)
         PAPERS_DIR,
         ins["jobs"],
         ins["runs"],
-        job_text=getattr(module, "JOB_TEXT", []),
-        run_text=getattr(module, "RUN_TEXT", []),
+        job_text=exp.job_text,
+        run_text=exp.run_text,
         files=files,
         config=cfg,
         looks=verdicts.Looks(look, len(plan), plan[min(look, len(plan)) - 1], tuple(plan)),
     )
-    analysis_experiment.write(out_dir, inputs, module.analyse(inputs))
+    analysis_experiment.write(out_dir, inputs, exp.analyse(inputs))
     return 0
 
 

@@ -2,7 +2,6 @@
 profile with one experiment's section changed, the profiles validated, the analysis inputs read
 from a folder's tables, and the columns every CMP stacking job row carries."""
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from analysis.experiment import Inputs, read_inputs
 from corun.errors import ConfigError
 from corun.util import repo_root
-from experiments import PAPERS_DIR
+from experiments import PAPERS_DIR, get
 from experiments.config import profile_config, validate_config
 
 CONFIGS = repo_root() / "workflows" / "config"
@@ -44,12 +43,11 @@ def validated_profiles(experiment: str):
 
 def read_tables(experiment: str, tables: Path, **kw) -> Inputs:
     """EXPERIMENT's analysis inputs from TABLES/jobs.csv and TABLES/runs.csv, read with its
-    analysis's column types; KW (files, config) as read_inputs takes them."""
-    analysis = importlib.import_module(f"experiments.{experiment}.analysis")
-    folder = repo_root() / "experiments" / experiment
+    analysis's column types (exp.job_text, exp.run_text); KW (files, config) as read_inputs takes them."""
+    exp = get(experiment)
     jobs, runs = tables / "jobs.csv", tables / "runs.csv"
     return read_inputs(
-        experiment, folder, PAPERS_DIR, jobs, runs, job_text=analysis.JOB_TEXT, run_text=analysis.RUN_TEXT, **kw
+        experiment, exp.folder, PAPERS_DIR, jobs, runs, job_text=exp.job_text, run_text=exp.run_text, **kw
     )
 
 

@@ -1,7 +1,10 @@
 """The interface every experiment has, and what the experiments share.
 
 An experiment is a folder experiments/<name>/ whose experiment.py defines `EXPERIMENT`, an
-instance of a subclass of `Experiment`; `experiments.registry()` finds them all. The workflow's
+instance of a subclass of `Experiment`; `experiments.registry()` finds them all. The one object
+holds the experiment's plan (its data, calibrate and specs steps) and its analysis: its `analyse`,
+`job_text` and `run_text` call its analysis.py, which experiment.py loads with
+corun.util.lazy_module, so that only the analyze step imports pandas and SciPy. The workflow's
 generic code (config validation, the plan, the one rule file that makes data, calibrates, writes
 specs, runs, collects and analyses every experiment, the multi-host rules, the report) loops over
 the registry and names no experiment. See docs/howto/add-an-experiment.md.
@@ -16,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from corun import config
+from corun.errors import ConfigError
 from corun.layout import Layout
 from corun.machine import topology
 from corun.run import workloads
@@ -41,6 +45,9 @@ class Experiment:
     folder       experiments/<name> (set by the registry)
     variant_kinds the kinds of scheduler variant its config names (an unknown name is answered
                  with the nearest variants of these kinds)
+    job_text     the columns of its jobs.csv its analysis reads as text (besides those every
+                 analysis does: analysis.experiment)
+    run_text     the same of its runs.csv
     """
 
     name: str = ""
@@ -53,6 +60,8 @@ class Experiment:
     run_inputs: tuple[str, ...] = ()
     folder: Path | None = None
     variant_kinds: tuple[str, ...] | None = None
+    job_text: tuple[str, ...] = ()
+    run_text: tuple[str, ...] = ()
 
     # ----------------------------------------------------------------- configuration
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
@@ -147,6 +156,15 @@ class Experiment:
     def analysis_outputs(self, results: str) -> list[str]:
         """Files its analysis writes: section.json first, then tables other experiments read."""
         return [Layout(results).section(self.name)]
+
+    # ----------------------------------------------------------------- its analysis
+    def analyse(self, inputs):
+        """Its metrics from its collected runs: an analysis.experiment.Result for the
+        analysis.experiment.Inputs given (analysis.experiment judges the claims and writes the
+        section). Every experiment overrides it, calling its analysis.py."""
+        raise ConfigError(
+            f"experiments/{self.name}/experiment.py", "analyse", None, "analyse(inputs) -> Result (analysis.experiment)"
+        )
 
 
 def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:

@@ -1,4 +1,5 @@
-"""An experiment's plan: which runs, each a spec for `corun run` (copy this folder to start one).
+"""An experiment: its plan, which runs, each a spec for `corun run`, and its analysis (analysis.py)
+(copy this folder to start one).
 
 The matrix: every variant of `variants` x `reps` repetitions, in a seeded interleaved order so
 that a slow drift of the machine lands on every variant alike. Each run: `jobs` copies of the
@@ -15,9 +16,11 @@ import yaml
 from corun.errors import ConfigError
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.run import workloads
-from corun.util import atomic_write_text
+from corun.util import atomic_write_text, lazy_module
 
 NAME = Path(__file__).resolve().parent.name  # the folder's name: a copy needs no edit here
+# its analysis: pandas and SciPy, loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module(f"experiments.{NAME}.analysis")
 
 
 def run_name(variant: str, rep: int) -> str:
@@ -82,6 +85,18 @@ class TemplateExperiment(Experiment):
         job_s = sec["mem_size_bytes"] / 64 * (sec["iterations"] + 1) * (3e-9 + sec["nops"] * 0.25e-9)
         runs = matrix(cfg)
         return {"runs": len(runs), "seconds": len(runs) * (job_s + RUN_OVERHEAD_S), "k_dropped": []}
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT  # text columns of jobs.csv and runs.csv
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = TemplateExperiment()

@@ -41,7 +41,10 @@ from corun.plan.pfs_clients import (
     variant_part,
     volfiles,
 )
-from corun.util import atomic_write_json, atomic_write_text
+from corun.util import atomic_write_json, atomic_write_text, lazy_module
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.aioli.analysis")
 
 NAME = "aioli"
 GROUPS_FILE = "groups.json"
@@ -420,6 +423,18 @@ class Aioli(Experiment):
         pts = points(sec)
         io_s = sum(p["clients"] * p["apps"] * client_bytes(sec) / (DISK_MB_S * 1e6 * sec["servers"]) for p in pts)
         return {"runs": len(pts), "seconds": PFS_SETUP_S + len(pts) * RUN_OVERHEAD_S + io_s, "k_dropped": []}
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = Aioli()

@@ -20,8 +20,11 @@ from corun.errors import ConfigError
 from corun.plan.base import RUN_OVERHEAD_S, graph_s, x264_s
 from corun.plan.stacking import StackingExperiment, run_name
 from corun.run import workloads
-from corun.util import atomic_write_text
+from corun.util import atomic_write_text, lazy_module
 from experiments.cmp_stacking import sizing
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.cmp_stacking.analysis")
 
 PAPER_WORKLOADS = {  # paper 000 Table 2
     "x264_simlarge": (1, {"kind": "x264", "input": "simlarge", "frames": 128}),
@@ -172,6 +175,18 @@ class CmpStacking(StackingExperiment):
     def analysis_outputs(self, results: str) -> list[str]:
         # llc_miss compares its CC cost with this table
         return [*super().analysis_outputs(results), f"{results}/cmp_stacking/analysis/normalized_runtime.csv"]
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = CmpStacking()

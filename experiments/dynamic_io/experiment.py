@@ -35,7 +35,7 @@ import yaml
 from corun.plan import figures
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.plan.device import run_device
-from corun.util import atomic_write_json, atomic_write_text
+from corun.util import atomic_write_json, atomic_write_text, lazy_module
 from experiments.dynamic_io import sizing
 from experiments.dynamic_io.inputs import (  # noqa: F401 - the plan's steps, importable from here
     cores_for,
@@ -70,6 +70,9 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
     workload_apps,
 )
 from experiments.dynamic_io.sizing import calibrate  # noqa: F401 - the calibrate step, importable from here
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.dynamic_io.analysis")
 
 # ----------------------------------------------------------------------------- specs
 
@@ -213,6 +216,18 @@ class DynamicIo(Experiment):
             work = sum(app_s(scaled_app(e, a)) for a in apps)
             secs += work / max(1, min(len(apps), full_load(cfg, entry["workload"]))) + RUN_OVERHEAD_S
         return {"runs": len(runs), "seconds": secs, "k_dropped": []}
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = DynamicIo()

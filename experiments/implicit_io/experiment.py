@@ -20,7 +20,10 @@ from corun.machine import rotating_disk
 from corun.plan.base import graph_s
 from corun.plan.stacking import StackingExperiment, run_name
 from corun.run import run_length, workloads
-from corun.util import atomic_write_text
+from corun.util import atomic_write_text, lazy_module
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.implicit_io.analysis")
 
 
 def edges(group: dict) -> int:
@@ -135,6 +138,18 @@ class ImplicitIo(StackingExperiment):
         if dev.get("kind") == "rotating_disk" and report.get("enabled") and report.get("preset") == preset:
             out["device_calibration"] = f"{results}/device/calibration.json"
         return out
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = ImplicitIo()

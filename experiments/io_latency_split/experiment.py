@@ -4,12 +4,28 @@ of the cmp_stacking runs (it makes no runs of its own)."""
 from __future__ import annotations
 
 from corun.plan.base import Experiment
+from corun.util import lazy_module
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.io_latency_split.analysis")
 
 
 class IoLatencySplit(Experiment):
     name = "io_latency_split"
     runs_of = "cmp_stacking"
     data_file = None
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = IoLatencySplit()

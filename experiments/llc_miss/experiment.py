@@ -20,7 +20,10 @@ import yaml
 from corun.plan.base import RUN_OVERHEAD_S
 from corun.plan.stacking import StackingExperiment, run_name
 from corun.run import run_length, workloads
-from corun.util import atomic_write_text
+from corun.util import atomic_write_text, lazy_module
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.llc_miss.analysis")
 
 
 def min_measure_s(cfg: dict) -> float:
@@ -118,6 +121,18 @@ class LlcMiss(StackingExperiment):
         if table:
             out["stacking"] = table
         return out
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = LlcMiss()

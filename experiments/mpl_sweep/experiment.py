@@ -26,8 +26,11 @@ from corun.errors import ConfigError
 from corun.plan import figures
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.testbed import inventory as inv
-from corun.util import atomic_write_json, atomic_write_text, repo_root
+from corun.util import atomic_write_json, atomic_write_text, lazy_module, repo_root
 from experiments.mpl_sweep import workloads as mw
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.mpl_sweep.analysis")
 
 NAME = "mpl_sweep"
 PLAN_FILE = "plan.json"
@@ -347,6 +350,18 @@ class MplSweep(Experiment):
             span = (wl["jobs"] - 1) * sec["loads"][p["load"]] * sec["job_s"] if wl["arrival"] == "exponential" else 0
             total += max(span, wl["jobs"] * sec["job_s"] / max(1, p["mpl"])) + RUN_OVERHEAD_S
         return {"runs": len(points(cfg)), "seconds": total, "k_dropped": []}
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = MplSweep()

@@ -26,9 +26,12 @@ from corun.errors import ConfigError
 from corun.machine.placement_domains import Domains, read_domains
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
 from corun.run.inputs import unpack_tar
-from corun.util import atomic_write_json, atomic_write_text
+from corun.util import atomic_write_json, atomic_write_text, lazy_module
 from experiments.noisy_neighbour import sizing
 from experiments.noisy_neighbour import workloads as nw
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.noisy_neighbour.analysis")
 
 NAME = "noisy_neighbour"
 PLAN_FILE = "plan.json"
@@ -277,6 +280,18 @@ class NoisyNeighbour(Experiment):
             "seconds": len(pts) * RUN_OVERHEAD_S + n_io * io_s + n_alone * sizing.min_measure_s(cfg) + premise_s,
             "k_dropped": [],
         }
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = NoisyNeighbour()

@@ -48,8 +48,11 @@ from corun.plan.pfs_clients import (
     variant_part,
     volfiles,
 )
-from corun.util import atomic_write_json, atomic_write_text, cli_options, repo_root
+from corun.util import atomic_write_json, atomic_write_text, cli_options, lazy_module, repo_root
 from experiments.sais import pmu
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.sais.analysis")
 
 NAME = "sais"
 GROUPS_FILE = "groups.json"
@@ -499,6 +502,18 @@ class Sais(Experiment):
         pm = len(pm_names(sec))
         seconds = len(groups(sec)) * PFS_SETUP_S + read_s + pm * (RUN_OVERHEAD_S + sec["pm"]["duration_s"])
         return {"runs": reads + pm, "seconds": seconds, "k_dropped": []}
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = Sais()

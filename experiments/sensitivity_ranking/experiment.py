@@ -29,7 +29,10 @@ from corun.plan.calibration import MB, calibrate_reader, nops_for, write_calibra
 from corun.plan.device import run_device
 from corun.run.inputs import fits, write_random
 from corun.run.workloads import kernel
-from corun.util import atomic_write_json, atomic_write_text
+from corun.util import atomic_write_json, atomic_write_text, lazy_module
+
+# pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
+analysis = lazy_module("experiments.sensitivity_ranking.analysis")
 
 NAME = "sensitivity_ranking"
 
@@ -212,6 +215,18 @@ class SensitivityRanking(Experiment):
             "seconds": len(runs) * (cfg[NAME]["runtime_target_s"] + RUN_OVERHEAD_S),
             "k_dropped": [],
         }
+
+    # ----------------------------------------------------------------- its analysis (analysis.py)
+    def analyse(self, inputs):
+        return analysis.analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return analysis.JOB_TEXT
+
+    @property
+    def run_text(self) -> list[str]:
+        return analysis.RUN_TEXT
 
 
 EXPERIMENT = SensitivityRanking()
