@@ -130,8 +130,8 @@ def write(root: Path, files: dict[str, str]) -> Path:
 CLEAN = {
     "corun/errors.py": "",
     "corun/machine/host.py": "from corun.errors import CorunError\n",
-    "corun/run/runner.py": "from corun.machine import host\nfrom . import plan\n",
-    "corun/run/plan.py": "import corun.machine.host\n",
+    "corun/run/runner.py": "from corun.machine import host\nfrom . import checked_spec\n",
+    "corun/run/checked_spec.py": "import corun.machine.host\n",
     "analysis/report.py": "from corun.run import runner\n",
     "experiments/x.py": "import analysis.report\n",
 }

@@ -20,7 +20,7 @@ from corun.errors import ConfigError, CorunError, one_line_errors
 from corun.machine import topology
 from corun.machine.recovery import recover_stale
 from corun.run import metadata, schedulers
-from corun.run.plan import RunPlan, load_spec
+from corun.run.checked_spec import CheckedSpec, load_spec
 from corun.run.runner import run_spec_file
 from corun.util import lazy_module
 
@@ -43,7 +43,7 @@ def _cmd_run(a) -> int:
     return 0
 
 
-def _device_text(r: RunPlan) -> str:
+def _device_text(r: CheckedSpec) -> str:
     """The device under test as validate can tell it: a device built or formatted for the run
     (kind rotating_disk or block) exists only once the run sets it up."""
     if r.device is not None:
@@ -55,7 +55,7 @@ def _device_text(r: RunPlan) -> str:
 
 def _cmd_validate(a) -> int:
     spec = load_spec(a.spec)
-    r = RunPlan.build(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
+    r = CheckedSpec.build(spec, a.out or "/nonexistent/corun-validate", source=a.spec)
     print(
         f"{a.spec}: ok ({len(r.jobs)} jobs on CMPs {r.cmp_ids}, device {_device_text(r)}, scheduler {r.variant.name})"
     )

@@ -1,6 +1,6 @@
 """The device under test of one run when it is built or formatted for the run: the emulated
 rotating disk (corun.machine.rotating_disk) or a real block device by path, populated with the
-jobs' inputs and evicted from the page cache (corun.run.plan holds one per run)."""
+jobs' inputs and evicted from the page cache (corun.run.checked_spec holds one per run)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import time
 from corun.errors import CorunError
 from corun.machine import topology
 from corun.run import cluster as clu
-from corun.run.plan import Job, RunPlan
+from corun.run.checked_spec import CheckedSpec, Job
 from corun.run.session import MachineSession, signal_group
 from corun.run.session import evict as evict_files
 from corun.util import proc_starttime, read_proc_io
@@ -58,7 +58,7 @@ class Progress:
 
 
 class Executor:
-    def __init__(self, plan: RunPlan, session: MachineSession, progress: bool = True):
+    def __init__(self, plan: CheckedSpec, session: MachineSession, progress: bool = True):
         self.plan, self.session = plan, session
         self.progress = Progress(plan.spec["name"], len(plan.jobs), progress)
         self.events: queue.Queue = queue.Queue()

@@ -21,8 +21,8 @@ from pathlib import Path
 from corun.errors import CorunError
 from corun.machine import host, topology
 from corun.run import job_result
+from corun.run.checked_spec import CheckedSpec, Job
 from corun.run.executor import Executor
-from corun.run.plan import Job, RunPlan
 from corun.run.session import MachineSession
 from corun.util import atomic_write_json
 
@@ -76,7 +76,7 @@ class WrittenRun:
 
 
 def write_run(
-    plan: RunPlan, session: MachineSession, ex: Executor, meta: dict, phases: dict, allow_job_failures: bool
+    plan: CheckedSpec, session: MachineSession, ex: Executor, meta: dict, phases: dict, allow_job_failures: bool
 ) -> WrittenRun:
     """The tables, in the run's `.incomplete` folder; metadata.json and the rename are the
     returned run's `finish`. Raises when the run did not finish (stopped by a signal)."""
@@ -157,7 +157,7 @@ def write_run(
     return WrittenRun(spec["name"], tmp, out, doc, failed, allow_job_failures)
 
 
-def cluster_meta(plan: RunPlan, session: MachineSession) -> dict | None:
+def cluster_meta(plan: CheckedSpec, session: MachineSession) -> dict | None:
     if plan.cluster is None:
         return None
     out = {
@@ -176,7 +176,7 @@ def cluster_meta(plan: RunPlan, session: MachineSession) -> dict | None:
     return out
 
 
-def job_row(plan: RunPlan, session: MachineSession, ex: Executor, j: Job) -> dict:
+def job_row(plan: CheckedSpec, session: MachineSession, ex: Executor, j: Job) -> dict:
     js, t0 = j.spec, ex.t0_mono
     started = j.start_mono is not None
     rt = (j.end_mono - j.start_mono) if started and j.end_mono else None

@@ -3,7 +3,8 @@
 A run spec (schemas/run_spec.schema.json) lists jobs in submit order. A run is four parts, each
 its own module:
 
-- the plan (corun.run.plan.RunPlan): the spec checked against this machine before anything runs;
+- the checked spec (corun.run.checked_spec.CheckedSpec): the spec checked against this machine
+  before anything runs;
 - the machine session (corun.run.session): the machine set up for the run (device, cgroup and
   caps, the scheduler variant, monitors), watched while the jobs run, and restored after;
 - the executor (corun.run.executor): the jobs queued, started, watched and ended, on this host
@@ -32,8 +33,8 @@ from corun.machine import foreign_cpu
 from corun.machine import host as hostmod
 from corun.machine.recovery import recover_stale
 from corun.run import run_length
+from corun.run.checked_spec import CheckedSpec, load_spec
 from corun.run.executor import Executor
-from corun.run.plan import RunPlan, load_spec
 from corun.run.recorder import WrittenRun, write_run
 from corun.run.session import MachineSession
 from corun.util import atomic_write_json, proc_starttime
@@ -55,11 +56,11 @@ class Runner:
         self.out = Path(out_dir)
         self.progress_on = progress
         self.allow_job_failures = allow_job_failures
-        self.plan: RunPlan | None = None
+        self.plan: CheckedSpec | None = None
 
-    def prepare(self) -> RunPlan:
+    def prepare(self) -> CheckedSpec:
         """Everything that can be wrong with the input is found here, before anything runs."""
-        self.plan = RunPlan.build(self.spec, self.out, self.source, self.attempt)
+        self.plan = CheckedSpec.build(self.spec, self.out, self.source, self.attempt)
         return self.plan
 
     def run(self) -> Path:
@@ -144,7 +145,7 @@ def _lap(since: float) -> float:
     return round(time.monotonic() - since, 4)
 
 
-def _monitor_pids(plan: RunPlan) -> list[int]:
+def _monitor_pids(plan: CheckedSpec) -> list[int]:
     """The pids of the monitors' programs (a monitor sampling in the runner has none)."""
     return [m._proc.pid for m in plan.monitors if getattr(m, "_proc", None) is not None]
 

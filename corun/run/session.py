@@ -29,7 +29,7 @@ from corun.machine.state import Journal, state_dir
 from corun.monitors.base import wait_started
 from corun.run import cluster as clu
 from corun.run import metadata
-from corun.run.plan import RunPlan
+from corun.run.checked_spec import CheckedSpec
 from corun.util import Laps, proc_starttime
 
 
@@ -76,7 +76,7 @@ def stop_monitors(monitors: list) -> list[str]:
 
 
 class MachineSession:
-    def __init__(self, plan: RunPlan, meta: dict):
+    def __init__(self, plan: CheckedSpec, meta: dict):
         self.plan = plan
         self.meta = meta  # metadata.json's entries the session adds (verified, evicted, settle ...)
         self.journal: Journal | None = None
@@ -138,7 +138,7 @@ class MachineSession:
         # what depends on the device as the jobs find it: advice, doctor's device findings
         self.host_meta = metadata.with_device(self.host_meta, self.device_during)
 
-    def _setup(self, plan: RunPlan, spec: dict, j: Journal) -> None:
+    def _setup(self, plan: CheckedSpec, spec: dict, j: Journal) -> None:
         if plan.run_device is not None:  # the emulated (or formatted) disk, journalled
             name = plan.run_device.start(j, plan.cgroup.run_id)
             self.device = devmod.device_by_name(name)

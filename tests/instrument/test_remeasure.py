@@ -11,7 +11,7 @@ from corun.config import load_schema, validate
 from corun.errors import ConfigError
 from corun.plan.base import stamp_remeasure
 from corun.run import runner
-from corun.run.plan import load_spec
+from corun.run.checked_spec import load_spec
 from experiments.config import workflow_schema
 
 

@@ -1,6 +1,6 @@
-"""The plan of a run: everything the run spec asks for, checked against this machine.
+"""The checked spec of a run: everything the run spec asks for, checked against this machine.
 
-`RunPlan.build(spec, out)` finds everything that can be wrong with the input before anything runs
+`CheckedSpec.build(spec, out)` finds everything that can be wrong with the input before anything runs
 (CMPs, the device, caps the machine can apply, the scheduler variant, the monitors' tools, the
 cluster's hosts) and holds the result: the jobs in submit order, the placer, the device (or the
 device the run will build), the run's cgroup, the variant and the monitors. It changes nothing
@@ -72,7 +72,7 @@ def load_spec(path: str | Path) -> dict:
 
 
 @dataclass
-class RunPlan:
+class CheckedSpec:
     spec: dict
     source: str
     out: Path
@@ -104,7 +104,7 @@ class RunPlan:
         return self.tmp / "monitors"
 
     @classmethod
-    def build(cls, spec: dict, out: str | Path, source: str = "spec", attempt: int = 1) -> RunPlan:
+    def build(cls, spec: dict, out: str | Path, source: str = "spec", attempt: int = 1) -> CheckedSpec:
         """Everything that can be wrong with the input is found here, before anything runs."""
         p = cls(spec=spec, source=source, out=Path(out), attempt=attempt)
         p._place()
