@@ -33,8 +33,7 @@ from pathlib import Path
 from corun.errors import CorunError
 from corun.machine.state import Journal
 from corun.testbed import inventory
-from corun.testbed.pfs_links import _tbf_args, _tc, qdisc_undo_argv, qdiscs, shaped_rate_mbit
-from corun.testbed.pfs_plan import (
+from corun.testbed.pfs_config import (
     AIOLI_TYPE,
     JOURNAL_ID,
     LISTEN_TIMEOUT_S,
@@ -49,6 +48,7 @@ from corun.testbed.pfs_plan import (
     load_config,
     make_plan,
 )
+from corun.testbed.pfs_links import _tbf_args, _tc, qdisc_undo_argv, qdiscs, shaped_rate_mbit
 from corun.testbed.pfs_volfiles import (
     client_volfile,
     fuse_volfile,

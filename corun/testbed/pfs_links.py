@@ -7,7 +7,7 @@ import json
 import shlex
 import subprocess
 
-from corun.testbed.pfs_plan import TBF_LATENCY, Plan
+from corun.testbed.pfs_config import TBF_LATENCY, Plan
 
 # ---- links ---------------------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ from corun.machine.state import Journal
 from corun.testbed import hosts as hostmod
 from corun.testbed import inventory, pfs, server_parts
 from corun.testbed.guard import Guard
-from corun.testbed.pfs_plan import JOURNAL_FILE
+from corun.testbed.pfs_config import JOURNAL_FILE
 from corun.util import atomic_write_json, repo_path, repo_root
 
 CLUSTER = "scripts/netns-cluster"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from corun.testbed.pfs_config import AIOLI_TYPE, BRICK_NAME, Plan, Server
 from corun.testbed.pfs_links import _link_summary
-from corun.testbed.pfs_plan import AIOLI_TYPE, BRICK_NAME, Plan, Server
 
 # ---- generated volfiles ------------------------------------------------------------------
 

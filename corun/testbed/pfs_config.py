@@ -1,5 +1,6 @@
-"""The parallel file system's configuration and plan (corun.testbed.pfs): servers, hosts in
-network namespaces, the links to shape, and the constants the other parts share."""
+"""The parallel file system's configuration (corun.testbed.pfs): the validated section, and the
+servers, hosts in network namespaces and links to shape it makes (`Plan`), and the constants the
+other parts share."""
 
 from __future__ import annotations
 
