@@ -20,7 +20,7 @@ from typing import Any
 
 from corun import config
 from corun.errors import ConfigError
-from corun.plan import device
+from corun.plan import device_section
 from corun.run import schedulers
 from corun.util import repo_root
 from experiments import EXPERIMENTS_DIR, registry
@@ -139,7 +139,7 @@ def validate_config(cfg: Any, source: str) -> dict:
         sec = cfg.get(name) or {}
         if sec.get("max_reps") is not None and sec["max_reps"] < sec.get("reps", 1):
             raise ConfigError(source, f"{name}.max_reps", sec["max_reps"], f"an integer >= {name}.reps ({sec['reps']})")
-    device.check(cfg, source)
+    device_section.check(cfg, source)
     for name in cfg["experiments"]:
         exps[name].check(cfg, source)
     check_variant_params(cfg, source)

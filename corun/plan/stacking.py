@@ -26,7 +26,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.plan.base import RUN_OVERHEAD_S, Experiment, machine_cmps
-from corun.plan.device import run_device
+from corun.plan.device_section import spec_device
 from corun.util import atomic_write_json, atomic_write_text
 
 
@@ -142,7 +142,7 @@ class StackingExperiment(Experiment):
             "placement": {"cmp": dict(cfg["cmp"]), "use_cmps": list(range(k))},
             "jobs": jobs,
             # x264 writes into out/, graph jobs build their CSR in graph/: both must exist on the disk
-            "device": run_device(
+            "device": spec_device(
                 e, data_dir, [data_dir / "inputs"], e["drop_caches"], [data_dir / "out", data_dir / "graph"]
             ),
             "memory": {"limit_bytes": e.get("memory_limit_bytes")},

@@ -34,7 +34,7 @@ import yaml
 
 from corun.plan import figures
 from corun.plan.base import RUN_OVERHEAD_S, Experiment
-from corun.plan.device import run_device
+from corun.plan.device_section import spec_device
 from corun.util import atomic_write_json, atomic_write_text, lazy_module
 from experiments.dynamic_io import sizing
 from experiments.dynamic_io.inputs import (  # noqa: F401 - the plan's steps, importable from here
@@ -137,7 +137,7 @@ def make_spec(cfg: dict, cal: dict, entry: dict, data_dir: Path) -> dict:
         "labels": labels,
         "placement": {"cmp": dict(cfg["cmp"])},
         "jobs": jobs,
-        "device": run_device(e, data_dir, list(dict.fromkeys(reads)), e["drop_caches"], [data_dir / "out"]),
+        "device": spec_device(e, data_dir, list(dict.fromkeys(reads)), e["drop_caches"], [data_dir / "out"]),
         "memory": {"limit_bytes": e["memory_limit_bytes"]},
         "scheduler": {"name": variant, "params": params},
         "monitors": dict(cfg["monitors"]),

@@ -26,7 +26,7 @@ import yaml
 from corun.errors import ConfigError
 from corun.plan.base import RUN_OVERHEAD_S, Experiment, machine_cmps
 from corun.plan.calibration import MB, calibrate_reader, nops_for, write_calibration_files
-from corun.plan.device import run_device
+from corun.plan.device_section import spec_device
 from corun.run.inputs import fits, write_random
 from corun.run.workloads import kernel
 from corun.util import atomic_write_json, atomic_write_text, lazy_module
@@ -161,7 +161,7 @@ def make_spec(cfg: dict, cal: dict, group: int, k: int, rep: int, data_dir: Path
         "jobs": jobs,
         # the kernel bypasses the page cache itself (cache_mode), so nothing is evicted; on the
         # emulated disk only this run's files are copied onto it
-        "device": run_device(exp, data_dir, [data_file(data_dir, group, s) for s in range(len(jobs))], False),
+        "device": spec_device(exp, data_dir, [data_file(data_dir, group, s) for s in range(len(jobs))], False),
         "scheduler": {"name": exp["scheduler"], "params": exp["scheduler_params"]},
         "monitors": cfg["monitors"],
     }

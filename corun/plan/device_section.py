@@ -2,7 +2,8 @@
 config): the disk holding the data folder, with the experiment's optional cap (`throttle`), or an
 emulated rotating disk built for each run and mounted over the data folder with the inputs
 copied onto it (`rotating_disk`, docs/emulators/rotating_disk.md). One function checks the
-section, one writes a run spec's `device`; every experiment that reads inputs uses both."""
+section, one (`spec_device`) writes a run spec's `device`; every experiment that reads inputs
+uses both."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def check(cfg: dict, source: str = "config") -> None:
         rd.resolve(dev.get("rotating_disk"), ROTATING_DISK, source, key)
 
 
-def run_device(sec: dict, data_dir: Path, inputs: list[Path], evict: bool, outputs: list[Path] = ()) -> dict:
+def spec_device(sec: dict, data_dir: Path, inputs: list[Path], evict: bool, outputs: list[Path] = ()) -> dict:
     """A run spec's device section for an experiment section SEC whose jobs read INPUTS and write
     into the folders OUTPUTS (all under DATA_DIR): with kind throttle, the inputs' cached pages are
     dropped before the jobs when EVICT; with kind rotating_disk the inputs and the output folders
