@@ -49,7 +49,7 @@ from bench import _common  # noqa: E402
 from corun.emulators import ROTATING_DISK  # noqa: E402
 from corun.errors import ConfigError, CorunError  # noqa: E402
 from corun.machine import rotating_disk as rd  # noqa: E402
-from corun.machine.device import device_of  # noqa: E402
+from corun.machine.block_device import device_of  # noqa: E402
 from corun.machine.state import Journal  # noqa: E402
 from corun.util import atomic_write_json  # noqa: E402
 

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.machine import device as devmod
+from corun.machine import block_device as devmod
 from corun.machine import host as hoststate
 from corun.util import repo_root
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from corun.errors import one_line_errors
-from corun.machine.device import current_elevator, device_by_name, set_elevator
+from corun.machine.block_device import current_elevator, device_by_name, set_elevator
 from corun.util import atomic_write_text
 
 

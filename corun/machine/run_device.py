@@ -11,7 +11,7 @@ from pathlib import Path
 
 from corun.emulators import Emulator
 from corun.errors import ConfigError
-from corun.machine.device import device_of
+from corun.machine.block_device import device_of
 from corun.machine.disk_mounts import (
     _evict,
     _mount_entry,

@@ -18,8 +18,8 @@ from pathlib import Path
 from corun import config
 from corun.emulators import ROTATING_DISK
 from corun.errors import ConfigError, CorunError
+from corun.machine import block_device as devmod
 from corun.machine import cgroup as cg
-from corun.machine import device as devmod
 from corun.machine import topology
 from corun.machine.run_device import RunDevice
 from corun.monitors import Monitor, MonitorContext, make_monitors

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from corun.errors import CorunError
-from corun.machine import device as devmod
+from corun.machine import block_device as devmod
 from corun.machine import topology
 from corun.machine.state import Journal, state_dir
 from corun.monitors.base import wait_started

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corun.machine import device as devmod
+from corun.machine import block_device as devmod
 from corun.machine.cgroup import CGROUP_ROOT
 from tests.run_process import start_run
 
