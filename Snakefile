@@ -14,7 +14,7 @@ include: "workflows/rules/common.smk"
 include: "workflows/rules/build.smk"
 # every experiment of experiments/ (experiments.registry()), from one rule file
 include: "workflows/rules/experiments.smk"
-include: "workflows/rules/device.smk"
+include: "workflows/rules/device_calibration.smk"
 include: "workflows/rules/report.smk"
 include: "workflows/rules/hosts.smk"
 
