@@ -1,10 +1,16 @@
 """`python -m experiments analyze`: every analysis goes through analysis.experiment, called on
 the experiment's object (exp.analyse); one that does not override `analyse` is a one-line error."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from corun.errors import ConfigError
 from corun.plan.base import Experiment
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class NoAnalysis(Experiment):
@@ -32,3 +38,16 @@ def test_no_experiment_has_analysis_args():
 
     for name, exp in registry().items():
         assert not hasattr(exp, "analysis_args"), name
+
+
+def test_the_registry_loads_no_analysis_library():
+    """Every workflow step (data, calibrate, specs, decide) loads the registry: pandas, SciPy and
+    matplotlib load with an experiment's analysis only (they cost about 1.4 s a step)."""
+    code = (
+        "import sys, experiments; experiments.registry(); "
+        "print([m for m in ('pandas', 'scipy', 'matplotlib') "
+        "if m in sys.modules and type(sys.modules[m]).__name__ != '_LazyModule'])"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]", res.stdout
