@@ -9,8 +9,8 @@ runtime is subtracted, so the figure is what a campaign pays per run on top of i
 CPU time of the corun process and the tools it starts is printed too (less sensitive to a busy
 machine than wall time). The usual monitors are measured twice: on a spec never seen on this
 machine, and on a spec written as the workflow's specs step writes it (corun.plan.base
-.stamp_remeasure: its remeasure section, checked against the schema there, so that the run finds
-it known valid and does not load jsonschema). Also prints the import time of the run path
+.stamp_remeasure: its remeasure section, checked against the schema there; the run checks it
+again). Also prints the import time of the run path
 alone. Prints figures; not a pass/fail test.
 
   .venv/bin/python bench/run_fixed_cost.py [--reps 5]

@@ -4,32 +4,22 @@ Defaults live in the schema (`default:`), so this module also fills them in.
 Every failure is a ConfigError: one line naming the file, the key, the value
 and what was expected.
 
-A document found valid is remembered in the state folder (valid_documents.json: a digest of the
-schema and the document, nothing else), and jsonschema (about a third of `corun run`'s imports)
-is loaded only to check a document not known to be valid: a run spec the specs step wrote and
-checked, a variant's manifest or parameters checked by an earlier run. Defaults are filled in
-either way.
+Every load validates: the campaign's configuration is validated once, when its plan is made
+(experiments.campaign); a run spec, a variant's manifest or parameters each time they are read.
 """
 
 from __future__ import annotations
 
-import atexit
 import copy
 import functools
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 from corun.errors import ConfigError
-from corun.util import atomic_write_json, lazy_module, state_dir
-
-jsonschema = lazy_module("jsonschema")  # loaded to check a document not known to be valid
-
-VALID_FILE = "valid_documents.json"
-VALID_KEEP = 4096  # digests kept, newest last
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built with it: same result, faster
 
@@ -192,62 +182,6 @@ def _validator(schema: dict):
     return _BY_CONTENT[key]
 
 
-_SCHEMA_DIGESTS: dict[int, tuple[dict, str]] = {}
-_known: dict[str, None] | None = None  # the digests of valid_documents.json, then this process's
-_new: list[str] = []
-
-
-def _digest(instance: Any, schema: dict) -> str | None:
-    """What a valid (schema, document) pair is remembered by; None for a document that is not
-    plain JSON (never remembered)."""
-    hit = _SCHEMA_DIGESTS.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        hit = (schema, hashlib.sha256(json.dumps(schema, sort_keys=True, default=str).encode()).hexdigest())
-        _SCHEMA_DIGESTS[id(schema)] = hit
-    try:
-        doc = json.dumps(instance, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
-        return None
-    return hashlib.sha256(f"{hit[1]}\n{doc}".encode()).hexdigest()[:32]
-
-
-def _read_valid() -> dict[str, None]:
-    try:
-        data = json.loads((state_dir() / VALID_FILE).read_text())
-        return dict.fromkeys(x for x in data if isinstance(x, str))
-    except (OSError, ValueError, TypeError):
-        return {}
-
-
-def _known_valid(digest: str) -> bool:
-    global _known
-    if _known is None:
-        _known = _read_valid()
-    return digest in _known
-
-
-def _remember_valid(digest: str) -> None:
-    if not _new:
-        atexit.register(save_valid)
-    _known[digest] = None
-    _new.append(digest)
-
-
-def save_valid() -> None:
-    """This process's new digests added to the file's (another process may have added some
-    meanwhile); at exit, or when a caller wants them seen at once. A cache only: a failure is
-    ignored."""
-    if not _new:
-        return
-    try:
-        merged = _read_valid()
-        merged.update(dict.fromkeys(_new))
-        atomic_write_json(state_dir() / VALID_FILE, list(merged)[-VALID_KEEP:])
-        _new.clear()
-    except OSError:
-        pass
-
-
 def _of_no_type(err) -> bool:
     """A oneOf/anyOf whose every alternative refused the value's type (at the value itself)."""
     return err.validator in ("oneOf", "anyOf") and all(
@@ -283,12 +217,7 @@ def validate(instance: Any, schema: dict | str, source: str) -> Any:
     """Validate; return the instance with defaults filled in. Raise ConfigError on the first error."""
     if isinstance(schema, str):
         schema = load_schema(schema)
-    digest = _digest(instance, schema)
-    if digest is not None and _known_valid(digest):
-        return _fill_defaults(instance, schema, schema)
     errors = list(_validator(schema).iter_errors(instance))
-    if not errors and digest is not None:
-        _remember_valid(digest)
     if errors:
         err = jsonschema.exceptions.best_match(errors)
         # prefer the deepest, most specific error; but a value of none of a oneOf's types is

@@ -217,8 +217,6 @@ def stamp_remeasure(out_dir: Path, remeasure: dict) -> int:
             )
             atomic_write_text(path, yaml.safe_dump(spec, sort_keys=False))
             n += 1
-        # checked here, once: a bad spec stops the specs step, and `corun run` on this machine
-        # finds it known valid (corun.config) and need not load jsonschema
+        # a bad spec stops the specs step here, before any run (`corun run` checks it again)
         config.validate(spec, "run_spec", str(path))
-    config.save_valid()
     return n
