@@ -1,8 +1,8 @@
 """The experiments: one folder each, experiments/<name>/, found by `registry()`.
 
 A folder is an experiment when it holds `experiment.py` defining `EXPERIMENT` (an instance of a
-subclass of corun.plan.base.Experiment: the experiment's one object, its plan and, through its
-`analyse`, `job_text` and `run_text`, its analysis.py). Beside it: `config.schema.json` (its config section and
+subclass of corun.plan.base.Experiment: the experiment's one object, its plan and, as its
+`analysis` attribute, its analysis.py). Beside it: `config.schema.json` (its config section and
 defaults), `profiles/<profile>.yaml` (its values per workflow profile), `claims.yaml` (the paper's
 values and the claims its report judges), `analysis.py`, `README.md` (its docs page), `tests/`
 and, only where an experiment needs rules no other has, `rules.smk`. Folders whose name starts

@@ -1,5 +1,5 @@
 """`python -m experiments analyze`: every analysis goes through analysis.experiment, called on
-the experiment's object (exp.analyse); one that does not override `analyse` is a one-line error."""
+the experiment's object (exp.analyse, from its `analysis` module); one without is a one-line error."""
 
 import subprocess
 import sys
@@ -17,19 +17,23 @@ class NoAnalysis(Experiment):
     name = "llc_miss"
 
 
-def test_an_experiment_without_analyse_is_one_line():
+@pytest.mark.parametrize("ask", ["analyse", "job_text"])
+def test_an_experiment_without_analysis_is_one_line(ask):
     with pytest.raises(ConfigError) as err:
-        NoAnalysis().analyse(None)
+        NoAnalysis().analyse(None) if ask == "analyse" else NoAnalysis().job_text
     msg = str(err.value)
     assert "\n" not in msg
-    assert msg.startswith("experiments/llc_miss/experiment.py: analyse: None (expected analyse(inputs) -> Result")
+    assert msg.startswith("experiments/llc_miss/experiment.py: analysis: None (expected its analysis.py")
 
 
 def test_every_experiment_owns_its_analysis():
     from experiments import registry
 
     for name, exp in registry().items():
-        assert type(exp).analyse is not Experiment.analyse, name
+        # its own analysis.py, loaded at first use
+        assert type(exp.analysis).__name__ == "_LazyModule" or exp.analysis.__name__.endswith(".analysis"), name
+        assert exp.analysis.__name__ == f"experiments.{name}.analysis", name
+        assert callable(exp.analysis.analyse), name
         assert isinstance(exp.job_text, list) and isinstance(exp.run_text, list), name
 
 

@@ -2,9 +2,9 @@
 
 An experiment is a folder experiments/<name>/ whose experiment.py defines `EXPERIMENT`, an
 instance of a subclass of `Experiment`; `experiments.registry()` finds them all. The one object
-holds the experiment's plan (its data, calibrate and specs steps) and its analysis: its `analyse`,
-`job_text` and `run_text` call its analysis.py, which experiment.py loads with
-corun.util.lazy_module, so that only the analyze step imports pandas and SciPy. The workflow's
+holds the experiment's plan (its data, calibrate and specs steps) and its analysis: its
+`analysis`, the experiment's analysis.py loaded with corun.util.lazy_module (so that only the
+analyze step imports pandas and SciPy), gives `analyse`, `job_text` and `run_text`. The workflow's
 generic code (config validation, the plan, the one rule file that makes data, calibrates, writes
 specs, runs, collects and analyses every experiment, the multi-host rules, the report) loops over
 the registry and names no experiment. See docs/howto/add-an-experiment.md.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 
@@ -45,9 +46,9 @@ class Experiment:
     folder       experiments/<name> (set by the registry)
     variant_kinds the kinds of scheduler variant its config names (an unknown name is answered
                  with the nearest variants of these kinds)
-    job_text     the columns of its jobs.csv its analysis reads as text (besides those every
-                 analysis does: analysis.experiment)
-    run_text     the same of its runs.csv
+    analysis     its analysis.py (corun.util.lazy_module): analyse(inputs) -> Result, JOB_TEXT
+                 (the columns of its jobs.csv read as text, besides those every analysis reads:
+                 analysis.experiment) and RUN_TEXT (the same of its runs.csv)
     """
 
     name: str = ""
@@ -60,8 +61,7 @@ class Experiment:
     run_inputs: tuple[str, ...] = ()
     folder: Path | None = None
     variant_kinds: tuple[str, ...] | None = None
-    job_text: tuple[str, ...] = ()
-    run_text: tuple[str, ...] = ()
+    analysis: ModuleType | None = None
 
     # ----------------------------------------------------------------- configuration
     def prepare_config(self, raw: dict, section_schema: dict) -> dict:
@@ -158,13 +158,29 @@ class Experiment:
         return [Layout(results).section(self.name)]
 
     # ----------------------------------------------------------------- its analysis
+    def _analysis(self) -> ModuleType:
+        if self.analysis is None:
+            raise ConfigError(
+                f"experiments/{self.name}/experiment.py",
+                "analysis",
+                None,
+                "its analysis.py, loaded with lazy_module: analyse(inputs) -> Result (analysis.experiment)",
+            )
+        return self.analysis
+
     def analyse(self, inputs):
         """Its metrics from its collected runs: an analysis.experiment.Result for the
         analysis.experiment.Inputs given (analysis.experiment judges the claims and writes the
-        section). Every experiment overrides it, calling its analysis.py."""
-        raise ConfigError(
-            f"experiments/{self.name}/experiment.py", "analyse", None, "analyse(inputs) -> Result (analysis.experiment)"
-        )
+        section)."""
+        return self._analysis().analyse(inputs)
+
+    @property
+    def job_text(self) -> list[str]:
+        return list(self._analysis().JOB_TEXT)
+
+    @property
+    def run_text(self) -> list[str]:
+        return list(self._analysis().RUN_TEXT)
 
 
 def machine_cmps(cfg: dict, source: str = "config") -> tuple[str, list[list[int]]]:

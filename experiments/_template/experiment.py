@@ -19,8 +19,6 @@ from corun.run import workloads
 from corun.util import atomic_write_text, lazy_module
 
 NAME = Path(__file__).resolve().parent.name  # the folder's name: a copy needs no edit here
-# its analysis: pandas and SciPy, loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module(f"experiments.{NAME}.analysis")
 
 
 def run_name(variant: str, rep: int) -> str:
@@ -87,16 +85,8 @@ class TemplateExperiment(Experiment):
         return {"runs": len(runs), "seconds": len(runs) * (job_s + RUN_OVERHEAD_S), "k_dropped": []}
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT  # text columns of jobs.csv and runs.csv
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module(f"experiments.{NAME}.analysis")
 
 
 EXPERIMENT = TemplateExperiment()

@@ -44,7 +44,6 @@ from corun.plan.pfs_clients import (
 from corun.util import atomic_write_json, atomic_write_text, lazy_module
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.aioli.analysis")
 
 NAME = "aioli"
 GROUPS_FILE = "groups.json"
@@ -425,16 +424,8 @@ class Aioli(Experiment):
         return {"runs": len(pts), "seconds": PFS_SETUP_S + len(pts) * RUN_OVERHEAD_S + io_s, "k_dropped": []}
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.aioli.analysis")
 
 
 EXPERIMENT = Aioli()

@@ -24,7 +24,6 @@ from corun.util import atomic_write_text, lazy_module
 from experiments.cmp_stacking import sizing
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.cmp_stacking.analysis")
 
 PAPER_WORKLOADS = {  # paper 000 Table 2
     "x264_simlarge": (1, {"kind": "x264", "input": "simlarge", "frames": 128}),
@@ -177,16 +176,8 @@ class CmpStacking(StackingExperiment):
         return [*super().analysis_outputs(results), f"{results}/cmp_stacking/analysis/normalized_runtime.csv"]
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.cmp_stacking.analysis")
 
 
 EXPERIMENT = CmpStacking()

@@ -72,7 +72,6 @@ from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configurati
 from experiments.dynamic_io.sizing import calibrate  # noqa: F401 - the calibrate step, importable from here
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.dynamic_io.analysis")
 
 # ----------------------------------------------------------------------------- specs
 
@@ -218,16 +217,8 @@ class DynamicIo(Experiment):
         return {"runs": len(runs), "seconds": secs, "k_dropped": []}
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.dynamic_io.analysis")
 
 
 EXPERIMENT = DynamicIo()

@@ -23,7 +23,6 @@ from corun.run import run_length, workloads
 from corun.util import atomic_write_text, lazy_module
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.implicit_io.analysis")
 
 
 def edges(group: dict) -> int:
@@ -140,16 +139,8 @@ class ImplicitIo(StackingExperiment):
         return out
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.implicit_io.analysis")
 
 
 EXPERIMENT = ImplicitIo()

@@ -7,7 +7,6 @@ from corun.plan.base import Experiment
 from corun.util import lazy_module
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.io_latency_split.analysis")
 
 
 class IoLatencySplit(Experiment):
@@ -16,16 +15,8 @@ class IoLatencySplit(Experiment):
     data_file = None
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.io_latency_split.analysis")
 
 
 EXPERIMENT = IoLatencySplit()

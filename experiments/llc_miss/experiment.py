@@ -23,7 +23,6 @@ from corun.run import run_length, workloads
 from corun.util import atomic_write_text, lazy_module
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.llc_miss.analysis")
 
 
 def min_measure_s(cfg: dict) -> float:
@@ -123,16 +122,8 @@ class LlcMiss(StackingExperiment):
         return out
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.llc_miss.analysis")
 
 
 EXPERIMENT = LlcMiss()

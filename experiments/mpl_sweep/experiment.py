@@ -30,7 +30,6 @@ from corun.util import atomic_write_json, atomic_write_text, lazy_module, repo_r
 from experiments.mpl_sweep import workloads as mw
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.mpl_sweep.analysis")
 
 NAME = "mpl_sweep"
 PLAN_FILE = "plan.json"
@@ -352,16 +351,8 @@ class MplSweep(Experiment):
         return {"runs": len(points(cfg)), "seconds": total, "k_dropped": []}
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.mpl_sweep.analysis")
 
 
 EXPERIMENT = MplSweep()

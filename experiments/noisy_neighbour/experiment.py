@@ -31,7 +31,6 @@ from experiments.noisy_neighbour import sizing
 from experiments.noisy_neighbour import workloads as nw
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.noisy_neighbour.analysis")
 
 NAME = "noisy_neighbour"
 PLAN_FILE = "plan.json"
@@ -282,16 +281,8 @@ class NoisyNeighbour(Experiment):
         }
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.noisy_neighbour.analysis")
 
 
 EXPERIMENT = NoisyNeighbour()

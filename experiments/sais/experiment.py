@@ -52,7 +52,6 @@ from corun.util import atomic_write_json, atomic_write_text, cli_options, lazy_m
 from experiments.sais import pmu
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.sais.analysis")
 
 NAME = "sais"
 GROUPS_FILE = "groups.json"
@@ -504,16 +503,8 @@ class Sais(Experiment):
         return {"runs": reads + pm, "seconds": seconds, "k_dropped": []}
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.sais.analysis")
 
 
 EXPERIMENT = Sais()

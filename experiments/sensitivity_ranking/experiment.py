@@ -32,7 +32,6 @@ from corun.run.workloads import kernel
 from corun.util import atomic_write_json, atomic_write_text, lazy_module
 
 # pandas and SciPy: loaded by the analyze step only (the data and specs steps need neither)
-analysis = lazy_module("experiments.sensitivity_ranking.analysis")
 
 NAME = "sensitivity_ranking"
 
@@ -217,16 +216,8 @@ class SensitivityRanking(Experiment):
         }
 
     # ----------------------------------------------------------------- its analysis (analysis.py)
-    def analyse(self, inputs):
-        return analysis.analyse(inputs)
-
-    @property
-    def job_text(self) -> list[str]:
-        return analysis.JOB_TEXT
-
-    @property
-    def run_text(self) -> list[str]:
-        return analysis.RUN_TEXT
+    # analyse(inputs), JOB_TEXT, RUN_TEXT: pandas and SciPy, loaded by the analyze step only
+    analysis = lazy_module("experiments.sensitivity_ranking.analysis")
 
 
 EXPERIMENT = SensitivityRanking()
