@@ -31,7 +31,6 @@ def test_every_experiment_owns_its_analysis():
 
     for name, exp in registry().items():
         # its own analysis.py, loaded at first use
-        assert type(exp.analysis).__name__ == "_LazyModule" or exp.analysis.__name__.endswith(".analysis"), name
         assert exp.analysis.__name__ == f"experiments.{name}.analysis", name
         assert callable(exp.analysis.analyse), name
         assert isinstance(exp.job_text, list) and isinstance(exp.run_text, list), name
