@@ -157,18 +157,23 @@ def test_node_daemons_verify_every_host_at_once_and_name_the_first_that_fails(tm
         nd.verify()
 
 
+# the stop's SIGTERM follows the lifeline's end at once: each file is written whole (a rename),
+# so the signal never leaves one half-written
 LIFELINE_PROBE = (
     "import json, os, pathlib, sys, time\n"
     "state = pathlib.Path(sys.argv[1]); words = []\n"
-    "(state / 'argv.json').write_text(json.dumps(sys.argv[2:]))\n"
-    "(state / 'summary.json').write_text('{}')\n"
-    "(state / 'rank_env.json').write_text('{}')\n"
+    "def put(name, value):\n"
+    "    (state / (name + '.tmp')).write_text(json.dumps(value))\n"
+    "    os.replace(state / (name + '.tmp'), state / name)\n"
+    "put('argv.json', sys.argv[2:])\n"
+    "put('summary.json', {})\n"
+    "put('rank_env.json', {})\n"
     "if not sys.argv[2:]:\n"
-    "    (state / 'words.json').write_text(json.dumps([os.read(0, 64).decode()]))\n"
+    "    put('words.json', [os.read(0, 64).decode()])\n"
     "    time.sleep(60)\n"
     "while True:\n"
     "    words.append(os.read(0, 64).decode())\n"
-    "    (state / 'words.json').write_text(json.dumps(words))\n"
+    "    put('words.json', words)\n"
     "    if not words[-1]: break\n"
 )
 
