@@ -157,23 +157,21 @@ def test_node_daemons_verify_every_host_at_once_and_name_the_first_that_fails(tm
         nd.verify()
 
 
-# the stop's SIGTERM follows the lifeline's end at once: each file is written whole (a rename),
-# so the signal never leaves one half-written
+# the stop's SIGTERM follows the lifeline's end at once: each file is written whole
+# (corun.util.atomic_write_json), so the signal never leaves one half-written
 LIFELINE_PROBE = (
-    "import json, os, pathlib, sys, time\n"
+    "import os, pathlib, sys, time\n"
+    "from corun.util import atomic_write_json\n"
     "state = pathlib.Path(sys.argv[1]); words = []\n"
-    "def put(name, value):\n"
-    "    (state / (name + '.tmp')).write_text(json.dumps(value))\n"
-    "    os.replace(state / (name + '.tmp'), state / name)\n"
-    "put('argv.json', sys.argv[2:])\n"
-    "put('summary.json', {})\n"
-    "put('rank_env.json', {})\n"
+    "atomic_write_json(state / 'argv.json', sys.argv[2:])\n"
+    "atomic_write_json(state / 'summary.json', {})\n"
+    "atomic_write_json(state / 'rank_env.json', {})\n"
     "if not sys.argv[2:]:\n"
-    "    put('words.json', [os.read(0, 64).decode()])\n"
+    "    atomic_write_json(state / 'words.json', [os.read(0, 64).decode()])\n"
     "    time.sleep(60)\n"
     "while True:\n"
     "    words.append(os.read(0, 64).decode())\n"
-    "    put('words.json', words)\n"
+    "    atomic_write_json(state / 'words.json', words)\n"
     "    if not words[-1]: break\n"
 )
 
