@@ -67,7 +67,7 @@ def pfs_root(sec: dict, data_dir: Path) -> str:
 
 
 def volfiles(sec: dict, experiment: str, data_dir: Path, servers: int, host: int = 0) -> list[str]:
-    """The client volfiles corun.testbed.pfs writes on client host `host` (Plan.client_volfile);
+    """The client volfiles corun.testbed.pfs writes on client host `host` (Deployment.client_volfile);
     pfs_runs checks them."""
     base = f"{pfs_root(sec, data_dir).rstrip('/')}/{client_name(sec, experiment, host)}/client"
     return [f"{base}/stripe-{i}.vol" for i in range(servers)]

@@ -15,7 +15,7 @@ disks' teardowns), so teardown after a failure, Ctrl-C or SIGKILL of `up` leaves
 process, mount, image or qdisc behind. The journal lives beside the layout, not in /run/corun,
 because the file system outlives the `up` command (`corun recover` must not end it).
 
-    scripts/pfs [--config FILE] up | status [--json] | counters [--sched-status T] | args | down | plan
+    scripts/pfs [--config FILE] up | status [--json] | counters [--sched-status T] | args | down | layout
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ from corun.testbed.pfs_config import (
     REMOTE_TIMEOUT_S,
     STOP_SCRIPT,
     UMOUNT_SCRIPT,
+    Deployment,
     PfsError,
-    Plan,
     Server,
     _fill,
     load_config,
-    make_plan,
+    make_deployment,
 )
 from corun.testbed.pfs_links import _tbf_args, _tc, qdisc_undo_argv, qdiscs, shaped_rate_mbit
 from corun.testbed.pfs_volfiles import (
@@ -87,11 +87,11 @@ def remote(
     return res
 
 
-def open_journal(plan: Plan) -> Journal:
+def open_journal(fs: Deployment) -> Journal:
     """The file system's journal (corun.machine.state's, in state_dir: not corun's state folder,
     which `corun recover` undoes), with the actions an earlier `up` left in it."""
-    plan.state_dir.mkdir(parents=True, exist_ok=True)
-    return Journal(JOURNAL_ID, directory=plan.state_dir, resume=True)
+    fs.state_dir.mkdir(parents=True, exist_ok=True)
+    return Journal(JOURNAL_ID, directory=fs.state_dir, resume=True)
 
 
 def _push(j: Journal, what: str, argv: list[str], together: str | None = None) -> None:
@@ -101,10 +101,10 @@ def _push(j: Journal, what: str, argv: list[str], together: str | None = None) -
     j.push({**action, "together": together} if together else action)
 
 
-def journal_actions(plan: Plan) -> int:
+def journal_actions(fs: Deployment) -> int:
     """How many undo actions the journal holds (read, not taken: `up` may be holding it)."""
     try:
-        return len(json.loads(plan.journal_path.read_text()).get("actions", []))
+        return len(json.loads(fs.journal_path.read_text()).get("actions", []))
     except (OSError, ValueError):
         return 0
 
@@ -120,15 +120,15 @@ def port_open(addr: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def check_tools(plan: Plan) -> None:
+def check_tools(fs: Deployment) -> None:
     need = {"glusterfsd"}
-    if plan.cfg["brick"]["backend"] in ("loop", "rotating_disk"):
+    if fs.cfg["brick"]["backend"] in ("loop", "rotating_disk"):
         need |= {"mkfs.ext4", "mount", "losetup"}
-    client_need = {"glusterfs"} if plan.cfg["fuse"]["mount"] else set()
+    client_need = {"glusterfs"} if fs.cfg["fuse"]["mount"] else set()
     wants: dict[str, tuple[inventory.Host, set]] = {}
-    for s in plan.servers:
+    for s in fs.servers:
         wants.setdefault(s.host.name, (s.host, set()))[1].update(need)
-    wants.setdefault(plan.client.name, (plan.client, set()))[1].update(client_need)  # the FUSE mount's host
+    wants.setdefault(fs.client.name, (fs.client, set()))[1].update(client_need)  # the FUSE mount's host
     for h, want in wants.values():
         names = sorted(want)
         if not names:
@@ -145,8 +145,8 @@ def check_tools(plan: Plan) -> None:
                 "(ansible-playbook site.yml --tags glusterfs)",
                 3,
             )
-    types = sorted({x["type"] for x in plan.cfg["server_xlators"]})
-    for h in {s.host.name: s.host for s in plan.servers}.values():
+    types = sorted({x["type"] for x in fs.cfg["server_xlators"]})
+    for h in {s.host.name: s.host for s in fs.servers}.values():
         if not types:
             break
         res = remote(
@@ -160,37 +160,37 @@ def check_tools(plan: Plan) -> None:
                 else "a .so in glusterfsd --print-xlatordir"
             )
             raise PfsError(f"pfs: {h.name}: translator {missing[0]} not installed: {hint}", 3)
-    if qdiscs(plan) and subprocess.run(["sh", "-c", "command -v tc"], capture_output=True).returncode != 0:
+    if qdiscs(fs) and subprocess.run(["sh", "-c", "command -v tc"], capture_output=True).returncode != 0:
         raise PfsError("pfs: tc not found: install iproute2", 3)
 
 
-def up(plan: Plan) -> dict:
-    j = open_journal(plan)
+def up(fs: Deployment) -> dict:
+    j = open_journal(fs)
     if j.actions:
         j.release()
-        raise PfsError(f"pfs: a file system is already up ({plan.journal_path}); run down first", 1)
+        raise PfsError(f"pfs: a file system is already up ({fs.journal_path}); run down first", 1)
     try:
-        check_tools(plan)
-        _up(plan, j)
+        check_tools(fs)
+        _up(fs, j)
     except BaseException:
         errors = j.unwind(keep_failed=True)  # what cannot be undone stays for down
         if errors:
             print("pfs: undoing a failed up: " + "; ".join(errors), file=sys.stderr)
-        plan.layout_path.unlink(missing_ok=True)
+        fs.layout_path.unlink(missing_ok=True)
         raise
-    lay = layout(plan)
-    atomic_write_text(plan.layout_path, json.dumps(lay, indent=2) + "\n")
+    lay = layout(fs)
+    atomic_write_text(fs.layout_path, json.dumps(lay, indent=2) + "\n")
     j.release()  # the journal stays: down unwinds it
     return lay
 
 
-def _up(plan: Plan, j: Journal) -> None:
-    cfg, port = plan.cfg, plan.cfg["port"]
+def _up(fs: Deployment, j: Journal) -> None:
+    cfg, port = fs.cfg, fs.cfg["port"]
     root = cfg["root"]
-    for h in {x.name: x for x in [s.host for s in plan.servers] + plan.clients}.values():
+    for h in {x.name: x for x in [s.host for s in fs.servers] + fs.clients}.values():
         if remote(h, '[ -e "$1" ] || echo absent', root).stdout.strip() == "absent":
             _push(j, f"remove {root} on {h.name} if empty", remote_argv(h, 'rmdir -- "$1" 2>/dev/null; exit 0', root))
-    for s in plan.servers:
+    for s in fs.servers:
         h = s.host
         existed = remote(h, 'for p; do [ -e "$p" ] && echo "$p"; done; exit 0', s.dir, s.brick).stdout.split()
         if s.dir not in existed:
@@ -214,7 +214,7 @@ def _up(plan: Plan, j: Journal) -> None:
                     str(Path(s.disk).parent),
                 ),
             )
-            disk_argv = _disk_argv(plan, "down", s.disk)
+            disk_argv = _disk_argv(fs, "down", s.disk)
             _push(
                 j,
                 f"take down the emulated disk of {s.brick} on {h.name}",
@@ -222,7 +222,7 @@ def _up(plan: Plan, j: Journal) -> None:
                 together="disks",
             )
             res = subprocess.run(
-                h.command([*_disk_argv(plan, "up", s.disk), "--target", s.brick], cwd=str(repo_root())),
+                h.command([*_disk_argv(fs, "up", s.disk), "--target", s.brick], cwd=str(repo_root())),
                 input=json.dumps(_disk_config(cfg)),
                 capture_output=True,
                 text=True,
@@ -241,7 +241,7 @@ def _up(plan: Plan, j: Journal) -> None:
         )
         _push(j, f"stop the data server on {h.name}", remote_argv(h, STOP_SCRIPT, s.volfile, s.pidfile), "servers")
         remote(h, 'exec glusterfsd -f "$1" -p "$2" -l "$3"', s.volfile, s.pidfile, s.log)
-    for ns, dev, rate in qdiscs(plan):
+    for ns, dev, rate in qdiscs(fs):
         _push(j, f"remove the qdisc of {dev}" + (f" in {ns}" if ns else ""), qdisc_undo_argv(ns, dev))
         res = subprocess.run(
             _tc(ns) + ["qdisc", "replace", "dev", dev, "root"] + _tbf_args(rate), capture_output=True, text=True
@@ -249,7 +249,7 @@ def _up(plan: Plan, j: Journal) -> None:
         if res.returncode != 0:
             raise PfsError(f"pfs: tc on {dev}: {res.stderr.strip()}")
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
-    for s in plan.servers:
+    for s in fs.servers:
         while not port_open(s.host.address, port):
             if time.monotonic() > deadline:
                 tail = remote(s.host, 'tail -n 3 "$1" 2>/dev/null', s.log, check=False).stdout.strip()
@@ -258,8 +258,8 @@ def _up(plan: Plan, j: Journal) -> None:
                     f"{s.host.address}:{port} ({tail.splitlines()[-1] if tail else 'no log'})"
                 )
             time.sleep(0.1)
-    for c in plan.clients:
-        hdir = plan.host_dir(c)
+    for c in fs.clients:
+        hdir = fs.host_dir(c)
         cdir = f"{hdir}/client"
         exists = remote(c, '[ -e "$1" ] && echo yes; exit 0', hdir).stdout.strip() == "yes"
         if not exists:
@@ -267,22 +267,20 @@ def _up(plan: Plan, j: Journal) -> None:
         else:
             _push(j, f"remove {cdir} on {c.name}", remote_argv(c, 'rm -rf -- "$1"', cdir))
         remote(c, 'mkdir -p -- "$1"', cdir)
-        for s in plan.servers:
-            remote(c, 'cat > "$1"', plan.client_volfile(s.index, c), stdin=client_volfile(s, port))
-        remote(c, 'cat > "$1"', f"{cdir}/layout.json", stdin=json.dumps(layout(plan), indent=2) + "\n")
-    c = plan.client
-    cdir = f"{plan.client_dir}/client"
+        for s in fs.servers:
+            remote(c, 'cat > "$1"', fs.client_volfile(s.index, c), stdin=client_volfile(s, port))
+        remote(c, 'cat > "$1"', f"{cdir}/layout.json", stdin=json.dumps(layout(fs), indent=2) + "\n")
+    c = fs.client
+    cdir = f"{fs.client_dir}/client"
     if cfg["fuse"]["mount"]:
-        m = plan.mountpoint
-        remote(c, 'cat > "$1"', plan.fuse_volfile, stdin=fuse_volfile(plan))
-        _push(
-            j, f"stop the FUSE client on {c.name}", remote_argv(c, STOP_SCRIPT, plan.fuse_volfile, f"{cdir}/fuse.pid")
-        )
+        m = fs.mountpoint
+        remote(c, 'cat > "$1"', fs.fuse_volfile, stdin=fuse_volfile(fs))
+        _push(j, f"stop the FUSE client on {c.name}", remote_argv(c, STOP_SCRIPT, fs.fuse_volfile, f"{cdir}/fuse.pid"))
         _push(j, f"unmount {m} on {c.name}", remote_argv(c, UMOUNT_SCRIPT, m))
         remote(
             c,
             'mkdir -p -- "$2" && exec glusterfs -f "$1" -p "$3" -l "$4" "$2"',
-            plan.fuse_volfile,
+            fs.fuse_volfile,
             m,
             f"{cdir}/fuse.pid",
             f"{cdir}/fuse.log",
@@ -301,10 +299,10 @@ def _up(plan: Plan, j: Journal) -> None:
             )
 
 
-def status(plan: Plan) -> dict:
-    actions = journal_actions(plan)
+def status(fs: Deployment) -> dict:
+    actions = journal_actions(fs)
     servers = []
-    for s in plan.servers:
+    for s in fs.servers:
         res = remote(s.host, PIDS_SCRIPT, s.volfile, check=False)
         mounted = None
         if s.image or s.disk:
@@ -312,7 +310,7 @@ def status(plan: Plan) -> dict:
                 remote(s.host, 'mountpoint -q "$1" && echo yes; exit 0', s.brick, check=False).stdout.strip() == "yes"
             )
         scheds = []
-        for x in server_xlators(plan.cfg["server_xlators"], s, plan.cfg["root"]):
+        for x in server_xlators(fs.cfg["server_xlators"], s, fs.cfg["root"]):
             if x["type"] != AIOLI_TYPE:
                 continue
             st = remote(s.host, 'cat -- "$1" 2>/dev/null; exit 0', x["options"]["status-file"], check=False)
@@ -339,21 +337,21 @@ def status(plan: Plan) -> dict:
                 "schedulers": scheds,
                 "reachable": res.returncode != 255,
                 "pids": [int(p) for p in res.stdout.split()] if res.returncode == 0 else [],
-                "listening": port_open(s.host.address, plan.cfg["port"]),
+                "listening": port_open(s.host.address, fs.cfg["port"]),
                 "brick": s.brick,
                 "brick_mounted": mounted,
             }
         )
     links = [
         {"netns": ns, "dev": dev, "expected_mbit": r, "rate_mbit": shaped_rate_mbit(ns, dev)}
-        for ns, dev, r in qdiscs(plan)
+        for ns, dev, r in qdiscs(fs)
     ]
     fuse = None
-    if plan.cfg["fuse"]["mount"]:
+    if fs.cfg["fuse"]["mount"]:
         fuse = {
-            "mountpoint": plan.mountpoint,
+            "mountpoint": fs.mountpoint,
             "mounted": remote(
-                plan.client, 'mountpoint -q "$1" && echo yes; exit 0', plan.mountpoint, check=False
+                fs.client, 'mountpoint -q "$1" && echo yes; exit 0', fs.mountpoint, check=False
             ).stdout.strip()
             == "yes",
         }
@@ -369,14 +367,14 @@ def status(plan: Plan) -> dict:
         "servers": servers,
         "links": links,
         "fuse": fuse,
-        "layout": json.loads(plan.layout_path.read_text()) if plan.layout_path.exists() else None,
+        "layout": json.loads(fs.layout_path.read_text()) if fs.layout_path.exists() else None,
     }
 
 
-def _disk_argv(plan: Plan, command: str, work: str) -> list[str]:
+def _disk_argv(fs: Deployment, command: str, work: str) -> list[str]:
     """corun.testbed.pfs_disk on a server host: this Python on a netns cluster (the same
     machine), python3 from the repository's folder on other hosts."""
-    py = sys.executable if plan.links else "python3"
+    py = sys.executable if fs.links else "python3"
     return ["env", f"PYTHONPATH={repo_root()}", py, "-m", "corun.testbed.pfs_disk", command, "--work", work]
 
 
@@ -393,7 +391,7 @@ def _disk_config(cfg: dict) -> dict:
     }
 
 
-def counters(plan: Plan, sched_status: str | None = None) -> dict:
+def counters(fs: Deployment, sched_status: str | None = None) -> dict:
     """Per data server: the emulated disk's counters (backend rotating_disk) and the server-side
     scheduler's status file (SCHED_STATUS, {root} and {host} replaced), each None with the
     reason when absent."""
@@ -402,7 +400,7 @@ def counters(plan: Plan, sched_status: str | None = None) -> dict:
         e: dict = {"index": s.index, "name": s.host.name, "disk": None, "disk_error": None}
         if s.disk:
             res = subprocess.run(
-                s.host.command(_disk_argv(plan, "stats", s.disk), cwd=str(repo_root())),
+                s.host.command(_disk_argv(fs, "stats", s.disk), cwd=str(repo_root())),
                 capture_output=True,
                 text=True,
                 timeout=REMOTE_TIMEOUT_S,
@@ -415,9 +413,9 @@ def counters(plan: Plan, sched_status: str | None = None) -> dict:
             if e["disk"] is None:
                 e["disk_error"] = (res.stderr.strip().splitlines() or ["no counters"])[-1]
         else:
-            e["disk_error"] = f"brick backend {plan.cfg['brick']['backend']}: no emulated disk"
+            e["disk_error"] = f"brick backend {fs.cfg['brick']['backend']}: no emulated disk"
         if sched_status:
-            path = _fill(sched_status, plan.cfg["root"], s.host.name)
+            path = _fill(sched_status, fs.cfg["root"], s.host.name)
             res = remote(s.host, 'cat -- "$1"', path, check=False)
             try:
                 e["sched"], e["sched_error"] = json.loads(res.stdout), None
@@ -428,16 +426,16 @@ def counters(plan: Plan, sched_status: str | None = None) -> dict:
                 )
         return e
 
-    with ThreadPoolExecutor(max_workers=min(16, len(plan.servers))) as pool:  # the servers at once
-        out = list(pool.map(one, plan.servers))
+    with ThreadPoolExecutor(max_workers=min(16, len(fs.servers))) as pool:  # the servers at once
+        out = list(pool.map(one, fs.servers))
     return {"time_epoch_s": time.time(), "servers": out}
 
 
-def down(plan: Plan) -> list[str]:
+def down(fs: Deployment) -> list[str]:
     """Undo what up did, newest first; an undo that fails stays in the journal for the next down."""
-    errors = open_journal(plan).unwind(keep_failed=True) if plan.journal_path.exists() else []
+    errors = open_journal(fs).unwind(keep_failed=True) if fs.journal_path.exists() else []
     if not errors:
-        plan.layout_path.unlink(missing_ok=True)
+        fs.layout_path.unlink(missing_ok=True)
     return errors
 
 
@@ -460,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sched-status", help="the server-side scheduler's status file on each server ({root}, {host} replaced)"
     )
     sub.add_parser("down", help="undo everything up did, newest first")
-    sub.add_parser("plan", help="print the layout up would make, change nothing")
+    sub.add_parser("layout", help="print the layout up would make, change nothing")
     sub.add_parser("args", help="print pfs_read's options for the file system that is up")
     return ap
 
@@ -469,17 +467,17 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     try:
         cfg, source = load_config(a.config)
-        plan = make_plan(cfg, source)
-        if a.command == "plan":
-            print(json.dumps(layout(plan), indent=2))
+        fs = make_deployment(cfg, source)
+        if a.command == "layout":
+            print(json.dumps(layout(fs), indent=2))
             return 0
         if a.command == "args":
-            if not plan.layout_path.exists():
-                raise PfsError(f"pfs: no file system is up ({plan.layout_path} is missing); run up first", 1)
-            print(shlex.join(kernel_args(json.loads(plan.layout_path.read_text()))))
+            if not fs.layout_path.exists():
+                raise PfsError(f"pfs: no file system is up ({fs.layout_path} is missing); run up first", 1)
+            print(shlex.join(kernel_args(json.loads(fs.layout_path.read_text()))))
             return 0
         if a.command == "up":
-            lay = up(plan)
+            lay = up(fs)
             for s in lay["servers"]:
                 print(f"data server {s['index']}: {s['name']} {s['address']}:{s['port']} brick {s['brick']}")
             ln = lay["link"]
@@ -494,10 +492,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pfs_read options: {shlex.join(kernel_args(lay))}")
             return 0
         if a.command == "counters":
-            print(json.dumps(counters(plan, a.sched_status)))
+            print(json.dumps(counters(fs, a.sched_status)))
             return 0
         if a.command == "status":
-            st = status(plan)
+            st = status(fs)
             if a.json:
                 print(json.dumps(st, indent=2))
             else:
@@ -526,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"fuse {st['fuse']['mountpoint']} {'mounted' if st['fuse']['mounted'] else 'NOT mounted'}")
                 print("up" if st["up"] else "not up")
             return 0 if st["up"] else 1
-        errors = down(plan)
+        errors = down(fs)
         if errors:
             raise PfsError("pfs: down left: " + "; ".join(errors), 1)
         print("pfs: down")

@@ -1,6 +1,6 @@
-"""The parallel file system's configuration (corun.testbed.pfs): the validated section, and the
-servers, hosts in network namespaces and links to shape it makes (`Plan`), and the constants the
-other parts share."""
+"""The parallel file system's configuration (corun.testbed.pfs): the validated section, the
+deployment it makes (`Deployment`: the client hosts, the data servers and their folders, the hosts
+in network namespaces and the links to shape), and the constants the other parts share."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class PfsError(CorunError):
     pass
 
 
-# ---- configuration and plan -------------------------------------------------------------
+# ---- configuration and deployment -------------------------------------------------------
 
 
 def load_config(path: str | Path | None) -> tuple[dict, str]:
@@ -92,7 +92,10 @@ class Server:
 
 
 @dataclass
-class Plan:
+class Deployment:
+    """Where a configuration puts the file system: its client hosts, data servers and their
+    folders, its state and the links to shape (make_deployment)."""
+
     cfg: dict
     source: str
     clients: list[inventory.Host]  # the client first, then the other client hosts
@@ -159,7 +162,7 @@ def _in_netns(cfg: dict, hosts: list[inventory.Host]) -> list[inventory.Host]:
     return [NetnsHost(**dataclasses.asdict(h), netns=links[h.name]["netns"]) for h in hosts]
 
 
-def make_plan(cfg: dict, source: str) -> Plan:
+def make_deployment(cfg: dict, source: str) -> Deployment:
     inv = repo_path(cfg["inventory"])
     if not inv.exists():
         raise ConfigError(
@@ -231,7 +234,7 @@ def make_plan(cfg: dict, source: str) -> Plan:
                 cfg["brick"]["path"],
                 "a folder of its own below {root}/{host}, such as {root}/{host}/brick",
             )
-    return Plan(
+    return Deployment(
         cfg=cfg,
         source=source,
         clients=clients,

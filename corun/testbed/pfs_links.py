@@ -7,7 +7,7 @@ import json
 import shlex
 import subprocess
 
-from corun.testbed.pfs_config import TBF_LATENCY, Plan
+from corun.testbed.pfs_config import TBF_LATENCY, Deployment
 
 # ---- links ---------------------------------------------------------------------------------
 
@@ -18,9 +18,9 @@ def _tbf_args(rate_mbit: int) -> list[str]:
     return ["tbf", "rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", TBF_LATENCY]
 
 
-def _link_summary(plan: Plan) -> dict:
-    ln = plan.cfg["link"]
-    shaped = bool(ln["shape"] and plan.links)
+def _link_summary(fs: Deployment) -> dict:
+    ln = fs.cfg["link"]
+    shaped = bool(ln["shape"] and fs.links)
     return {
         "shaped": shaped,
         "server_rate_mbit": ln["rate_mbit"] if shaped else None,
@@ -36,17 +36,17 @@ def _link_summary(plan: Plan) -> dict:
     }
 
 
-def qdiscs(plan: Plan) -> list[tuple[str | None, str, int]]:
+def qdiscs(fs: Deployment) -> list[tuple[str | None, str, int]]:
     """(namespace or None for the root one, device, rate) of every shaped link end."""
-    if not (plan.cfg["link"]["shape"] and plan.links):
+    if not (fs.cfg["link"]["shape"] and fs.links):
         return []
-    rate = plan.cfg["link"]["rate_mbit"]
+    rate = fs.cfg["link"]["rate_mbit"]
     out = []
-    hosts = {h.name: (h, rate * plan.cfg["link"]["client_links"]) for h in plan.clients}
-    for s in plan.servers:
+    hosts = {h.name: (h, rate * fs.cfg["link"]["client_links"]) for h in fs.clients}
+    for s in fs.servers:
         hosts.setdefault(s.host.name, (s.host, rate))
     for h, r in hosts.values():
-        e = plan.links[h.name]
+        e = fs.links[h.name]
         out.append((e["netns"], "eth0", r))  # what the host sends
         out.append((None, e["veth"], r))  # what the host receives (the bridge's side)
     return out

@@ -175,16 +175,16 @@ def run_group(
             inv.parent.mkdir(parents=True, exist_ok=True)
             _run(cluster_argv(work, *args), "netns-cluster up")
             log(f"netns cluster up: {c['hosts']} hosts, prefix {c['prefix']}, {c['subnet']}")
-        plan = counters = hosts = None
+        fs = counters = hosts = None
         if has_fs:
             client = _fs_up(group, cfg_file)
             counters = group.get("counters")
-            fs_plan = counters_plan(cfg_file)
-            plan = fs_plan if counters is not None else None
-            hosts = hosts_record(group, fs_plan)
+            deployment = load_deployment(cfg_file)
+            fs = deployment if counters is not None else None
+            hosts = hosts_record(group, deployment)
         else:
             client = client_host(group)
-        done += _runs(group, specs, runs, client, plan, counters, journal, hosts)
+        done += _runs(group, specs, runs, client, fs, counters, journal, hosts)
     finally:
         errors = teardown(work, cfg_file, netns and not keep, cluster_work=shared)
         if netns and not keep and group["cluster"].get("inventory"):
@@ -229,7 +229,7 @@ def _runs(
     specs: Path,
     runs: Path,
     client: inventory.Host,
-    plan,
+    fs,
     counters: dict | None,
     journal: Journal | None = None,
     hosts: dict | None = None,
@@ -257,7 +257,7 @@ def _runs(
             if not client.local:  # on the client host, where they meet
                 _run(client.command(["rm", "-rf", "--", str(meet)]), f"emptying {meet} on {client.name}", timeout=60)
         t0 = time.monotonic()
-        before = (last or read_counters(plan, counters)) if plan is not None else None
+        before = (last or read_counters(fs, counters)) if fs is not None else None
         applied = server_parts.Applied(parts, journal)
         try:
             applied.start()
@@ -278,8 +278,8 @@ def _runs(
             server_parts.record(stage, applied.records)
         if hosts is not None:
             record_hosts(stage, hosts)
-        if plan is not None:
-            after = last = read_counters(plan, counters)
+        if fs is not None:
+            after = last = read_counters(fs, counters)
             atomic_write_json(stage / "pfs_counters.json", {"before": before, "after": after})
         os.replace(stage, out)  # complete: into place once, nothing written in it after
         shutil.rmtree(stage.parent, ignore_errors=True)
@@ -296,16 +296,16 @@ def staging(runs: Path, name: str) -> Path:
     return runs / f"{name}.incomplete" / name
 
 
-def hosts_record(group: dict, plan, netns_dir: Path | None = None) -> dict:
+def hosts_record(group: dict, fs, netns_dir: Path | None = None) -> dict:
     """Where the group's file system ran (its runs' `pfs_group`): the group, its cluster's kind
-    and each host of PLAN (client hosts, data servers: `roles`) with `netns`, whether it is a
+    and each host of FS (client hosts, data servers: `roles`) with `netns`, whether it is a
     network namespace of this machine (NETNS_DIR/<name>, as scripts/netns-cluster and
     scripts/bare-testbed name their hosts' and corun.machine.foreign_cpu's hosts check reads
     them: its links are veth pairs) or a host of its own (a real testbed's node)."""
     netns_dir = netns_dir or NETNS_DIR
     roles: dict[str, list[str]] = {}
     names: dict[str, str] = {}
-    for role, hs in (("client", plan.clients), ("server", [s.host for s in plan.servers])):
+    for role, hs in (("client", fs.clients), ("server", [s.host for s in fs.servers])):
         for h in hs:
             roles.setdefault(h.name, []).append(role)
             names[h.name] = getattr(h, "netns", None) or h.name
@@ -447,16 +447,16 @@ def end_children() -> None:
                 pass
 
 
-def counters_plan(cfg_file: Path):
-    """The file system's plan, made once (the inventory is read once) for read_counters."""
+def load_deployment(cfg_file: Path):
+    """The file system's deployment, made once (the inventory is read once) for read_counters."""
     cfg, source = pfs.load_config(cfg_file)
-    return pfs.make_plan(cfg, source)
+    return pfs.make_deployment(cfg, source)
 
 
-def read_counters(plan, counters: dict) -> dict:
+def read_counters(fs, counters: dict) -> dict:
     """The data servers' counters now (corun.testbed.pfs.counters: the emulated disks' and the
     server-side scheduler's status file)."""
-    return pfs.counters(plan, counters.get("sched_status"))
+    return pfs.counters(fs, counters.get("sched_status"))
 
 
 def client_host(group: dict) -> inventory.Host:

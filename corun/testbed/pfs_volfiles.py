@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from corun.testbed.pfs_config import AIOLI_TYPE, BRICK_NAME, Plan, Server
+from corun.testbed.pfs_config import AIOLI_TYPE, BRICK_NAME, Deployment, Server
 from corun.testbed.pfs_links import _link_summary
 
 # ---- generated volfiles ------------------------------------------------------------------
@@ -106,45 +106,45 @@ def client_volfile(s: Server, port: int) -> str:
     )
 
 
-def fuse_volfile(plan: Plan) -> str:
-    port = plan.cfg["port"]
+def fuse_volfile(fs: Deployment) -> str:
+    port = fs.cfg["port"]
     parts = ["# Written by corun/testbed/pfs.py: FUSE volume (distribute + shard) for IOR\n"]
-    parts += [_client_xlator(f"server-{s.index}", s, port) + "\n" for s in plan.servers]
+    parts += [_client_xlator(f"server-{s.index}", s, port) + "\n" for s in fs.servers]
     parts.append(
         "volume corun-dht\n    type cluster/distribute\n    subvolumes "
-        + " ".join(f"server-{s.index}" for s in plan.servers)
+        + " ".join(f"server-{s.index}" for s in fs.servers)
         + "\nend-volume\n\n"
     )
     parts.append(
         f"volume corun-shard\n    type features/shard\n    option shard-block-size "
-        f"{plan.cfg['fuse']['shard_block_mib']}MB\n    subvolumes corun-dht\nend-volume\n"
+        f"{fs.cfg['fuse']['shard_block_mib']}MB\n    subvolumes corun-dht\nend-volume\n"
     )
     return "".join(parts)
 
 
-def layout(plan: Plan) -> dict:
+def layout(fs: Deployment) -> dict:
     return {
-        "client": {"name": plan.client.name, "address": plan.client.address},
-        "clients": [{"name": h.name, "address": h.address} for h in plan.clients],
+        "client": {"name": fs.client.name, "address": fs.client.address},
+        "clients": [{"name": h.name, "address": h.address} for h in fs.clients],
         "servers": [
             {
                 "index": s.index,
                 "name": s.host.name,
                 "address": s.host.address,
-                "port": plan.cfg["port"],
+                "port": fs.cfg["port"],
                 "brick": s.brick,
-                "backend": plan.cfg["brick"]["backend"],
+                "backend": fs.cfg["brick"]["backend"],
                 "dir": s.dir,
                 "host": {k: v for k, v in dataclasses.asdict(s.host).items() if k != "vars"},
-                "xlators": server_xlators(plan.cfg["server_xlators"], s, plan.cfg["root"]),
+                "xlators": server_xlators(fs.cfg["server_xlators"], s, fs.cfg["root"]),
             }
-            for s in plan.servers
+            for s in fs.servers
         ],
-        "strip_size_bytes": plan.cfg["strip_size_bytes"],
-        "volfiles": [plan.client_volfile(s.index) for s in plan.servers],
-        "client_volfiles": {h.name: [plan.client_volfile(s.index, h) for s in plan.servers] for h in plan.clients},
-        "fuse_mountpoint": plan.mountpoint if plan.cfg["fuse"]["mount"] else None,
-        "link": _link_summary(plan),
+        "strip_size_bytes": fs.cfg["strip_size_bytes"],
+        "volfiles": [fs.client_volfile(s.index) for s in fs.servers],
+        "client_volfiles": {h.name: [fs.client_volfile(s.index, h) for s in fs.servers] for h in fs.clients},
+        "fuse_mountpoint": fs.mountpoint if fs.cfg["fuse"]["mount"] else None,
+        "link": _link_summary(fs),
     }
 
 

@@ -1,5 +1,5 @@
-"""corun.testbed.pfs's brick options without a cluster: the rotating_disk backend's plan and
-its per-server disk folder, posix's O_DIRECT option in the server volfile, the disk's
+"""corun.testbed.pfs's brick options without a cluster: the rotating_disk backend's deployment
+and its per-server disk folder, posix's O_DIRECT option in the server volfile, the disk's
 configuration handed to corun.testbed.pfs_disk, and one-line errors for bad values."""
 
 import pytest
@@ -9,17 +9,19 @@ from corun.errors import ConfigError
 from corun.testbed import pfs
 
 
-def plan(tmp_path, **brick):
+def deployment(tmp_path, **brick):
     inv = tmp_path / "inv.yml"
     inv.write_text("testbed:\n  hosts:\n    c1: {ansible_host: 10.0.0.1}\n    s1: {ansible_host: 10.0.0.2}\n")
     cfg_file = tmp_path / "pfs.yaml"
     cfg_file.write_text(yaml.safe_dump({"inventory": str(inv), "servers": 1, "root": "/srv/pfs", "brick": brick}))
     cfg, source = pfs.load_config(cfg_file)
-    return pfs.make_plan(cfg, source)
+    return pfs.make_deployment(cfg, source)
 
 
 def test_rotating_disk_bricks_have_a_disk_folder_beside_the_servers(tmp_path):
-    p = plan(tmp_path, backend="rotating_disk", size_mib=256, rotating_disk={"preset": "sas_15k_2010", "stroke": 0.1})
+    p = deployment(
+        tmp_path, backend="rotating_disk", size_mib=256, rotating_disk={"preset": "sas_15k_2010", "stroke": 0.1}
+    )
     (s,) = p.servers
     assert s.disk == "/srv/pfs/.disks/s1" and s.image is None and s.brick == "/srv/pfs/s1/brick"
     assert not s.disk.startswith(s.dir)  # removing the server's folder never reaches a disk still up
@@ -29,7 +31,7 @@ def test_rotating_disk_bricks_have_a_disk_folder_beside_the_servers(tmp_path):
     argv = pfs._disk_argv(p, "down", s.disk)
     assert argv[-5:] == ["-m", "corun.testbed.pfs_disk", "down", "--work", "/srv/pfs/.disks/s1"]
     assert argv[2] == "python3"  # not a netns cluster: the host's python3
-    loop = plan(tmp_path, backend="loop")
+    loop = deployment(tmp_path, backend="loop")
     assert loop.servers[0].disk is None and loop.servers[0].image == "/srv/pfs/s1/brick.img"
 
 
@@ -53,5 +55,5 @@ def test_o_direct_goes_into_posix():
 )
 def test_bad_brick_values_are_one_line(tmp_path, brick, line):
     with pytest.raises(ConfigError) as e:
-        plan(tmp_path, **brick)
+        deployment(tmp_path, **brick)
     assert "\n" not in str(e.value) and line in str(e.value)

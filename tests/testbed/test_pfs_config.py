@@ -53,11 +53,11 @@ def test_more_servers_than_hosts_is_refused(tmp_path):
     )
     cfg = tmp_path / "pfs.yaml"
     cfg.write_text(f"inventory: {inv}\nservers: 2\nstate_dir: {tmp_path / 'state'}\n")
-    res = pfs_command(cfg, "plan")
+    res = pfs_command(cfg, "layout")
     assert res.returncode == 2
     assert f"corun: {cfg}: servers: 2 (expected at most 1: the hosts of {inv} besides the client a)" in res.stderr
     cfg.write_text(f"inventory: {inv}\nservers: 2\ncolocate_client: true\nstate_dir: {tmp_path / 'state'}\n")
-    res = pfs_command(cfg, "plan")
+    res = pfs_command(cfg, "layout")
     assert res.returncode == 0, res.stderr
     assert [s["name"] for s in __import__("json").loads(res.stdout)["servers"]] == ["a", "b"]
 
@@ -70,29 +70,29 @@ def test_several_client_hosts_come_first_and_the_servers_after_them(tmp_path):
     )
     cfg = tmp_path / "pfs.yaml"
 
-    def plan(extra: str) -> subprocess.CompletedProcess:
+    def layout(extra: str) -> subprocess.CompletedProcess:
         cfg.write_text(f"inventory: {inv}\nstate_dir: {tmp_path / 'state'}\nroot: /srv/pfs\n{extra}")
         return subprocess.run(
-            [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "plan"],
+            [sys.executable, "-m", "corun.testbed.pfs", "--config", str(cfg), "layout"],
             capture_output=True,
             text=True,
             cwd=REPO,
             timeout=60,
         )
 
-    res = plan("servers: 2\nclient_hosts: 2\n")
+    res = layout("servers: 2\nclient_hosts: 2\n")
     assert res.returncode == 0, res.stderr
     lay = json.loads(res.stdout)
     assert [c["name"] for c in lay["clients"]] == ["a", "b"] and lay["client"]["name"] == "a"
     assert [s["name"] for s in lay["servers"]] == ["c", "d"]
     assert lay["client_volfiles"] == {h: [f"/srv/pfs/{h}/client/stripe-{i}.vol" for i in (0, 1)] for h in "ab"}
     assert lay["volfiles"] == lay["client_volfiles"]["a"]
-    res = plan("servers: 1\nclient_hosts: 2\nclient: c\n")  # the named client first, then the hosts in order
+    res = layout("servers: 1\nclient_hosts: 2\nclient: c\n")  # the named client first, then the hosts in order
     assert res.returncode == 0, res.stderr
     lay = json.loads(res.stdout)
     assert [c["name"] for c in lay["clients"]] == ["c", "a"] and [s["name"] for s in lay["servers"]] == ["b"]
-    res = plan("servers: 3\nclient_hosts: 2\n")
+    res = layout("servers: 3\nclient_hosts: 2\n")
     assert res.returncode == 2
     assert f"servers: 3 (expected at most 2: the hosts of {inv} besides the 2 client hosts)" in res.stderr
-    res = plan("servers: 1\nclient_hosts: 5\n")
+    res = layout("servers: 1\nclient_hosts: 5\n")
     assert res.returncode == 2 and f"client_hosts: 5 (expected at most 4: the hosts of {inv})" in res.stderr

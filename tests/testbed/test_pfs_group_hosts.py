@@ -13,7 +13,7 @@ from corun.testbed import pfs_runs
 from corun.testbed.inventory import Host
 
 
-def plan(*names: str, clients: int = 1):
+def deployment(*names: str, clients: int = 1):
     hosts = [Host(name=n, address=f"10.0.0.{i + 1}") for i, n in enumerate(names)]
     return SimpleNamespace(clients=hosts[:clients], servers=[SimpleNamespace(host=h) for h in hosts[clients:]])
 
@@ -24,7 +24,7 @@ def test_hosts_that_are_namespaces_of_this_machine_and_hosts_of_their_own(tmp_pa
     for n in ("saist-n1", "saist-n2", "saist-n3"):
         (netns / n).touch()  # as `ip netns add` leaves them
     group = {"name": "s2_l1", "cluster": {"kind": "netns"}}
-    rec = pfs_runs.hosts_record(group, plan("saist-n1", "saist-n2", "saist-n3"), netns)
+    rec = pfs_runs.hosts_record(group, deployment("saist-n1", "saist-n2", "saist-n3"), netns)
     assert rec == {
         "group": "s2_l1",
         "cluster": "netns",
@@ -36,7 +36,7 @@ def test_hosts_that_are_namespaces_of_this_machine_and_hosts_of_their_own(tmp_pa
     }
     assert stand_ins.netns_links({"pfs_group": rec}) is True
     group = {"name": "a4", "cluster": {"kind": "inventory"}}
-    real = pfs_runs.hosts_record(group, plan("node-1", "node-2", "node-3"), netns)
+    real = pfs_runs.hosts_record(group, deployment("node-1", "node-2", "node-3"), netns)
     assert [h["netns"] for h in real["hosts"]] == [False] * 3
     assert stand_ins.netns_links({"pfs_group": real}) is False
     # a client host that is also a data server (colocate_client) is one host with both roles

@@ -89,7 +89,7 @@ def part(state: Path) -> dict:
 def test_counters_server_parts_and_hosts_are_in_the_run_before_its_rename(tmp_path, moves, monkeypatch):
     monkeypatch.setattr(pfs_runs.hostmod, "run_on_host", corun_run())
     reads = iter(range(10))
-    monkeypatch.setattr(pfs_runs, "read_counters", lambda plan, counters: {"servers": [], "read": next(reads)})
+    monkeypatch.setattr(pfs_runs, "read_counters", lambda fs, counters: {"servers": [], "read": next(reads)})
     runs = tmp_path / "runs"
     group = {"runs": ["a", "b"], "server_parts": {r: [part(tmp_path / "parts" / r)] for r in ("a", "b")}}
     (tmp_path / "j").mkdir()
