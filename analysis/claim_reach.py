@@ -5,18 +5,19 @@ before any run.
 
 A claim "can fail" when some evidence tables make it *contradicted* (for a "no change" claim:
 a change beyond its margin). The values tried lie inside the metric's known range: an
-experiment's analysis module may declare, per metric, the range its definition gives it
+experiment's claims file may declare, per metric, the range its definition gives it
 
-    METRIC_BOUNDS = {"avg_aggregation": (1, math.inf)}   # requests per dispatch: 1 or more
+    metric_bounds:
+      avg_aggregation: [1, null]   # requests per dispatch: 1 or more (null: no bound)
 
-(analysis.experiment); a metric without one may take any value (any positive value on a log
-scale). A claim of "more than 1" on a metric that is 1 or more by definition then has no data that
-contradicts it. Claims of `effect: machine` are compared, never judged: they have no such outcome.
+(analysis/schemas/claims.schema.json, read by analysis.claims into ClaimSet.metric_bounds); a
+metric without one may take any value (any positive value on a log scale). A claim of "more than
+1" on a metric that is 1 or more by definition then has no data that contradicts it. Claims of
+`effect: machine` are compared, never judged: they have no such outcome.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import math
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.claims import POINT_KEYWORDS, load_claims
+from analysis.claims import POINT_KEYWORDS, ClaimSet, load_claims
 from analysis.common import AnalysisInputError
 from analysis.verdict_rows import CONTRADICTED, Looks, Machine
 from analysis.verdicts import judge
@@ -52,15 +53,6 @@ class Reach:
     # a claim with a magnitude band: whether some evidence lies wholly outside it (None: no band)
     band_can_fail: bool | None = None
     band_how: str = ""
-
-
-def metric_bounds(experiment: str) -> dict[str, tuple[float, float]]:
-    """An experiment's declared ranges of its metrics (METRIC_BOUNDS of its analysis module)."""
-    try:
-        module = importlib.import_module(f"experiments.{experiment}.analysis")
-    except ImportError:
-        return {}
-    return dict(getattr(module, "METRIC_BOUNDS", {}) or {})
 
 
 def bounds_for(claim: dict, bounds: dict) -> tuple[float, float]:
@@ -301,9 +293,9 @@ def _describe(claim: dict, values) -> str:
     return f"head {values[0]:.4g}, base {values[1]:.4g}"
 
 
-def reach_all(experiment: str, claims: dict) -> list[Reach]:
-    bounds = metric_bounds(experiment)
-    return [reach(cid, c, bounds) for cid, c in claims.items()]
+def reach_all(cs: ClaimSet) -> list[Reach]:
+    """The Reach of every claim of a claims file, inside the ranges it declares (metric_bounds)."""
+    return [reach(cid, c, cs.metric_bounds) for cid, c in cs.claims.items()]
 
 
 def check_all(experiments_dir: Path | None = None) -> tuple[list[tuple[str, Reach]], list[str]]:
@@ -318,7 +310,7 @@ def check_all(experiments_dir: Path | None = None) -> tuple[list[tuple[str, Reac
         except AnalysisInputError as exc:
             broken.append(str(exc))
             continue
-        reached += [(name, r) for r in reach_all(name, cs.claims) if r.judged]
+        reached += [(name, r) for r in reach_all(cs) if r.judged]
     return reached, broken
 
 

@@ -42,6 +42,8 @@ class ClaimSet:
     notes: list[str] = field(default_factory=list)
     values: dict = field(default_factory=dict)
     claims: dict = field(default_factory=dict)
+    # {metric: (low, high)}: the range its definition gives it (-inf/inf where unbounded)
+    metric_bounds: dict = field(default_factory=dict)
 
 
 def _fail(source: str, key: str, value: object, expected: str) -> None:
@@ -106,7 +108,21 @@ def load_claims(
         notes=[*paper["notes"], *(n.strip() for n in doc.get("notes") or [])],
         values=values,
         claims=claims,
+        metric_bounds=metric_bounds(shown, doc.get("metric_bounds") or {}),
     )
+
+
+def metric_bounds(source: str, declared: dict) -> dict[str, tuple[float, float]]:
+    """A claims file's `metric_bounds:` ({metric: [low, high]}, null unbounded) as
+    {metric: (low, high)}, -inf/inf for null; low below high."""
+    out = {}
+    for metric, (lo, hi) in declared.items():
+        low = -math.inf if lo is None else float(lo)
+        high = math.inf if hi is None else float(hi)
+        if not low < high:
+            _fail(source, f"metric_bounds.{metric}", [lo, hi], "[low, high] with low < high (null: unbounded)")
+        out[metric] = (low, high)
+    return out
 
 
 @functools.cache

@@ -6,15 +6,13 @@ its `analyse`, `job_text` and `run_text`, corun.plan.base.Experiment) defines
     JOB_TEXT, RUN_TEXT        the text columns of its jobs.csv and runs.csv (read as strings)
     analyse(inputs) -> Result its metrics: the evidence tables its claims read, the levels of its
                               factors, the files and figures it writes, summary and notes
-    METRIC_BOUNDS (optional)  {metric: (low, high)}: the range a metric's definition gives it
-                              (requests per dispatch >= 1, a share in [0, 1]); the check that
-                              every claim can fail builds its evidence inside it (analysis.claim_reach)
 
 and nothing else of the section: `run` reads the collected tables and the runs' metadata, loads
 the experiment's claims.yaml, checks every claim against what the analysis declares, judges them
 all with the verdict engine (analysis.verdicts) on the machine the runs describe, and writes the
 figures, the tables and section.json (analysis/schemas/section.schema.json) atomically, the section
-last. No analysis writes a verdict itself.
+last. No analysis writes a verdict itself. The range a metric's definition gives it (requests per
+dispatch >= 1, a share in [0, 1]) is data of the claims file, its `metric_bounds:`.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analysis import claim_reach  # noqa: E402
-from analysis.claims import load_claims, stand_in_texts  # noqa: E402
+from analysis.claims import ClaimSet, load_claims, stand_in_texts  # noqa: E402
 from analysis.common import fmt_num  # noqa: E402
 from analysis.report_verdicts import PAPER_NAMES  # noqa: E402
 from analysis.verdict_rows import NEED_WORDS, Machine, describe_effect  # noqa: E402
@@ -144,11 +144,10 @@ def row(cid: str, c: dict, reach, note: str | None) -> str:
     return "| " + " | ".join(cell(x) for x in cells) + " |"
 
 
-def table(name: str, claims: dict, notes: dict) -> list[str]:
-    bounds = claim_reach.metric_bounds(name)
+def table(cs: ClaimSet, notes: dict) -> list[str]:
     lines = [BEGIN, "", "| " + " | ".join(HEADERS) + " |", "| " + " | ".join("---" for _ in HEADERS) + " |"]
-    for cid, c in claims.items():
-        lines.append(row(cid, c, claim_reach.reach(cid, c, bounds), notes.get(cid)))
+    for cid, c in cs.claims.items():
+        lines.append(row(cid, c, claim_reach.reach(cid, c, cs.metric_bounds), notes.get(cid)))
     return [*lines, "", END]
 
 
@@ -253,7 +252,7 @@ def generate(current: str = "", experiments_dir: Path = EXPERIMENTS_DIR) -> str:
             out += [f"### {cs.experiment}", ""]
             if prose.get(cs.experiment):
                 out += [*prose[cs.experiment], ""]
-            out += [*table(cs.experiment, cs.claims, notes), ""]
+            out += [*table(cs, notes), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

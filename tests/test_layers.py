@@ -4,7 +4,9 @@ Each package may import its own layer and those below, never one above: corun's 
 corun.machine, corun.monitors, corun.testbed, corun.run, corun.results, corun.plan, corun.cli, then
 analysis, then experiments. So corun imports neither analysis nor experiments, and analysis does
 not import experiments. Every import counts: at the top of a file or inside a function, relative
-ones, and the modules named to corun.util.lazy_module or importlib.import_module as a literal.
+ones, and the modules named to corun.util.lazy_module or importlib.import_module, as a literal
+or as a name built at run time from a literal start (f"experiments.{name}.analysis" or
+"experiments." + name imports at least a module of the package experiments).
 """
 
 from __future__ import annotations
@@ -70,11 +72,29 @@ def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, st
             and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr)
             in ("lazy_module", "import_module")
             and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
         ):
-            out.append((node.lineno, node.args[0].value))
+            name = named_module(node.args[0])
+            if name:
+                out.append((node.lineno, name))
     return out
+
+
+def named_module(arg: ast.expr) -> str | None:
+    """The module a name argument imports: a literal string; for a name built at run time, the
+    packages its literal start names whole ("experiments." in f"experiments.{x}"); else None."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        start = arg.values[0]
+    elif isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
+        start = arg.left
+        while isinstance(start, ast.BinOp) and isinstance(start.op, ast.Add):
+            start = start.left
+    else:
+        return None
+    if not (isinstance(start, ast.Constant) and isinstance(start.value, str)) or "." not in start.value:
+        return None
+    return start.value.rsplit(".", 1)[0] or None
 
 
 def back_arrows(root: Path, packages=PACKAGES, layers=LAYERS) -> list[str]:
@@ -159,6 +179,14 @@ def test_a_clean_synthetic_tree_has_no_back_arrow(tmp_path):
         ("corun/run/x.py", "import analysis.verdicts\n", "corun.run.x -> analysis.verdicts"),
         ("corun/run/x.py", "m = lazy_module('experiments.config')\n", "corun.run.x -> experiments.config"),
         ("analysis/y.py", "import importlib\nimportlib.import_module('experiments')\n", "analysis.y -> experiments"),
+        # a name built at run time: the package its literal start names
+        (
+            "analysis/y.py",
+            "import importlib\ndef f(n):\n    return importlib.import_module(f'experiments.{n}.analysis')\n",
+            "analysis.y -> experiments",
+        ),
+        ("analysis/y.py", "def f(n):\n    return lazy_module('experiments.' + n)\n", "analysis.y -> experiments"),
+        ("corun/run/x.py", "m = lazy_module(f'analysis.{n}')\n", "corun.run.x -> analysis"),
     ],
 )
 def test_an_injected_back_arrow_is_found(tmp_path, rel, text, arrow):

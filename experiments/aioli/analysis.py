@@ -16,8 +16,6 @@ Run by the workflow: python -m experiments analyze aioli.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from analysis import runtables as rt
@@ -30,9 +28,6 @@ JOB_TEXT = ["kind", "policy", "pattern", "op", "disk"]
 RUN_TEXT = ["kind", "policy", "pattern", "op", "disk"]
 NAME = "aioli"
 POLICIES = {"pfs_fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware"}
-# the ranges the metrics' definitions give them (analysis.claim_reach): a dispatch carries one
-# request or more, so requests per dispatch (performed or possible) are never below 1
-METRIC_BOUNDS = {"avg_aggregation": (1.0, math.inf), "avg_possible": (1.0, math.inf), "avg_reqs": (1.0, math.inf)}
 
 
 def levels(sec: dict, per_run: pd.DataFrame) -> dict[str, set]:

@@ -20,7 +20,6 @@ python -m experiments analyze cmp_stacking.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -36,9 +35,6 @@ NAME = "cmp_stacking"
 FOLDER = Path(__file__).resolve().parent
 JOB_TEXT = m.JOB_TEXT
 RUN_TEXT = m.RUN_TEXT
-# the ranges the metrics' definitions give them (analysis.claim_reach): ratios and runtimes of
-# runs are positive
-METRIC_BOUNDS = {"normalized_runtime": (0.0, math.inf), "mean_runtime_s": (0.0, math.inf)}
 
 
 def _name(w: dict) -> str:

@@ -50,8 +50,6 @@ RUN_TEXT = ["run_kind", "workload", "variant", "device", "metadata_path", "run_d
 TABLE3 = [f"w{i:02d}" for i in range(1, 16)]
 FIG_IMPROVEMENT = "fig16_17_20_improvement.png"
 FIG_SUSPENDED = "suspended_jobs.png"
-# the range each metric's definition gives it (analysis.claim_reach builds its evidence inside it)
-METRIC_BOUNDS = {"jain_fairness": (0.0, 1.0)}
 
 
 def roles(inputs: Inputs, runs: pd.DataFrame) -> tuple[str, str | None, list[str]]:

@@ -14,7 +14,6 @@ when its runs use an emulated rotating disk and the report calibrates it, the ca
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -29,8 +28,6 @@ from experiments.implicit_io import metrics as m
 JOB_TEXT = ["workload", "result_check"]
 RUN_TEXT = ["workload", "variant", "device"]
 FIG_NAME = "fig8_memory_contention.png"
-# the ranges the metrics' definitions give them (analysis.claim_reach): a share of intervals
-METRIC_BOUNDS = {"contention_share": (0.0, 1.0), "mem_util_pct": (0.0, math.inf), "majfault_per_s": (0.0, math.inf)}
 
 
 def criterion_of(inputs: Inputs) -> m.Criterion:

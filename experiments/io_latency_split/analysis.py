@@ -34,9 +34,6 @@ from experiments.io_latency_split.figures import FIG_GROWTH, FIG_LATENCY, plot_g
 STACKING_SCHEMA = Path(__file__).resolve().parents[1] / "cmp_stacking" / "config.schema.json"
 JOB_TEXT = m.JOB_TEXT
 RUN_TEXT = m.RUN_TEXT
-# the range each metric's definition gives it (analysis.claim_reach builds its evidence inside it):
-# a share of the latency rises or falls by at most 1
-METRIC_BOUNDS = {"wait_share_increase": (-1.0, 1.0)}
 
 
 def chosen_workload(inputs: Inputs, runs: pd.DataFrame) -> str:

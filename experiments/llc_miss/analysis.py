@@ -17,7 +17,7 @@ cmp_stacking runs too, its analysis/normalized_runtime.csv).
 
 from __future__ import annotations
 
-import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -30,14 +30,6 @@ from experiments.llc_miss import metrics as m
 JOB_TEXT = ["workload", "result_check"]
 RUN_TEXT = ["workload", "variant", "device"]
 FIG_NAME = "fig2_cc_cost.png"
-# the ranges the metrics' definitions give them (analysis.claim_reach): a CC cost is 100 x (a
-# ratio of times - 1), above -100 %; the access and miss rates are positive; the CC cost minus
-# half an I/O degradation has no bound (the I/O degradation has none above)
-METRIC_BOUNDS = {
-    "cc_cost_pct": (-100.0, math.inf),
-    m.ACCESS: (0.0, math.inf),
-    m.MISS: (0.0, math.inf),
-}
 
 
 def setup_table(inputs: Inputs, by_run: pd.DataFrame, stacking: pd.DataFrame | None, k_io: int | None):
@@ -89,7 +81,11 @@ def analyse(inputs: Inputs) -> Result:
     by_run = m.per_run(inputs.jobs, inputs.runs, inputs.run_dirs, inputs.metas, log)
     k1 = m.k1_table(by_run)
     cost = m.cost_table(by_run)
-    stacking = m.read_stacking(inputs.files["stacking"]) if inputs.files.get("stacking") else None
+    stacking = (
+        m.read_stacking(Path(inputs.files["stacking"]).parent / "normalized_runtime.csv")
+        if inputs.files.get("stacking")
+        else None
+    )
     vs_io = m.io_table(cost, stacking)
     k_io = int(vs_io["k"].max()) if len(vs_io) else None
     pts = m.points(cost, k1)

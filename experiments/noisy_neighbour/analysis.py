@@ -21,7 +21,6 @@ Run by the workflow: python -m experiments analyze noisy_neighbour.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -37,15 +36,6 @@ from experiments.noisy_neighbour import workloads as nw
 JOB_TEXT = ["kind", "domain", "variant", "workload", "task_type", "result_check"]
 RUN_TEXT = ["kind", "domain", "workload"]
 NAME = "noisy_neighbour"
-# the ranges the metrics' definitions give them (analysis.claim_reach): normalised performance and
-# its ratios are positive, a same-type share minus chance lies in [-1, 1], PELT's util_avg in
-# [0, 1024]
-METRIC_BOUNDS = {
-    "overall": (0.0, math.inf),
-    "gain": (0.0, math.inf),
-    "same_type_excess": (-1.0, 1.0),
-    "util_avg": (0.0, 1024.0),
-}
 
 
 def read_plan(path: str | Path) -> dict:
@@ -95,7 +85,7 @@ def setup(inputs: Inputs, sec: dict, runs: pd.DataFrame) -> pd.DataFrame:
 
 def analyse(inputs: Inputs) -> Result:
     jobs, runs_csv = inputs.jobs, inputs.runs
-    plan = read_plan(inputs.files["plan"])
+    plan = read_plan(Path(inputs.files["specs"]) / "plan.json")
     sec = section_of(inputs)
     log = rt.MissingLog()
     dirs = inputs.run_dirs

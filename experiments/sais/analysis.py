@@ -74,16 +74,6 @@ KEY = ["servers", "client_links", "transfer_size_bytes", "clients", "client_host
 DEFAULTS = {"client_hosts": 1}  # runs made before a key existed had its default
 # One run per client host (an inventory) is summed only when they read at the same time.
 MIN_HOST_OVERLAP = 0.9
-# the ranges the metrics' definitions give them (analysis.claim_reach: no claim that cannot fail)
-METRIC_BOUNDS = {
-    "bw_mib_s": (0.0, math.inf),
-    "bw_mb_s": (0.0, math.inf),
-    "speedup_ratio": (0.0, math.inf),
-    "unhalted_cycles_per_s": (0.0, math.inf),
-    "l2_miss_rate": (0.0, 1.0),
-    "moved_share": (0.0, 1.0),
-    "cpu_busy_pct": (0.0, 100.0),
-}
 PMU_POINT = ("unhalted_cycles_per_s", "l2_miss_rate")  # points.csv: per policy and against irqbalance
 # sais_mark's counters (schedulers/irq_steering/bpf/sais_mark.bpf.c, sais_stats), as the run records them
 MARK_COUNTERS_FILE = Path("sched") / "state" / "sais_mark_counters.json"

@@ -20,7 +20,6 @@ fig14_degradation.png. Run by the workflow: python -m experiments analyze sensit
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -35,13 +34,6 @@ NAME = "sensitivity_ranking"
 FOLDER = Path(__file__).resolve().parent
 JOB_TEXT = m.JOB_TEXT
 RUN_TEXT = m.RUN_TEXT
-# the ranges the metrics' definitions give them (analysis.claim_reach): a slowdown is a ratio of
-# runtimes, an achieved demand a rate
-METRIC_BOUNDS = {
-    "io_slowdown_ratio": (0.0, math.inf),
-    "slowdown_ratio": (0.0, math.inf),
-    "demand_per_cmp_mb_s": (0.0, math.inf),
-}
 
 
 def throttle(runs: pd.DataFrame) -> tuple[float | None, str | None]:

@@ -8,6 +8,7 @@ import pytest
 
 from analysis import claim_reach as cr
 from analysis.claims import complete_claim, load_claims
+from analysis.common import AnalysisInputError
 from analysis.verdicts import CONTRADICTED, Looks, judge
 from experiments import EXPERIMENTS_DIR, PAPERS_DIR
 
@@ -128,7 +129,33 @@ def test_a_machine_specific_value_is_not_judged():
 def test_no_claim_cannot_fail(path):
     name = path.parent.name
     cs = load_claims(path, name, PAPERS_DIR, shown=f"experiments/{name}/claims.yaml")
-    stuck = [r for r in cr.reach_all(name, cs.claims) if r.judged and not r.can_fail]
+    stuck = [r for r in cr.reach_all(cs) if r.judged and not r.can_fail]
     assert not stuck, f"experiments/{name}/claims.yaml: {len(stuck)} claim(s) cannot fail:\n" + "\n".join(
         f"  claims.{r.claim}: {r.how}" for r in stuck
     )
+
+
+def bounds_file(tmp_path, bounds: str):
+    path = tmp_path / "claims.yaml"
+    path.write_text(f"paper: '999'\ncitation: A paper.\ntitle: t\nfigure: Fig. 1\nmetric_bounds:\n{bounds}")
+    return load_claims(path, "x")
+
+
+def test_declared_bounds_are_read_with_null_unbounded(tmp_path):
+    cs = bounds_file(tmp_path, "  share: [0, 1]\n  per_dispatch: [1, null]\n  delta: [null, null]\n")
+    assert cs.metric_bounds == {"share": (0.0, 1.0), "per_dispatch": (1.0, math.inf), "delta": (-math.inf, math.inf)}
+
+
+@pytest.mark.parametrize(
+    "bounds, line",
+    [
+        ("  share: [1, 0]\n", "metric_bounds.share: [1, 0] (expected [low, high] with low < high"),
+        ("  share: [0]\n", "metric_bounds.share"),
+        ("  share: [0, 'one']\n", "metric_bounds.share"),
+        ("  Share: [0, 1]\n", "metric_bounds"),
+    ],
+)
+def test_bad_bounds_are_one_line(tmp_path, bounds, line):
+    with pytest.raises(AnalysisInputError) as e:
+        bounds_file(tmp_path, bounds)
+    assert "\n" not in str(e.value) and line in str(e.value), str(e.value)
