@@ -44,6 +44,7 @@ from experiments.dynamic_io.inputs import (  # noqa: F401 - the plan's steps, im
     job_inputs,
     layout,
     make_data,
+    read_bytes,
 )
 from experiments.dynamic_io.plan import (  # noqa: F401 - the plan's configuration, importable from here
     DYNAMIC_FAMILY,
@@ -199,11 +200,14 @@ class DynamicIo(Experiment):
         return {entry["name"]: figures.served(entry, cfg[NAME]["figures"]) for entry in campaign(cfg)}
 
     def estimate(self, cfg: dict) -> dict:
-        """A workload's jobs, its batch sized in time by the plan's job times, spread over the cores
-        it may use, plus each alone run."""
+        """A workload's jobs, its batch sized in time by the plan's job times (spread over the cores
+        it may use, or its reads at the run's read cap when longer: sizing.batch_s), plus each
+        alone run."""
         e = cfg[NAME]
         planned = {a: app_s(scaled_app(e, a)) for a in job_types(cfg)}  # the calibration times them
-        cfg = sizing.sized(cfg, {"batch_length": {w: sizing.batch_for(cfg, w, planned) for w in e["workloads"]}})
+        reads = {a: read_bytes(e, a) for a in job_types(cfg)}
+        batches = {w: sizing.batch_for(cfg, w, planned, reads) for w in e["workloads"]}
+        cfg = sizing.sized(cfg, {"batch_length": batches})
         e = cfg[NAME]
         runs = campaign(cfg)
         secs = 0.0
@@ -212,8 +216,7 @@ class DynamicIo(Experiment):
                 secs += app_s(scaled_app(e, entry["app"])) + RUN_OVERHEAD_S
                 continue
             apps = workload_apps(cfg, entry["workload"])
-            work = sum(app_s(scaled_app(e, a)) for a in apps)
-            secs += work / max(1, min(len(apps), full_load(cfg, entry["workload"]))) + RUN_OVERHEAD_S
+            secs += sizing.batch_s(cfg, entry["workload"], apps, planned, reads)["expected_s"] + RUN_OVERHEAD_S
         return {"runs": len(runs), "seconds": secs, "k_dropped": []}
 
     # ----------------------------------------------------------------- its analysis (analysis.py)

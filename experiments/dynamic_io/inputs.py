@@ -229,6 +229,34 @@ def make_data(cfg: dict, data_dir: Path, record: bool = True) -> dict:
     return info
 
 
+def read_bytes(e: dict, app_name: str, data_dir: Path | None = None) -> int:
+    """Bytes one job of the application reads from the run's device, its input's cached pages
+    dropped as it starts: its input file (set) as make_data sizes it, KM's once per iteration
+    (stream mode), PARSEC's unpacked input set in job set 0's folder under data_dir (Table 1's
+    input_bytes, not scaled, until the data step made it). A graph job counts none, nor an x264
+    job on PARSEC's own clip: the graph folder and that clip are the batch's, read in place once
+    and shared in the page cache (no job drops them)."""
+    app = scaled_app(e, app_name)
+    kind = app["kind"]
+    if kind == "x264":
+        if workloads.parsec_input(app["input"]) is not None:
+            return 0
+        w, h = PRESETS[app["input"]]
+        return y4m_bytes(w, h, app["frames"])
+    if kind == "paper_similar":
+        return (app["others"] + 1) * app["paper_bytes"]
+    if kind == "kmeans":
+        return app["points"] * app["dims"] * 4 * app["iterations"]
+    if kind == "file_reader":
+        if parsec_of(app) is None:
+            return _reader_bytes(e, app)
+        run_dir = parsec_run_dir(app_name, app, 0, data_dir) if data_dir is not None else None
+        if run_dir is None or not run_dir.is_dir():
+            return e["apps"][app_name]["input_bytes"]
+        return sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
+    return 0
+
+
 def _reader_bytes(e: dict, app: dict) -> int:
     """File size of a file_reader stand-in: whole blocks, at least one (0 bytes: one block read)."""
     bs = e["block_size"]

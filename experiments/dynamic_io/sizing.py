@@ -8,8 +8,11 @@ sized once, before any run, the same for every variant and rep:
 - the calibrate step times one job of each job type of the campaign alone on this machine, its
   input files' cached pages dropped first (`job_s`, on the data folder's own device, without the
   run's throttle or emulated disk: no slower than in a run), and gives each workload the
-  shortest batch, at least the configured one and at most Table 3's, whose jobs spread over the
-  cores they may use last `min_measure_s` (a lower bound: co-running only slows them);
+  shortest batch, at least the configured one and at most Table 3's, that lasts `min_measure_s`
+  by the longer of two lower bounds (co-running only slows it; `batch_s` in calibration.json):
+  its jobs' times spread over the cores they may use, and the bytes its jobs read (their input
+  files, inputs.read_bytes) at the read cap all of a run's jobs share (`throttle.read_bps`, the
+  run's cgroup), which on its own can make a batch sized by CPU time last several times longer;
 - it makes the input files the longer batches read, one file (set) per job as the data step
   does, so no job reads what another left in the page cache;
 - the specs step writes the calibrated batches (`calibrated_batch` in the section, read by
@@ -42,6 +45,7 @@ from experiments.dynamic_io.inputs import (
     layout,
     make_data,
     parsec_of,
+    read_bytes,
 )
 from experiments.dynamic_io.plan import NAME, full_load, job_types, workload_apps
 
@@ -58,17 +62,33 @@ def sized(cfg: dict, cal: dict) -> dict:
     return {**cfg, NAME: {**cfg[NAME], "calibrated_batch": dict(batches)}}
 
 
-def batch_for(cfg: dict, wid: str, job_s: dict[str, float]) -> int:
-    """The shortest batch of `wid`, from its configured length up to Table 3's, whose jobs spread
-    over the cores they may use last min_measure_s by the jobs' times alone."""
+def read_bps(cfg: dict) -> int | None:
+    """The read cap every job of a run shares (dynamic_io.throttle.read_bps, the cgroup the
+    session puts the run's jobs in), or None without one."""
+    return (cfg[NAME].get("throttle") or {}).get("read_bps")
+
+
+def batch_s(cfg: dict, wid: str, apps: list[str], job_s: dict[str, float], job_bytes: dict[str, int]) -> dict:
+    """How long the batch APPS of `wid` lasts at least: its jobs' times alone spread over the
+    cores they may use (cpu_bound_s), the bytes they read at the run's read cap (io_bound_s, 0
+    without one: all jobs share the cap however many run at once), the longer of the two."""
+    cpu = sum(job_s[a] for a in apps) / max(1, min(len(apps), full_load(cfg, wid)))
+    bps = read_bps(cfg)
+    io = sum(job_bytes.get(a, 0) for a in apps) / bps if bps else 0.0
+    return {"cpu_bound_s": cpu, "io_bound_s": io, "expected_s": max(cpu, io)}
+
+
+def batch_for(cfg: dict, wid: str, job_s: dict[str, float], job_bytes: dict[str, int] | None = None) -> int:
+    """The shortest batch of `wid`, from its configured length up to Table 3's, that lasts
+    min_measure_s by batch_s: its jobs' times alone, or the bytes they read (JOB_BYTES, per job
+    type) at the run's read cap when that is longer."""
     e = cfg[NAME]
     want = min_measure_s(cfg)
-    load = full_load(cfg, wid)
     paper = e["table3"][wid]["batch_length"]
     n = len(workload_apps(cfg, wid))
     while n < paper:
         apps = workload_apps({**cfg, NAME: {**e, "calibrated_batch": {wid: n}}}, wid)
-        if sum(job_s[a] for a in apps) / max(1, min(len(apps), load)) >= want:
+        if batch_s(cfg, wid, apps, job_s, job_bytes or {})["expected_s"] >= want:
             break
         n = min(paper, max(n + 1, math.ceil(n * 1.25)))
     return n
@@ -86,19 +106,33 @@ def time_app(cfg: dict, cal: dict, app_name: str, data_dir: Path) -> float:
 
 
 def calibrate_batches(cfg: dict, cal: dict, data_dir: Path) -> dict:
-    """job_s of every job type, each workload's batch length, and the inputs of those batches."""
+    """job_s and the bytes read of every job type, each workload's batch length and how long it
+    lasts at least (batch_s), and the inputs of those batches."""
     e = cfg[NAME]
     # a batch already at Table 3's length cannot grow: its job types are timed only for another
     short = [w for w in e["workloads"] if len(workload_apps(cfg, w)) < e["table3"][w]["batch_length"]]
     apps = sorted({a for w in short for a in workload_apps(cfg, w)})
     job_s = {a: round(time_app(cfg, cal, a, data_dir), 4) for a in apps}
-    batches = {w: batch_for(cfg, w, job_s) for w in e["workloads"]}
-    made = make_data(sized(cfg, {"batch_length": batches}), data_dir, record=False)["made"]
+    job_bytes = {a: read_bytes(e, a, data_dir) for a in apps}
+    batches = {w: batch_for(cfg, w, job_s, job_bytes) for w in e["workloads"]}
+    longer = sized(cfg, {"batch_length": batches})
+    made = make_data(longer, data_dir, record=False)["made"]
+    bps = read_bps(cfg)
     return {
         "min_measure_s": min_measure_s(cfg),
         "job_s": job_s,
-        "job_s_note": "one job alone on the data folder's device, without the run's throttle or emulated disk",
+        "job_s_note": (
+            "one job alone on the data folder's device, without the run's throttle or emulated disk: "
+            "its CPU-bound time; job_io_s is its reads at the run's read_bps"
+        ),
+        "read_bps": bps,
+        "job_read_bytes": job_bytes,
+        "job_io_s": {a: round(b / bps, 4) for a, b in job_bytes.items()} if bps else None,
         "batch_length": batches,
+        "batch_s": {
+            w: {k: round(v, 3) for k, v in batch_s(cfg, w, workload_apps(longer, w), job_s, job_bytes).items()}
+            for w in short
+        },
         "inputs_made": len(made),
     }
 

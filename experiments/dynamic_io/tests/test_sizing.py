@@ -105,3 +105,46 @@ def test_the_plan_sizes_the_batches_by_its_job_times():
     """x264's estimated 0.35 s jobs: 30 of them on 2 cores for 5 s, Table 3's 128 for 50 s."""
     short, long = (dx.EXPERIMENT.estimate(cfg(workloads=["w01"], min_intervals=m))["seconds"] for m in (5, 50))
     assert long > short > 4 * 5.0
+
+
+def test_a_batch_whose_reads_at_the_throttle_last_long_enough_stays_at_its_configured_length():
+    """The run's jobs share one read cap (throttle.read_bps): 4 jobs of 12 MB at 8 MB/s last 6 s
+    whatever their CPU times, so the 4 jobs of batch_scale 1/32 already last min_measure_s."""
+    throttled = cfg(workloads=["w01"], throttle={"read_bps": 8_000_000})
+    assert dx.batch_length(throttled, "w01") == 4 and sizing.min_measure_s(throttled) == 5.0
+    assert sizing.batch_for(throttled, "w01", JOB_S, {"x264": 12_000_000}) == 4
+    # 2 MB a job: 20 jobs read for 5 s, the first step past it 24 (CPU time alone: 50 jobs)
+    assert sizing.batch_for(throttled, "w01", JOB_S, {"x264": 2_000_000}) == 24
+    # without the cap the reads bound nothing: the batch grows by its jobs' times, as before
+    free = cfg(workloads=["w01"])
+    cpu_only = sizing.batch_for(free, "w01", JOB_S)
+    assert sizing.batch_for(free, "w01", JOB_S, {"x264": 12_000_000}) == cpu_only
+    assert 50 <= cpu_only < 64 and cpu_only == sizing.batch_for(throttled, "w01", JOB_S, {"x264": 1})
+
+
+def test_the_calibration_records_the_batches_reads_at_the_throttle(tmp_path, monkeypatch):
+    c = cfg(workloads=["w01", "w06"], throttle={"read_bps": 8_000_000})
+    monkeypatch.setattr(sizing, "time_app", lambda cfg, cal, app, d: JOB_S[app])
+    monkeypatch.setattr(sizing, "make_data", lambda cfg, d, record: {"made": []})
+    cal = dx.calibrate(c, tmp_path)
+    # KM re-reads its 6.4 MB file (1e5 points x 16 float32 at scale 0.05) in each of 10 iterations
+    assert cal["read_bps"] == 8_000_000 and cal["job_read_bytes"]["km"] == 100_000 * 16 * 4 * 10
+    assert cal["job_io_s"]["km"] == 8.0 and cal["job_s"] == JOB_S and "job_io_s" in cal["job_s_note"]
+    # w06: its 2 KM jobs read for 16 s, past the 5 s, their CPU times 1.5 s: not lengthened
+    assert cal["batch_length"]["w06"] == 2
+    assert cal["batch_s"]["w06"] == {"cpu_bound_s": 1.5, "io_bound_s": 16.0, "expected_s": 16.0}
+    # w01: x264's 6-frame clips, 2 MB each, read for 5 s by the first batch that lasts it (24 jobs)
+    w01 = cal["batch_s"]["w01"]
+    assert w01["expected_s"] == w01["io_bound_s"] >= 5.0 > w01["cpu_bound_s"]
+    assert cal["batch_length"]["w01"] < 50  # sized by CPU time alone it had 50 jobs or more
+    free = dx.calibrate(cfg(workloads=["w06"]), tmp_path)
+    assert free["read_bps"] is None and free["job_io_s"] is None and free["batch_length"]["w06"] == 7
+    assert free["batch_s"]["w06"]["io_bound_s"] == 0.0
+
+
+def test_a_job_reads_its_input_files_kms_once_per_iteration():
+    e = cfg(workloads=["w01", "w06", "w07"])["dynamic_io"]
+    assert dx.read_bytes(e, "km") == dx.scaled_app(e, "km")["points"] * 16 * 4 * 10
+    ps = dx.scaled_app(e, "ps")
+    assert dx.read_bytes(e, "ps") == 3 * ps["paper_bytes"]  # the paper and its K = 2 others
+    assert dx.read_bytes(e, "graph_s22_e16") == 0  # the batch's shared graph folder, cached
