@@ -7,8 +7,8 @@ Snakemake stamps the start of every job (`[date]` then `rule NAME:` ... `jobid: 
 (`[date]` then `Finished jobid: N (Rule: NAME)`), to the second. This prints, per rule, the
 number of jobs, their summed and largest wall time, and the share of the workflow's span; then
 the workflow's span, the summed job time and the gap between them (Snakemake's own work: DAG,
-scheduling, checks). With `make run` (one core, jobs one after another) the rules `run_<exp>`
-are the measurements and the rest is the instrument's own cost around them.
+scheduling, checks). With `make run` (one core, jobs one after another) the rules `run`,
+`run_across_hosts` and `run_groups` are the measurements and the rest is the instrument's own cost around them.
 
     .venv/bin/python bench/workflow_times.py --runs results/local
 
@@ -169,7 +169,8 @@ def measured_outside_runs(results: Path) -> dict[str, float]:
 
 def experiment_of(rule: str, wildcards: dict[str, str], names: list[str]) -> str | None:
     """The experiment a job belongs to: its `exp` wildcard, else the longest experiment name in
-    its rule's name as a whole part (run_mpl_sweep, make_aioli_specs, run_sais_group)."""
+    its rule's name as a whole part (a log of rules named per experiment, as before one rule served
+    every experiment: run_mpl_sweep, make_aioli_specs)."""
     if wildcards.get("exp") in names:
         return wildcards["exp"]
     hits = [n for n in names if re.search(rf"(?:^|_){re.escape(n)}(?:_|$)", rule)]

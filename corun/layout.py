@@ -5,7 +5,7 @@ RESULTS/plan.json               the campaign's plan (experiments.campaign; schem
                                 corun/schemas/campaign_plan.schema.json)
 RESULTS/<exp>/specs/<run>.yaml  a run's spec; specs/groups.json the file-system groups
 RESULTS/<exp>/runs/<run>/       a run's folder (corun run)
-RESULTS/<exp>/groups/<g>.json   the stamp of a group measured together (corun.testbed.pfs_runs)
+RESULTS/<exp>/groups/<look>/<g>.json  the stamp of a group measured together (corun.testbed.pfs_runs)
 RESULTS/<exp>/jobs.csv, runs.csv  the collected tables; looks/<l>/ the same per look
 RESULTS/<exp>/analysis/         the report section (section.json) and its tables and figures
 RESULTS/<exp>/logs/<step>.log   each step's log
@@ -57,8 +57,12 @@ class Layout:
     def run(self, exp: str, run: str) -> str:
         return f"{self.results}/{exp}/runs/{run}"
 
-    def group_stamp(self, exp: str, group: str) -> str:
-        return f"{self.results}/{exp}/groups/{group}.json"
+    def group_stamps(self, exp: str, look: int | str) -> str:
+        """The folder of the stamps of one look's groups (the workflow's step writes it whole)."""
+        return f"{self.results}/{exp}/groups/{look}"
+
+    def group_stamp(self, exp: str, group: str, look: int | str) -> str:
+        return f"{self.group_stamps(exp, look)}/{group}.json"
 
     def calibration(self, exp: str) -> str:
         return f"{self.results}/{exp}/calibration.json"

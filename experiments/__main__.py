@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{out}: {runs} run(s) of {len(plan['runs'])} experiment(s)", file=sys.stderr)
         return 0
     # the workflow's steps read the plan: its configuration was validated when it was made
-    cfg = campaign.load(a.plan)["config"] if a.plan else load_workflow_config(a.config)
+    whole = campaign.load(a.plan) if a.plan else None
+    cfg = whole["config"] if whole else load_workflow_config(a.config)
     exp = get(a.experiment)
     if a.step == "data":
         print(exp.data(cfg, a.data_dir), file=sys.stderr)
@@ -132,6 +133,16 @@ def main(argv: list[str] | None = None) -> int:
             looks.split_groups_file(a.out_dir / "groups.json", exp, cfg)
         if (a.out_dir / "groups.json").is_file():
             looks.stamp_run_inputs(a.out_dir / "groups.json", exp, cfg)
+        if whole and exp.name in whole["runs"]:
+            # the workflow's rule has the folder as its output: every file the plan names is in it
+            for f in whole["runs"][exp.name]["specs"]:
+                if not (a.out_dir / Path(f).name).is_file():
+                    raise ConfigError(
+                        f"experiments/{exp.name}/experiment.py",
+                        "specs",
+                        str(a.out_dir / Path(f).name),
+                        "a file its specs step writes (the campaign's plan names it)",
+                    )
         print(f"{n} run spec(s) written in {a.out_dir} ({looks.describe(plan)})", file=sys.stderr)
     return 0
 

@@ -57,7 +57,7 @@ def _runs_of(exp, cfg: dict, lay: Layout) -> dict:
             "name": g,
             "look": look_of[members[0]],
             "runs": members,
-            "stamp": lay.group_stamp(name, g),
+            "stamp": lay.group_stamp(name, g, look_of[members[0]]),
             "inputs": sorted({*exp.run_inputs, *(m for r in members for m in manifests(r))}),
         }
         for g, members in groups.items()
@@ -70,7 +70,7 @@ def _runs_of(exp, cfg: dict, lay: Layout) -> dict:
                 "look": look,
                 "reps": reps[look - 1],
                 "runs": [lay.run(name, r) for r in names if r not in group_of],
-                "groups": [g["stamp"] for g in group_list if g["look"] <= look],
+                "groups": sorted({lay.group_stamps(name, g["look"]) for g in group_list if g["look"] <= look}),
                 "dirs": [lay.run(name, r) for r in names],
             }
         )
@@ -79,6 +79,7 @@ def _runs_of(exp, cfg: dict, lay: Layout) -> dict:
         "data_dir": lay.data_dir(name),
         "calibration": lay.calibration(name) if exp.calibrates else None,
         "step_inputs": list(exp.step_inputs),
+        "specs_dir": lay.specs(name),
         "specs": [lay.spec(name, r["name"]) for r in runs] + [f"{lay.specs(name)}/{f}" for f in exp.spec_files],
         "run_command": exp.run_command(cfg, lay.netns(name)),
         "runs": runs,

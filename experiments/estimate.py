@@ -121,20 +121,25 @@ def _fmt(s: float) -> str:
 
 
 def progress_plan(cfg: dict, plan: dict | None = None) -> dict:
-    """What the progress display needs (workflows/logger): the estimate per experiment and the
-    steps that measure runs, `run_<exp>` one run a job, `run_<exp>_group...` the runs of each
-    group stamp it writes (from the campaign's plan where given, as experiments.smk names its
-    rules)."""
+    """What the progress display needs (workflows/logger): the estimate per experiment, the rules
+    of experiments.smk that measure runs (`run` and `run_across_hosts` one run a job, `run_groups`
+    a look's groups: its runs per experiment and look) and, from the campaign's plan where given,
+    each experiment's measuring jobs as [output, runs]."""
     rows = [
         {"name": r["experiment"], "runs": r["runs"], "seconds": r["seconds"], "cap_runs": r.get("cap_runs", r["runs"])}
         for r in estimate(cfg)
     ]
-    steps: dict[str, dict] = {f"run_{r['name']}": {"experiment": r["name"]} for r in rows}
+    per_look: dict[str, int] = {}
+    outputs: dict[str, list] = {}
     for exp, p in (plan or {}).get("runs", {}).items():
-        if any(r.get("group") is None for r in p.get("runs", [])):
-            steps[f"run_{exp}"] = {"experiment": exp}
-        for look in sorted({g["look"] for g in p.get("groups", [])}):
-            stamps = {g["stamp"]: len(g["runs"]) for g in p["groups"] if g["look"] == look}
-            name = f"run_{exp}_group" + ("" if look == 1 else f"_look{look}")
-            steps[name] = {"experiment": exp, "stamps": stamps, "runs_per_job": sum(stamps.values())}
-    return {"experiments": rows, "steps": steps}
+        outputs[exp] = [[r["dir"], 1] for r in p.get("runs", []) if r.get("group") is None]
+        for g in p.get("groups", []):
+            key = f"{exp}/{g['look']}"
+            per_look[key] = per_look.get(key, 0) + len(g["runs"])
+        # each look lists the group folders up to it: the one it adds holds its own groups
+        before: set[str] = set()
+        for look in p.get("looks", []):
+            outputs[exp] += [[f, per_look[f"{exp}/{look['look']}"]] for f in look["groups"] if f not in before]
+            before.update(look["groups"])
+    steps = {"run": {}, "run_across_hosts": {}, "run_groups": {"runs": per_look}}
+    return {"experiments": rows, "steps": steps, "outputs": outputs}

@@ -484,12 +484,14 @@ def finished_runs(runs: Path) -> dict[str, int]:
 
 def failed_runs_naming(results: Path, finished: dict[str, int], node: str) -> list[str]:
     """The runs that did not finish, each checked to name NODE in its last corun line."""
-    logs = sorted((results / "mpl_sweep" / "logs").glob("run_mpl_sweep_*.log"))
-    failed = [f for f in logs if f.name[len("run_mpl_sweep_") : -4] not in finished]
+    logs = [
+        f for f in sorted((results / "mpl_sweep" / "logs").glob("run_*.log")) if not f.name.startswith("run_groups")
+    ]
+    failed = [f for f in logs if f.name[len("run_") : -4] not in finished]
     for log in failed:  # the run's own error, its last line from corun, names the node
         errors = [line for line in log.read_text().splitlines() if line.startswith("corun: ")]
         assert errors and node in errors[-1], log.read_text()[-2000:]
-    return [f.name[len("run_mpl_sweep_") : -4] for f in failed]
+    return [f.name[len("run_") : -4] for f in failed]
 
 
 def rerun_measures_only(config: Path, results: Path, failed: list[str], finished: dict[str, int]) -> float:

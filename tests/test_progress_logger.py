@@ -21,23 +21,25 @@ PLAN = {
         {"name": "alpha", "runs": 4, "seconds": 40.0, "cap_runs": 8},
         {"name": "beta", "runs": 2, "seconds": 20.0, "cap_runs": 2},
     ],
-    "steps": {
-        "run_alpha": {"experiment": "alpha"},
-        "run_beta_group": {"experiment": "beta", "stamps": {"res/beta/g1.done": 2}, "runs_per_job": 2},
+    "steps": {"run": {}, "run_groups": {"runs": {"beta/1": 2}}},
+    "outputs": {
+        "alpha": [[f"res/alpha/runs/r{i}", 1] for i in range(1, 5)],
+        "beta": [["res/beta/groups/1", 2]],
     },
 }
+NOTHING_THERE = lambda path: False  # noqa: E731
 
 
 def _events(p: Progress) -> None:
     """alpha: 4 runs of 10 s planned, measured at 20 s each; beta: one group job of 2 runs."""
     p.plan(PLAN)
     p.tick(100.0)
-    p.run_info({"run_alpha": 4, "run_beta_group": 1, "collect_alpha": 1})
-    p.job_info(1, "run_alpha", {"run": "r1"}, ["res/alpha/runs/r1"], 100.0)
+    p.run_info({"run": 4, "run_groups": 1, "collect": 2}, exists=NOTHING_THERE)
+    p.job_info(1, "run", {"exp": "alpha", "run": "r1"}, ["res/alpha/runs/r1"], 100.0)
     p.job_finished(1, 120.0)
-    p.job_info(2, "run_alpha", {"run": "r2"}, ["res/alpha/runs/r2"], 120.0)
+    p.job_info(2, "run", {"exp": "alpha", "run": "r2"}, ["res/alpha/runs/r2"], 120.0)
     p.job_finished(2, 140.0)
-    p.job_info(3, "run_alpha", {"run": "r3"}, ["res/alpha/runs/r3"], 140.0)
+    p.job_info(3, "run", {"exp": "alpha", "run": "r3"}, ["res/alpha/runs/r3"], 140.0)
     p.progress(2, 10, 145.0)
 
 
@@ -60,15 +62,30 @@ def test_counts_and_estimates_corrected_by_measured_runs():
 def test_group_job_counts_its_runs_and_earlier_runs_count_as_done():
     p = Progress()
     p.plan(PLAN)
-    p.run_info({"run_alpha": 1, "run_beta_group": 1})  # 3 of alpha's runs measured before
+    # 3 of alpha's runs measured before
+    p.run_info(
+        {"run": 1, "run_groups": 1},
+        exists=lambda path: path in {"res/alpha/runs/r1", "res/alpha/runs/r2", "res/alpha/runs/r4"},
+    )
     assert p.experiments["alpha"].done == 3
-    p.job_info(7, "run_beta_group", {}, ["res/beta/g1.done"], 10.0)
+    p.job_info(7, "run_groups", {"exp": "beta", "look": "1"}, ["res/beta/groups/1"], 10.0)
     assert p.lines()[-1] == "  measuring now: beta: 2 runs on a cluster (0:00)"
     p.job_finished(7, 40.0)
     assert p.experiments["beta"].done == 2 and p.experiments["beta"].left_s() == 0.0
     p.finished = True
     assert p.lines()[0] == "corun: 5 of 6 runs, 0:30 so far"
     assert clock(3725) == "1:02:05"
+
+
+def test_jobs_run_again_over_outputs_there_count_as_runs_left():
+    """Snakemake counts jobs per rule, one rule for every experiment: runs done before but
+    outdated (their outputs there) are runs left, not runs done."""
+    p = Progress()
+    p.plan(PLAN)
+    p.run_info({"run": 4, "run_groups": 1}, exists=lambda path: True)
+    assert [(e.done, e.to_run) for e in p.experiments.values()] == [(0, 4), (0, 2)]
+    p.run_info({"run": 0}, exists=lambda path: True)  # nothing to measure: everything was
+    assert [(e.done, e.to_run) for e in p.experiments.values()] == [(4, 0), (2, 0)]
 
 
 class _Settings:
@@ -97,8 +114,12 @@ def test_handler_prints_a_line_per_run_and_the_table_at_the_end():
     h.setFormatter(logging.Formatter("%(message)s"))
     h.emit(_record("", t=1.0, corun_plan=PLAN))
     h.emit(_record("Select jobs to execute...", t=1.0))
-    h.emit(_record(None, LogEvent.RUN_INFO, 1.0, stats={"run_alpha": 4, "run_beta_group": 1}))
-    h.emit(_record("", LogEvent.JOB_INFO, 1.0, jobid=1, rule_name="run_alpha", wildcards={"run": "r1"}, output=[]))
+    h.emit(_record(None, LogEvent.RUN_INFO, 1.0, stats={"run": 4, "run_groups": 1}))
+    h.emit(
+        _record(
+            "", LogEvent.JOB_INFO, 1.0, jobid=1, rule_name="run", wildcards={"exp": "alpha", "run": "r1"}, output=[]
+        )
+    )
     h.emit(_record("", LogEvent.JOB_FINISHED, 11.0, job_id=1))
     h.emit(_record("Nothing else", t=12.0))
     out = h.stream.getvalue()
@@ -113,13 +134,14 @@ def test_handler_prints_a_line_per_run_and_the_table_at_the_end():
 def test_a_tiny_workflow_run_with_the_plugin(tmp_path):
     plan = {
         "experiments": [{"name": "alpha", "runs": 2, "seconds": 4.0}],
-        "steps": {"run_alpha": {"experiment": "alpha"}},
+        "steps": {"run": {}},
+        "outputs": {"alpha": [["res/alpha/runs/r1", 1], ["res/alpha/runs/r2", 1]]},
     }
     (tmp_path / "Snakefile").write_text(
         "from snakemake.logging import logger\n"
         f"logger.info('', extra=dict(corun_plan={plan!r}))\n"
         "rule all:\n    input: expand('res/alpha/runs/{run}', run=['r1', 'r2'])\n"
-        "rule run_alpha:\n    output: 'res/alpha/runs/{run}'\n    shell: 'touch {output}'\n"
+        "rule run:\n    output: 'res/{exp}/runs/{run}'\n    shell: 'touch {output}'\n"
     )
     res = subprocess.run(
         [str(ROOT / ".venv/bin/snakemake"), "--cores", "1", "--logger", "corun", "--", "all"],
@@ -134,9 +156,9 @@ def test_a_tiny_workflow_run_with_the_plugin(tmp_path):
         "corun: measuring alpha r2 (run 2 of 2" in res.stderr or "corun: measuring alpha r1 (run 2 of 2" in res.stderr
     )
     assert "  alpha                   2 of 2" in res.stderr
-    assert "rule run_alpha:" not in res.stderr  # Snakemake's own log stays in its file
+    assert "rule run:" not in res.stderr  # Snakemake's own log stays in its file
     (log,) = (tmp_path / ".snakemake" / "log").glob("*.snakemake.log")
-    assert "rule run_alpha:" in log.read_text()
+    assert "rule run:" in log.read_text()
     assert f"Complete log(s): {log}" in res.stderr
     again = subprocess.run(res.args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stderr and "corun:" not in again.stderr  # no table of nothing

@@ -31,7 +31,9 @@ def test_each_run_holds_its_node_alone():
 
 def test_only_single_node_runs_leave_the_controller():
     text = (REPO / "workflows" / "rules" / "slurm.smk").read_text()
-    assert 'r["needs"]["hosts"] == "one"' in text and 'r["group"] is None' in text
+    assert 'SLURM_MEASURED = ["run"] if STEPS.on_one_host else []' in text
+    steps = (REPO / "experiments" / "steps.py").read_text()
+    assert 'r["group"] is None and r["needs"]["hosts"] == hosts' in steps
     assert "workflow.localrules(" in text
     snakefile = (REPO / "Snakefile").read_text()
     includes = re.findall(r'^include: "([^"]+)"', snakefile, re.MULTILINE)

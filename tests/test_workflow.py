@@ -63,7 +63,7 @@ def test_paper_profile_plans_on_a_clone_never_provisioned(repo_root, tmp_path):
     res = smk(clone, "--profile", "workflows/profiles/paper", "-n", "all")
     assert res.returncode == 0, res.stderr[-2000:]
     assert "rule build_kernel:" in res.stdout and "kernels/build/sensitivity_ranking" in res.stdout
-    assert "run_sensitivity_ranking" in res.stdout
+    assert "rule run:" in res.stdout and "exp=sensitivity_ranking" in res.stdout
 
 
 def test_every_experiment_plans_on_other_hosts(repo_root):
@@ -199,7 +199,7 @@ def test_a_run_takes_the_manifests_of_its_variants_as_inputs(repo_root, tmp_path
     # mpl_sweep's runs on the smoke profile's netns cluster are one group: its step takes every
     # variant's manifests, and the group's runner measures again only the runs older than their
     # own (run_inputs in groups.json: tests/testbed/test_pfs_companion_runs.py)
-    mpl = next(j for j in jobs if "rule run_mpl_sweep_group:" in j)
+    mpl = next(j for j in jobs if "rule run_groups:" in j and "exp=mpl_sweep" in j)
     assert "schedulers/mpi_cosched/manifest.yaml" in mpl
-    group = next(j for j in jobs if "rule run_aioli_group:" in j)
+    group = next(j for j in jobs if "rule run_groups:" in j and "exp=aioli" in j)
     assert "schedulers/aioli/manifest.yaml" in group and "mpi_cosched" not in group

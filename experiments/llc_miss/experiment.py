@@ -108,10 +108,10 @@ class LlcMiss(StackingExperiment):
         return {"runs": len(runs), "seconds": secs, "k_dropped": self.layout(cfg)["k_dropped"]}
 
     def _stacking_table(self, cfg: dict, results: str) -> str | None:
-        """cmp_stacking's normalized runtimes, when that experiment runs too (the I/O degradation
-        its CC cost is compared with)."""
+        """cmp_stacking's section, when that experiment runs too: its normalized_runtime.csv beside
+        it has the I/O degradation the CC cost is compared with."""
         if "cmp_stacking" in cfg["experiments"]:
-            return f"{results}/cmp_stacking/analysis/normalized_runtime.csv"
+            return f"{results}/cmp_stacking/analysis/section.json"
         return None
 
     def analysis_inputs(self, cfg: dict, results: str) -> dict:

@@ -200,7 +200,7 @@ class MplSweep(Experiment):
         )
 
     def analysis_inputs(self, cfg: dict, results: str) -> dict:
-        return {**super().analysis_inputs(cfg, results), "plan": f"{results}/{NAME}/specs/plan.json"}
+        return {**super().analysis_inputs(cfg, results), "specs": f"{results}/{NAME}/specs"}  # its plan.json
 
     host_runs = False  # its runs are multi-host by themselves
 

@@ -183,7 +183,7 @@ class NoisyNeighbour(Experiment):
         prem = section(cfg)["premise"]
         return {
             **super().analysis_inputs(cfg, results),
-            "plan": f"{d}/specs/plan.json",
+            "specs": f"{d}/specs",  # its plan.json
             "premise": [f"{d}/premise/{layout}/r{rep}" for layout in prem["layouts"] for rep in range(prem["reps"])],
         }
 

@@ -120,6 +120,6 @@ def test_the_workflow_plans_looks_and_a_checkpoint(repo_root, tmp_path):
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     out = res.stdout
-    for rule in ("collect_mpl_sweep", "analyze_mpl_sweep", "decide_looks", "finish_mpl_sweep"):
-        assert rule in out, rule
+    for rule in ("collect_look", "analyze_look", "decide_looks", "finish_analysis"):
+        assert f"rule {rule}:" in out or f"checkpoint {rule}:" in out, rule
     assert f"{tmp_path}/results/mpl_sweep/looks/1/jobs.csv" in out and "looks/2" not in out  # look 2: if decided

@@ -1,321 +1,285 @@
 # Every experiment's chain, from the campaign's plan (RESULTS/plan.json, experiments.campaign):
 # make its data, calibrate, write its run specs, run them (one by one, or a group at a time
 # around a cluster and file system: corun.testbed.pfs_runs), collect, analyse. Every step reads
-# the plan, not the configuration again. With a sequential design (the section's max_reps,
-# experiments/looks.py) the runs are measured look by look under RESULTS/<exp>/looks/<look>/ and
-# a checkpoint decides after each look whether another can decide a claim still inconclusive;
-# the last look reached is copied to RESULTS/<exp>/.
+# the plan, not the configuration again. Each rule is declared once for every experiment: its
+# {exp} wildcard takes the experiments the plan gives that step, and what a job needs comes from
+# the plan (experiments.steps). With a sequential design (the section's max_reps, experiments/looks.py)
+# the runs are measured look by look under RESULTS/<exp>/looks/<look>/ and a checkpoint decides
+# after each look whether another can decide a claim still inconclusive; the last look reached is
+# copied to RESULTS/<exp>/.
 # An experiment with rules no other has keeps them in experiments/<name>/rules.smk, included last.
 import os
 
-from experiments import campaign
+from experiments.steps import Steps, one_of
 
-RUNS = PLAN["runs"]  # the experiments with runs of their own
-ANALYSES = PLAN["analyses"]  # the selected experiments
-RUN_OF = {e: {r["name"]: r for r in P["runs"]} for e, P in RUNS.items()}
-SEQUENTIAL = [e for e, P in RUNS.items() if len(P["looks"]) > 1]
+STEPS = Steps(PLAN, LAYOUT)
 # the device section's calibration, when it runs: a run on a disk that failed it is failed
 DEVICE_CALIBRATION = (
     [LAYOUT.device_calibration] if config["report"]["device"]["enabled"] else []
 )
 
 
-def _run_inputs(exp):
-    return lambda wildcards: RUN_OF[exp][wildcards.run]["inputs"]
+if STEPS.with_data:
 
-
-def _priority(exp):
-    return lambda wildcards: RUN_OF[exp][wildcards.run]["priority"]
-
-
-def _look(exp, part):
-    """The files of the looks up to {look}: run folders, group stamps or every run folder."""
-    return lambda wildcards: RUNS[exp]["looks"][int(wildcards.look) - 1][part]
-
-
-def _given(value):
-    """A parameter from the plan (a path the lint would take for one typed in the rule)."""
-    return lambda wildcards: value
-
-
-def _out_dir(wildcards, output):
-    return os.path.dirname(output[0])
-
-
-def _last_look(owner):
-    """The last look of `owner`'s design the checkpoints reached."""
-    decisions = []
-    for look in range(1, len(RUNS[owner]["looks"])):
-        decisions.append(checkpoints.decide_looks.get(exp=owner, look=look).output[0])
-        if campaign.last_look(decisions) == look:
-            return look
-    return len(RUNS[owner]["looks"])
-
-
-def _final(exp, files):
-    """The chosen look's copies of `files` (paths under RESULTS/<exp>/)."""
-    owner = ANALYSES[exp]["owner"]
-    return lambda wildcards: [LAYOUT.in_look(f, exp, _last_look(owner)) for f in files]
-
-
-for exp, P in RUNS.items():
-    if P["data"]:
-
-        rule:
-            name:
-                f"make_{exp}_data"
-            input:
-                campaign=PLAN_FILE,
-                steps=P["step_inputs"],
-            output:
-                P["data"],
-            log:
-                LAYOUT.log(exp, f"make_{exp}_data"),
-            params:
-                py=PY,
-                exp=exp,
-                data=_out_dir,
-            shell:
-                "{params.py} -m experiments data {params.exp}"
-                " --plan {input.campaign} --data-dir {params.data} > {log} 2>&1"
-
-    if P["calibration"]:
-
-        rule:
-            name:
-                f"calibrate_{exp}"
-            input:
-                campaign=PLAN_FILE,
-                data=[P["data"]] if P["data"] else [],
-                steps=P["step_inputs"],
-            output:
-                P["calibration"],
-            log:
-                LAYOUT.log(exp, f"calibrate_{exp}"),
-            resources:
-                testbed=1,
-            params:
-                py=PY,
-                exp=exp,
-                data=_given(P["data_dir"]),
-            shell:
-                "{params.py} -m experiments calibrate {params.exp} --plan {input.campaign}"
-                " --data-dir {params.data} --out {output} > {log} 2>&1"
-
-    rule:
-        name:
-            f"make_{exp}_specs"
+    rule make_data:
         input:
             campaign=PLAN_FILE,
-            data=[P["data"]] if P["data"] else [],
-            calibration=[P["calibration"]] if P["calibration"] else [],
+            steps=STEPS.from_exp("step_inputs"),
         output:
-            P["specs"],
+            f"{DATA}/{{exp}}/{{data_file}}",
         log:
-            LAYOUT.log(exp, f"make_{exp}_specs"),
+            LAYOUT.log("{exp}", "make_data_{data_file}"),
+        wildcard_constraints:
+            exp=one_of(STEPS.with_data),
+            data_file=one_of(STEPS.data_files),
         params:
             py=PY,
-            exp=exp,
-            data=_given(P["data_dir"]),
-            out_dir=_out_dir,
-            calibration=lambda wildcards, input: (
-                f"--calibration {input.calibration}" if input.calibration else ""
-            ),
+            data=lambda wildcards, output: os.path.dirname(output[0]),
         shell:
-            "{params.py} -m experiments specs {params.exp} --plan {input.campaign}"
-            " {params.calibration} --data-dir {params.data} --out-dir {params.out_dir}"
-            " > {log} 2>&1"
-
-    plain = [r["name"] for r in P["runs"] if r["group"] is None]
-    if plain:
-
-        rule:
-            name:
-                f"run_{exp}"
-            input:
-                spec=LAYOUT.spec(exp, "{run}"),
-                inputs=_run_inputs(exp),
-            output:
-                directory(LAYOUT.run(exp, "{run}")),
-            log:
-                LAYOUT.log(exp, f"run_{exp}_{{run}}"),
-            wildcard_constraints:
-                run="|".join(plain),
-            priority: _priority(exp)
-            resources:
-                testbed=1,
-            params:
-                py=PY,
-                runner=P["run_command"],
-            shell:
-                "{params.py} {params.runner} {input.spec} --out {output} > {log} 2>&1"
-
-    # one pfs_runs per look for all the look's groups: consecutive groups of one netns cluster
-    # share it (corun.testbed.pfs_runs)
-    for look in sorted({g["look"] for g in P["groups"]}):
-        groups = [g for g in P["groups"] if g["look"] == look]
-        step = f"run_{exp}_group" + ("" if look == 1 else f"_look{look}")
-
-        rule:
-            name:
-                step
-            input:
-                groups=f"{LAYOUT.specs(exp)}/groups.json",
-                specs=[RUN_OF[exp][n]["spec"] for g in groups for n in g["runs"]],
-                inputs=sorted({f for g in groups for f in g["inputs"]}),
-            output:
-                [g["stamp"] for g in groups],
-            log:
-                LAYOUT.log(exp, step),
-            resources:
-                testbed=1,
-            params:
-                py=PY,
-                names=" ".join(g["name"] for g in groups),
-                specs=_given(LAYOUT.specs(exp)),
-                runs=_given(LAYOUT.runs(exp)),
-                work=_given(LAYOUT.work(exp)),
-            shell:
-                "{params.py} -m corun.testbed.pfs_runs --groups {input.groups} --group {params.names}"
-                " --specs {params.specs} --runs {params.runs} --work {params.work} --done {output} > {log} 2>&1"
-
-    if len(P["looks"]) == 1:
-
-        rule:
-            name:
-                f"collect_{exp}"
-            input:
-                runs=P["looks"][0]["runs"],
-                groups=P["looks"][0]["groups"],
-            output:
-                jobs=LAYOUT.table(exp, "jobs"),
-                runs=LAYOUT.table(exp, "runs"),
-            log:
-                LAYOUT.log(exp, f"collect_{exp}"),
-            params:
-                py=PY,
-                dirs=P["looks"][0]["dirs"],
-            shell:
-                "{params.py} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs}"
-                " {params.dirs} > {log} 2>&1"
-
-    else:
-
-        rule:
-            name:
-                f"collect_{exp}"
-            input:
-                runs=_look(exp, "runs"),
-                groups=_look(exp, "groups"),
-            output:
-                jobs=LAYOUT.table(exp, "jobs", "{look}"),
-                runs=LAYOUT.table(exp, "runs", "{look}"),
-            log:
-                LAYOUT.log(exp, f"collect_{exp}_look{{look}}"),
-            wildcard_constraints:
-                look="[0-9]+",
-            params:
-                py=PY,
-                dirs=_look(exp, "dirs"),
-            shell:
-                "{params.py} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs}"
-                " {params.dirs} > {log} 2>&1"
-
-        rule:
-            name:
-                f"finish_{exp}_tables"
-            input:
-                jobs=_final(exp, [LAYOUT.table(exp, "jobs")]),
-                runs=_final(exp, [LAYOUT.table(exp, "runs")]),
-            output:
-                jobs=LAYOUT.table(exp, "jobs"),
-                runs=LAYOUT.table(exp, "runs"),
-            log:
-                LAYOUT.log(exp, f"finish_{exp}_tables"),
-            shell:
-                "cp {input.jobs} {output.jobs} && cp {input.runs} {output.runs} > {log} 2>&1"
+            "{params.py} -m experiments data {wildcards.exp}"
+            " --plan {input.campaign} --data-dir {params.data} > {log} 2>&1"
 
 
-for exp, A in ANALYSES.items():
-    owner = A["owner"]
-    if A["looks"] == 1:
+if STEPS.calibrated:
 
-        rule:
-            name:
-                f"analyze_{exp}"
-            input:
-                **A["inputs"],
-                campaign=PLAN_FILE,
-                device=DEVICE_CALIBRATION,
-            output:
-                A["outputs"],
-            log:
-                LAYOUT.log(exp, f"analyze_{exp}"),
-            params:
-                py=PY,
-                exp=exp,
-                out_dir=_out_dir,
-            shell:
-                "{params.py} -m experiments analyze {params.exp} --plan {input.campaign}"
-                " --out-dir {params.out_dir} > {log} 2>&1"
-
-    else:
-
-        rule:
-            name:
-                f"analyze_{exp}"
-            input:
-                # this look's tables in place of the final ones
-                **{k: v for k, v in A["inputs"].items() if k not in ("jobs", "runs")},
-                jobs=LAYOUT.table(owner, "jobs", "{look}"),
-                runs=LAYOUT.table(owner, "runs", "{look}"),
-                campaign=PLAN_FILE,
-            output:
-                [LAYOUT.in_look(o, exp, "{look}") for o in A["outputs"]],
-            log:
-                LAYOUT.log(exp, f"analyze_{exp}_look{{look}}"),
-            wildcard_constraints:
-                look="[0-9]+",
-            params:
-                py=PY,
-                exp=exp,
-                out_dir=_out_dir,
-            shell:
-                "{params.py} -m experiments analyze {params.exp} --plan {input.campaign}"
-                " --look {wildcards.look} --out-dir {params.out_dir} > {log} 2>&1"
-
-        rule:
-            name:
-                f"finish_{exp}"
-            input:
-                _final(exp, A["outputs"]),
-            output:
-                A["outputs"],
-            log:
-                LAYOUT.log(exp, f"finish_{exp}"),
-            params:
-                look_dir=lambda wildcards, input: os.path.dirname(input[0]),
-                out_dir=_out_dir,
-            shell:
-                # the whole folder: the section's figures and tables beside it
-                "cp -a {params.look_dir}/. {params.out_dir}/ > {log} 2>&1"
+    rule calibrate:
+        input:
+            campaign=PLAN_FILE,
+            data=STEPS.maybe("data"),
+            steps=STEPS.from_exp("step_inputs"),
+        output:
+            LAYOUT.calibration("{exp}"),
+        log:
+            LAYOUT.log("{exp}", "calibrate"),
+        wildcard_constraints:
+            exp=one_of(STEPS.calibrated),
+        resources:
+            testbed=1,
+        params:
+            py=PY,
+            data=STEPS.from_exp("data_dir"),
+        shell:
+            "{params.py} -m experiments calibrate {wildcards.exp} --plan {input.campaign}"
+            " --data-dir {params.data} --out {output} > {log} 2>&1"
 
 
-if SEQUENTIAL:
+# the folder of the experiment's run specs and the files beside them (groups.json, plan.json):
+# the step checks it wrote every file the plan names
+rule make_specs:
+    input:
+        campaign=PLAN_FILE,
+        data=STEPS.maybe("data"),
+        calibration=STEPS.maybe("calibration"),
+    output:
+        directory(LAYOUT.specs("{exp}")),
+    log:
+        LAYOUT.log("{exp}", "make_specs"),
+    wildcard_constraints:
+        exp=one_of(STEPS.runs),
+    params:
+        py=PY,
+        data=STEPS.from_exp("data_dir"),
+        calibration=lambda wildcards, input: (
+            f"--calibration {input.calibration}" if input.calibration else ""
+        ),
+    shell:
+        "{params.py} -m experiments specs {wildcards.exp} --plan {input.campaign}"
+        " {params.calibration} --data-dir {params.data} --out-dir {output} > {log} 2>&1"
+
+
+if STEPS.plain:
+
+    # one run on one host: on a Slurm cluster, an exclusive one-node job (slurm.smk)
+    rule run:
+        input:
+            specs=LAYOUT.specs("{exp}"),
+            inputs=STEPS.from_run("inputs"),
+        output:
+            directory(LAYOUT.run("{exp}", "{run}")),
+        log:
+            LAYOUT.log("{exp}", "run_{run}"),
+        wildcard_constraints:
+            exp=one_of(STEPS.on_one_host),
+            run=one_of(r for names in STEPS.on_one_host.values() for r in names),
+        priority: STEPS.from_run("priority")
+        resources:
+            testbed=1,
+        params:
+            py=PY,
+            runner=STEPS.from_exp("run_command"),
+            spec=STEPS.from_run("spec"),
+        shell:
+            "{params.py} {params.runner} {params.spec} --out {output} > {log} 2>&1"
+
+
+if STEPS.across_hosts:
+
+    # the same step for a run over the experiment's hosts, driven from here (a rule of its own
+    # only so that a Slurm cluster keeps it on the controller: slurm.smk)
+    use rule run as run_across_hosts with:
+        wildcard_constraints:
+            exp=one_of(STEPS.across_hosts),
+            run=one_of(r for names in STEPS.across_hosts.values() for r in names),
+
+
+if STEPS.grouped:
+
+    # every group of one look in one job: consecutive groups of one netns cluster share it
+    # (corun.testbed.pfs_runs); each group's stamp is written in the look's folder when it ends
+    rule run_groups:
+        input:
+            specs=LAYOUT.specs("{exp}"),
+            inputs=STEPS.group_inputs,
+        output:
+            directory(LAYOUT.group_stamps("{exp}", "{look}")),
+        log:
+            LAYOUT.log("{exp}", "run_groups_look{look}"),
+        wildcard_constraints:
+            exp=one_of(STEPS.grouped),
+            look="[0-9]+",
+        resources:
+            testbed=1,
+        params:
+            py=PY,
+            names=STEPS.group_names,
+            done=STEPS.group_stamps,
+            runs=lambda wildcards: LAYOUT.runs(wildcards.exp),
+            work=lambda wildcards: LAYOUT.work(wildcards.exp),
+        shell:
+            "{params.py} -m corun.testbed.pfs_runs --groups {input.specs}/groups.json"
+            " --group {params.names} --specs {input.specs} --runs {params.runs}"
+            " --work {params.work} --done {params.done} > {log} 2>&1"
+
+
+if STEPS.one_look:
+
+    rule collect:
+        input:
+            runs=STEPS.first_look("runs"),
+            groups=STEPS.first_look("groups"),
+        output:
+            jobs=LAYOUT.table("{exp}", "jobs"),
+            runs=LAYOUT.table("{exp}", "runs"),
+        log:
+            LAYOUT.log("{exp}", "collect"),
+        wildcard_constraints:
+            exp=one_of(STEPS.one_look),
+        params:
+            py=PY,
+            dirs=STEPS.first_look("dirs"),
+        shell:
+            "{params.py} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs}"
+            " {params.dirs} > {log} 2>&1"
+
+
+if STEPS.sequential:
+
+    rule collect_look:
+        input:
+            runs=STEPS.look("runs"),
+            groups=STEPS.look("groups"),
+        output:
+            jobs=LAYOUT.table("{exp}", "jobs", "{look}"),
+            runs=LAYOUT.table("{exp}", "runs", "{look}"),
+        log:
+            LAYOUT.log("{exp}", "collect_look{look}"),
+        wildcard_constraints:
+            exp=one_of(STEPS.sequential),
+            look="[0-9]+",
+        params:
+            py=PY,
+            dirs=STEPS.look("dirs"),
+        shell:
+            "{params.py} -m analysis.collect --out-jobs {output.jobs} --out-runs {output.runs}"
+            " {params.dirs} > {log} 2>&1"
+
+    # the tables of the last look the checkpoints reached
+    rule finish_tables:
+        input:
+            jobs=STEPS.in_last_look(lambda exp: LAYOUT.table(exp, "jobs"), checkpoints),
+            runs=STEPS.in_last_look(lambda exp: LAYOUT.table(exp, "runs"), checkpoints),
+        output:
+            jobs=LAYOUT.table("{exp}", "jobs"),
+            runs=LAYOUT.table("{exp}", "runs"),
+        log:
+            LAYOUT.log("{exp}", "finish_tables"),
+        wildcard_constraints:
+            exp=one_of(STEPS.sequential),
+        shell:
+            "cp {input.jobs} {output.jobs} && cp {input.runs} {output.runs} > {log} 2>&1"
+
+
+if STEPS.analysed_once:
+
+    rule analyze:
+        input:
+            unpack(STEPS.analysis_inputs),
+            campaign=PLAN_FILE,
+            device=DEVICE_CALIBRATION,
+        output:
+            LAYOUT.section("{exp}"),
+        log:
+            LAYOUT.log("{exp}", "analyze"),
+        wildcard_constraints:
+            exp=one_of(STEPS.analysed_once),
+        params:
+            py=PY,
+            out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        shell:
+            "{params.py} -m experiments analyze {wildcards.exp} --plan {input.campaign}"
+            " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+if STEPS.analysed_by_look:
+
+    rule analyze_look:
+        input:
+            unpack(STEPS.look_inputs),
+            campaign=PLAN_FILE,
+        output:
+            LAYOUT.section("{exp}", "{look}"),
+        log:
+            LAYOUT.log("{exp}", "analyze_look{look}"),
+        wildcard_constraints:
+            exp=one_of(STEPS.analysed_by_look),
+            look="[0-9]+",
+        params:
+            py=PY,
+            out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        shell:
+            "{params.py} -m experiments analyze {wildcards.exp} --plan {input.campaign}"
+            " --look {wildcards.look} --out-dir {params.out_dir} > {log} 2>&1"
+
+    # the section of the last look the checkpoints reached
+    rule finish_analysis:
+        input:
+            STEPS.in_last_look(lambda exp: LAYOUT.section(exp), checkpoints),
+        output:
+            LAYOUT.section("{exp}"),
+        log:
+            LAYOUT.log("{exp}", "finish_analysis"),
+        wildcard_constraints:
+            exp=one_of(STEPS.analysed_by_look),
+        params:
+            look_dir=lambda wildcards, input: os.path.dirname(input[0]),
+            out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        shell:
+            # the whole folder: the section's figures and tables beside it
+            "cp -a {params.look_dir}/. {params.out_dir}/ > {log} 2>&1"
+
+
+if STEPS.sequential:
 
     checkpoint decide_looks:
         input:
             campaign=PLAN_FILE,
-            sections=lambda wildcards: [
-                LAYOUT.section(e, wildcards.look)
-                for e in RUNS[wildcards.exp]["readers"]
-            ],
+            sections=STEPS.deciding_sections,
         output:
             LAYOUT.decision("{exp}", "{look}"),
         log:
-            LAYOUT.log("{exp}", "decide_looks_{look}"),
+            LAYOUT.log("{exp}", "decide_look{look}"),
         wildcard_constraints:
-            exp="|".join(SEQUENTIAL),
+            exp=one_of(STEPS.sequential),
             look="[0-9]+",
         params:
             py=PY,

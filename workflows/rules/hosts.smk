@@ -57,7 +57,7 @@ if HOSTS:
 
     rule run_on_host:
         input:
-            spec=f"{RESULTS}/{{exp}}/specs/{{run}}.yaml",
+            specs=LAYOUT.specs("{exp}"),
             layout=lambda wildcards: PLAN["runs"][wildcards.exp]["data"],
         output:
             directory(f"{RESULTS}/hosts/{{host}}/{{exp}}/runs/{{run}}"),
@@ -67,9 +67,10 @@ if HOSTS:
             py=PY,
             hosts=HOST_ARGS,
             data=lambda wildcards, input: os.path.dirname(input.layout),
+            spec=lambda wildcards: LAYOUT.spec(wildcards.exp, wildcards.run),
         shell:
             "{params.py} -m corun.testbed.hosts {params.hosts} run --host {wildcards.host}"
-            " --spec {input.spec} --out {output} --push {params.data} > {log} 2>&1"
+            " --spec {params.spec} --out {output} --push {params.data} > {log} 2>&1"
 
     rule collect_host_runs:
         input:

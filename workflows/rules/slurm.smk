@@ -6,13 +6,9 @@
 # changes: local rules are all there is, and slurm_extra is a resource no one reads.
 from corun.testbed import slurm_placement
 
-# the rules that measure one run on one host: run_<exp> of the experiments whose runs use one
-# host as they are (the plan's needs.hosts "one"); groups and multi-host runs stay here
-SLURM_MEASURED = sorted(
-    f"run_{e}"
-    for e, P in RUNS.items()
-    if any(r["group"] is None and r["needs"]["hosts"] == "one" for r in P["runs"])
-)
+# what measures one run on one host is experiments.smk's `run` (the runs the plan gives
+# needs.hosts "one"); groups (run_groups) and multi-host runs (run_across_hosts) stay here
+SLURM_MEASURED = ["run"] if STEPS.on_one_host else []
 
 
 # the partition's nodes are read (sinfo) only when Slurm's executor submits the jobs: a dry run

@@ -19,7 +19,8 @@ from experiments.llc_miss import metrics as m
 
 FOLDER = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "llc_miss"
-STACKING = FOLDER.parent / "cmp_stacking/tests/fixtures/cmp_stacking/golden/normalized_runtime.csv"
+# cmp_stacking's section: its normalized_runtime.csv is beside it
+STACKING = FOLDER.parent / "cmp_stacking/tests/fixtures/cmp_stacking/golden/section.json"
 PERF_REASON = f"LLC-load-misses, LLC-store-misses, cycles: {NOT_SUPPORTED_REASON}"
 CLAIMS = load_claims(FOLDER / "claims.yaml", "llc_miss", PAPERS_DIR).claims
 NO_PMU = Machine(
@@ -129,10 +130,11 @@ def test_cc_vs_io_takes_every_stacking_workload_at_the_same_k(fallback):
 
 
 def test_bad_stacking_csv_is_one_line(tmp_path):
-    bad = tmp_path / "bad.csv"
+    bad = tmp_path / "cmp_stacking" / "normalized_runtime.csv"
+    bad.parent.mkdir()
     bad.write_text("workload,k,runtime\nw,2,3\n")
     with pytest.raises(Exception, match=r"normalized_runtime absent \(expected cmp_stacking's") as exc:
-        llc.analyse(inputs_of(tmp_path, stacking=bad))
+        llc.analyse(inputs_of(tmp_path, stacking=bad.parent / "section.json"))
     assert str(exc.value).count("\n") == 0
 
 
@@ -362,5 +364,6 @@ def test_the_workflow_passes_cmp_stacking_s_table_only_when_it_runs():
     cfg = {"experiments": ["llc_miss"], "llc_miss": {}}
     assert "stacking" not in exp.analysis_inputs(cfg, "results/x")
     cfg["experiments"].append("cmp_stacking")
-    assert exp.analysis_inputs(cfg, "results/x")["stacking"] == "results/x/cmp_stacking/analysis/normalized_runtime.csv"
+    # its section: the table is written beside it
+    assert exp.analysis_inputs(cfg, "results/x")["stacking"] == "results/x/cmp_stacking/analysis/section.json"
     assert not hasattr(exp, "analysis_args")  # every analysis reads its inputs through analysis.experiment

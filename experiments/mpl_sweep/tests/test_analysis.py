@@ -105,7 +105,7 @@ def analyse_dirs(tmp_path, dirs):
     runs.to_csv(tmp_path / "runs.csv", index=False)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"npb": False, "bcr_min_pending": 2}))
-    inputs = read_tables("mpl_sweep", tmp_path, files={"plan": str(plan)})
+    inputs = read_tables("mpl_sweep", tmp_path, files={"specs": str(tmp_path)})
     out = tmp_path / "out"
     result = ms.analyse(inputs)
     section = write(out, inputs, result)

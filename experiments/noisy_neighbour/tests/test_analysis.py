@@ -146,7 +146,7 @@ def analyse(root):
     premise = sorted(str(p) for p in (root / "premise" / "alone").glob("r*"))
     inputs = read_inputs("noisy_neighbour", FOLDER, PAPERS_DIR, root / "jobs.csv", root / "runs.csv",
                          job_text=nn.JOB_TEXT, run_text=nn.RUN_TEXT,
-                         files={"plan": str(root / "plan.json"), "premise": premise})  # fmt: skip
+                         files={"specs": str(root), "premise": premise})  # fmt: skip
     result = nn.analyse(inputs)
     section = write(root / "out", inputs, result)
     return result, {c["claim"]: c for c in section["claims"]}, section

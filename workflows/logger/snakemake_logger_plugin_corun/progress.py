@@ -12,6 +12,7 @@ estimate assumes no contention, so it is a lower bound the measured runs put rig
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 
@@ -56,7 +57,10 @@ class Job:
 @dataclass
 class Progress:
     experiments: dict[str, Experiment] = field(default_factory=dict)
-    steps: dict[str, dict] = field(default_factory=dict)  # rule -> {"experiment", "stamps"}
+    # the rules that measure runs: rule -> {"runs": {"<exp>/<look>": runs of one job}} (a job's
+    # experiment is its {exp} wildcard)
+    steps: dict[str, dict] = field(default_factory=dict)
+    outputs: dict[str, list] = field(default_factory=dict)  # exp -> [[a measuring job's output, its runs]]
     jobs: dict[int, Job] = field(default_factory=dict)  # running
     started: float | None = None
     now: float = 0.0
@@ -74,22 +78,33 @@ class Progress:
                 row["name"], runs, int(row.get("cap_runs") or runs), float(row["seconds"]) / max(runs, 1)
             )
         self.steps = dict(plan.get("steps", {}))
+        self.outputs = {e: [list(o) for o in outs] for e, outs in plan.get("outputs", {}).items()}
 
-    def experiment_of(self, rule: str) -> str | None:
+    def experiment_of(self, rule: str, wildcards: dict) -> str | None:
         if rule in self.steps:
-            return self.steps[rule]["experiment"]
+            return wildcards.get("exp")
         return None
 
-    def run_info(self, stats: dict) -> None:
-        """Snakemake's count of jobs per rule still to run: the runs left per experiment."""
+    def run_info(self, stats: dict, exists=os.path.exists) -> None:
+        """Snakemake's count of jobs per rule still to run: the runs left per experiment. The counts
+        are per rule, one rule for every experiment: a job still to run is one whose output (the
+        plan's) is missing; jobs Snakemake runs again over an output there (outdated) are taken
+        from the experiments in the plan's order."""
         self.active = True
+        jobs = sum(int(c) for rule, c in stats.items() if rule in self.steps)
         left: dict[str, int] = {}
-        for rule, count in stats.items():
-            exp = self.experiment_of(rule)
-            if exp is None or exp not in self.experiments:
-                continue
-            per_job = self.steps[rule].get("runs_per_job", 1)
-            left[exp] = left.get(exp, 0) + int(count) * per_job
+        there: dict[str, list[int]] = {}
+        for name in self.experiments:
+            for path, runs in self.outputs.get(name, []):
+                if exists(path):
+                    there.setdefault(name, []).append(int(runs))
+                elif jobs > 0:
+                    jobs -= 1
+                    left[name] = left.get(name, 0) + int(runs)
+        for name, sizes in there.items():
+            for runs in sizes[:jobs]:
+                left[name] = left.get(name, 0) + runs
+            jobs -= min(jobs, len(sizes))
         for name, e in self.experiments.items():
             e.to_run = left.get(name, 0)
             # what the plan makes and Snakemake no longer runs was measured earlier
@@ -99,13 +114,13 @@ class Progress:
         self.active = True
         if self.started is None:
             self.started = t
-        exp = self.experiment_of(rule)
+        exp = self.experiment_of(rule, wildcards)
         runs = 1
         label = rule
         if exp is not None:
-            stamps = self.steps[rule].get("stamps") or {}
-            if stamps:
-                runs = sum(stamps.get(str(o).split(" (")[0], 1) for o in output) or 1
+            per_look = self.steps[rule].get("runs") or {}
+            if "look" in wildcards and per_look:
+                runs = int(per_look.get(f"{exp}/{wildcards['look']}", 1))
                 label = f"{exp}: {runs} runs on a cluster"
             else:
                 label = f"{exp} {wildcards.get('run', '')}".strip()
