@@ -500,7 +500,7 @@ def rerun_measures_only(config: Path, results: Path, failed: list[str], finished
     assert proc.returncode == 0, run_logs(results) + proc.stderr[-4000:]
     # which jobs it ran: from Snakemake's own log (the corun logger keeps it in its file)
     (log,) = re.findall(r"Complete log\(s\): (\S+\.snakemake\.log)", proc.stderr)
-    measured = re.findall(r"wildcards: run=(\S+)", Path(log).read_text())
+    measured = re.findall(r"wildcards: (?:\w+=[^,\s]+, )*run=([^,\s]+)", Path(log).read_text())
     assert sorted(measured) == sorted(failed), proc.stderr[-3000:]
     runs = results / "mpl_sweep" / "runs"
     assert {r: (runs / r / "metadata.json").stat().st_mtime_ns for r in finished} == finished
