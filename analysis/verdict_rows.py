@@ -354,7 +354,10 @@ def failed_rows(rows: pd.DataFrame, metric: str) -> tuple[list[str], str]:
     nan = ok[~np.isfinite(values.to_numpy(float))]
     if len(nan):
         bad += run_names(nan)
-        why.append(f"no value of {metric}")
+        # the analysis's own reason for a missing value, where its table gives one (`reason`)
+        said = (str(x).removeprefix(f"no {metric}: ") for x in nan.get("reason", pd.Series(dtype=str)).dropna())
+        reasons = sorted({x for x in said if x})
+        why.append(f"no value of {metric}" + (f" ({'; '.join(reasons[:2])})" if reasons else ""))
     return sorted(set(bad)), " and ".join(why)
 
 

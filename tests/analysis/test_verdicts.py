@@ -136,6 +136,14 @@ def test_failed_runs_give_failed_with_the_runs_named():
     nan = paired([8.0, math.nan, 7.9], [10.0, 10.1, 9.9])
     row = judge("c", claim(**RATIO), {"runs": nan}, MACHINE)
     assert row["outcome"] == "failed" and row["runs"] == ["x1"] and "no value of t" in row["why"]
+    # the analysis's reason for the missing value is named beside it (io_latency_split's growth
+    # ratio over a base run whose serving time read 0)
+    nan["reason"] = ""
+    nan.loc[nan["run_id"] == "x1", "reason"] = "svc_ms 0.059 at k = 2, 0 at k = 1"
+    row = judge("c", claim(**RATIO), {"runs": nan}, MACHINE)
+    assert (
+        row["outcome"] == "failed" and "no value of t (svc_ms 0.059 at k = 2, 0 at k = 1) in 1 run(s): x1" in row["why"]
+    )
 
 
 def test_a_missing_machine_need_is_not_measurable_without_any_run():
