@@ -10,6 +10,7 @@ import functools
 from pathlib import Path
 
 from corun.errors import ConfigError
+from corun.plan.base import Experiment
 from corun.run import schedulers, workloads
 from corun.testbed import inventory
 from corun.util import repo_path, repo_root
@@ -149,6 +150,25 @@ def inventory_hosts(sec: dict, experiment: str) -> int:
     if c["kind"] != "inventory" or not c.get("inventory") or not repo_path(c["inventory"]).exists():
         return 0
     return len(_host_names(str(repo_path(c["inventory"])), c["group"], f"{experiment}.cluster.inventory"))
+
+
+class FsGroupExperiment(Experiment):
+    """An experiment whose runs are groups around the parallel file system and the cluster each
+    group brings up (sais, aioli): groups.json beside its specs, the hosts its section gives."""
+
+    data_file = None
+    spec_files = ("groups.json",)
+    host_runs = False  # a run needs the file system and cluster its group brings up
+
+    def hosts_held(self, cfg: dict) -> int:
+        return hosts_held(cfg[self.name])
+
+    def inventory_hosts(self, cfg: dict) -> int:
+        return inventory_hosts(cfg[self.name], self.name)
+
+    def run_names(self, cfg: dict) -> list[str]:
+        """Its groups' runs (group_runs), in their order."""
+        return [r for rs in self.group_runs(cfg).values() for r in rs]
 
 
 def policy_variant_params(sec: dict, experiment: str) -> list[tuple[str, str, str | None, object]]:

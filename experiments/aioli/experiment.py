@@ -25,7 +25,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.plan import pfs_clients
-from corun.plan.base import RUN_OVERHEAD_S, Experiment
+from corun.plan.base import RUN_OVERHEAD_S
 from corun.plan.pfs_clients import (
     IOR_PREFIX,
     check_cluster,
@@ -307,20 +307,10 @@ def write_cmds(sec: dict, data_dir: Path) -> list[list[str]]:
     ]
 
 
-class Aioli(Experiment):
+class Aioli(pfs_clients.FsGroupExperiment):
     name = NAME
     variant_kinds = ("pfs_sched",)
-    data_file = None
-    spec_files = ("groups.json",)
     run_inputs = ("kernels/build/pfs_read",)
-
-    host_runs = False  # a run needs the file system and cluster its group brings up
-
-    def hosts_held(self, cfg: dict) -> int:
-        return pfs_clients.hosts_held(cfg[NAME])
-
-    def inventory_hosts(self, cfg: dict) -> int:
-        return pfs_clients.inventory_hosts(cfg[NAME], NAME)
 
     def check(self, cfg: dict, source: str) -> None:
         sec = section(cfg)
@@ -413,9 +403,6 @@ class Aioli(Experiment):
     def group_runs(self, cfg: dict) -> dict[str, list[str]]:
         sec = section(cfg)
         return {group_name(sec): [run_name(p) for p in points(sec)]}
-
-    def run_names(self, cfg: dict) -> list[str]:
-        return [r for rs in self.group_runs(cfg).values() for r in rs]
 
     def estimate(self, cfg: dict) -> dict:
         sec = section(cfg)

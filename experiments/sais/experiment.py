@@ -30,7 +30,7 @@ import yaml
 
 from corun.errors import ConfigError
 from corun.plan import figures, pfs_clients
-from corun.plan.base import RUN_OVERHEAD_S, Experiment
+from corun.plan.base import RUN_OVERHEAD_S
 from corun.plan.pfs_clients import (
     IOR_PREFIX,
     check_cluster,
@@ -363,20 +363,10 @@ def pfs_config(sec: dict, data_dir: Path, servers: int, links: int, work: Path, 
     }
 
 
-class Sais(Experiment):
+class Sais(pfs_clients.FsGroupExperiment):
     name = NAME
     variant_kinds = ("irq_policy",)
-    data_file = None
-    spec_files = ("groups.json",)
     run_inputs = ("kernels/build/pfs_read", "kernels/build/sais_inmem")
-
-    host_runs = False  # a run needs the file system and cluster its group brings up
-
-    def hosts_held(self, cfg: dict) -> int:
-        return pfs_clients.hosts_held(cfg[NAME])
-
-    def inventory_hosts(self, cfg: dict) -> int:
-        return pfs_clients.inventory_hosts(cfg[NAME], NAME)
 
     def check(self, cfg: dict, source: str) -> None:
         sec = section(cfg)
@@ -476,7 +466,7 @@ class Sais(Experiment):
 
     def run_names(self, cfg: dict) -> list[str]:
         sec = section(cfg)
-        return [r for rs in self.group_runs(cfg).values() for r in rs] + pm_names(sec)
+        return super().run_names(cfg) + pm_names(sec)
 
     def run_figures(self, cfg: dict) -> dict[str, list[str]]:
         sec = section(cfg)
