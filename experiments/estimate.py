@@ -124,22 +124,26 @@ def progress_plan(cfg: dict, plan: dict | None = None) -> dict:
     """What the progress display needs (workflows/logger): the estimate per experiment, the rules
     of experiments.smk that measure runs (`run` and `run_across_hosts` one run a job, `run_groups`
     a look's groups: its runs per experiment and look) and, from the campaign's plan where given,
-    each experiment's measuring jobs as [output, runs]."""
+    each experiment's measuring jobs as [output, runs, rule, look]."""
     rows = [
         {"name": r["experiment"], "runs": r["runs"], "seconds": r["seconds"], "cap_runs": r.get("cap_runs", r["runs"])}
         for r in estimate(cfg)
     ]
     per_look: dict[str, int] = {}
     outputs: dict[str, list] = {}
+    rule = {"one": "run", "the experiment's": "run_across_hosts"}
     for exp, p in (plan or {}).get("runs", {}).items():
-        outputs[exp] = [[r["dir"], 1] for r in p.get("runs", []) if r.get("group") is None]
+        outputs[exp] = [
+            [r["dir"], 1, rule[r["needs"]["hosts"]], r["look"]] for r in p.get("runs", []) if r.get("group") is None
+        ]
         for g in p.get("groups", []):
             key = f"{exp}/{g['look']}"
             per_look[key] = per_look.get(key, 0) + len(g["runs"])
         # each look lists the group folders up to it: the one it adds holds its own groups
         before: set[str] = set()
         for look in p.get("looks", []):
-            outputs[exp] += [[f, per_look[f"{exp}/{look['look']}"]] for f in look["groups"] if f not in before]
+            n = per_look.get(f"{exp}/{look['look']}", 0)
+            outputs[exp] += [[f, n, "run_groups", look["look"]] for f in look["groups"] if f not in before]
             before.update(look["groups"])
     steps = {"run": {}, "run_across_hosts": {}, "run_groups": {"runs": per_look}}
     return {"experiments": rows, "steps": steps, "outputs": outputs}

@@ -23,8 +23,8 @@ PLAN = {
     ],
     "steps": {"run": {}, "run_groups": {"runs": {"beta/1": 2}}},
     "outputs": {
-        "alpha": [[f"res/alpha/runs/r{i}", 1] for i in range(1, 5)],
-        "beta": [["res/beta/groups/1", 2]],
+        "alpha": [[f"res/alpha/runs/r{i}", 1, "run", 1] for i in range(1, 5)],
+        "beta": [["res/beta/groups/1", 2, "run_groups", 1]],
     },
 }
 NOTHING_THERE = lambda path: False  # noqa: E731
@@ -88,6 +88,35 @@ def test_jobs_run_again_over_outputs_there_count_as_runs_left():
     assert [(e.done, e.to_run) for e in p.experiments.values()] == [(4, 0), (2, 0)]
 
 
+def test_a_later_look_of_one_experiment_takes_no_job_count_of_another():
+    """A fresh campaign's DAG holds the first looks only: a sequential design's later runs (in
+    the plan, not yet asked for) are not runs left, and another experiment's runs of the same
+    rule are not counted done for them (the local profile's mpl_sweep read "run 106 of 105")."""
+    plan = {
+        "experiments": [
+            {"name": "alpha", "runs": 2, "seconds": 20.0, "cap_runs": 6},
+            {"name": "beta", "runs": 3, "seconds": 30.0},
+            {"name": "gamma", "runs": 2, "seconds": 20.0},
+        ],
+        "steps": {"run": {}, "run_across_hosts": {}, "run_groups": {"runs": {"gamma/1": 2}}},
+        "outputs": {
+            "alpha": [[f"a/r{i}", 1, "run", 1 + i // 2] for i in range(6)],
+            "beta": [[f"b/r{i}", 1, "run_across_hosts", 1] for i in range(3)],
+            "gamma": [["g/groups/1", 2, "run_groups", 1], ["g/groups/2", 2, "run_groups", 2]],
+        },
+    }
+    p = Progress()
+    p.plan(plan)
+    p.run_info({"run": 2, "run_across_hosts": 3, "run_groups": 1}, exists=NOTHING_THERE)
+    assert [(e.done, e.to_run, e.target()) for e in p.experiments.values()] == [(0, 2, 2), (0, 3, 3), (0, 2, 2)]
+    # a rerun after alpha's checkpoint asked for its second look: 2 of its runs there, 2 to go
+    p = Progress()
+    p.plan(plan)
+    there = {"a/r0", "a/r1", "b/r0", "b/r1", "b/r2", "g/groups/1"}
+    p.run_info({"run": 2, "run_across_hosts": 0, "run_groups": 0}, exists=there.__contains__)
+    assert [(e.done, e.to_run) for e in p.experiments.values()] == [(2, 2), (3, 0), (2, 0)]
+
+
 class _Settings:
     dryrun = False
     stdout = False
@@ -135,7 +164,7 @@ def test_a_tiny_workflow_run_with_the_plugin(tmp_path):
     plan = {
         "experiments": [{"name": "alpha", "runs": 2, "seconds": 4.0}],
         "steps": {"run": {}},
-        "outputs": {"alpha": [["res/alpha/runs/r1", 1], ["res/alpha/runs/r2", 1]]},
+        "outputs": {"alpha": [["res/alpha/runs/r1", 1, "run", 1], ["res/alpha/runs/r2", 1, "run", 1]]},
     }
     (tmp_path / "Snakefile").write_text(
         "from snakemake.logging import logger\n"

@@ -60,7 +60,8 @@ class Progress:
     # the rules that measure runs: rule -> {"runs": {"<exp>/<look>": runs of one job}} (a job's
     # experiment is its {exp} wildcard)
     steps: dict[str, dict] = field(default_factory=dict)
-    outputs: dict[str, list] = field(default_factory=dict)  # exp -> [[a measuring job's output, its runs]]
+    # exp -> [[a measuring job's output, its runs, its rule, its look]]
+    outputs: dict[str, list] = field(default_factory=dict)
     jobs: dict[int, Job] = field(default_factory=dict)  # running
     started: float | None = None
     now: float = 0.0
@@ -86,29 +87,33 @@ class Progress:
         return None
 
     def run_info(self, stats: dict, exists=os.path.exists) -> None:
-        """Snakemake's count of jobs per rule still to run: the runs left per experiment. The counts
-        are per rule, one rule for every experiment: a job still to run is one whose output (the
-        plan's) is missing; jobs Snakemake runs again over an output there (outdated) are taken
-        from the experiments in the plan's order."""
+        """Snakemake's count of jobs per rule still to run: the runs left per experiment. A rule
+        serves every experiment, so its count is given out over the plan's outputs of that rule
+        (each [path, runs, rule, look]), look by look and in the plan's order within a look (a
+        sequential design's later looks join only once a checkpoint asks for them): first to the
+        outputs missing, then to those there that Snakemake runs again (outdated)."""
         self.active = True
-        jobs = sum(int(c) for rule, c in stats.items() if rule in self.steps)
         left: dict[str, int] = {}
-        there: dict[str, list[int]] = {}
-        for name in self.experiments:
-            for path, runs in self.outputs.get(name, []):
-                if exists(path):
-                    there.setdefault(name, []).append(int(runs))
-                elif jobs > 0:
-                    jobs -= 1
-                    left[name] = left.get(name, 0) + int(runs)
-        for name, sizes in there.items():
-            for runs in sizes[:jobs]:
+        earlier: dict[str, int] = {}
+        order = {name: i for i, name in enumerate(self.experiments)}
+        for rule in self.steps:
+            jobs = int(stats.get(rule, 0))
+            outs = sorted(
+                (int(look), order[name], name, path, int(runs))
+                for name in self.experiments
+                for path, runs, r, look in self.outputs.get(name, [])
+                if r == rule
+            )
+            missing = [o for o in outs if not exists(o[3])]
+            there = [o for o in outs if o not in missing]
+            for *_, name, _path, runs in (missing + there)[:jobs]:
                 left[name] = left.get(name, 0) + runs
-            jobs -= min(jobs, len(sizes))
+            # an output there that Snakemake does not run again was measured earlier
+            for *_, name, _path, runs in there[max(jobs - len(missing), 0) :]:
+                earlier[name] = earlier.get(name, 0) + runs
         for name, e in self.experiments.items():
             e.to_run = left.get(name, 0)
-            # what the plan makes and Snakemake no longer runs was measured earlier
-            e.done = max(e.planned - e.to_run, 0) if e.done_now == 0 else e.done
+            e.done = earlier.get(name, 0) if e.done_now == 0 else e.done
 
     def job_info(self, jobid: int, rule: str, wildcards: dict, output: list, t: float) -> None:
         self.active = True
