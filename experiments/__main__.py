@@ -129,10 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         at_cap = looks.at_reps(cfg, exp.name, plan[-1]) if len(plan) > 1 else cfg
         n = exp.specs(at_cap, cal, a.data_dir, a.out_dir)
         stamp_remeasure(a.out_dir, cfg["remeasure"])  # a spec run by hand measures as in the workflow
-        if len(plan) > 1 and (a.out_dir / "groups.json").is_file():
-            looks.split_groups_file(a.out_dir / "groups.json", exp, cfg)
-        if (a.out_dir / "groups.json").is_file():
-            looks.stamp_run_inputs(a.out_dir / "groups.json", exp, cfg)
+        groups = a.out_dir / "groups.json"
+        if groups.is_file():  # split by look, with each run's inputs: written once more, whole
+            atomic_write_json(groups, looks.groups_file(json.loads(groups.read_text()), exp, cfg))
         if whole and exp.name in whole["runs"]:
             # the workflow's rule has the folder as its output: every file the plan names is in it
             for f in whole["runs"][exp.name]["specs"]:

@@ -24,8 +24,6 @@ needed; the last look reached is copied to RESULTS/<experiment>/ (jobs.csv, runs
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 
 from corun.run import schedulers
 from corun.util import lazy_module, repo_root
@@ -78,33 +76,24 @@ def group_name(group: str, look: int) -> str:
     return group if look == 1 else f"{group}-look{look}"
 
 
-def groups_by_look(exp, cfg: dict) -> dict[str, list[str]]:
-    """Each run group split by look: {group (look 1) or group-look<l>: its runs of that look}."""
+def look_groups(exp, cfg: dict) -> list[dict]:
+    """Each run group split by look: [{"name": the group (look 1) or <group>-look<l>, "of": the
+    experiment's group, "look", "runs": its runs of that look}]."""
     looks = reps_per_look(cfg, exp.name)
     full = exp.group_runs(at_reps(cfg, exp.name, looks[-1]) if len(looks) > 1 else cfg)
     by_look = names_by_look(exp, cfg)
-    out = {}
+    out = []
     for g, runs in full.items():
         for look, names in enumerate(by_look, 1):
             part = [r for r in runs if r in set(names)]
             if part:
-                out[group_name(g, look)] = part
+                out.append({"name": group_name(g, look), "of": g, "look": look, "runs": part})
     return out
 
 
-def split_groups_file(path: Path, exp, cfg: dict) -> None:
-    """Rewrite a specs step's groups.json with its groups split by look (same cluster and file
-    system, each look's runs)."""
-    doc = json.loads(path.read_text())
-    split = groups_by_look(exp, cfg)
-    groups = []
-    for g in doc["groups"]:
-        for name, runs in split.items():
-            if name == g["name"] or name.startswith(f"{g['name']}-look"):
-                groups.append({**g, "name": name, "runs": runs})
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({**doc, "groups": groups}, indent=2))
-    tmp.replace(path)
+def groups_by_look(exp, cfg: dict) -> dict[str, list[str]]:
+    """{group (look 1) or group-look<l>: its runs of that look} (look_groups)."""
+    return {g["name"]: g["runs"] for g in look_groups(exp, cfg)}
 
 
 def run_manifests(exp, cfg: dict):
@@ -122,18 +111,20 @@ def run_manifests(exp, cfg: dict):
     return lambda run: sorted({f for v in exp.run_variants(cfg, run) for f in files(v)})
 
 
-def stamp_run_inputs(path: Path, exp, cfg: dict) -> None:
-    """Write into each group of a specs step's groups.json the files each of its runs depends on
-    besides its spec (`run_inputs`: run_manifests), so that the group's runner measures again a
-    run older than one of them (corun.testbed.pfs_runs.finished), as Snakemake does for a run of
-    its own."""
-    doc = json.loads(path.read_text())
+def groups_file(doc: dict, exp, cfg: dict) -> dict:
+    """A specs step's groups.json DOC (the experiment's groups) as the group runner takes it: each
+    group split by look (the same cluster and file system, each look's runs: look_groups), and
+    with the files each of its runs depends on besides its spec (`run_inputs`: run_manifests), so
+    that the runner measures again a run older than one of them (corun.testbed.pfs_runs.finished),
+    as Snakemake does for a run of its own."""
     manifests = run_manifests(exp, cfg)
-    for g in doc["groups"]:
-        g["run_inputs"] = {r: manifests(r) for r in g["runs"]}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    tmp.replace(path)
+    groups = [
+        {**g, "name": part["name"], "runs": part["runs"], "run_inputs": {r: manifests(r) for r in part["runs"]}}
+        for g in doc["groups"]
+        for part in look_groups(exp, cfg)
+        if part["of"] == g["name"]
+    ]
+    return {**doc, "groups": groups}
 
 
 # Below this many reps no estimate stops a look for futility: from 3 reps the engine's estimates

@@ -49,7 +49,7 @@ def test_each_look_adds_only_its_new_reps(smoke):
     assert len(flat) == len(set(flat)) == len(exp.run_names(looks.at_reps(cfg, "mpl_sweep", 3)))
 
 
-def test_run_groups_are_split_by_look(smoke, tmp_path):
+def test_run_groups_are_split_by_look(smoke):
     exp = registry()["sais"]
     cfg = with_cap(smoke, "sais", 3, step=1, reps=1)
     split = looks.groups_by_look(exp, cfg)
@@ -59,12 +59,13 @@ def test_run_groups_are_split_by_look(smoke, tmp_path):
         assert {f"{g}-look2", f"{g}-look3"} <= set(split)
         assert not set(split[f"{g}-look2"]) & set(runs)
     doc = {"experiment": "sais", "groups": [{"name": g, "runs": [], "cluster": {"hosts": 3}} for g in base]}
-    path = tmp_path / "groups.json"
-    path.write_text(json.dumps(doc))
-    looks.split_groups_file(path, exp, cfg)
-    written = json.loads(path.read_text())["groups"]
+    written = looks.groups_file(doc, exp, cfg)["groups"]
     assert {g["name"] for g in written} == set(split)
     assert all(g["cluster"] == {"hosts": 3} and g["runs"] == split[g["name"]] for g in written)
+    # each look's group says which of the experiment's it is and its look as fields, never by name
+    parts = looks.look_groups(exp, cfg)
+    assert {(p["of"], p["look"]) for p in parts} == {(g, look) for g in base for look in (1, 2, 3)}
+    assert all(set(g["run_inputs"]) == set(g["runs"]) for g in written)
 
 
 def row(outcome, n=3, need=None, claim="c"):

@@ -54,8 +54,7 @@ def test_mpl_sweep_on_a_netns_cluster_is_one_group_with_each_runs_own_inputs(tmp
     assert exp.group_runs(cfg) == {"cluster": names}
     out = tmp_path / "specs"
     exp.specs(cfg, {"needed": False}, tmp_path / "d", out)
-    looks.stamp_run_inputs(out / "groups.json", exp, cfg)
-    (g,) = json.loads((out / "groups.json").read_text())["groups"]
+    (g,) = looks.groups_file(json.loads((out / "groups.json").read_text()), exp, cfg)["groups"]
     n = cfg["mpl_sweep"]["cluster"]["netns"]
     assert g["pfs"] is None and g["runs"] == names
     assert g["cluster"] == {
