@@ -24,9 +24,9 @@ def test_every_node_measures_some_repetitions():
 
 
 def test_each_run_holds_its_node_alone():
-    assert sp.slurm_extra("g00_k1_r4", NODES) == "--exclusive --nodelist=n2"
-    assert sp.slurm_extra("g00_k1_r4", []) == "--exclusive"  # no cluster read: Slurm places it
-    assert sp.slurm_extra("calibration", NODES) == "--exclusive"  # no repetition in the name
+    assert sp.slurm_extra("g00_k1_r4", NODES) == "--exclusive --no-requeue --nodelist=n2"
+    assert sp.slurm_extra("g00_k1_r4", []) == "--exclusive --no-requeue"  # no cluster read: Slurm places it
+    assert sp.slurm_extra("calibration", NODES) == "--exclusive --no-requeue"  # no repetition in the name
 
 
 def test_only_single_node_runs_leave_the_controller():

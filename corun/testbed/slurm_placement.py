@@ -4,6 +4,9 @@ Each run is its own exclusive one-node job. The runs a claim pairs (a point's he
 one repetition) are measured on one node: repetition r runs on the r-th node of the partition
 (modulo their count, in sorted order), pinned with --nodelist, so a node's difference never
 enters an effect, and every node measures some repetitions (analysis.nodes compares them).
+A job whose node fails is never requeued by Slurm (--no-requeue, against JobRequeue's default):
+the executor reports it (NODE_FAIL) and the next call measures it again, where a requeued job
+would measure the run again with no Snakemake watching, perhaps beside the next call's own.
 """
 
 from __future__ import annotations
@@ -39,6 +42,6 @@ def node_of(run_name: str, nodes: list[str]) -> str | None:
 
 
 def slurm_extra(run_name: str, nodes: list[str]) -> str:
-    """sbatch's options for RUN_NAME: its node alone, the node of its repetition."""
+    """sbatch's options for RUN_NAME: its node alone, the node of its repetition, never requeued."""
     node = node_of(run_name, nodes)
-    return "--exclusive" if node is None else f"--exclusive --nodelist={node}"
+    return "--exclusive --no-requeue" + ("" if node is None else f" --nodelist={node}")
