@@ -115,6 +115,25 @@ def test_a_later_look_of_one_experiment_takes_no_job_count_of_another():
     there = {"a/r0", "a/r1", "b/r0", "b/r1", "b/r2", "g/groups/1"}
     p.run_info({"run": 2, "run_across_hosts": 0, "run_groups": 0}, exists=there.__contains__)
     assert [(e.done, e.to_run) for e in p.experiments.values()] == [(2, 2), (3, 0), (2, 0)]
+    # the same invocation's checkpoint asks for a later look: Snakemake logs no count again, so
+    # the look's first job brings its runs (the local profile's sais read "run 37 of 36", then
+    # "108 of 107": each run raised both)
+    p = Progress()
+    p.plan(plan)
+    done = set()
+    p.run_info({"run": 2, "run_across_hosts": 3, "run_groups": 1}, exists=done.__contains__)
+    for i, out in enumerate(["a/r0", "a/r1"]):
+        p.job_info(i, "run", {"exp": "alpha", "run": out[2:]}, [out], float(i))
+        p.job_finished(i, i + 1.0)
+        done.add(out)
+    p.job_info(5, "run", {"exp": "alpha", "run": "r2"}, ["a/r2"], 10.0)
+    assert "(run 3 of 4, " in p.line(p.jobs[5])
+    p.job_finished(5, 11.0)
+    done.add("a/r2")
+    p.job_info(6, "run", {"exp": "alpha", "run": "r3"}, ["a/r3"], 11.0)
+    assert "(run 4 of 4, " in p.line(p.jobs[6])
+    p.job_info(7, "run_groups", {"exp": "gamma", "look": "2"}, ["g/groups/2"], 11.0)
+    assert p.experiments["gamma"].target() == 4  # its first look's 2 and the second's 2
 
 
 class _Settings:

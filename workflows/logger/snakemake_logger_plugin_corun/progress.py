@@ -63,6 +63,8 @@ class Progress:
     # exp -> [[a measuring job's output, its runs, its rule, its look]]
     outputs: dict[str, list] = field(default_factory=dict)
     jobs: dict[int, Job] = field(default_factory=dict)  # running
+    counted: set = field(default_factory=set)  # the outputs counted as runs left
+    exists: object = os.path.exists
     started: float | None = None
     now: float = 0.0
     steps_done: int = 0
@@ -93,6 +95,7 @@ class Progress:
         sequential design's later looks join only once a checkpoint asks for them): first to the
         outputs missing, then to those there that Snakemake runs again (outdated)."""
         self.active = True
+        self.exists = exists
         left: dict[str, int] = {}
         earlier: dict[str, int] = {}
         order = {name: i for i, name in enumerate(self.experiments)}
@@ -106,8 +109,9 @@ class Progress:
             )
             missing = [o for o in outs if not exists(o[3])]
             there = [o for o in outs if o not in missing]
-            for *_, name, _path, runs in (missing + there)[:jobs]:
+            for *_, name, path, runs in (missing + there)[:jobs]:
                 left[name] = left.get(name, 0) + runs
+                self.counted.add(path)
             # an output there that Snakemake does not run again was measured earlier
             for *_, name, _path, runs in there[max(jobs - len(missing), 0) :]:
                 earlier[name] = earlier.get(name, 0) + runs
@@ -122,6 +126,8 @@ class Progress:
         exp = self.experiment_of(rule, wildcards)
         runs = 1
         label = rule
+        if exp in self.experiments:
+            self.join_look(exp, output)
         if exp is not None:
             per_look = self.steps[rule].get("runs") or {}
             if "look" in wildcards and per_look:
@@ -131,6 +137,20 @@ class Progress:
                 label = f"{exp} {wildcards.get('run', '')}".strip()
         self.jobs[jobid] = Job(jobid, rule, exp, runs, label, t)
         self.tick(t)
+
+    def join_look(self, exp: str, output: list) -> None:
+        """A measuring job whose output no count gave is of a look a checkpoint asked for after
+        Snakemake counted its jobs (it logs no count again): that look's outputs of EXP not
+        there join the runs left, so "run n of N" grows by the look, not by each run."""
+        outs = self.outputs.get(exp, [])
+        mine = [o for o in outs if o[0] in output and o[0] not in self.counted]
+        if not mine or self.experiments[exp].to_run is None:
+            return
+        look = mine[0][3]
+        for path, runs, _rule, lk in outs:
+            if lk == look and path not in self.counted and (path in output or not self.exists(path)):
+                self.experiments[exp].to_run += int(runs)
+                self.counted.add(path)
 
     def job_finished(self, jobid: int, t: float) -> None:
         job = self.jobs.pop(jobid, None)
