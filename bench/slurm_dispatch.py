@@ -4,9 +4,10 @@
 A toy workflow of RUNS runs of a fixed length (each `sleep SECONDS`, so the figure is the
 harness's dispatch, not an experiment: emulated nodes share this machine's CPUs) goes through
 Snakemake's Slurm executor as the testbed-slurm profile sends measuring runs: each run its own
-exclusive one-node job (`--exclusive --nodelist` by repetition, corun.testbed.slurm_placement), on
-the first 1, 2, ... NODES nodes of the partition (sinfo's order). Per node count it prints the
-campaign's wall time, runs per hour, the ideal (NODES x 3600 / SECONDS) and its share, and from
+exclusive one-node job (`--exclusive --nodelist` by repetition, corun.testbed.slurm_placement;
+the profile's first status check, slurm-init-seconds-before-status-checks), on the first 1, 2,
+... NODES nodes of the partition (sinfo's order). Per node count it prints the campaign's wall time,
+runs per hour, the ideal (NODES x 3600 / SECONDS) and its share, and from
 sacct each job's submit-to-start latency (median and max). Needs a Slurm cluster whose nodes see
 this folder at the same path (roles/slurm; on one machine, its own disk). Not a pass/fail test.
 
@@ -26,7 +27,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
+PROFILE = ROOT / "workflows" / "profiles" / "testbed-slurm" / "config.yaml"
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 TOY = """
@@ -72,6 +76,11 @@ def sacct_times(job_ids: list[str]) -> list[tuple[datetime, datetime]]:
     return [(datetime.fromisoformat(s), datetime.fromisoformat(t)) for _, s, t in rows if t not in ("Unknown", "None")]
 
 
+def first_status_check_s() -> int:
+    """The testbed-slurm profile's first status check, so the toy is dispatched as its runs are."""
+    return int(yaml.safe_load(PROFILE.read_text())["slurm-init-seconds-before-status-checks"])
+
+
 def campaign(nodes: list[str], runs: int, seconds: float) -> dict:
     with tempfile.TemporaryDirectory(dir=ROOT / ".corun" if (ROOT / ".corun").is_dir() else None) as d:
         wd = Path(d)
@@ -85,6 +94,7 @@ def campaign(nodes: list[str], runs: int, seconds: float) -> dict:
         )
         argv = [str(SNAKEMAKE), "--executor", "slurm", "--jobs", str(2 * len(nodes)), "--latency-wait", "5"]
         argv += ["--default-resources", "slurm_partition=corun", "runtime=10", "--quiet", "all"]
+        argv += ["--slurm-init-seconds-before-status-checks", str(first_status_check_s())]
         t0 = time.monotonic()
         res = subprocess.run(argv, cwd=wd, capture_output=True, text=True)
         wall = time.monotonic() - t0

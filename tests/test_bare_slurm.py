@@ -1,7 +1,7 @@
-"""Slurm over the emulated bare testbed (scripts/bare-testbed, roles/slurm): two fresh nodes
+"""Slurm over the emulated bare testbed (scripts/bare-testbed, roles/slurm): three fresh nodes
 sharing the repository (with its .venv) and the results with this machine (up --share, the
 emulation of a site's NFS home), this machine their controller. The slurm role (and the monitors
-a run needs) provisions them, a second run changes nothing and sinfo shows both idle; the
+a run needs) provisions them, a second run changes nothing and sinfo shows them idle; the
 testbed-slurm profile measures a small sensitivity_ranking campaign over them, each repetition on
 its node (metadata.json's host.hostname); one node's Slurm killed mid-campaign (slurmd and its
 running job): only the run it held fails, Slurm marks the node down, and once its slurmd is back
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 PREFIX = "corunbt"  # test_bare_testbed's: its module's nodes are down before these come up
 SUBNET = "10.79.1.0/24"
-NODES = [f"{PREFIX}-n1", f"{PREFIX}-n2"]
+NODES = [f"{PREFIX}-n{i}" for i in (1, 2, 3)]
 FIGURES = {}
 
 pytestmark = [pytest.mark.root, pytest.mark.bare]
@@ -47,14 +47,14 @@ def slurm_daemons_here() -> list[str]:
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    """Two bare nodes sharing the repository: (state dir, inventory); after the module, down
+    """The bare nodes sharing the repository: (state dir, inventory); after the module, down
     leaves nothing of them nor of the cluster this machine controlled."""
     if shutil.which("start-stop-daemon") is None:
         pytest.skip("no start-stop-daemon here (dpkg): not a Debian machine")
     state = tmp_path_factory.mktemp("bare-slurm") / "state"
     inventory = REPO / "inventory" / f"bare-slurm-test-{os.getpid()}.yml"
-    proc = bare_testbed(state, "up", "2", "--prefix", PREFIX, "--subnet", SUBNET, "--inventory", str(inventory),
-                        "--share", str(REPO))  # fmt: skip
+    proc = bare_testbed(state, "up", str(len(NODES)), "--prefix", PREFIX, "--subnet", SUBNET,
+                        "--inventory", str(inventory), "--share", str(REPO))  # fmt: skip
     if proc.returncode == 4:
         bare_testbed(state, "down")
         pytest.skip(f"no bare testbed here: {proc.stderr.strip()}")
@@ -113,13 +113,13 @@ def scratch():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def campaign_config(base: Path, demands: list[float]) -> Path:
+def campaign_config(base: Path, demands: list[float], reps: int = len(NODES)) -> Path:
     cfg = {
         "results_dir": str(base / "results"),
         "data_dir": str(base / "data"),
         "experiments": ["sensitivity_ranking"],
         "remeasure": {"max_foreign_pct": None},  # the nodes share this machine's CPUs
-        "sensitivity_ranking": {"demands_mb_s": demands, "k_max": 1, "reps": 2},
+        "sensitivity_ranking": {"demands_mb_s": demands, "k_max": 1, "reps": reps},
     }
     path = base / "testbed.yaml"
     path.write_text(json.dumps(cfg))
@@ -155,11 +155,11 @@ def test_the_testbed_slurm_profile_measures_each_repetition_on_its_node(cluster,
     took = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr[-4000:]
     hosts = hosts_of_runs(scratch / "results" / "sensitivity_ranking" / "runs")
-    assert len(hosts) == 4 and set(hosts.values()) == set(NODES), hosts
+    assert len(hosts) == 2 * len(NODES) and set(hosts.values()) == set(NODES), hosts
     # repetition r on the r-th node of the partition (corun.testbed.slurm_placement)
     assert all(h == NODES[int(r[-1])] for r, h in hosts.items()), hosts
     jobs = [j for j in sacct_jobs(since) if j["state"] == "COMPLETED"]
-    assert len(jobs) == 4, jobs
+    assert len(jobs) == 2 * len(NODES), jobs
     first_on_node = [min((j for j in jobs if j["node"] == n), key=lambda j: ts(j["start"])) for n in NODES]
     FIGURES["campaign_s"] = round(took, 1)
     FIGURES["runs_per_hour"] = round(len(jobs) * 3600 / took, 1)
@@ -219,7 +219,7 @@ def test_a_node_whose_slurm_is_killed_fails_only_its_run_and_the_next_call_measu
     # the failed job is not requeued behind Snakemake (--no-requeue): nothing left in the queue
     assert subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip() == ""
     hosts = hosts_of_runs(runs)
-    failed = sorted({f"g0{g}_k1_r{r}" for g in range(3) for r in range(2)} - set(hosts))
+    failed = sorted({f"g0{g}_k1_r{r}" for g in range(3) for r in range(len(NODES))} - set(hosts))
     assert failed == held, (failed, held, out[-3000:])
     assert f"run={failed[0]}" in out, out[-3000:]  # Snakemake's error names the run
     assert "NODE_FAIL" in out, out[-3000:]
