@@ -13,6 +13,7 @@ estimate assumes no contention, so it is a lower bound the measured runs put rig
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -63,8 +64,8 @@ class Progress:
     # exp -> [[a measuring job's output, its runs, its rule, its look]]
     outputs: dict[str, list] = field(default_factory=dict)
     jobs: dict[int, Job] = field(default_factory=dict)  # running
-    counted: set = field(default_factory=set)  # the outputs counted as runs left
-    exists: object = os.path.exists
+    counted: set = field(default_factory=set)  # the outputs Snakemake's count (run_info) gave
+    exists: Callable[[str], bool] = os.path.exists
     started: float | None = None
     now: float = 0.0
     steps_done: int = 0
@@ -95,7 +96,7 @@ class Progress:
         sequential design's later looks join only once a checkpoint asks for them): first to the
         outputs missing, then to those there that Snakemake runs again (outdated)."""
         self.active = True
-        self.exists = exists
+        self.exists, self.counted = exists, set()
         left: dict[str, int] = {}
         earlier: dict[str, int] = {}
         order = {name: i for i, name in enumerate(self.experiments)}
