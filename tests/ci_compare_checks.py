@@ -13,7 +13,9 @@ def gates_of_tiny_run(res: subprocess.CompletedProcess, out: Path) -> tuple[dict
     """(the comparison, its rows' gates) of a ci_compare.py run RES with TINY_RUN_OPTIONS into OUT.
     Two reps decide little: the gate passes (0) only when every interval lies on the better side
     of +900 %, and says it cannot decide (5) otherwise; it never fails (1) at that threshold."""
-    result = json.loads((out / "compare" / "comparison.json").read_text())
+    written = out / "compare" / "comparison.json"
+    assert written.is_file(), f"exit {res.returncode}, no {written.name}; stderr:\n{res.stderr[-4000:]}"
+    result = json.loads(written.read_text())
     gates = {r["gate"] for r in result["rows"] if r.get("gate")}
     assert res.returncode == (5 if "undecided" in gates else 0), res.stderr
     assert gates <= {"passed", "undecided"}
