@@ -49,6 +49,7 @@ from corun.testbed.pfs_config import (
     make_deployment,
 )
 from corun.testbed.pfs_links import _tbf_args, _tc, qdisc_undo_argv, qdiscs, shaped_rate_mbit
+from corun.testbed.pfs_remote import remote, remote_argv
 from corun.testbed.pfs_volfiles import (
     client_volfile,
     fuse_volfile,
@@ -60,31 +61,6 @@ from corun.testbed.pfs_volfiles import (
 from corun.util import atomic_write_text, repo_root
 
 # ---- remote execution and the journal -----------------------------------------------------
-
-
-def remote_argv(host: inventory.Host, script: str, *args: str) -> list[str]:
-    return host.command(["sh", "-c", script, "sh", *args])
-
-
-def remote(
-    host: inventory.Host, script: str, *args: str, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess:
-    argv = remote_argv(host, script, *args)
-    try:
-        res = subprocess.run(
-            argv,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=REMOTE_TIMEOUT_S,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise PfsError(f"pfs: {host.name}: no answer within {REMOTE_TIMEOUT_S} s") from None
-    if check and res.returncode != 0:
-        err = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise PfsError(f"pfs: {host.name}: exit {res.returncode}: {err}")
-    return res
 
 
 def open_journal(fs: Deployment) -> Journal:

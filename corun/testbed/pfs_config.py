@@ -10,17 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corun import config as cfgmod
-from corun.errors import ConfigError, CorunError
+from corun.errors import ConfigError
 from corun.testbed import inventory
+from corun.testbed.pfs_remote import AIOLI_TYPE, REMOTE_TIMEOUT_S, NetnsHost, PfsError  # noqa: F401 (shared)
 from corun.util import repo_path
 
 SCHEMA = Path(__file__).resolve().with_name("pfs.schema.json")
 BRICK_NAME = "corun-brick"
 RESERVED_NAMES = {"corun-posix", "corun-locks", "corun-io-threads", BRICK_NAME, "corun-server"}
-# corun's request scheduling translator (schedulers/aioli): each server gets its own control
-# and status files, {dir}/NAME.control and {dir}/NAME.status unless the options name them.
-AIOLI_TYPE = "corun/aioli"
-REMOTE_TIMEOUT_S = 120
 JOURNAL_ID = "pfs"  # the file system's journal (corun.machine.state) in its state_dir
 JOURNAL_FILE = f"{JOURNAL_ID}.journal.json"
 LISTEN_TIMEOUT_S = 20
@@ -62,10 +59,6 @@ m=$1
 if mountpoint -q "$m" 2>/dev/null; then umount "$m" 2>/dev/null || umount -l "$m"; fi
 exit 0
 """
-
-
-class PfsError(CorunError):
-    pass
 
 
 # ---- configuration and deployment -------------------------------------------------------
@@ -137,21 +130,6 @@ class Deployment:
 
 def _fill(template: str, root: str, host: str) -> str:
     return template.replace("{root}", root.rstrip("/") or "/").replace("{host}", host)
-
-
-@dataclasses.dataclass
-class NetnsHost(inventory.Host):
-    """A host of a netns cluster of this machine, reached by entering its network namespace
-    (nsenter --net): no ssh session per command (each cost about 0.5 s on a busy 2-CPU machine),
-    the same file systems and mounts as the root namespace."""
-
-    netns: str = ""
-
-    def command(self, argv: list[str], cwd: str | None = None, own_connection: bool = False) -> list[str]:
-        enter = ["nsenter", f"--net=/run/netns/{self.netns}", "--"]
-        if cwd:
-            return [*enter, "sh", "-c", 'cd "$0" && exec "$@"', cwd, *argv]
-        return [*enter, *argv]
 
 
 def _in_netns(cfg: dict, hosts: list[inventory.Host]) -> list[inventory.Host]:

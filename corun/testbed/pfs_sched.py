@@ -29,8 +29,7 @@ from pathlib import Path
 
 from corun.errors import CorunError, one_line_errors
 from corun.testbed import inventory
-from corun.testbed.pfs import AIOLI_TYPE, remote
-from corun.testbed.pfs_config import NetnsHost
+from corun.testbed.pfs_remote import AIOLI_TYPE, NetnsHost, remote
 from corun.util import atomic_write_text, on_each, repo_path
 
 POLICIES = ("fifo", "aioli", "aioli_no_wait", "aioli_no_agg", "time_order_agg", "app_aware")
