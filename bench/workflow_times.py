@@ -20,9 +20,9 @@ then prints the harness's share per experiment and in total: the experiment's Sn
 `make run`), its runs' summed job time (`phases_s.jobs_s`), the summed duration of the attempts
 measured again because the host or other processes took too much CPU time (`remeasured.earlier`:
 repetitions the evidence needs, not the harness's cost), the measurements that are not runs (a
-JSON file outside */runs/ with phases_s.jobs_s: the device's calibration, noisy_neighbour's premise), and (time -
-job time - not runs - remeasured) / time; the total row takes the workflow's span against every
-run's job time.
+JSON file outside */runs/ with phases_s.jobs_s: the device's calibration, noisy_neighbour's
+premise, the jobs a calibrate step timed alone to size the runs), and (time - job time - not runs
+- remeasured) / time; the total row takes the workflow's span against every run's job time.
 
     .venv/bin/python bench/workflow_times.py --make-run [--profile local]
 
@@ -149,8 +149,9 @@ def print_phases(results: Path) -> int:
 
 def measured_outside_runs(results: Path) -> dict[str, float]:
     """{first folder under RESULTS: seconds} of the workflow's measurements that are not runs
-    (the device's calibration, noisy_neighbour's premise): every JSON file outside */runs/ whose
-    top level has phases_s.jobs_s, the seconds it measured (not its own set-up)."""
+    (the device's calibration, noisy_neighbour's premise, the jobs a calibrate step timed alone:
+    its calibration.json): every JSON file outside */runs/ whose top level has phases_s.jobs_s,
+    the seconds it measured (not its own set-up)."""
     out: dict[str, float] = defaultdict(float)
     for path in results.glob("*/**/*.json"):
         rel = path.relative_to(results)

@@ -10,6 +10,7 @@ from pathlib import Path
 from corun.errors import ConfigError, one_line_errors
 from corun.layout import Layout
 from corun.plan.base import stamp_remeasure
+from corun.run import run_length
 from corun.util import atomic_write_json, lazy_module
 from experiments import PAPERS_DIR, campaign, get, looks, registry
 from experiments.config import experiments_with_runs, load_workflow_config
@@ -102,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.step == "data":
         print(exp.data(cfg, a.data_dir), file=sys.stderr)
     elif a.step == "calibrate":
-        atomic_write_json(a.out, exp.calibrate(cfg, a.data_dir))
+        with run_length.timed_jobs() as timed:  # the jobs it timed alone: a measurement, not its cost
+            cal = exp.calibrate(cfg, a.data_dir)
+        atomic_write_json(a.out, {**cal, "phases_s": {"jobs_s": round(sum(timed), 4)}})
     elif a.step == "analyze":
         return analyze(exp, cfg, cfg["results_dir"], a.out_dir, a.look)
     elif a.step == "decide":

@@ -19,11 +19,14 @@ experiment whose runs feed such a metric sizes them to a measured minimum length
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import math
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 
 from corun.errors import CorunError
 
@@ -69,6 +72,20 @@ def lengthen(spec: dict, measured_s: float, min_s: float) -> tuple[dict, int]:
     return {**spec, "labels": labels, "jobs": repeat_jobs(base, copies)}, copies
 
 
+_TIMED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("corun_timed_jobs", default=None)
+
+
+@contextlib.contextmanager
+def timed_jobs() -> Iterator[list[float]]:
+    """The wall seconds of every job time_job timed inside the block, in order: the calibrate
+    step records their sum as what it measured (phases_s.jobs_s), apart from its own cost."""
+    token = _TIMED.set([])
+    try:
+        yield _TIMED.get()
+    finally:
+        _TIMED.reset(token)
+
+
 def time_job(cmd: list[str], env: dict | None = None, cwd: str | None = None, timeout_s: float = 600) -> float:
     """Wall seconds of one job run alone (its output discarded); a one-line error when it fails."""
     t0 = time.monotonic()
@@ -87,7 +104,17 @@ def time_job(cmd: list[str], env: dict | None = None, cwd: str | None = None, ti
     if res.returncode != 0:
         tail = (res.stderr or "").strip().splitlines()[-1:] or [""]
         raise CorunError(f"timing one job ({' '.join(cmd[:3])} ...): exit {res.returncode}: {tail[0]}")
-    return time.monotonic() - t0
+    wall = time.monotonic() - t0
+    count_timed(wall)
+    return wall
+
+
+def count_timed(wall_s: float) -> None:
+    """wall_s counted as a job timed alone in the enclosing timed_jobs block (none: nowhere);
+    time_job counts its own, a timing of another kind says so itself."""
+    timed = _TIMED.get()
+    if timed is not None:
+        timed.append(wall_s)
 
 
 def too_short(spec: dict, meta: dict) -> str:

@@ -58,11 +58,14 @@ def time_up_to(cmd: list[str], env: dict | None, cwd: str | None, limit_s: float
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
+        run_length.count_timed(time.monotonic() - t0)  # measured up to the limit all the same
         return None
     if p.returncode != 0:
         tail = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or [""]
         raise CorunError(f"timing one job ({' '.join(cmd[:3])} ...): exit {p.returncode}: {tail[0]}")
-    return time.monotonic() - t0
+    wall = time.monotonic() - t0
+    run_length.count_timed(wall)
+    return wall
 
 
 def calibrate(cfg: dict, workloads: list[dict], template) -> dict:

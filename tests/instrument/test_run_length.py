@@ -50,6 +50,21 @@ def test_timing_a_job_that_fails_is_one_line():
     assert "exit 3: broken" in str(err.value) and "\n" not in str(err.value)
 
 
+def test_the_jobs_timed_in_a_block_are_collected_there_and_only_there():
+    # the calibrate step's measuring time (phases_s.jobs_s): what bench/workflow_times.py counts
+    # as measurement, not as the harness's cost
+    rl.time_job(["/bin/true"])  # outside any block: collected nowhere
+    with rl.timed_jobs() as outer:
+        rl.time_job(["/bin/sleep", "0.2"])
+        with rl.timed_jobs() as inner:
+            rl.time_job(["/bin/sleep", "0.1"])
+        rl.time_job(["/bin/true"])
+    assert len(outer) == 2 and outer[0] >= 0.2 and len(inner) == 1 and inner[0] >= 0.1
+    with pytest.raises(CorunError), rl.timed_jobs() as failed:
+        rl.time_job(["/bin/false"])
+    assert failed == []  # a job that failed measured nothing
+
+
 def _short_run(disk_tmp, **remeasure) -> tuple:
     """A run of one 0.2 s job under a 0.6 s minimum: its folder and metadata."""
     spec = {
