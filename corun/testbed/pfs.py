@@ -34,22 +34,19 @@ from corun.errors import CorunError
 from corun.machine.state import Journal
 from corun.testbed import inventory
 from corun.testbed.pfs_config import (
-    AIOLI_TYPE,
     JOURNAL_ID,
     LISTEN_TIMEOUT_S,
     PIDS_SCRIPT,
-    REMOTE_TIMEOUT_S,
     STOP_SCRIPT,
     UMOUNT_SCRIPT,
     Deployment,
-    PfsError,
     Server,
     _fill,
     load_config,
     make_deployment,
 )
 from corun.testbed.pfs_links import _tbf_args, _tc, qdisc_undo_argv, qdiscs, shaped_rate_mbit
-from corun.testbed.pfs_remote import remote, remote_argv
+from corun.testbed.pfs_remote import AIOLI_TYPE, REMOTE_TIMEOUT_S, PfsError, remote, remote_argv
 from corun.testbed.pfs_volfiles import (
     client_volfile,
     fuse_volfile,
@@ -60,7 +57,7 @@ from corun.testbed.pfs_volfiles import (
 )
 from corun.util import atomic_write_text, repo_root
 
-# ---- remote execution and the journal -----------------------------------------------------
+# ---- the journal -----------------------------------------------------------------------
 
 
 def open_journal(fs: Deployment) -> Journal:

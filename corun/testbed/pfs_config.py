@@ -12,7 +12,7 @@ from pathlib import Path
 from corun import config as cfgmod
 from corun.errors import ConfigError
 from corun.testbed import inventory
-from corun.testbed.pfs_remote import AIOLI_TYPE, REMOTE_TIMEOUT_S, NetnsHost, PfsError  # noqa: F401 (shared)
+from corun.testbed.pfs_remote import NetnsHost
 from corun.util import repo_path
 
 SCHEMA = Path(__file__).resolve().with_name("pfs.schema.json")

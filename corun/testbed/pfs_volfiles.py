@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from corun.testbed.pfs_config import AIOLI_TYPE, BRICK_NAME, Deployment, Server
+from corun.testbed.pfs_config import BRICK_NAME, Deployment, Server
 from corun.testbed.pfs_links import _link_summary
+from corun.testbed.pfs_remote import AIOLI_TYPE
 
 # ---- generated volfiles ------------------------------------------------------------------
 
